@@ -1,0 +1,138 @@
+"""Shared pieces of the CLI: the root group, parameter options, JSON output, graph resolution."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.params import LogGPS
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--store",
+    "store_uri",
+    default=None,
+    envvar="LLAMP_STORE",
+    help="Graph store: a directory for the embedded LadybugDB store (default $LLAMP_HOME/store) "
+    "or bolt://user:pass@host:7687 for Neo4j. Env: LLAMP_STORE.",
+)
+@click.version_option(package_name="llamp", prog_name="llamp")
+@click.pass_context
+def cli(ctx: click.Context, store_uri: str | None) -> None:
+    """llamp: how much network latency and bandwidth loss an MPI application tolerates."""
+    ctx.ensure_object(dict)
+    ctx.obj["store_uri"] = store_uri
+
+
+def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--L --o --G --S`` with units; the command receives ``params: LogGPS``."""
+
+    @click.option("--L", "L", default=None, help="Latency L (e.g. 3us, 1500ns). Default 3us.")
+    @click.option("--o", "o", default=None, help="CPU overhead o per message (e.g. 1.5us).")
+    @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.018ns/B or 56Gb/s).")
+    @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (e.g. 256KiB).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, L: str | None, o: str | None, G: str | None, S: str | None, **kw: Any):
+        kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S)
+        return func(*args, **kw)
+
+    return wrapper
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
+        func
+    )
+
+
+def engine_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--engine",
+        type=click.Choice(["auto", "graph", "glop", "highs"]),
+        default="auto",
+        show_default=True,
+        help="graph: exact critical-path engine; glop/highs: the LLAMP linear program.",
+    )(func)
+
+
+def collectives_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--collectives",
+        default=None,
+        metavar="OP=ALG,...",
+        help="Collective algorithms when reading a trace, e.g. allreduce=ring,bcast=binomial.",
+    )(func)
+
+
+def parse_collectives(text: str | None) -> dict[str, str]:
+    """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``."""
+    if not text:
+        return {}
+    choices: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise InputError(f"--collectives: {item!r} is not OP=ALGORITHM")
+        op, alg = (part.strip().lower() for part in item.split("=", 1))
+        choices[op] = alg
+    return choices
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _clean(value.item())
+    return value
+
+
+def emit_json(payload: Any) -> None:
+    """Print ``payload`` as stable JSON (sorted keys, infinities as the string "inf")."""
+    click.echo(json.dumps(_clean(payload), indent=2, sort_keys=True))
+
+
+def table(rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> str:
+    """A plain aligned text table."""
+    cells = [tuple(str(c) for c in headers)] + [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def load_graph_spec(
+    spec: str,
+    *,
+    collectives: dict[str, str] | None = None,
+    store_uri: str | None = None,
+    fmt: str = "auto",
+) -> ExecutionGraph:
+    """Resolve GRAPH: an ``.npz`` file, a ``.goal`` file, a trace directory, or a stored run name."""
+    from llamp.ingest import read
+
+    path = Path(spec)
+    if path.exists():
+        return read(path, fmt=fmt, collectives=collectives or {})
+    try:
+        from llamp.graphdb import open_store
+    except ImportError:  # pragma: no cover - graph store not installed
+        open_store = None
+    if open_store is not None:
+        with open_store(store_uri) as store:
+            if store.has_run(spec):
+                return store.load_run(spec)
+    raise InputError(f"{spec}: no such file, directory or stored run")

@@ -1,0 +1,130 @@
+"""Configuration in one place: defaults, environment variables and unit parsing.
+
+Every duration inside llamp is a float in nanoseconds; every size an integer in bytes.
+Users may write units anywhere the CLI or UI takes a duration (``3us``, ``1.5ms``,
+``250ns``, ``0.2s``) or a per-byte gap (``0.018ns/B``, ``18ps/B``, ``100Gb/s`` as a
+bandwidth that is converted to its gap).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from llamp.errors import ParameterError
+
+#: Default LogGPS configuration: L, G and S as measured with Netgauge on the LLAMP paper's
+#: test-bed (56 Gb/s InfiniBand, §III: L = 3.0 µs, G = 0.018 ns/B, S = 256 KB); o is
+#: LogGOPSim's default (1.5 µs). Override with --L/--o/--G/--S or a calibrated network.
+DEFAULT_L_NS = 3000.0
+DEFAULT_O_NS = 1500.0
+DEFAULT_G_NS_PER_BYTE = 0.018
+DEFAULT_S_BYTES = 256 * 1024
+
+#: Default tolerance levels (fractions of the baseline runtime).
+DEFAULT_TOLERANCES = (0.01, 0.02, 0.05)
+
+
+def llamp_home() -> Path:
+    """Directory holding the embedded store and caches (``$LLAMP_HOME``, default ``./.llamp``)."""
+    return Path(os.environ.get("LLAMP_HOME", ".llamp"))
+
+
+def store_uri() -> str | None:
+    """The store URI from ``$LLAMP_STORE`` (e.g. ``bolt://neo4j:pw@host:7687``), if set."""
+    value = os.environ.get("LLAMP_STORE")
+    return value or None
+
+
+_TIME_UNITS_NS = {
+    "ps": 1e-3,
+    "ns": 1.0,
+    "us": 1e3,
+    "µs": 1e3,
+    "μs": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+}
+
+_NUMBER = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_DURATION_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-zA-Zµμ]*)\s*$")
+_GAP_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-zA-Zµμ]*)\s*/\s*([a-zA-Z]+)\s*$")
+
+
+def parse_duration_ns(text: str | float | int, *, default_unit: str = "ns") -> float:
+    """``"3us"`` → 3000.0. A bare number is read in ``default_unit``."""
+    if isinstance(text, int | float):
+        return float(text) * _TIME_UNITS_NS[default_unit]
+    match = _DURATION_RE.match(text)
+    if not match:
+        raise ParameterError(f"cannot read duration {text!r}: expected e.g. 3us, 1.5ms, 250ns")
+    value, unit = float(match.group(1)), match.group(2) or default_unit
+    if unit not in _TIME_UNITS_NS:
+        raise ParameterError(
+            f"unknown time unit {unit!r} in {text!r}: use one of ps, ns, us, ms, s"
+        )
+    return value * _TIME_UNITS_NS[unit]
+
+
+_BANDWIDTH_BITS = {"b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}
+_BANDWIDTH_BYTES = {"B": 8.0, "KB": 8e3, "MB": 8e6, "GB": 8e9, "TB": 8e12}
+
+
+def parse_gap_ns_per_byte(text: str | float | int) -> float:
+    """Gap per byte G in ns/B from ``"0.018ns/B"``, ``"18ps/B"``, ``"100Gb/s"`` or ``"12.5GB/s"``.
+
+    A bare number is ns/B. A bandwidth (``…/s``) is converted: G = 1 / bytes-per-ns.
+    """
+    if isinstance(text, int | float):
+        return float(text)
+    bare = _DURATION_RE.match(text)
+    if bare and not bare.group(2):
+        return float(bare.group(1))
+    match = _GAP_RE.match(text)
+    if not match:
+        raise ParameterError(
+            f"cannot read gap per byte {text!r}: expected e.g. 0.018ns/B, 18ps/B or 100Gb/s"
+        )
+    value, num, den = float(match.group(1)), match.group(2), match.group(3)
+    if den == "B" and num in _TIME_UNITS_NS:
+        return value * _TIME_UNITS_NS[num]
+    if den == "s":
+        if num in _BANDWIDTH_BYTES:
+            bits_per_s = value * _BANDWIDTH_BYTES[num]
+        elif num.lower() in _BANDWIDTH_BITS and num[-1] == "b":
+            bits_per_s = value * _BANDWIDTH_BITS[num.lower()]
+        else:
+            raise ParameterError(f"unknown bandwidth unit {num}/s in {text!r}: use Gb/s or GB/s")
+        if bits_per_s <= 0:
+            raise ParameterError(f"bandwidth must be positive in {text!r}")
+        return 8.0 / bits_per_s * 1e9
+    raise ParameterError(f"unknown unit {num}/{den} in {text!r}: use ns/B, ps/B or Gb/s")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
+               "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size_bytes(text: str | int) -> int:
+    """``"256KiB"`` → 262144; a bare integer is bytes."""
+    if isinstance(text, int):
+        return text
+    match = _DURATION_RE.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _SIZE_UNITS:
+        raise ParameterError(f"cannot read size {text!r}: expected e.g. 65536, 64KiB, 1MiB")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def format_ns(value_ns: float) -> str:
+    """Human form of a duration: ``1615.0`` → ``"1.615 µs"``."""
+    if value_ns != value_ns:  # NaN
+        return "nan"
+    if value_ns == float("inf"):
+        return "∞"
+    magnitude = abs(value_ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if magnitude >= scale:
+            return f"{value_ns / scale:.6g} {unit}"
+    return f"{value_ns:.6g} ns"
