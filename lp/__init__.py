@@ -1,0 +1,41 @@
+"""Analyses of execution graphs under LogGPS (DESIGN §5): two engines, one semantics.
+
+``evaluate``/``predict``/``sweep``/``critical_latencies``/``tolerance``/``critical_path`` take
+an :class:`~llamp.graph.ExecutionGraph` and a :class:`~llamp.params.LogGPS` configuration and
+return typed results. The graph engine (:mod:`llamp.lp.engine`) is exact and fast; the LP
+engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
+"""
+
+from llamp.graph import ExecutionGraph
+from llamp.lp.critical import CriticalLatencies, Segment, critical_latencies
+from llamp.lp.engine import Evaluation, GraphEngine, engine_for
+from llamp.lp.path import CriticalPath, critical_path, rank_time_split
+from llamp.lp.predict import Prediction, predict, sweep
+from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
+from llamp.params import LogGPS
+
+
+def evaluate(graph: ExecutionGraph, params: LogGPS) -> Evaluation:
+    """Runtime, exact right derivatives, and per-vertex start/finish/slack/critical flags."""
+    return engine_for(graph).evaluate(params)
+
+
+__all__ = [
+    "CriticalLatencies",
+    "CriticalPath",
+    "Evaluation",
+    "GraphEngine",
+    "Prediction",
+    "Segment",
+    "Tolerance",
+    "ToleranceLevel",
+    "critical_latencies",
+    "critical_path",
+    "engine_for",
+    "evaluate",
+    "max_parameter_within",
+    "predict",
+    "rank_time_split",
+    "sweep",
+    "tolerance",
+]

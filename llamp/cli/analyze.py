@@ -1,0 +1,420 @@
+"""Analysis subcommands: predict, sweep, critical, tolerance, path, report.
+
+GRAPH is an ``.npz`` graph, a ``.goal`` file, a trace directory, or the name of a stored run.
+``--ranks``/``--window`` restrict the analysis to a subgraph; ``--save`` writes the result
+back to the graph store when GRAPH is a stored run.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import click
+import numpy as np
+
+from llamp.cli.base import (
+    cli,
+    collectives_option,
+    emit_json,
+    engine_option,
+    json_option,
+    load_graph_spec,
+    params_options,
+    parse_collectives,
+    table,
+)
+from llamp.config import format_ns, parse_duration_ns
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.params import LogGPS
+
+
+def _parse_ranks(text: str, num_ranks: int) -> np.ndarray:
+    """``"0-7,12"`` → sorted unique rank ids, checked against the graph."""
+    ranks: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-", 1))
+                ranks.update(range(a, b + 1))
+            else:
+                ranks.add(int(part))
+        except ValueError as err:
+            raise InputError(f"--ranks: cannot read {part!r} (expected e.g. 0-7,12)") from err
+    bad = [r for r in ranks if not 0 <= r < num_ranks]
+    if bad:
+        raise InputError(f"--ranks: rank {bad[0]} is outside 0..{num_ranks - 1}")
+    return np.array(sorted(ranks), dtype=np.int32)
+
+
+def _parse_window(text: str) -> tuple[float, float]:
+    """``"10ms:20ms"`` → (1e7, 2e7) ns; either end may be empty."""
+    if ":" not in text:
+        raise InputError(f"--window: {text!r} is not FROM:TO (e.g. 10ms:20ms)")
+    a, b = text.split(":", 1)
+    lo = parse_duration_ns(a) if a.strip() else 0.0
+    hi = parse_duration_ns(b) if b.strip() else float("inf")
+    if hi <= lo:
+        raise InputError(f"--window: the end {b!r} must be after the start {a!r}")
+    return lo, hi
+
+
+def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> ExecutionGraph:
+    """The subgraph of ``ranks`` and trace-time ``window`` (``None`` keeps everything)."""
+    if not ranks and not window:
+        return graph
+    keep = np.ones(graph.num_vertices, dtype=bool)
+    parts = []
+    if ranks:
+        keep &= np.isin(graph.rank, _parse_ranks(ranks, graph.num_ranks))
+        parts.append(f"ranks {ranks}")
+    if window:
+        if graph.t_trace_ns is None:
+            raise InputError("--window needs trace timestamps, and this graph has none (GOAL?)")
+        lo, hi = _parse_window(window)
+        keep &= (graph.t_trace_ns >= lo) & (graph.t_trace_ns < hi)
+        parts.append(f"window {window}")
+    if not keep.any():
+        raise InputError(f"the selection ({', '.join(parts)}) contains no vertex")
+    return graph.subgraph(keep, name=f"{graph.name}[{'; '.join(parts)}]")
+
+
+def graph_argument(func):
+    """GRAPH plus --collectives, --ranks, --window; the command receives ``graph``."""
+
+    @functools.wraps(func)
+    def wrapper(graph_spec: str, collectives: str | None, ranks, window, **kw):
+        ctx = click.get_current_context()
+        graph = load_graph_spec(
+            graph_spec,
+            collectives=parse_collectives(collectives),
+            store_uri=ctx.obj.get("store_uri"),
+        )
+        return func(graph=select(graph, ranks, window), graph_spec=graph_spec, **kw)
+
+    wrapper = click.option(
+        "--window", default=None, help="Trace-time window FROM:TO, e.g. 10ms:20ms."
+    )(wrapper)
+    wrapper = click.option("--ranks", default=None, help="Analyse only these ranks, e.g. 0-7,12.")(
+        wrapper
+    )
+    wrapper = collectives_option(wrapper)
+    return click.argument("graph_spec", metavar="GRAPH")(wrapper)
+
+
+def _save_option(func):
+    return click.option(
+        "--save",
+        is_flag=True,
+        help="Write the result back to the graph store (GRAPH must be a stored run).",
+    )(func)
+
+
+def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, Any], per_vertex=None) -> str:
+    from llamp.graphdb import open_store
+
+    ctx = click.get_current_context()
+    with open_store(ctx.obj.get("store_uri")) as store:
+        if not store.has_run(graph_spec):
+            raise InputError(f"--save: {graph_spec!r} is not a stored run (ingest it with --name)")
+        return store.write_analysis(graph_spec, kind, params.as_dict(), scalars, per_vertex=per_vertex)
+
+
+# ---------------------------------------------------------------------- predict
+@cli.command()
+@graph_argument
+@params_options
+@engine_option
+@json_option
+@_save_option
+def predict(graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str, as_json: bool, save: bool) -> None:
+    """Runtime T and sensitivities λ_L, λ_G, λ_o, ρ_L at one configuration."""
+    from llamp.lp import evaluate
+    from llamp.lp import predict as run_predict
+
+    result = run_predict(graph, params, engine=engine)
+    payload = result.as_dict()
+    if save:
+        ev = evaluate(graph, params)
+        import pandas as pd
+
+        per_vertex = pd.DataFrame(
+            {
+                "vid": np.arange(graph.num_vertices),
+                "start_ns": ev.start_ns,
+                "slack_ns": ev.slack_ns,
+                "critical": ev.critical,
+            }
+        )
+        payload["analysis_id"] = _write_back(graph_spec, "predict", params, result.as_dict(), per_vertex)
+    if as_json:
+        emit_json(payload)
+        return
+    rows = [
+        ("T", format_ns(result.runtime_ns)),
+        ("λ_L (messages on the critical path)", f"{result.lambda_L:g}"),
+        ("λ_G (bytes on the critical path)", f"{result.lambda_G:g}"),
+        ("λ_o (overheads on the critical path)", f"{result.lambda_o:g}"),
+        ("ρ_L = L·λ_L/T", f"{result.rho_L:.4%}"),
+        ("engine", result.engine),
+    ]
+    click.echo(_params_line(params))
+    click.echo(table(rows, ("quantity", "value")))
+
+
+def _params_line(params: LogGPS) -> str:
+    return (
+        f"L = {format_ns(params.L)}, o = {format_ns(params.o)}, G = {params.G:g} ns/B, "
+        f"S = {params.S} B"
+    )
+
+
+# ---------------------------------------------------------------------- sweep
+@cli.command()
+@graph_argument
+@params_options
+@engine_option
+@json_option
+@click.option("--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True)
+@click.option("--from", "lo", default="0", show_default=True, help="First value (L/o: 0us; G: ns/B).")
+@click.option("--to", "hi", default="100us", show_default=True, help="Last value.")
+@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
+def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
+    """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
+    from llamp.lp import sweep as run_sweep
+
+    a, b = _range(parameter, lo, hi)
+    frame = run_sweep(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
+    if as_json:
+        emit_json({"parameter": parameter, "points": frame.to_dict(orient="records")})
+        return
+    col = frame.columns[0]
+    rows = [
+        (
+            f"{r[col]:g}",
+            format_ns(r.runtime_ns),
+            f"{r.lambda_L:g}",
+            f"{r.lambda_G:g}",
+            f"{r.rho_L:.3%}",
+        )
+        for r in frame.itertuples(index=False)
+    ]
+    click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+
+
+def _range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
+    if parameter == "G":
+        from llamp.config import parse_gap_ns_per_byte
+
+        a, b = parse_gap_ns_per_byte(lo), parse_gap_ns_per_byte(hi if hi != "100us" else "1ns/B")
+    else:
+        a, b = parse_duration_ns(lo), parse_duration_ns(hi)
+    if not 0 <= a <= b:
+        raise InputError(f"--from {lo} --to {hi}: need 0 ≤ from ≤ to")
+    return a, b
+
+
+# ---------------------------------------------------------------------- critical
+@cli.command()
+@graph_argument
+@params_options
+@engine_option
+@json_option
+@click.option("--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True)
+@click.option("--from", "lo", default="0", show_default=True)
+@click.option("--to", "hi", default="100us", show_default=True)
+def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi) -> None:
+    """Every critical latency in [FROM, TO] and λ_L on each linear piece (exact)."""
+    from llamp.lp import critical_latencies
+
+    a, b = _range(parameter, lo, hi)
+    result = critical_latencies(graph, params, a, b, parameter=parameter, engine=engine)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    _print_critical(result)
+
+
+def _print_critical(result) -> None:
+    fmt = format_ns if result.parameter in ("L", "o") else (lambda v: f"{v:g} ns/B")
+    click.echo(
+        f"{len(result.critical)} critical value(s) of {result.parameter} in "
+        f"[{fmt(result.lo)}, {fmt(result.hi)}] ({result.evaluations} evaluations, {result.engine})"
+    )
+    rows = [
+        (fmt(s.start), fmt(s.end), f"{s.slope:g}", format_ns(s.runtime_start_ns), format_ns(s.runtime_end_ns))
+        for s in result.segments
+    ]
+    click.echo(table(rows, ("from", "to", f"λ_{result.parameter}", "T(from)", "T(to)")))
+
+
+# ---------------------------------------------------------------------- tolerance
+@cli.command()
+@graph_argument
+@params_options
+@engine_option
+@json_option
+@_save_option
+@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
+    """x% latency and bandwidth tolerance relative to T at the configured L, G."""
+    from llamp.lp import tolerance as run_tolerance
+
+    result = run_tolerance(graph, params, _levels(levels), engine=engine)
+    payload = result.as_dict()
+    if save:
+        scalars = {"baseline_ns": result.baseline_ns}
+        for t in result.latency:
+            scalars[f"latency_{t.x:g}_ns"] = t.value
+        for t in result.bandwidth:
+            scalars[f"G_{t.x:g}_ns_per_byte"] = t.value
+        payload["analysis_id"] = _write_back(graph_spec, "tolerance", params, scalars)
+    if as_json:
+        emit_json(payload)
+        return
+    _print_tolerance(result)
+
+
+def _levels(text: str) -> list[float]:
+    try:
+        return [float(v) / 100.0 for v in text.split(",") if v.strip()]
+    except ValueError as err:
+        raise InputError(f"--x: cannot read {text!r} (expected percents, e.g. 1,2,5)") from err
+
+
+def _print_tolerance(result) -> None:
+    click.echo(f"baseline T = {format_ns(result.baseline_ns)} ({result.engine})")
+    rows = []
+    for lat, bw in zip(result.latency, result.bandwidth or [None] * len(result.latency), strict=True):
+        rows.append(
+            (
+                f"{lat.x:.0%}",
+                format_ns(lat.bound_ns),
+                format_ns(lat.value),
+                "—" if bw is None else ("∞" if bw.value == float("inf") else f"{bw.value:.6g} ns/B"),
+            )
+        )
+    click.echo(table(rows, ("x", "T bound", "max L", "max G")))
+
+
+# ---------------------------------------------------------------------- path
+@cli.command()
+@graph_argument
+@params_options
+@json_option
+@_save_option
+@click.option("--top", default=10, show_default=True, help="Messages to list.")
+def path(graph, graph_spec, params, as_json, save, top) -> None:
+    """The critical path: its messages and where its time goes, per rank."""
+    from llamp.lp import critical_path, evaluate
+
+    cp = critical_path(graph, params)
+    payload = cp.as_dict()
+    if save:
+        ev = evaluate(graph, params)
+        import pandas as pd
+
+        per_vertex = pd.DataFrame(
+            {"vid": np.arange(graph.num_vertices), "start_ns": ev.start_ns, "slack_ns": ev.slack_ns, "critical": ev.critical}
+        )
+        payload["analysis_id"] = _write_back(graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex)
+    if as_json:
+        emit_json(payload)
+        return
+    _print_path(graph, cp, top)
+
+
+def _print_path(graph: ExecutionGraph, cp, top: int) -> None:
+    totals = cp.totals
+    click.echo(
+        f"critical path: T = {format_ns(cp.runtime_ns)}, {len(cp.vertices)} vertices, "
+        f"{len(cp.messages)} messages"
+    )
+    rows = [(k.removesuffix("_ns"), format_ns(v), f"{v / cp.runtime_ns:.2%}" if cp.runtime_ns else "—") for k, v in totals.items()]
+    click.echo(table(rows, ("time", "ns", "share")))
+    split = cp.split
+    rows = [
+        (int(r.rank), format_ns(r.compute_ns), format_ns(r.overhead_ns), format_ns(r.latency_ns), format_ns(r.bandwidth_ns), int(r.messages_in))
+        for r in split.itertuples(index=False)
+        if r.compute_ns + r.overhead_ns + r.latency_ns + r.bandwidth_ns > 0
+    ]
+    click.echo(table(rows, ("rank", "compute", "overhead", "latency", "bandwidth", "msgs in")))
+    if len(cp.messages):
+        sizes = graph.size[cp.messages[:, 0]]
+        order = np.argsort(-sizes, kind="stable")[:top]
+        rows = [
+            (int(graph.rank[cp.messages[i, 0]]), int(graph.rank[cp.messages[i, 1]]), int(sizes[i]), int(graph.tag[cp.messages[i, 0]]))
+            for i in order
+        ]
+        click.echo(f"largest {len(rows)} of {len(cp.messages)} messages on the path:")
+        click.echo(table(rows, ("from", "to", "bytes", "tag")))
+
+
+# ---------------------------------------------------------------------- report
+@cli.command()
+@graph_argument
+@params_options
+@engine_option
+@json_option
+@click.option("--from", "lo", default="0", show_default=True, help="Sweep/critical interval start.")
+@click.option("--to", "hi", default="100us", show_default=True, help="Sweep/critical interval end.")
+@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
+@click.option("--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent.")
+def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -> None:
+    """Everything at once: summary, prediction, sweep, critical latencies, tolerance, path."""
+    from llamp.lp import critical_latencies, critical_path
+    from llamp.lp import predict as run_predict
+    from llamp.lp import sweep as run_sweep
+    from llamp.lp import tolerance as run_tolerance
+
+    a, b = _range("L", lo, hi)
+    timings: dict[str, float] = {}
+
+    def timed(name, fn):
+        start = time.perf_counter()
+        out = fn()
+        timings[name] = time.perf_counter() - start
+        return out
+
+    pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
+    frame = timed("sweep", lambda: run_sweep(graph, params, np.linspace(a, b, points), engine=engine))
+    crit = timed("critical", lambda: critical_latencies(graph, params, a, b, engine=engine))
+    tol = timed("tolerance", lambda: run_tolerance(graph, params, _levels(levels), engine=engine))
+    cp = timed("path", lambda: critical_path(graph, params))
+    if as_json:
+        emit_json(
+            {
+                "graph": graph.summary().as_dict(),
+                "predict": pred.as_dict(),
+                "sweep": frame.to_dict(orient="records"),
+                "critical": crit.as_dict(),
+                "tolerance": tol.as_dict(),
+                "path": {k: v for k, v in cp.as_dict().items() if k != "vertices"},
+                "seconds": timings,
+            }
+        )
+        return
+    s = graph.summary()
+    click.echo(
+        f"{s.name}: {s.ranks} ranks, {s.vertices} vertices ({s.calcs} calc, {s.sends} send, "
+        f"{s.recvs} recv), {s.messages} messages, {s.bytes} bytes"
+    )
+    click.echo(_params_line(params))
+    click.echo("")
+    click.echo(f"T = {format_ns(pred.runtime_ns)}   λ_L = {pred.lambda_L:g}   λ_G = {pred.lambda_G:g}   "
+               f"λ_o = {pred.lambda_o:g}   ρ_L = {pred.rho_L:.3%}   [{pred.engine}]")
+    click.echo("\nsweep of L:")
+    rows = [(format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}") for r in frame.itertuples(index=False)]
+    click.echo(table(rows, ("L", "T", "λ_L", "ρ_L")))
+    click.echo("")
+    _print_critical(crit)
+    click.echo("")
+    _print_tolerance(tol)
+    click.echo("")
+    _print_path(graph, cp, 5)
+    click.echo("\n" + "  ".join(f"{k} {v:.2f}s" for k, v in timings.items()))

@@ -1,0 +1,300 @@
+"""The start/finish event graph of an execution graph under LogGPS (DESIGN §3.1).
+
+Both engines evaluate this graph, so they implement one semantics. Every vertex ``v`` has a
+start event ``2v`` and a finish event ``2v+1``; every rendezvous message ``j`` adds a handshake
+event ``2V + j`` (the RTS has arrived and the receive is posted). An event edge ``a → b``
+carries a weight that is affine in the parameters::
+
+    w = const + cL·L + cG·G + co·o
+
+and ``time(b) = max over in-edges (time(a) + w)`` (0 for an event without in-edges). The
+runtime ``T`` is the largest event time. Edges (``n`` = message size, ``B = max(n−1, 0)``):
+
+==========================  ==========================  =================================
+rule                        edge                        weight
+==========================  ==========================  =================================
+calc                        start → finish              cost
+eager send                  start → finish              o
+eager recv                  start → finish              o
+eager message s → r         start(s) → finish(r)        2o + L + B·G  (o + L + B·G to
+                                                        arrive, o to receive)
+rendezvous s → r (RTS)      start(s) → h                o + L
+receive posted              start(r) → h                0
+CTS, data, receive          h → finish(r)               3o + 2L + B·G
+CTS received, data sent     h → finish(s)               2o + L
+requires u → v              finish(u) → start(v)        0
+irequires u → v             start(u) → start(v)         o if u is a send, else 0
+send posts of a rank        start(s_i) → start(s_i+1)   o
+recvs joined by one wait    finish(r_i) → finish(r_i+1) o
+==========================  ==========================  =================================
+
+The last two rows are the CPU serialisation of DESIGN §3.1: a rank's sends are posted one
+after another, and receives completed by the same wait (the requires-predecessors of one
+vertex) are processed one after another. Their order is "program order" made safe: events
+are ranked by their depth (longest edge count from a source) in the graph without these
+edges, ties broken by vertex id, so the added edges can never close a cycle — and the same
+(depth, id) key is a topological order of the full event graph.
+
+The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
+to a start: LULESH's Irecv → … → Isend → message → Irecv on the peer is fine). A cycle in the
+event graph is a real deadlock of the modelled program (e.g. two blocking rendezvous sends
+facing each other); it is reported with the vertices on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from llamp.errors import GraphError
+from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+
+#: Columns of :attr:`EventGraph.coef`.
+CONST, COEF_L, COEF_G, COEF_O = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, eq=False)
+class EventGraph:
+    """Event DAG with affine edge weights, in CSR form for both engines.
+
+    Events are numbered by topological position ("positions"): ``event_of_pos[p]`` is the
+    event id (``2v``, ``2v+1`` or a handshake) at position ``p``, ``pos_of_event`` the inverse.
+    ``src/dst`` are positions, edges sorted by ``dst`` so ``in_ptr[p]:in_ptr[p+1]`` are the
+    in-edges of position ``p``; ``out_edge[out_ptr[p]:out_ptr[p+1]]`` its out-edges.
+    ``coef[e] = (const, cL, cG, co)`` for edge ``e``; ``msg[e]`` is the index (into
+    ``graph.messages()``) of the message whose latency/bandwidth the edge pays, or −1.
+    """
+
+    num_vertices: int
+    num_events: int
+    src: np.ndarray
+    dst: np.ndarray
+    coef: np.ndarray
+    msg: np.ndarray
+    event_of_pos: np.ndarray
+    pos_of_event: np.ndarray
+    in_ptr: np.ndarray
+    out_ptr: np.ndarray
+    out_edge: np.ndarray
+    rendezvous: np.ndarray  # bool per message: size > S
+    S: int
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.src.shape[0])
+
+    def weights(self, L: float, G: float, o: float) -> np.ndarray:
+        """Edge weights at one configuration (vectorised)."""
+        c = self.coef
+        return c[:, CONST] + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * o
+
+    def vertex_of_pos(self, positions: np.ndarray) -> np.ndarray:
+        """Vertex id of the events at ``positions`` (−1 for handshake events)."""
+        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
+        return np.where(events < 2 * self.num_vertices, events // 2, -1)
+
+    def start_pos(self) -> np.ndarray:
+        """Position of every vertex's start event."""
+        return self.pos_of_event[0 : 2 * self.num_vertices : 2]
+
+    def finish_pos(self) -> np.ndarray:
+        """Position of every vertex's finish event."""
+        return self.pos_of_event[1 : 2 * self.num_vertices : 2]
+
+
+def _edges(src: list, dst: list, coefs: list, msgs: list, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None) -> None:
+    n = len(s)
+    if n == 0:
+        return
+    src.append(np.asarray(s, dtype=np.int64))
+    dst.append(np.asarray(d, dtype=np.int64))
+    block = np.zeros((n, 4), dtype=np.float64)
+    block[:, CONST] = const
+    block[:, COEF_L] = cL
+    block[:, COEF_G] = cG
+    block[:, COEF_O] = co
+    coefs.append(block)
+    msgs.append(np.full(n, -1, dtype=np.int64) if m is None else np.asarray(m, dtype=np.int64))
+
+
+def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
+    """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)."""
+    V = graph.num_vertices
+    kind = graph.kind
+    sends, recvs = graph.messages()
+    nbytes = graph.size[sends]
+    rdv = nbytes > S
+    B = np.maximum(nbytes - 1, 0).astype(np.float64)
+    msg_ids = np.arange(sends.size, dtype=np.int64)
+    rdv_ids = np.flatnonzero(rdv)
+    num_events = 2 * V + rdv_ids.size
+    handshake = np.full(sends.size, -1, dtype=np.int64)
+    handshake[rdv_ids] = 2 * V + np.arange(rdv_ids.size)
+
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    coefs: list[np.ndarray] = []
+    msgs: list[np.ndarray] = []
+
+    def add(s, d, **kw) -> None:
+        _edges(src, dst, coefs, msgs, s, d, **kw)
+
+    # Vertex-internal edges.
+    calc = np.flatnonzero(kind == CALC)
+    add(2 * calc, 2 * calc + 1, const=graph.cost_ns[calc])
+    eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
+    add(2 * eager_ops, 2 * eager_ops + 1, co=1.0)
+    # Messages.
+    e = ~rdv
+    add(2 * sends[e], 2 * recvs[e] + 1, cL=1.0, cG=B[e], co=2.0, m=msg_ids[e])
+    h = handshake[rdv]
+    add(2 * sends[rdv], h, cL=1.0, co=1.0, m=msg_ids[rdv])
+    add(2 * recvs[rdv], h)
+    add(h, 2 * recvs[rdv] + 1, cL=2.0, cG=B[rdv], co=3.0, m=msg_ids[rdv])
+    add(h, 2 * sends[rdv] + 1, cL=1.0, co=2.0, m=msg_ids[rdv])
+    # Dependencies.
+    ek = graph.edge_kind
+    req = ek == REQUIRES
+    add(2 * graph.edge_src[req] + 1, 2 * graph.edge_dst[req])
+    ireq = ek == IREQUIRES
+    isrc = graph.edge_src[ireq]
+    add(2 * isrc, 2 * graph.edge_dst[ireq], co=np.where(kind[isrc] == SEND, 1.0, 0.0))
+
+    base_src = np.concatenate(src) if src else np.zeros(0, np.int64)
+    base_dst = np.concatenate(dst) if dst else np.zeros(0, np.int64)
+    depth = _depths(num_events, base_src, base_dst, graph)
+
+    # CPU serialisation of send posts, per rank, in (depth, id) order.
+    send_v = np.flatnonzero(kind == SEND)
+    if send_v.size > 1:
+        key = np.lexsort((send_v, depth[2 * send_v], graph.rank[send_v]))
+        ordered = send_v[key]
+        same_rank = graph.rank[ordered[1:]] == graph.rank[ordered[:-1]]
+        add(2 * ordered[:-1][same_rank], 2 * ordered[1:][same_rank], co=1.0)
+    # Receives completed by the same wait: requires-predecessors of one vertex.
+    recv_pred = req & (kind[graph.edge_src] == RECV)
+    r = graph.edge_src[recv_pred]
+    w = graph.edge_dst[recv_pred]
+    if r.size > 1:
+        key = np.lexsort((r, depth[2 * r + 1], w))
+        r, w = r[key], w[key]
+        same_wait = w[1:] == w[:-1]
+        add(2 * r[:-1][same_wait] + 1, 2 * r[1:][same_wait] + 1, co=1.0)
+
+    all_src = np.concatenate(src) if src else np.zeros(0, np.int64)
+    all_dst = np.concatenate(dst) if dst else np.zeros(0, np.int64)
+    coef = np.concatenate(coefs) if coefs else np.zeros((0, 4))
+    msg = np.concatenate(msgs) if msgs else np.zeros(0, np.int64)
+
+    # Renumber events by topological position so both engines sweep arrays front to back,
+    # and sort edges by destination so the in-edges of an event are one contiguous run.
+    event_of_pos = np.lexsort((np.arange(num_events, dtype=np.int64), depth)).astype(np.int64)
+    pos_of_event = np.empty(num_events, dtype=np.int64)
+    pos_of_event[event_of_pos] = np.arange(num_events, dtype=np.int64)
+    p_src = pos_of_event[all_src]
+    p_dst = pos_of_event[all_dst]
+    by_dst = np.lexsort((p_src, p_dst))
+    p_src, p_dst, coef, msg = p_src[by_dst], p_dst[by_dst], coef[by_dst], msg[by_dst]
+    in_ptr = _ptr(p_dst, num_events)
+    out_edge = np.lexsort((p_dst, p_src)).astype(np.int64)
+    out_ptr = _ptr(p_src[out_edge], num_events)
+    return EventGraph(
+        num_vertices=V,
+        num_events=num_events,
+        src=p_src,
+        dst=p_dst,
+        coef=np.ascontiguousarray(coef),
+        msg=msg,
+        event_of_pos=event_of_pos,
+        pos_of_event=pos_of_event,
+        in_ptr=in_ptr,
+        out_ptr=out_ptr,
+        out_edge=out_edge,
+        rendezvous=rdv,
+        S=int(S),
+    )
+
+
+def _ptr(sorted_keys: np.ndarray, n: int) -> np.ndarray:
+    """Row pointer of a CSR whose rows are ``sorted_keys`` (already sorted)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sorted_keys, minlength=n), out=ptr[1:])
+    return ptr
+
+
+def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Edge ids grouped by ``keys`` (stable), with the row pointer."""
+    counts = np.bincount(keys, minlength=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, np.argsort(keys, kind="stable").astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _kahn_depth(n, out_ptr, out_edge, dst, indeg):  # pragma: no cover - compiled
+    depth = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    head = 0
+    tail = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            queue[tail] = v
+            tail += 1
+    while head < tail:
+        v = queue[head]
+        head += 1
+        done[v] = True
+        for k in range(out_ptr[v], out_ptr[v + 1]):
+            u = dst[out_edge[k]]
+            if depth[v] + 1 > depth[u]:
+                depth[u] = depth[v] + 1
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                queue[tail] = u
+                tail += 1
+    return depth, done
+
+
+def _depths(n: int, src: np.ndarray, dst: np.ndarray, graph: ExecutionGraph) -> np.ndarray:
+    """Longest edge count from a source for every event; raise on a cycle (a deadlock)."""
+    out_ptr, out_edge = _csr(src, n)
+    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    depth, done = _kahn_depth(n, out_ptr, out_edge, dst, indeg)
+    if not done.all():
+        raise GraphError(_describe_cycle(n, src, dst, ~done, graph))
+    return depth
+
+
+def _describe_cycle(
+    n: int, src: np.ndarray, dst: np.ndarray, remaining: np.ndarray, graph: ExecutionGraph
+) -> str:
+    """Name the vertices of one cycle among the events Kahn's algorithm could not order.
+
+    Every unordered event has an unordered predecessor, so walking predecessors from one of
+    them must revisit an event: the walk's tail is a cycle.
+    """
+    in_ptr, in_edge = _csr(dst, n)
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    event = int(np.flatnonzero(remaining)[0])
+    while event not in seen:
+        seen[event] = len(path)
+        path.append(event)
+        preds = src[in_edge[in_ptr[event] : in_ptr[event + 1]]]
+        event = int(preds[remaining[preds]][0])
+    cycle = path[seen[event] :][::-1]
+    V = graph.num_vertices
+    vertices: list[int] = []
+    for ev in cycle:
+        v = ev // 2 if ev < 2 * V else -1
+        if v >= 0 and (not vertices or vertices[-1] != v):
+            vertices.append(v)
+    shown = " → ".join(graph.describe_vertex(v) for v in vertices[:8])
+    more = f" … ({len(vertices)} vertices)" if len(vertices) > 8 else ""
+    return (
+        "the execution graph deadlocks (its start/finish event graph has a cycle, e.g. blocking "
+        f"rendezvous sends facing each other — try a larger S): {shown}{more}"
+    )

@@ -1,0 +1,124 @@
+"""Runtime prediction and parameter sweeps (LLAMP §II-B/§II-D1).
+
+``predict`` gives ``T``, the sensitivities ``λ_L = ∂T/∂L``, ``λ_G = ∂T/∂G``, ``λ_o = ∂T/∂o``
+and the latency ratio ``ρ_L = L·λ_L/T`` at one configuration; ``sweep`` does it over a range of
+``L`` or ``G``. The graph engine gives exact right derivatives; the LP engines give reduced
+costs, which equal them away from critical latencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.lp.engine import engine_for
+from llamp.params import LogGPS
+
+ENGINES = ("auto", "graph", "glop", "highs")
+PARAMETER_COLUMNS = {"L": "L_ns", "G": "G_ns_per_byte", "o": "o_ns"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """``T`` and its sensitivities at one configuration, and the engine that computed them."""
+
+    params: LogGPS
+    runtime_ns: float
+    lambda_L: float
+    lambda_G: float
+    lambda_o: float
+    rho_L: float
+    engine: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stable ``predict --json`` shape."""
+        return {
+            "runtime_ns": self.runtime_ns,
+            "lambda_L": self.lambda_L,
+            "lambda_G": self.lambda_G,
+            "lambda_o": self.lambda_o,
+            "rho_L": self.rho_L,
+            "engine": self.engine,
+            "params": self.params.as_dict(),
+        }
+
+
+def resolve_engine(engine: str, question: str = "point") -> str:
+    """``auto`` → the graph engine (exact and fastest for every single-parameter question)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    return "graph" if engine == "auto" else engine
+
+
+def predict(graph: ExecutionGraph, params: LogGPS, *, engine: str = "auto") -> Prediction:
+    """``T(θ)``, ``λ_L``, ``λ_G``, ``λ_o``, ``ρ_L`` at θ = ``params``."""
+    chosen = resolve_engine(engine)
+    if chosen == "graph":
+        point = engine_for(graph).point(params)
+        T, lam = point.runtime_ns, point.right
+    else:
+        from llamp.lp.model import LinearProgram
+
+        lp = LinearProgram(engine_for(graph).events(params.S), params, solver=chosen)
+        sol = lp.solve()
+        T = sol.runtime_ns
+        lam = {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
+    return Prediction(
+        params=params,
+        runtime_ns=T,
+        lambda_L=lam["L"],
+        lambda_G=lam["G"],
+        lambda_o=lam["o"],
+        rho_L=params.L * lam["L"] / T if T > 0 else 0.0,
+        engine=chosen,
+    )
+
+
+def sweep(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    values: np.ndarray | list[float],
+    *,
+    parameter: str = "L",
+    engine: str = "auto",
+) -> pd.DataFrame:
+    """Predictions over ``values`` of ``parameter`` (``"L"``, ``"G"`` or ``"o"``), others fixed.
+
+    Columns: the parameter (``L_ns``/``G_ns_per_byte``/``o_ns``), ``runtime_ns``,
+    ``lambda_L``, ``lambda_G``, ``lambda_o``, ``rho_L``, ``engine``.
+    """
+    if parameter not in PARAMETER_COLUMNS:
+        raise InputError(f"cannot sweep {parameter!r}: choose L, G or o")
+    chosen = resolve_engine(engine)
+    values = np.asarray(values, dtype=np.float64)
+    rows = []
+    lp = None
+    for value in values:
+        p = params.with_(**{parameter: float(value)})
+        if chosen == "graph":
+            point = engine_for(graph).point(p)
+            T, lam = point.runtime_ns, point.right
+        else:
+            from llamp.lp.model import LinearProgram
+
+            if lp is None:
+                lp = LinearProgram(engine_for(graph).events(p.S), p, solver=chosen)
+            sol = lp.solve(p)
+            T, lam = sol.runtime_ns, {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
+        rows.append(
+            {
+                PARAMETER_COLUMNS[parameter]: float(value),
+                "runtime_ns": T,
+                "lambda_L": lam["L"],
+                "lambda_G": lam["G"],
+                "lambda_o": lam["o"],
+                "rho_L": p.L * lam["L"] / T if T > 0 else 0.0,
+                "engine": chosen,
+            }
+        )
+    return pd.DataFrame(rows)

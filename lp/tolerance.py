@@ -1,0 +1,150 @@
+"""x% latency and bandwidth tolerance (LLAMP §II-D2).
+
+The x% L tolerance is the largest ``L`` with ``T(L) ≤ (1+x)·T(L0)``, where ``L0`` is the
+configured latency (the same for ``G``). The LP engines solve the paper's tolerance LP
+(``max l s.t. t ≤ bound``). The graph engine walks the convex, non-decreasing ``T(L)``: a
+tangent from the left overshoots the root, then Newton steps from the right with left slopes
+land on it exactly after one step per linear piece crossed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from llamp.config import DEFAULT_TOLERANCES
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.predict import resolve_engine
+from llamp.params import LogGPS
+
+#: Values of L (ns) and G (ns/B) beyond which a parameter counts as tolerated without bound.
+_HUGE = {"L": 1e15, "G": 1e9, "o": 1e15}
+
+
+@dataclass(frozen=True)
+class ToleranceLevel:
+    """The largest parameter value keeping ``T`` within ``(1+x)·T0``."""
+
+    x: float
+    bound_ns: float
+    value: float  # ns for L and o, ns/B for G; math.inf if no value reaches the bound
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Latency and bandwidth tolerances relative to the baseline ``T(L0, G0)``."""
+
+    baseline_ns: float
+    latency: list[ToleranceLevel]
+    bandwidth: list[ToleranceLevel]
+    engine: str
+    params: LogGPS = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stable ``tolerance --json`` shape."""
+        return {
+            "baseline_ns": self.baseline_ns,
+            "latency": [
+                {"x": t.x, "bound_ns": t.bound_ns, "latency_ns": t.value} for t in self.latency
+            ],
+            "bandwidth": [
+                {"x": t.x, "bound_ns": t.bound_ns, "G_ns_per_byte": t.value} for t in self.bandwidth
+            ],
+            "engine": self.engine,
+            "params": self.params.as_dict(),
+        }
+
+
+def max_parameter_within(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    bound_ns: float,
+    *,
+    parameter: str = "L",
+    max_steps: int = 10_000,
+) -> float:
+    """Largest value of ``parameter`` with ``T ≤ bound_ns`` (graph engine, exact).
+
+    The search starts at the configured value (an :class:`InputError` if ``T`` there already
+    exceeds the bound); ``math.inf`` if ``T`` never reaches the bound (no message on any path).
+    """
+    eng = engine_for(graph)
+
+    def at(x: float):
+        return eng.point(params.with_(**{parameter: x}), (parameter,))
+
+    x0 = float(getattr(params, parameter))
+    p = at(x0)
+    if p.runtime_ns > bound_ns + _tol(bound_ns):
+        raise InputError(
+            f"T({parameter}={x0:g}) = {p.runtime_ns:g} ns already exceeds the bound {bound_ns:g} ns"
+        )
+    # Phase 1: find x_hi with T(x_hi) ≥ bound (tangents from the left overshoot the root).
+    x, T, slope = x0, p.runtime_ns, p.right[parameter]
+    asymptote = at(_HUGE[parameter]).right[parameter]
+    if asymptote <= 0.0:
+        return math.inf
+    step = max(bound_ns - T, 1.0)
+    for _ in range(max_steps):
+        if T >= bound_ns - _tol(bound_ns):
+            break
+        if slope > 0.0:
+            x = x + (bound_ns - T) / slope
+        else:
+            x, step = x + step, step * 2.0
+        p = at(x)
+        T, slope = p.runtime_ns, p.right[parameter]
+    else:  # pragma: no cover - defensive
+        raise RuntimeError("tolerance search did not bracket the bound")
+    # Phase 2: Newton from the right with left slopes (monotone, exact on pieces).
+    for _ in range(max_steps):
+        if T - bound_ns <= _tol(bound_ns):
+            return x
+        left = p.left[parameter]
+        x = max(x - (T - bound_ns) / left, x0)
+        p = at(x)
+        T = p.runtime_ns
+    raise RuntimeError("tolerance search did not converge")  # pragma: no cover
+
+
+def _tol(value: float) -> float:
+    return 10 * (REL_TOL * abs(value) + ABS_TOL_NS)
+
+
+def tolerance(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    x: tuple[float, ...] | list[float] = DEFAULT_TOLERANCES,
+    *,
+    engine: str = "auto",
+    bandwidth: bool = True,
+) -> Tolerance:
+    """x% tolerance of L (and G) for each x in ``x`` (fractions: 0.01 = 1%)."""
+    levels = [float(v) for v in x]
+    if any(v < 0 for v in levels):
+        raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
+    chosen = resolve_engine(engine)
+    if chosen == "graph":
+        T0 = engine_for(graph).runtime(params)
+
+        def solve(bound: float, parameter: str) -> float:
+            return max_parameter_within(graph, params, bound, parameter=parameter)
+    else:
+        from llamp.lp.model import LinearProgram
+
+        lp = LinearProgram(engine_for(graph).events(params.S), params, solver=chosen)
+        T0 = lp.solve().runtime_ns
+
+        def solve(bound: float, parameter: str) -> float:
+            return lp.tolerance(bound, parameter=parameter)
+
+    latency = [ToleranceLevel(v, (1 + v) * T0, solve((1 + v) * T0, "L")) for v in levels]
+    band = (
+        [ToleranceLevel(v, (1 + v) * T0, solve((1 + v) * T0, "G")) for v in levels]
+        if bandwidth
+        else []
+    )
+    return Tolerance(baseline_ns=T0, latency=latency, bandwidth=band, engine=chosen, params=params)
