@@ -17,14 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
 from llamp.lp.predict import PARAMETER_COLUMNS, resolve_engine
 from llamp.params import LogGPS
 
-#: (T, left slope, right slope) at a parameter value.
-Probe = Callable[[float], tuple[float, float, float]]
+#: (T, left slope, right slope) at each of several parameter values.
+ProbeMany = Callable[[list[float]], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -75,35 +77,41 @@ class CriticalLatencies:
         }
 
 
-def tangent_breakpoints(probe: Probe, lo: float, hi: float) -> tuple[list[tuple[float, float, float, float]], int]:
+def tangent_breakpoints(
+    probe: ProbeMany, lo: float, hi: float
+) -> tuple[list[tuple[float, float, float, float]], int]:
     """Breakpoints of a convex piecewise-linear function on [lo, hi] by tangent intersection.
 
-    Returns ``[(x, T(x), slope left of x, slope right of x), …]`` sorted by x, and the number of
-    probes. Slopes are sums of integer coefficients (message counts, bytes), so slope
-    comparisons are exact up to the rounding of the probe.
+    Works in waves: the tangent intersections of all open intervals are probed together (one
+    batched sweep of the graph engine). Returns ``[(x, T(x), slope left of x, slope right of
+    x), …]`` sorted by x, and the number of probes. Slopes are sums of integer coefficients
+    (message counts, bytes), so slope comparisons are exact up to the rounding of the probe.
     """
-    T_lo, _, s_lo = probe(lo)
-    T_hi, s_hi, _ = probe(hi)
+    T, left, right = probe([lo, hi])
     calls = 2
     found: dict[float, tuple[float, float, float, float]] = {}
-    stack = [(lo, T_lo, s_lo, hi, T_hi, s_hi)]
     scale = max(abs(lo), abs(hi), 1.0)
-    while stack:
-        x0, T0, s0, x1, T1, s1 = stack.pop()
-        if s1 - s0 <= 1e-9 * max(1.0, abs(s0), abs(s1)) or x1 - x0 <= 1e-12 * scale:
-            continue
-        x = (T1 - T0 + s0 * x0 - s1 * x1) / (s0 - s1)
-        x = min(max(x, x0), x1)
-        T, sl, sr = probe(x)
-        calls += 1
-        tangent = T0 + s0 * (x - x0)
-        tol = REL_TOL * 10 * max(abs(T), 1.0) + ABS_TOL_NS * 10
-        if T - tangent <= tol or x - x0 <= 1e-12 * scale or x1 - x <= 1e-12 * scale:
-            key = round(x, 9)
-            found.setdefault(key, (x, T, s0, s1))
-            continue
-        stack.append((x0, T0, s0, x, T, sl))
-        stack.append((x, T, sr, x1, T1, s1))
+    pending = [(lo, float(T[0]), float(right[0]), hi, float(T[1]), float(left[1]))]
+    while pending:
+        work = []
+        for x0, T0, s0, x1, T1, s1 in pending:
+            if s1 - s0 <= 1e-9 * max(1.0, abs(s0), abs(s1)) or x1 - x0 <= 1e-12 * scale:
+                continue
+            x = (T1 - T0 + s0 * x0 - s1 * x1) / (s0 - s1)
+            work.append((x0, T0, s0, x1, T1, s1, min(max(x, x0), x1)))
+        if not work:
+            break
+        Tx, sl, sr = probe([w[-1] for w in work])
+        calls += len(work)
+        pending = []
+        for (x0, T0, s0, x1, T1, s1, x), Tv, a, b in zip(work, Tx, sl, sr, strict=True):
+            tangent = T0 + s0 * (x - x0)
+            tol = 10 * (REL_TOL * max(abs(Tv), 1.0) + ABS_TOL_NS)
+            if Tv - tangent <= tol or x - x0 <= 1e-12 * scale or x1 - x <= 1e-12 * scale:
+                found.setdefault(round(x, 9), (x, float(Tv), s0, s1))
+                continue
+            pending.append((x0, T0, s0, x, float(Tv), float(a)))
+            pending.append((x, float(Tv), float(b), x1, T1, s1))
     return sorted(found.values()), calls
 
 
@@ -136,8 +144,7 @@ def critical_latencies(
     chosen = resolve_engine(engine)
     probe = _probe(graph, params, parameter, chosen)
     points, calls = tangent_breakpoints(probe, lo, hi)
-    T_lo, _, s_lo = probe(lo)
-    T_hi, _, _ = probe(hi)
+    (T_lo, T_hi), _, (s_lo, _) = probe([lo, hi])
     inner = [p for p in points if lo < p[0] < hi]
     return CriticalLatencies(
         parameter=parameter,
@@ -151,13 +158,13 @@ def critical_latencies(
     )
 
 
-def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -> Probe:
+def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -> ProbeMany:
     if engine == "graph":
         eng = engine_for(graph)
 
-        def probe(x: float) -> tuple[float, float, float]:
-            point = eng.point(params.with_(**{parameter: x}), (parameter,))
-            return point.runtime_ns, point.left[parameter], point.right[parameter]
+        def probe(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            T, right, left = eng.probe_many(params, parameter, xs)
+            return T, left, right
 
         return probe
     from llamp.lp.model import LinearProgram
@@ -165,9 +172,10 @@ def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -
     lp = LinearProgram(engine_for(graph).events(params.S), params, solver=engine)
     attr = {"L": "lambda_L", "G": "lambda_G", "o": "lambda_o"}[parameter]
 
-    def lp_probe(x: float) -> tuple[float, float, float]:
-        sol = lp.solve(params.with_(**{parameter: x}))
-        slope = getattr(sol, attr)
-        return sol.runtime_ns, slope, slope
+    def lp_probe(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sols = [lp.solve(params.with_(**{parameter: float(x)})) for x in xs]
+        T = np.array([s.runtime_ns for s in sols])
+        slope = np.array([getattr(s, attr) for s in sols])
+        return T, slope, slope.copy()
 
     return lp_probe

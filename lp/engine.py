@@ -30,8 +30,13 @@ ABS_TOL_NS = 1e-7
 DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O}
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _w(coef, k, L, G, o):  # pragma: no cover - compiled
+    return coef[k, 0] + coef[k, 1] * L + coef[k, 2] * G + coef[k, 3] * o
+
+
 @numba.njit(cache=True, nogil=True)
-def _forward_value(in_ptr, src, w):  # pragma: no cover - compiled
+def _forward_value(in_ptr, src, coef, L, G, o):  # pragma: no cover - compiled
     n = in_ptr.shape[0] - 1
     t = np.zeros(n)
     for p in range(n):
@@ -39,9 +44,9 @@ def _forward_value(in_ptr, src, w):  # pragma: no cover - compiled
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + w[lo]
+        best = t[src[lo]] + _w(coef, lo, L, G, o)
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + w[k]
+            cand = t[src[k]] + _w(coef, k, L, G, o)
             if cand > best:
                 best = cand
         t[p] = best
@@ -49,10 +54,11 @@ def _forward_value(in_ptr, src, w):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_slopes(in_ptr, src, w, dcoef, sign, rel, absol):  # pragma: no cover - compiled
-    """Times, one-sided slopes (sign +1: right derivative, −1: left) and the chosen in-edge."""
+def _forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragma: no cover
+    """Times, one-sided slopes along ``cols`` (sign +1: right derivatives, −1: left) and the
+    in-edge chosen at each event (tight, with the best slope along ``cols[0]``)."""
     n = in_ptr.shape[0] - 1
-    k_dim = dcoef.shape[1]
+    k_dim = cols.shape[0]
     t = np.zeros(n)
     d = np.zeros((n, k_dim))
     pred = np.full(n, -1, dtype=np.int64)
@@ -61,9 +67,9 @@ def _forward_slopes(in_ptr, src, w, dcoef, sign, rel, absol):  # pragma: no cove
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + w[lo]
+        best = t[src[lo]] + _w(coef, lo, L, G, o)
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + w[k]
+            cand = t[src[k]] + _w(coef, k, L, G, o)
             if cand > best:
                 best = cand
         t[p] = best
@@ -71,21 +77,90 @@ def _forward_slopes(in_ptr, src, w, dcoef, sign, rel, absol):  # pragma: no cove
         first = True
         for k in range(lo, hi):
             s = src[k]
-            if t[s] + w[k] >= best - tol:
+            if t[s] + _w(coef, k, L, G, o) >= best - tol:
                 if first:
                     for j in range(k_dim):
-                        d[p, j] = d[s, j] + dcoef[k, j]
+                        d[p, j] = d[s, j] + coef[k, cols[j]]
                     pred[p] = k
                     first = False
                 else:
-                    lead = d[s, 0] + dcoef[k, 0]
-                    if sign * lead > sign * d[p, 0]:
+                    if sign * (d[s, 0] + coef[k, cols[0]]) > sign * d[p, 0]:
                         pred[p] = k
                     for j in range(k_dim):
-                        cand = d[s, j] + dcoef[k, j]
+                        cand = d[s, j] + coef[k, cols[j]]
                         if sign * cand > sign * d[p, j]:
                             d[p, j] = cand
     return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward_batch(in_ptr, src, coef, base, col, values, rel, absol):  # pragma: no cover
+    """T and both one-sided slopes along parameter ``col`` at many values of it, in one sweep.
+
+    ``base`` = (L, G, o); the parameter in column ``col`` (1 = L, 2 = G, 3 = o) takes each of
+    ``values``. Sweeping all values together reads the graph once: the index and coefficient
+    loads are shared, which makes a batch of m values much cheaper than m passes.
+    Returns T (m,), right slope (m,), left slope (m,).
+    """
+    n = in_ptr.shape[0] - 1
+    m = values.shape[0]
+    t = np.zeros((n, m))
+    dr = np.zeros((n, m))
+    dl = np.zeros((n, m))
+    Ls = np.full(m, base[0])
+    Gs = np.full(m, base[1])
+    Os = np.full(m, base[2])
+    for j in range(m):
+        if col == 1:
+            Ls[j] = values[j]
+        elif col == 2:
+            Gs[j] = values[j]
+        else:
+            Os[j] = values[j]
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        for k in range(lo, hi):
+            s = src[k]
+            c0, c1, c2, c3 = coef[k, 0], coef[k, 1], coef[k, 2], coef[k, 3]
+            for j in range(m):
+                cand = t[s, j] + c0 + c1 * Ls[j] + c2 * Gs[j] + c3 * Os[j]
+                if k == lo or cand > t[p, j]:
+                    t[p, j] = cand
+        for j in range(m):
+            dr[p, j] = -np.inf
+            dl[p, j] = np.inf
+        for k in range(lo, hi):
+            s = src[k]
+            c0, c1, c2, c3 = coef[k, 0], coef[k, 1], coef[k, 2], coef[k, 3]
+            cc = coef[k, col]
+            for j in range(m):
+                cand = t[s, j] + c0 + c1 * Ls[j] + c2 * Gs[j] + c3 * Os[j]
+                if cand >= t[p, j] - (rel * abs(t[p, j]) + absol):
+                    if dr[s, j] + cc > dr[p, j]:
+                        dr[p, j] = dr[s, j] + cc
+                    if dl[s, j] + cc < dl[p, j]:
+                        dl[p, j] = dl[s, j] + cc
+    T = np.empty(m)
+    right = np.empty(m)
+    left = np.empty(m)
+    for j in range(m):
+        T[j] = t[0, j]
+        for p in range(1, n):
+            if t[p, j] > T[j]:
+                T[j] = t[p, j]
+        tol = rel * abs(T[j]) + absol
+        right[j] = -np.inf
+        left[j] = np.inf
+        for p in range(n):
+            if t[p, j] >= T[j] - tol:
+                if dr[p, j] > right[j]:
+                    right[j] = dr[p, j]
+                if dl[p, j] < left[j]:
+                    left[j] = dl[p, j]
+    return T, right, left
 
 
 @numba.njit(cache=True, nogil=True)
@@ -167,60 +242,93 @@ class GraphEngine:
         ev = self.events(params.S)
         if ev.num_events == 0:
             return 0.0
-        t = _forward_value(ev.in_ptr, ev.src, ev.weights(params.L, params.G, params.o))
+        t = _forward_value(ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o)
         return float(t.max())
 
-    def point(self, params: LogGPS, directions: tuple[str, ...] = ("L", "G", "o")) -> Point:
-        """``T`` and its right and left derivatives along ``directions`` at θ."""
+    def point(
+        self, params: LogGPS, directions: tuple[str, ...] = ("L", "G", "o"), *, left: bool = True
+    ) -> Point:
+        """``T`` and its right (and left) derivatives along ``directions`` at θ."""
+        if len(directions) == 1:
+            T, right, lft = self.probe_many(params, directions[0], [getattr(params, directions[0])])
+            name = directions[0]
+            return Point(params, float(T[0]), {name: float(right[0])}, {name: float(lft[0])})
         ev = self.events(params.S)
         if ev.num_events == 0:
             zero = dict.fromkeys(directions, 0.0)
             return Point(params, 0.0, zero, dict(zero))
-        w = ev.weights(params.L, params.G, params.o)
-        cols = [DIRECTIONS[d] for d in directions]
-        dcoef = np.ascontiguousarray(ev.coef[:, cols])
+        cols = np.array([DIRECTIONS[d] for d in directions], dtype=np.int64)
         sides = {}
         T = 0.0
-        for sign in (1.0, -1.0):
-            t, d, _ = _forward_slopes(ev.in_ptr, ev.src, w, dcoef, sign, REL_TOL, ABS_TOL_NS)
+        for sign in (1.0, -1.0) if left else (1.0,):
+            t, d, _ = _forward_slopes(
+                ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, cols, sign, REL_TOL, ABS_TOL_NS
+            )
             T = float(t.max())
             tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
             agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
-            sides[sign] = {name: float(np.round(agg[i], 6)) for i, name in enumerate(directions)}
-        return Point(params, T, sides[1.0], sides[-1.0])
+            sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
+        return Point(params, T, sides[1.0], sides.get(-1.0, {}))
+
+    def probe_many(
+        self, params: LogGPS, parameter: str, values, *, memory_bytes: int = 1 << 30
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``T``, right and left slope along ``parameter`` at each of ``values`` (others fixed).
+
+        Values are swept together in batches that fit ``memory_bytes`` (three float64 arrays
+        per event and value), sharing one read of the graph per batch.
+        """
+        values = np.asarray(values, dtype=np.float64)
+        ev = self.events(params.S)
+        if ev.num_events == 0:
+            zeros = np.zeros(values.size)
+            return zeros, zeros.copy(), zeros.copy()
+        batch = int(max(1, min(64, memory_bytes // (24 * max(ev.num_events, 1)))))
+        base = np.array([params.L, params.G, params.o])
+        col = DIRECTIONS[parameter]
+        out = [np.empty(values.size) for _ in range(3)]
+        for start in range(0, values.size, batch):
+            chunk = values[start : start + batch]
+            T, right, left = _forward_batch(
+                ev.in_ptr, ev.src, ev.coef, base, col, chunk, REL_TOL, ABS_TOL_NS
+            )
+            out[0][start : start + chunk.size] = T
+            out[1][start : start + chunk.size] = np.round(right, 6)
+            out[2][start : start + chunk.size] = np.round(left, 6)
+        return out[0], out[1], out[2]
 
     def evaluate(self, params: LogGPS) -> Evaluation:
         """Full evaluation: T, right derivatives, per-vertex schedule and slack."""
         ev = self.events(params.S)
-        V = self.graph.num_vertices
         if ev.num_events == 0:
             empty = np.zeros(0)
             return Evaluation(params, 0.0, 0.0, 0.0, 0.0, 0.0, empty, empty, empty,
                               np.zeros(0, dtype=bool))
-        w = ev.weights(params.L, params.G, params.o)
-        dcoef = np.ascontiguousarray(ev.coef[:, [COEF_L, COEF_G, COEF_O]])
-        t, d, _ = _forward_slopes(ev.in_ptr, ev.src, w, dcoef, 1.0, REL_TOL, ABS_TOL_NS)
+        t, d, _ = _forward_slopes(
+            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, _ALL_COLS, 1.0, REL_TOL, ABS_TOL_NS
+        )
         T = float(t.max())
         tol = REL_TOL * abs(T) + ABS_TOL_NS
-        lam = np.round(d[t >= T - tol].max(axis=0), 6)
+        lam = d[t >= T - tol].max(axis=0)
+        w = ev.weights(params.L, params.G, params.o)
         late = _backward_late(ev.out_ptr, ev.out_edge, ev.dst, w, t, T)
         start = t[ev.start_pos()]
         finish = t[ev.finish_pos()]
         slack = np.maximum(
             np.minimum(late[ev.start_pos()] - start, late[ev.finish_pos()] - finish), 0.0
         )
-        critical = slack <= tol
+        lambda_L = _round_slope(lam[0])
         return Evaluation(
             params=params,
             runtime_ns=T,
-            lambda_L=float(lam[0]),
-            lambda_G=float(lam[1]),
-            lambda_o=float(lam[2]),
-            rho_L=params.L * float(lam[0]) / T if T > 0 else 0.0,
+            lambda_L=lambda_L,
+            lambda_G=_round_slope(lam[1]),
+            lambda_o=_round_slope(lam[2]),
+            rho_L=params.L * lambda_L / T if T > 0 else 0.0,
             start_ns=start,
             finish_ns=finish,
             slack_ns=slack,
-            critical=critical,
+            critical=slack <= tol,
         )
 
     def critical_events(self, params: LogGPS) -> tuple[EventGraph, np.ndarray, np.ndarray, np.ndarray]:
@@ -231,20 +339,43 @@ class GraphEngine:
         """
         ev = self.events(params.S)
         w = ev.weights(params.L, params.G, params.o)
-        dcoef = np.ascontiguousarray(ev.coef[:, [COEF_L, COEF_G, COEF_O]])
-        t, d, pred = _forward_slopes(ev.in_ptr, ev.src, w, dcoef, 1.0, REL_TOL, ABS_TOL_NS)
-        if t.size == 0:
+        if ev.num_events == 0:
             return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
+        t, d, pred = _forward_slopes(
+            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, _ALL_COLS, 1.0, REL_TOL, ABS_TOL_NS
+        )
         T = float(t.max())
         tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
         sink = int(tight[np.argmax(d[tight, 0])])
-        positions = [sink]
-        edges = []
-        while pred[positions[-1]] >= 0:
-            k = int(pred[positions[-1]])
-            edges.append(k)
-            positions.append(int(ev.src[k]))
-        return ev, np.array(positions[::-1], dtype=np.int64), np.array(edges[::-1], dtype=np.int64), w
+        positions, edges = _backtrack(pred, ev.src, sink)
+        return ev, positions, edges, w
+
+
+@numba.njit(cache=True)
+def _backtrack(pred, src, sink):  # pragma: no cover - compiled
+    """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
+    length = 0
+    p = sink
+    while pred[p] >= 0:
+        length += 1
+        p = src[pred[p]]
+    positions = np.empty(length + 1, dtype=np.int64)
+    edges = np.empty(length, dtype=np.int64)
+    p = sink
+    for i in range(length, 0, -1):
+        positions[i] = p
+        edges[i - 1] = pred[p]
+        p = src[pred[p]]
+    positions[0] = p
+    return positions, edges
+
+
+_ALL_COLS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
+
+
+def _round_slope(value: float) -> float:
+    """Slopes are sums of integer coefficients: strip float noise (73.00000000000003 → 73)."""
+    return float(np.round(value, 6))
 
 
 _ENGINES: weakref.WeakKeyDictionary[ExecutionGraph, GraphEngine] = weakref.WeakKeyDictionary()

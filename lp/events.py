@@ -49,7 +49,7 @@ import numba
 import numpy as np
 
 from llamp.errors import GraphError
-from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
 
 #: Columns of :attr:`EventGraph.coef`.
 CONST, COEF_L, COEF_G, COEF_O = 0, 1, 2, 3

@@ -1,0 +1,213 @@
+"""Synthetic execution graphs of realistic MPI patterns, generated vectorised (benchmarks, demos).
+
+The pattern is an iterative stencil code, as LULESH/MILC-like applications are:
+
+* every iteration, each rank computes (cost drawn around ``compute_ns`` with per-rank load
+  imbalance and per-iteration noise), posts an ``Irecv`` and an ``Isend`` of ``halo_bytes``
+  to each neighbour on a periodic 1-D or 2-D grid, computes its interior while the messages
+  fly (``irequires``), and waits for all of them before the boundary compute;
+* every ``allreduce_every`` iterations, a recursive-doubling allreduce of ``allreduce_bytes``
+  (log2 P rounds of send/recv with the XOR partner);
+* every ``alltoall_every`` iterations, a linear alltoall of ``alltoall_bytes`` per pair.
+
+The graph is built with numpy from a per-iteration template: no Python loop per vertex, so
+10^7 vertices take a few seconds. Same seed, same graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from llamp.errors import InputError
+from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+
+
+@dataclass(frozen=True)
+class StencilPattern:
+    """Parameters of :func:`stencil_graph` (sizes in bytes, costs in ns)."""
+
+    ranks: int = 16
+    iterations: int = 100
+    dims: int = 2
+    compute_ns: float = 20_000.0
+    interior_fraction: float = 0.7
+    imbalance: float = 0.1
+    noise: float = 0.05
+    halo_bytes: int = 8192
+    allreduce_every: int = 1
+    allreduce_bytes: int = 8
+    alltoall_every: int = 0
+    alltoall_bytes: int = 1024
+    seed: int = 0
+
+
+def _neighbours(ranks: int, dims: int) -> np.ndarray:
+    """``nb[r, k]``: the k-th neighbour of rank r on a periodic grid; ``k ^ 1`` is its opposite."""
+    r = np.arange(ranks)
+    if dims == 1:
+        return np.stack([(r - 1) % ranks, (r + 1) % ranks], axis=1)
+    px = int(np.sqrt(ranks))
+    while ranks % px:
+        px -= 1
+    py = ranks // px
+    x, y = r % px, r // px
+    return np.stack(
+        [((x - 1) % px) + y * px, ((x + 1) % px) + y * px, x + ((y - 1) % py) * px, x + ((y + 1) % py) * px],
+        axis=1,
+    )
+
+
+def vertices_per_iteration(pattern: StencilPattern) -> float:
+    """Average vertices per rank and iteration (to size a graph for a target vertex count)."""
+    K = 2 * pattern.dims
+    base = 3 + 2 * K
+    rounds = int(np.log2(pattern.ranks)) if pattern.ranks > 1 else 0
+    extra = 0.0
+    if pattern.allreduce_every:
+        extra += 3 * rounds / pattern.allreduce_every
+    if pattern.alltoall_every:
+        extra += (2 * (pattern.ranks - 1) + 1) / pattern.alltoall_every
+    return base + extra
+
+
+def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> ExecutionGraph:
+    """Build the graph of :class:`StencilPattern` (fields may be overridden by keyword)."""
+    p = pattern or StencilPattern()
+    if overrides:
+        p = StencilPattern(**(asdict(p) | overrides))
+    P, n_iter = p.ranks, p.iterations
+    if P < 2 or n_iter < 1:
+        raise InputError("a stencil graph needs at least 2 ranks and 1 iteration")
+    if p.dims not in (1, 2):
+        raise InputError("dims must be 1 or 2")
+    rounds = int(np.log2(P))
+    if p.allreduce_every and 2**rounds != P:
+        raise InputError(f"recursive-doubling allreduce needs a power-of-two rank count, got {P}")
+    rng = np.random.default_rng(p.seed)
+    nb = _neighbours(P, p.dims)
+    K = nb.shape[1]
+
+    it = np.arange(n_iter)
+    has_ar = (it % p.allreduce_every == p.allreduce_every - 1) if p.allreduce_every else np.zeros(n_iter, bool)
+    has_a2a = (it % p.alltoall_every == p.alltoall_every - 1) if p.alltoall_every else np.zeros(n_iter, bool)
+    # Local layout of one iteration: [compute, K recvs, K sends, interior, boundary,
+    #   (allreduce: per round send, recv, join), (alltoall: P−1 recvs, P−1 sends, join)]
+    halo_block = 3 + 2 * K
+    ar_block = 3 * rounds
+    a2a_block = 2 * (P - 1) + 1
+    block = halo_block + has_ar * ar_block + has_a2a * a2a_block
+    it_off = np.concatenate(([0], np.cumsum(block)))  # local offset of each iteration
+    n_local = int(it_off[-1]) + 1  # + final calc
+    V = P * n_local
+    rank_off = np.arange(P, dtype=np.int64) * n_local
+
+    rank = np.repeat(np.arange(P, dtype=np.int32), n_local)
+    kind = np.full(V, CALC, dtype=np.int8)
+    cost = np.zeros(V)
+    size = np.zeros(V, dtype=np.int64)
+    peer = np.zeros(V, dtype=np.int32)
+    tag = np.zeros(V, dtype=np.int64)
+    e_src: list[np.ndarray] = []
+    e_dst: list[np.ndarray] = []
+    e_kind: list[np.ndarray] = []
+
+    def edges(src: np.ndarray, dst: np.ndarray, k: int) -> None:
+        src, dst = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
+        e_src.append(src.ravel())
+        e_dst.append(dst.ravel())
+        e_kind.append(np.full(src.size, k, dtype=np.int8))
+
+    R = np.arange(P)[:, None]  # ranks × iterations grids
+    base = rank_off[:, None] + it_off[None, :-1]  # vertex id of each (rank, iteration) compute
+    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
+    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
+    work = np.maximum(p.compute_ns * load * jitter, 0.0)
+    comp, interior, boundary = base, base + 1 + 2 * K, base + 2 + 2 * K
+    cost[comp] = work * (1 - p.interior_fraction) / 2
+    cost[interior] = work * p.interior_fraction
+    cost[boundary] = work * (1 - p.interior_fraction) / 2
+    for k in range(K):
+        rv, sv = base + 1 + k, base + 1 + K + k
+        kind[rv], kind[sv] = RECV, SEND
+        size[rv] = size[sv] = p.halo_bytes
+        peer[rv] = np.broadcast_to(nb[:, k][:, None], rv.shape)
+        peer[sv] = np.broadcast_to(nb[:, k][:, None], sv.shape)
+        tag[rv] = k ^ 1  # receiving from neighbour k, which sent toward its neighbour k^1 = me
+        tag[sv] = k
+        edges(comp, rv, REQUIRES)
+        edges(comp, sv, REQUIRES)
+        edges(rv, interior, IREQUIRES)
+        edges(sv, interior, IREQUIRES)
+        edges(rv, boundary, REQUIRES)
+        edges(sv, boundary, REQUIRES)
+        # message: my send toward neighbour k is that neighbour's recv slot k^1
+        dst_rank = nb[:, k][:, None]
+        dst_recv = rank_off[dst_rank] + it_off[None, :-1] + 1 + (k ^ 1)
+        edges(sv, dst_recv, MESSAGE)
+    edges(comp, interior, REQUIRES)
+    edges(interior, boundary, REQUIRES)
+    # Chain: boundary (or the last collective join) → next iteration's compute.
+    last = boundary.copy()
+    ar_it = np.flatnonzero(has_ar)
+    if ar_it.size and rounds:
+        first = rank_off[:, None] + it_off[None, ar_it] + halo_block
+        prev = boundary[:, ar_it]
+        for rd in range(rounds):
+            s_v, r_v, j_v = first + 3 * rd, first + 3 * rd + 1, first + 3 * rd + 2
+            partner = (R ^ (1 << rd)) + np.zeros_like(s_v)
+            kind[s_v], kind[r_v] = SEND, RECV
+            size[s_v] = size[r_v] = p.allreduce_bytes
+            peer[s_v] = peer[r_v] = partner
+            tag[s_v] = tag[r_v] = 100 + rd
+            edges(prev, s_v, REQUIRES)
+            edges(prev, r_v, REQUIRES)
+            edges(s_v, j_v, REQUIRES)
+            edges(r_v, j_v, REQUIRES)
+            edges(s_v, rank_off[partner] + (r_v - rank_off[:, None]), MESSAGE)
+            prev = j_v
+        last[:, ar_it] = prev
+    a2a_it = np.flatnonzero(has_a2a)
+    if a2a_it.size:
+        start = rank_off[:, None] + it_off[None, a2a_it] + halo_block + has_ar[a2a_it] * ar_block
+        prev = last[:, a2a_it]
+        join = start + 2 * (P - 1)
+        for j in range(1, P):
+            r_v, s_v = start + (j - 1), start + (P - 1) + (j - 1)
+            to = (R + j) % P + np.zeros_like(s_v)
+            frm = (R - j) % P + np.zeros_like(r_v)
+            kind[r_v], kind[s_v] = RECV, SEND
+            size[r_v] = size[s_v] = p.alltoall_bytes
+            peer[r_v], peer[s_v] = frm, to
+            tag[r_v] = tag[s_v] = 200
+            edges(prev, r_v, REQUIRES)
+            edges(prev, s_v, REQUIRES)
+            edges(r_v, join, REQUIRES)
+            edges(s_v, join, REQUIRES)
+            # my send to (r + j) is that rank's recv from (its − j) = slot j
+            edges(s_v, rank_off[to] + (r_v - rank_off[:, None]), MESSAGE)
+        last[:, a2a_it] = join
+    nxt = rank_off[:, None] + it_off[None, 1:]
+    edges(last, nxt, REQUIRES)
+    return ExecutionGraph.from_arrays(
+        P,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=size,
+        peer=peer,
+        tag=tag,
+        edge_src=np.concatenate(e_src),
+        edge_dst=np.concatenate(e_dst),
+        edge_kind=np.concatenate(e_kind),
+        meta={"name": f"stencil-{P}x{n_iter}", "format": "synthetic", "pattern": asdict(p)},
+    )
+
+
+def stencil_with_vertices(target: int, *, ranks: int = 16, **overrides) -> ExecutionGraph:
+    """A stencil graph of about ``target`` vertices (iterations chosen to match)."""
+    pattern = StencilPattern(ranks=ranks, **overrides)
+    per_iter = vertices_per_iteration(pattern) * ranks
+    iterations = max(1, int(round(target / per_iter)))
+    return stencil_graph(pattern, iterations=iterations)
