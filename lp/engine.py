@@ -12,7 +12,9 @@ Eq. 3/4), which the analyses in :mod:`llamp.lp.analyses` exploit.
 
 from __future__ import annotations
 
+import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -94,72 +96,46 @@ def _forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # prag
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_batch(in_ptr, src, coef, base, col, values, rel, absol):  # pragma: no cover
-    """T and both one-sided slopes along parameter ``col`` at many values of it, in one sweep.
-
-    ``base`` = (L, G, o); the parameter in column ``col`` (1 = L, 2 = G, 3 = o) takes each of
-    ``values``. Sweeping all values together reads the graph once: the index and coefficient
-    loads are shared, which makes a batch of m values much cheaper than m passes.
-    Returns T (m,), right slope (m,), left slope (m,).
-    """
+def _forward_pair(in_ptr, src, coef, L, G, o, col, rel, absol):  # pragma: no cover - compiled
+    """``T`` and its right and left derivative along parameter column ``col`` in one sweep."""
     n = in_ptr.shape[0] - 1
-    m = values.shape[0]
-    t = np.zeros((n, m))
-    dr = np.zeros((n, m))
-    dl = np.zeros((n, m))
-    Ls = np.full(m, base[0])
-    Gs = np.full(m, base[1])
-    Os = np.full(m, base[2])
-    for j in range(m):
-        if col == 1:
-            Ls[j] = values[j]
-        elif col == 2:
-            Gs[j] = values[j]
-        else:
-            Os[j] = values[j]
+    t = np.zeros(n)
+    dr = np.zeros(n)
+    dl = np.zeros(n)
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
+        best = t[src[lo]] + _w(coef, lo, L, G, o)
+        for k in range(lo + 1, hi):
+            cand = t[src[k]] + _w(coef, k, L, G, o)
+            if cand > best:
+                best = cand
+        t[p] = best
+        tol = rel * abs(best) + absol
+        right = -np.inf
+        left = np.inf
         for k in range(lo, hi):
             s = src[k]
-            c0, c1, c2, c3 = coef[k, 0], coef[k, 1], coef[k, 2], coef[k, 3]
-            for j in range(m):
-                cand = t[s, j] + c0 + c1 * Ls[j] + c2 * Gs[j] + c3 * Os[j]
-                if k == lo or cand > t[p, j]:
-                    t[p, j] = cand
-        for j in range(m):
-            dr[p, j] = -np.inf
-            dl[p, j] = np.inf
-        for k in range(lo, hi):
-            s = src[k]
-            c0, c1, c2, c3 = coef[k, 0], coef[k, 1], coef[k, 2], coef[k, 3]
-            cc = coef[k, col]
-            for j in range(m):
-                cand = t[s, j] + c0 + c1 * Ls[j] + c2 * Gs[j] + c3 * Os[j]
-                if cand >= t[p, j] - (rel * abs(t[p, j]) + absol):
-                    if dr[s, j] + cc > dr[p, j]:
-                        dr[p, j] = dr[s, j] + cc
-                    if dl[s, j] + cc < dl[p, j]:
-                        dl[p, j] = dl[s, j] + cc
-    T = np.empty(m)
-    right = np.empty(m)
-    left = np.empty(m)
-    for j in range(m):
-        T[j] = t[0, j]
-        for p in range(1, n):
-            if t[p, j] > T[j]:
-                T[j] = t[p, j]
-        tol = rel * abs(T[j]) + absol
-        right[j] = -np.inf
-        left[j] = np.inf
-        for p in range(n):
-            if t[p, j] >= T[j] - tol:
-                if dr[p, j] > right[j]:
-                    right[j] = dr[p, j]
-                if dl[p, j] < left[j]:
-                    left[j] = dl[p, j]
+            if t[s] + _w(coef, k, L, G, o) >= best - tol:
+                c = coef[k, col]
+                if dr[s] + c > right:
+                    right = dr[s] + c
+                if dl[s] + c < left:
+                    left = dl[s] + c
+        dr[p] = right
+        dl[p] = left
+    T = t.max()
+    tol = rel * abs(T) + absol
+    right = -np.inf
+    left = np.inf
+    for p in range(n):
+        if t[p] >= T - tol:
+            if dr[p] > right:
+                right = dr[p]
+            if dl[p] < left:
+                left = dl[p]
     return T, right, left
 
 
@@ -271,30 +247,32 @@ class GraphEngine:
         return Point(params, T, sides[1.0], sides.get(-1.0, {}))
 
     def probe_many(
-        self, params: LogGPS, parameter: str, values, *, memory_bytes: int = 1 << 30
+        self, params: LogGPS, parameter: str, values
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``T``, right and left slope along ``parameter`` at each of ``values`` (others fixed).
 
-        Values are swept together in batches that fit ``memory_bytes`` (three float64 arrays
-        per event and value), sharing one read of the graph per batch.
+        The sweeps release the GIL, so values are spread over the machine's cores.
         """
         values = np.asarray(values, dtype=np.float64)
         ev = self.events(params.S)
-        if ev.num_events == 0:
-            zeros = np.zeros(values.size)
-            return zeros, zeros.copy(), zeros.copy()
-        batch = int(max(1, min(64, memory_bytes // (24 * max(ev.num_events, 1)))))
-        base = np.array([params.L, params.G, params.o])
+        out = np.zeros((3, values.size))
+        if ev.num_events == 0 or values.size == 0:
+            return out[0], out[1], out[2]
         col = DIRECTIONS[parameter]
-        out = [np.empty(values.size) for _ in range(3)]
-        for start in range(0, values.size, batch):
-            chunk = values[start : start + batch]
-            T, right, left = _forward_batch(
-                ev.in_ptr, ev.src, ev.coef, base, col, chunk, REL_TOL, ABS_TOL_NS
+
+        def one(i: int) -> None:
+            theta = {"L": params.L, "G": params.G, "o": params.o, parameter: float(values[i])}
+            T, right, left = _forward_pair(
+                ev.in_ptr, ev.src, ev.coef, theta["L"], theta["G"], theta["o"], col, REL_TOL, ABS_TOL_NS
             )
-            out[0][start : start + chunk.size] = T
-            out[1][start : start + chunk.size] = np.round(right, 6)
-            out[2][start : start + chunk.size] = np.round(left, 6)
+            out[:, i] = (T, _round_slope(right), _round_slope(left))
+
+        if values.size == 1 or _WORKERS == 1:
+            for i in range(values.size):
+                one(i)
+        else:
+            with ThreadPoolExecutor(max_workers=min(_WORKERS, values.size)) as pool:
+                list(pool.map(one, range(values.size)))
         return out[0], out[1], out[2]
 
     def evaluate(self, params: LogGPS) -> Evaluation:
@@ -370,6 +348,7 @@ def _backtrack(pred, src, sink):  # pragma: no cover - compiled
     return positions, edges
 
 
+_WORKERS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1))
 _ALL_COLS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
 
 

@@ -10,12 +10,12 @@ import sys
 
 import click
 
-from llamp.cli.base import cli
-
 # Each module registers its subcommands on ``cli`` when imported.
 from llamp.cli import analyze as _analyze  # noqa: E402,F401
 from llamp.cli import ingest as _ingest  # noqa: E402,F401
 from llamp.cli import store as _store  # noqa: E402,F401
+from llamp.cli import ui as _ui  # noqa: E402,F401
+from llamp.cli.base import cli
 from llamp.errors import InputError, LlampError
 
 

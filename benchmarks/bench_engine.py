@@ -1,0 +1,59 @@
+"""Graph engine (DESIGN §3.2, §10): one evaluation, full evaluation, critical latencies, tolerance.
+
+Graphs are synthetic stencil codes (``llamp.ingest.synthetic``: 2-D halo exchange with
+Isend/Irecv/Waitall, a recursive-doubling allreduce every iteration, an alltoall every 10th)
+on 16 ranks. Two flavours for the critical-latency search, whose cost is 2k+1 sweeps for k
+breakpoints: ``uniform`` (identical iterations: few distinct breakpoints) and ``noisy`` (10 %
+load imbalance and 5 % per-iteration noise: every iteration brings its own breakpoints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.timing import median_time, peak_rss_mb, row
+from llamp.ingest.synthetic import stencil_with_vertices
+from llamp.lp import critical_latencies, engine_for, tolerance
+from llamp.params import LogGPS
+
+PARAMS = LogGPS()
+
+
+def _graph(n: int, noisy: bool):
+    extra = {} if noisy else {"imbalance": 0.0, "noise": 0.0}
+    return stencil_with_vertices(n, ranks=16, alltoall_every=10, **extra)
+
+
+def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    sizes = [10**5, 10**6] if quick else [10**5, 10**6, 5 * 10**6, 10**7]
+    for n in sizes:
+        graph = _graph(n, noisy=True)
+        case = f"stencil {graph.num_vertices:.2g} vertices"
+        eng = engine_for(graph)
+        lower, runs, _ = median_time(lambda: eng._events.clear() or eng.events(PARAMS.S), 1)
+        rows.append(row("engine", case, "lowering to events", lower, "s", runs))
+        eng.runtime(PARAMS)  # compile/warm
+        t, runs, _ = median_time(lambda: eng.runtime(PARAMS), max(repeat, 5))
+        rows.append(row("engine", case, "evaluate T", t * 1e3, "ms", runs))
+        rows.append(row("engine", case, "evaluate T per 1e6 vertices", t * 1e3 * 1e6 / graph.num_vertices, "ms"))
+        t, runs, _ = median_time(lambda: eng.probe_many(PARAMS, "L", [PARAMS.L]), repeat)
+        rows.append(row("engine", case, "T with left+right λ_L", t * 1e3, "ms", runs))
+        t, runs, _ = median_time(lambda: eng.evaluate(PARAMS), repeat)
+        rows.append(row("engine", case, "full evaluation (λ_L,G,o, slack)", t * 1e3, "ms", runs))
+        if n <= 10**6:
+            t, runs, tol = median_time(lambda: tolerance(graph, PARAMS), repeat)
+            rows.append(row("engine", case, "tolerance 1/2/5% of L and G", t, "s", runs))
+        del graph, eng
+    for noisy in (False, True):
+        n = 10**5 if quick else 10**6
+        graph = _graph(n, noisy)
+        label = "noisy" if noisy else "uniform"
+        t, runs, result = median_time(lambda: critical_latencies(graph, PARAMS, 0.0, 100_000.0), 1)
+        case = f"stencil {graph.num_vertices:.2g} vertices, {label}"
+        rows.append(row("engine", case, "critical latencies in [0, 100 µs]", t, "s", runs,
+                        breakpoints=len(result.critical), sweeps=result.evaluations))
+        rows.append(row("engine", case, "  breakpoints found", len(result.critical), "count"))
+        rows.append(row("engine", case, "  sweeps (2k+1)", result.evaluations, "count"))
+    rows.append(row("engine", "all", "peak RSS", peak_rss_mb(), "MB"))
+    return rows
