@@ -24,36 +24,46 @@ def _graph(n: int, noisy: bool):
     return stencil_with_vertices(n, ranks=16, alltoall_every=10, **extra)
 
 
+def _evaluations(n: int, repeat: int) -> list[dict[str, Any]]:
+    graph = _graph(n, noisy=True)
+    case = f"stencil {graph.num_vertices:.2g} vertices"
+    eng = engine_for(graph)
+    rows = []
+    lower, runs, _ = median_time(lambda: eng.events(PARAMS.S), 1)
+    rows.append(row("engine", case, "lowering to events", lower, "s", runs))
+    eng.runtime(PARAMS)  # compile/warm
+    t, runs, _ = median_time(lambda: eng.runtime(PARAMS), max(repeat, 5))
+    rows.append(row("engine", case, "evaluate T", t * 1e3, "ms", runs))
+    per = t * 1e3 * 1e6 / graph.num_vertices
+    rows.append(row("engine", case, "evaluate T per 1e6 vertices", per, "ms"))
+    t, runs, _ = median_time(lambda: eng.probe_many(PARAMS, "L", [PARAMS.L]), repeat)
+    rows.append(row("engine", case, "T with left+right λ_L", t * 1e3, "ms", runs))
+    t, runs, _ = median_time(lambda: eng.evaluate(PARAMS), repeat)
+    rows.append(row("engine", case, "full evaluation (λ_L,G,o, slack)", t * 1e3, "ms", runs))
+    if n <= 10**6:
+        t, runs, _ = median_time(lambda: tolerance(graph, PARAMS), repeat)
+        rows.append(row("engine", case, "tolerance 1/2/5% of L and G", t, "s", runs))
+    return rows
+
+
+def _critical(n: int, noisy: bool) -> list[dict[str, Any]]:
+    graph = _graph(n, noisy)
+    label = "noisy" if noisy else "uniform"
+    t, runs, result = median_time(lambda: critical_latencies(graph, PARAMS, 0.0, 100_000.0), 1)
+    case = f"stencil {graph.num_vertices:.2g} vertices, {label}"
+    return [
+        row("engine", case, "critical latencies in [0, 100 µs]", t, "s", runs),
+        row("engine", case, "  breakpoints found", len(result.critical), "count"),
+        row("engine", case, "  sweeps (2k+1)", result.evaluations, "count"),
+    ]
+
+
 def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     sizes = [10**5, 10**6] if quick else [10**5, 10**6, 5 * 10**6, 10**7]
     for n in sizes:
-        graph = _graph(n, noisy=True)
-        case = f"stencil {graph.num_vertices:.2g} vertices"
-        eng = engine_for(graph)
-        lower, runs, _ = median_time(lambda: eng._events.clear() or eng.events(PARAMS.S), 1)
-        rows.append(row("engine", case, "lowering to events", lower, "s", runs))
-        eng.runtime(PARAMS)  # compile/warm
-        t, runs, _ = median_time(lambda: eng.runtime(PARAMS), max(repeat, 5))
-        rows.append(row("engine", case, "evaluate T", t * 1e3, "ms", runs))
-        rows.append(row("engine", case, "evaluate T per 1e6 vertices", t * 1e3 * 1e6 / graph.num_vertices, "ms"))
-        t, runs, _ = median_time(lambda: eng.probe_many(PARAMS, "L", [PARAMS.L]), repeat)
-        rows.append(row("engine", case, "T with left+right λ_L", t * 1e3, "ms", runs))
-        t, runs, _ = median_time(lambda: eng.evaluate(PARAMS), repeat)
-        rows.append(row("engine", case, "full evaluation (λ_L,G,o, slack)", t * 1e3, "ms", runs))
-        if n <= 10**6:
-            t, runs, tol = median_time(lambda: tolerance(graph, PARAMS), repeat)
-            rows.append(row("engine", case, "tolerance 1/2/5% of L and G", t, "s", runs))
-        del graph, eng
+        rows.extend(_evaluations(n, repeat))
     for noisy in (False, True):
-        n = 10**5 if quick else 10**6
-        graph = _graph(n, noisy)
-        label = "noisy" if noisy else "uniform"
-        t, runs, result = median_time(lambda: critical_latencies(graph, PARAMS, 0.0, 100_000.0), 1)
-        case = f"stencil {graph.num_vertices:.2g} vertices, {label}"
-        rows.append(row("engine", case, "critical latencies in [0, 100 µs]", t, "s", runs,
-                        breakpoints=len(result.critical), sweeps=result.evaluations))
-        rows.append(row("engine", case, "  breakpoints found", len(result.critical), "count"))
-        rows.append(row("engine", case, "  sweeps (2k+1)", result.evaluations, "count"))
+        rows.extend(_critical(10**5 if quick else 10**6, noisy))
     rows.append(row("engine", "all", "peak RSS", peak_rss_mb(), "MB"))
     return rows
