@@ -108,7 +108,7 @@ def tangent_breakpoints(
             tangent = T0 + s0 * (x - x0)
             tol = 10 * (REL_TOL * max(abs(Tv), 1.0) + ABS_TOL_NS)
             if Tv - tangent <= tol or x - x0 <= 1e-12 * scale or x1 - x <= 1e-12 * scale:
-                found.setdefault(round(x, 9), (x, float(Tv), s0, s1))
+                found.setdefault(round(x, 9), (float(x), float(Tv), s0, s1))
                 continue
             pending.append((x0, T0, s0, x, float(Tv), float(a)))
             pending.append((x, float(Tv), float(b), x1, T1, s1))
@@ -145,6 +145,7 @@ def critical_latencies(
     probe = _probe(graph, params, parameter, chosen)
     points, calls = tangent_breakpoints(probe, lo, hi)
     (T_lo, T_hi), _, (s_lo, _) = probe([lo, hi])
+    T_lo, T_hi, s_lo = float(T_lo), float(T_hi), float(s_lo)
     inner = [p for p in points if lo < p[0] < hi]
     return CriticalLatencies(
         parameter=parameter,
