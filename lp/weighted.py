@@ -1,0 +1,242 @@
+"""Evaluation under per-message latencies and gaps (heterogeneous LogGP, topologies, noise).
+
+The homogeneous engine (:mod:`llamp.lp.engine`) reads ``(L, G, o)`` from the configuration.
+Here every message ``m`` may have its own latency ``L_m`` and gap ``G_m`` (LLAMP App. H/I:
+per-pair ``L_ij``, ``G_ij``; a topology's ``(h+1)·l_wire + h·d_switch``), calc costs may be
+rescaled (Monte Carlo over compute noise), and the slopes tracked are along any set of
+variables ``x`` with ``∂L_m/∂x`` and ``∂G_m/∂x`` given per message. The edge weights are
+still affine in those variables, so ``T`` stays convex and piecewise linear along each and the
+same exact tie-breaking gives right (or left) derivatives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from llamp.graph import ExecutionGraph
+from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST, EventGraph
+from llamp.params import LogGPS
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
+    """Event times, one-sided slopes along the columns of ``dw`` and the chosen in-edges."""
+    n = in_ptr.shape[0] - 1
+    k_dim = dw.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    pred = np.full(n, -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = t[src[lo]] + w[lo]
+        for k in range(lo + 1, hi):
+            cand = t[src[k]] + w[k]
+            if cand > best:
+                best = cand
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            if t[s] + w[k] >= best - tol:
+                if first:
+                    for j in range(k_dim):
+                        d[p, j] = d[s, j] + dw[k, j]
+                    pred[p] = k
+                    first = False
+                else:
+                    if k_dim and sign * (d[s, 0] + dw[k, 0]) > sign * d[p, 0]:
+                        pred[p] = k
+                    for j in range(k_dim):
+                        cand = d[s, j] + dw[k, j]
+                        if sign * cand > sign * d[p, j]:
+                            d[p, j] = cand
+    return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def _runtime_batch(in_ptr, src, W):  # pragma: no cover - compiled
+    """``T`` for each column of the edge-weight matrix ``W`` (E × m), in one sweep."""
+    n = in_ptr.shape[0] - 1
+    m = W.shape[1]
+    t = np.zeros((n, m))
+    T = np.zeros(m)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        s = src[lo]
+        for j in range(m):
+            t[p, j] = t[s, j] + W[lo, j]
+        for k in range(lo + 1, hi):
+            s = src[k]
+            for j in range(m):
+                cand = t[s, j] + W[k, j]
+                if cand > t[p, j]:
+                    t[p, j] = cand
+        for j in range(m):
+            if t[p, j] > T[j]:
+                T[j] = t[p, j]
+    return T
+
+
+@dataclass(frozen=True)
+class MessageModel:
+    """Per-message latency and gap, and their derivatives along named variables.
+
+    ``latency_ns[m]``, ``gap_ns_per_byte[m]`` for message ``m`` (in ``graph.messages()``
+    order); ``dlatency[m, j] = ∂L_m/∂x_j`` and ``dgap[m, j] = ∂G_m/∂x_j`` for the variables
+    ``names``. ``calc_scale`` multiplies calc costs (``None``: unchanged).
+    """
+
+    latency_ns: np.ndarray
+    gap_ns_per_byte: np.ndarray
+    names: tuple[str, ...] = ()
+    dlatency: np.ndarray | None = None
+    dgap: np.ndarray | None = None
+
+    @classmethod
+    def uniform(cls, graph: ExecutionGraph, params: LogGPS) -> MessageModel:
+        """Every message at the configuration's ``L`` and ``G``, variables ``L`` and ``G``."""
+        m = graph.messages()[0].size
+        ones = np.ones((m, 1))
+        zeros = np.zeros((m, 1))
+        return cls(
+            latency_ns=np.full(m, params.L),
+            gap_ns_per_byte=np.full(m, params.G),
+            names=("L", "G"),
+            dlatency=np.hstack([ones, zeros]),
+            dgap=np.hstack([zeros, ones]),
+        )
+
+
+def edge_weights(
+    ev: EventGraph, params: LogGPS, model: MessageModel, calc_scale: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edge weights and their derivatives (E × k) under ``model`` (vectorised)."""
+    c = ev.coef
+    has_msg = ev.msg >= 0
+    msg = np.where(has_msg, ev.msg, 0)
+    L = np.where(has_msg, model.latency_ns[msg] if model.latency_ns.size else 0.0, 0.0)
+    G = np.where(has_msg, model.gap_ns_per_byte[msg] if model.gap_ns_per_byte.size else 0.0, 0.0)
+    const = c[:, CONST]
+    if calc_scale is not None:
+        const = const * calc_scale
+    w = const + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * params.o
+    k = len(model.names)
+    dw = np.zeros((ev.num_edges, k))
+    if k and model.dlatency is not None and model.dlatency.size:
+        dw += c[:, COEF_L, None] * np.where(has_msg[:, None], model.dlatency[msg], 0.0)
+    if k and model.dgap is not None and model.dgap.size:
+        dw += c[:, COEF_G, None] * np.where(has_msg[:, None], model.dgap[msg], 0.0)
+    return w, np.ascontiguousarray(dw)
+
+
+@dataclass(frozen=True, eq=False)
+class WeightedPoint:
+    """``T`` and right derivatives along the model's variables, plus one critical path."""
+
+    runtime_ns: float
+    slopes: dict[str, float]
+    path_edges: np.ndarray  # event-graph edges of one critical path (source → sink)
+    events: EventGraph
+
+
+def evaluate_model(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    model: MessageModel,
+    *,
+    sign: float = 1.0,
+    calc_scale: np.ndarray | None = None,
+) -> WeightedPoint:
+    """``T`` and one-sided derivatives along ``model.names`` (sign +1 right, −1 left)."""
+    ev = engine_for(graph).events(params.S)
+    w, dw = edge_weights(ev, params, model, calc_scale)
+    if ev.num_events == 0:
+        return WeightedPoint(0.0, dict.fromkeys(model.names, 0.0), np.zeros(0, np.int64), ev)
+    t, d, pred = _forward(ev.in_ptr, ev.src, w, dw, sign, REL_TOL, ABS_TOL_NS)
+    T = float(t.max())
+    tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
+    if d.shape[1]:
+        agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
+        sink = int(tight[np.argmax(sign * d[tight, 0])])
+    else:
+        agg = np.zeros(0)
+        sink = int(tight[0])
+    from llamp.lp.engine import _backtrack
+
+    _, edges = _backtrack(pred, ev.src, sink)
+    slopes = {name: float(np.round(agg[i], 6)) for i, name in enumerate(model.names)}
+    return WeightedPoint(T, slopes, edges, ev)
+
+
+def runtime_batch(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    calc_scales: np.ndarray,
+    model: MessageModel | None = None,
+    *,
+    memory_bytes: int = 1 << 30,
+) -> np.ndarray:
+    """``T`` for each column of ``calc_scales`` (E_calc scaling per sample, E × m), batched."""
+    ev = engine_for(graph).events(params.S)
+    model = model or MessageModel.uniform(graph, params)
+    w0, _ = edge_weights(ev, params, model)
+    const = ev.coef[:, CONST]
+    base = w0 - const
+    m = calc_scales.shape[1]
+    out = np.empty(m)
+    batch = int(max(1, min(m, memory_bytes // (16 * max(ev.num_events + ev.num_edges, 1)))))
+    for start in range(0, m, batch):
+        scale = calc_scales[:, start : start + batch]
+        W = np.ascontiguousarray(base[:, None] + const[:, None] * scale)
+        out[start : start + scale.shape[1]] = _runtime_batch(ev.in_ptr, ev.src, W)
+    return out
+
+
+def pair_matrices(graph: ExecutionGraph, params: LogGPS, model: MessageModel | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per-rank-pair sensitivities ``λ_L^{ij}``, ``λ_G^{ij}`` from one critical path (App. I).
+
+    ``λ_L^{ij}`` counts the latency terms of messages from rank i to rank j on the path (a
+    rendezvous message counts 3), ``λ_G^{ij}`` their bytes − 1. Their sums are ``λ_L``, ``λ_G``
+    of that path. Returns (λ_L matrix, λ_G matrix, T).
+    """
+    model = model or MessageModel.uniform(graph, params)
+    point = evaluate_model(graph, params, model)
+    ev = point.events
+    edges = point.path_edges
+    P = graph.num_ranks
+    lam_L = np.zeros((P, P))
+    lam_G = np.zeros((P, P))
+    msg = ev.msg[edges]
+    on = msg >= 0
+    if on.any():
+        sends, recvs = graph.messages()
+        i = graph.rank[sends[msg[on]]]
+        j = graph.rank[recvs[msg[on]]]
+        np.add.at(lam_L, (i, j), ev.coef[edges[on], COEF_L])
+        np.add.at(lam_G, (i, j), ev.coef[edges[on], COEF_G])
+    return lam_L, lam_G, point.runtime_ns
+
+
+def calc_edges(graph: ExecutionGraph, ev: EventGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(edge ids, vertex ids) of the start→finish edges of calc vertices: where costs live.
+
+    A per-vertex cost scale ``s[v]`` becomes the edge scale ``scale[edges] = s[vertices]``
+    (all other edges keep scale 1) for :func:`evaluate_model` and :func:`runtime_batch`.
+    """
+    vs = ev.vertex_of_pos(ev.src)
+    vd = ev.vertex_of_pos(ev.dst)
+    start = ev.event_of_pos[ev.src] % 2 == 0
+    same = (vs == vd) & (vs >= 0) & start
+    edges = np.flatnonzero(same & (graph.kind[np.maximum(vs, 0)] == 0))
+    return edges, vs[edges]
