@@ -1,0 +1,152 @@
+"""Ingestion: trace files → :class:`~llamp.graph.ExecutionGraph` (DESIGN §4).
+
+``read(path)`` detects the format, runs its reader and, for traces, the trace→graph rules of
+:mod:`llamp.ingest.build`. Formats live in :data:`FORMATS`: a new one is one module plus one
+line there. A trace reader returns a :class:`~llamp.ingest.events.Trace`; a graph format
+(GOAL, ``.npz``) returns the graph directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+
+__all__ = ["FORMATS", "Format", "detect_format", "read", "read_trace"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A registered input format: ``trace`` readers give a Trace, ``graph`` readers a graph."""
+
+    name: str
+    kind: str  # "trace" or "graph"
+    load: Callable[..., object]
+    detect: Callable[[Path], bool]
+    description: str
+
+
+def _liballprof(path: Path, *, lenient: bool, progress: bool):
+    from llamp.ingest.liballprof import read_liballprof
+
+    return read_liballprof(path, lenient=lenient, progress=progress)
+
+
+def _is_liballprof(path: Path) -> bool:
+    from llamp.ingest.liballprof import is_liballprof
+
+    return is_liballprof(path)
+
+
+def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
+    from llamp.ingest.goal import read_goal
+
+    return read_goal(path, lenient=lenient)
+
+
+def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
+    return ExecutionGraph.load(path)
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "liballprof",
+            "trace",
+            _liballprof,
+            _is_liballprof,
+            "liballprof text traces: a directory of pmpi-trace-rank-<N>.txt or <prefix>-<N>.dat",
+        ),
+        Format(
+            "goal",
+            "graph",
+            _goal,
+            lambda p: p.is_file() and p.suffix == ".goal",
+            "GOAL schedule (Schedgen output, LogGOPSim input), *.goal",
+        ),
+        Format(
+            "npz",
+            "graph",
+            _npz,
+            lambda p: p.is_file() and p.suffix == ".npz",
+            "llamp graph file written by ExecutionGraph.save, *.npz",
+        ),
+    )
+}
+
+
+def detect_format(path: str | Path) -> str:
+    """The registered format of ``path`` (raises :class:`InputError` if none or no such path)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    for fmt in FORMATS.values():
+        if fmt.detect(path):
+            return fmt.name
+    known = "; ".join(f.description for f in FORMATS.values())
+    raise InputError(f"{path}: format not recognised (known: {known})")
+
+
+def read_trace(
+    path: str | Path, *, fmt: str = "auto", lenient: bool = False, progress: bool = False
+):
+    """Read a trace into the common event model (:class:`~llamp.ingest.events.Trace`)."""
+    path = Path(path)
+    name = detect_format(path) if fmt == "auto" else fmt
+    spec = FORMATS.get(name)
+    if spec is None:
+        raise InputError(f"unknown format {fmt!r}; known: auto, {', '.join(FORMATS)}")
+    if spec.kind != "trace":
+        raise InputError(f"{path}: {name} is a graph format, not a trace")
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    return spec.load(path, lenient=lenient, progress=progress)
+
+
+def read(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    collectives: dict[str, str] | None = None,
+    lenient: bool = False,
+    progress: bool = False,
+    name: str | None = None,
+) -> ExecutionGraph:
+    """Read ``path`` (trace directory, ``.goal`` or ``.npz``) into an :class:`ExecutionGraph`.
+
+    ``fmt``: ``"auto"`` (from the path) or a key of :data:`FORMATS`. ``collectives`` maps a
+    collective to its algorithm (e.g. ``{"allreduce": "ring"}``; defaults as Schedgen).
+    ``lenient`` turns per-line problems into a warning with counts; ``progress`` shows tqdm bars
+    on stderr. ``name`` defaults to the trace directory's or file's name.
+    """
+    path = Path(path)
+    chosen = detect_format(path) if fmt == "auto" else fmt
+    spec = FORMATS.get(chosen)
+    if spec is None:
+        raise InputError(f"unknown format {fmt!r}; known: auto, {', '.join(FORMATS)}")
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if spec.kind == "graph":
+        if collectives:
+            from llamp.ingest.build import check_algorithms
+
+            check_algorithms(collectives)  # still reject typos
+        graph = spec.load(path, lenient=lenient, progress=progress)
+        if name:
+            graph.meta["name"] = name
+        return graph
+    from llamp.ingest.build import build_graph
+
+    started = time.perf_counter()
+    trace = spec.load(path, lenient=lenient, progress=progress)
+    default = (path.parent if path.is_file() else path).resolve().name
+    graph = build_graph(
+        trace, collectives=collectives, lenient=lenient, name=name or default, progress=progress
+    )
+    graph.meta["ingest_seconds"] = round(time.perf_counter() - started, 3)
+    return graph

@@ -1,0 +1,1606 @@
+"""Reader for liballprof text traces (LogGOPSim's / LLAMP's PMPI tracer) → :class:`Trace`.
+
+Files: one per rank, ``pmpi-trace-rank-<N>.txt`` (``N`` zero-padded or not) or
+``<prefix>-<N>.dat`` (LogGOPSim's older samples). Ranks ``0..P−1`` must all be present.
+
+Lines (``../shared/traces/FORMATS.md``): ``<MPI_Name>:<t_start>:<arg>:…:<arg>:<t_end>``, µs
+timestamps, C-prototype argument order, a datatype as ``id,size,extent``, a communicator as
+``handle,rank,size``, pointers as addresses, ``sendcounts``-like arrays as ``<ptr>:<c0>,<c1>,…``.
+Every call in :data:`CALLS` is checked field by field (count and ``:``/``,`` separators); other
+MPI calls (:data:`llamp.ingest.events.MPI_FUNCTIONS`) cost time only and are absorbed into the
+surrounding calc, with a warning unless they are expected to be pure computation (``Comm_rank``,
+``Test``, ``Iprobe``, …). A name that is not an MPI function is an error (lenient: absorbed).
+Modelled: Send/Ssend/Rsend/Bsend, Recv, their I-variants, persistent ``*_init``/``Start``/
+``Startall``/``Request_free``, ``Wait``/``Waitall``, ``Sendrecv(_replace)``, and the collectives
+of :data:`~llamp.ingest.events.COLL_OPS` (``Exscan`` is expanded as ``scan``;
+``Reduce_scatter_block`` as ``reduce_scatter`` with equal blocks). ``Waitany``/``Waitsome``/
+``Testany``/``Testsome`` do not say which request completed: absorbed with a warning. The
+v-collectives' counts are taken from the arrays the tracer prints (an MPICH-prototype
+``recvcounts[]`` printed as a bare pointer makes ``Alltoallv``/``Reduce_scatter`` unmodellable:
+absorbed with a warning).
+
+Header lines (``#``): ``# collprof 0.9 output file`` or ``# htor's PMPI Tracer … Output File``,
+``# Init clockdiff: <µs>`` / ``# clockdiff: <v> s (relative to rank 0)`` (liballprof prints the
+µs value returned by ``sync_tree`` behind an ``s``; it is read as µs), ``# Finalize clockdiff:
+<µs>``, and two lines of llamp's own tracer:
+
+- ``# llamp comm <handle> <size> <r0>,<r1>,…,<r_{size−1}>``: from this line on, the rank-local
+  handle ``<handle>`` denotes a communicator whose communicator rank ``i`` is world rank ``r_i``.
+  The k-th definition of a given member list at each of its members denotes the same
+  communicator (communicators are created collectively, so members create them in one order).
+  A handle may be redefined (after ``MPI_Comm_free``).
+- ``# llamp mpi mpich|openmpi``: the MPI library, which fixes the wildcard constants and the
+  ``MPI_Request`` size.
+
+Communicators without a ``# llamp comm`` line: one whose size is the number of ranks is taken as
+``MPI_COMM_WORLD`` (or a congruent duplicate, which then shares its matching space), with
+communicator rank = world rank; size 1 is ``MPI_COMM_SELF``; any other size is a
+sub-communicator of unknown membership: its calls are absorbed with a warning naming file/line.
+
+MPI library (decides ``MPI_ANY_SOURCE`` −2 vs −1, ``MPI_PROC_NULL`` −1 vs −2, and the request
+stride in ``Waitall``/``Startall`` arrays, 4 vs 8 bytes): ``# llamp mpi`` if present; else a send
+to a negative destination (which can only be ``MPI_PROC_NULL``); else the ``Waitall`` stride
+under which the array entries hit requests created earlier (tried 4 and 8); else an MPICH
+``MPI_COMM_WORLD`` handle (0x44000000); else MPICH, with a warning when it matters. The stride
+itself is always taken from the data when a ``Waitall``/``Startall`` of ≥ 2 entries allows it.
+
+Clocks (used only to resolve ``MPI_ANY_SOURCE``/``MPI_ANY_TAG``): when any rank's Init clockdiff
+is non-zero, rank ``r``'s time ``t`` is mapped onto rank 0's clock as ``t + d(t)``, ``d``
+interpolated linearly from the Init to the Finalize clockdiff (liballprof's ``sync_tree``
+measures ``clock_0 − clock_r``); when all clockdiffs are zero the ranks share one clock; without
+clockdiff headers the ends of ``MPI_Init`` are taken as simultaneous.
+
+Speed: each file is scanned once by a compiled tokenizer (numba) into integer columns; calls are
+then decoded per call name with numpy, never per line in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from llamp.errors import InputError, TraceError
+from llamp.ingest.events import (
+    ANY_SOURCE,
+    ANY_TAG,
+    COLL,
+    COLL_CODE,
+    FINALIZE,
+    INIT,
+    IRECV,
+    ISEND,
+    MPI_FUNCTIONS,
+    PROC_NULL,
+    RECV,
+    RECV_INIT,
+    REQUEST_FREE,
+    SEND,
+    SEND_INIT,
+    SR_RECV,
+    SR_SEND,
+    START,
+    WAIT,
+    Communicator,
+    Diagnostics,
+    Events,
+    Trace,
+    kind_in,
+)
+
+__all__ = ["CALLS", "find_rank_files", "is_liballprof", "read_liballprof"]
+
+# --------------------------------------------------------------------------- file discovery
+_RANK_FILE_RES = (
+    re.compile(r"^(pmpi-trace-rank-)(\d+)(\.txt)$"),
+    re.compile(r"^(.+-)(\d+)(\.dat)$"),
+)
+
+
+def find_rank_files(path: str | Path) -> list[Path]:
+    """The rank files of a liballprof trace directory, index = rank.
+
+    Raises :class:`TraceError` naming the missing rank file when ranks ``0..P−1`` are not all
+    there, or when two files claim one rank or two naming schemes are mixed.
+    """
+    path = Path(path)
+    if path.is_file():
+        path = path.parent
+    if not path.is_dir():
+        raise InputError(f"{path}: no such trace directory")
+    found: dict[tuple[str, str], dict[int, Path]] = {}
+    for entry in path.iterdir():
+        for pattern in _RANK_FILE_RES:
+            match = pattern.match(entry.name)
+            if match and entry.is_file():
+                key = (match.group(1), match.group(3))
+                ranks = found.setdefault(key, {})
+                rank = int(match.group(2))
+                if rank in ranks:
+                    raise TraceError(
+                        f"two files for rank {rank}: {ranks[rank].name} and {entry.name}",
+                        path=str(path),
+                    )
+                ranks[rank] = entry
+                break
+    if not found:
+        raise InputError(
+            f"{path}: no liballprof trace files (pmpi-trace-rank-<N>.txt or <prefix>-<N>.dat)"
+        )
+    if len(found) > 1:
+        names = ", ".join(f"{p}<N>{s}" for p, s in sorted(found))
+        raise TraceError(f"several traces in one directory ({names}); keep one", path=str(path))
+    (prefix, suffix), ranks = next(iter(found.items()))
+    count = max(ranks) + 1
+    missing = [r for r in range(count) if r not in ranks]
+    if missing:
+        width = len(ranks[max(ranks)].name) - len(prefix) - len(suffix)
+        padded = str(missing[0]).zfill(width) if width > len(str(missing[0])) else str(missing[0])
+        raise TraceError(
+            f"missing rank file {prefix}{padded}{suffix} (have {len(ranks)} files for ranks "
+            f"0..{count - 1}; missing ranks {_ranges(missing)})",
+            path=str(path),
+        )
+    return [ranks[r] for r in range(count)]
+
+
+def is_liballprof(path: str | Path) -> bool:
+    """True if ``path`` is a directory (or a file in one) holding liballprof rank files."""
+    path = Path(path)
+    if path.is_file():
+        return any(p.match(path.name) for p in _RANK_FILE_RES)
+    if not path.is_dir():
+        return False
+    return any(p.match(e.name) for e in path.iterdir() for p in _RANK_FILE_RES)
+
+
+def _ranges(values: list[int]) -> str:
+    out, start = [], values[0]
+    for a, b in zip(values, values[1:] + [None], strict=True):
+        if b != a + 1:
+            out.append(str(start) if start == a else f"{start}-{a}")
+            start = b
+    return ", ".join(out)
+
+
+# --------------------------------------------------------------------------- tokenizer
+F_FRAC, F_DASH, F_BAD, F_COMMA = 1, 2, 4, 8
+_NAME_TABLE_BITS = 11
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan(buf, max_records, max_tokens):  # pragma: no cover - compiled
+    """One pass over a trace file: records (non-comment lines), tokens and interned call names.
+
+    Returns (status, nrec, ntok, ncom, nnames, rec_line, rec_start, rec_name, rec_tok, rec_frac,
+    rec_comma, rec_flags, tok_val, tok_flag, com_line, com_start, com_end, name_start,
+    name_end). A token is the text
+    between ``:``/``,`` after the call name; ``tok_val`` is its integer part (wrapping like C's
+    unsigned long, so ``MPI_IN_PLACE`` = 2^64−1 reads as −1); ``tok_flag`` bits: fraction
+    present, lone ``-``, not a number, preceded by ``,``; ``rec_frac`` the decimal fractions of
+    a record's first and last token (the timestamps); ``rec_comma`` bit k is token k's comma
+    bit (k < 64) and ``rec_flags`` the other flag bits of the first token, the last token and
+    the OR over the tokens between, so that a record is checked without touching its tokens.
+    Names are interned exactly (hash, then a byte comparison): ``rec_name`` indexes
+    ``name_start``/``name_end``.
+    """
+    n = buf.shape[0]
+    rec_line = np.empty(max_records, np.int32)
+    rec_start = np.empty(max_records, np.int64)
+    rec_name = np.empty(max_records, np.int32)
+    rec_tok = np.empty(max_records + 1, np.int64)
+    rec_frac = np.zeros((max_records, 2), np.float64)
+    rec_comma = np.zeros(max_records, np.uint64)
+    rec_flags = np.zeros((max_records, 3), np.uint8)
+    tok_val = np.empty(max_tokens, np.int64)
+    tok_flag = np.empty(max_tokens, np.uint8)
+    com_line = np.empty(max_records, np.int32)
+    com_start = np.empty(max_records, np.int64)
+    com_end = np.empty(max_records, np.int64)
+    cap = 1 << 11
+    max_names = cap // 2
+    slot_hash = np.zeros(cap, np.uint64)
+    slot_id = np.full(cap, -1, np.int32)
+    name_start = np.empty(max_names, np.int64)
+    name_end = np.empty(max_names, np.int64)
+    nrec = 0
+    ntok = 0
+    ncom = 0
+    nnames = 0
+    line = 0
+    i = 0
+    rec_tok[0] = 0
+    while i < n:
+        line += 1
+        while i < n and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+            i += 1
+        if i >= n:
+            break
+        c = buf[i]
+        if c == 10:
+            i += 1
+            continue
+        if c == 35:  # '#': a header line, kept for the Python side
+            com_start[ncom] = i
+            while i < n and buf[i] != 10:
+                i += 1
+            end = i
+            while end > com_start[ncom] and (buf[end - 1] == 13 or buf[end - 1] == 32):
+                end -= 1
+            com_line[ncom] = line
+            com_end[ncom] = end
+            ncom += 1
+            i += 1
+            continue
+        # call name, hashed (FNV-1a) and interned with an exact byte comparison
+        start = i
+        h = np.uint64(14695981039346656037)
+        while i < n and buf[i] != 58 and buf[i] != 10:
+            h = (h ^ np.uint64(buf[i])) * np.uint64(1099511628211)
+            i += 1
+        stop = i
+        slot = np.int64(h & np.uint64(cap - 1))
+        nid = -1
+        while True:
+            sid = slot_id[slot]
+            if sid < 0:
+                if nnames >= max_names:
+                    return (
+                        -1,
+                        nrec,
+                        ntok,
+                        ncom,
+                        nnames,
+                        rec_line,
+                        rec_start,
+                        rec_name,
+                        rec_tok,
+                        rec_frac,
+                        rec_comma,
+                        rec_flags,
+                        tok_val,
+                        tok_flag,
+                        com_line,
+                        com_start,
+                        com_end,
+                        name_start,
+                        name_end,
+                    )
+                slot_id[slot] = nnames
+                slot_hash[slot] = h
+                name_start[nnames] = start
+                name_end[nnames] = stop
+                nid = nnames
+                nnames += 1
+                break
+            if slot_hash[slot] == h and name_end[sid] - name_start[sid] == stop - start:
+                same = True
+                for q in range(stop - start):
+                    if buf[name_start[sid] + q] != buf[start + q]:
+                        same = False
+                        break
+                if same:
+                    nid = sid
+                    break
+            slot = (slot + 1) & (cap - 1)
+        rec_line[nrec] = line
+        rec_start[nrec] = start
+        rec_name[nrec] = nid
+        first = ntok
+        frac = 0.0
+        commas = np.uint64(0)
+        inner = np.uint8(0)
+        last = np.uint8(0)
+        if i < n and buf[i] == 58:  # tokens follow the ':' after the name
+            i += 1
+            comma = False
+            while True:
+                neg = False
+                val = np.uint64(0)
+                frac = 0.0
+                scale = 0.1
+                digits = 0
+                dot = False
+                bad = False
+                trail = False
+                if i < n and buf[i] == 45:
+                    neg = True
+                    i += 1
+                while i < n:  # integer part
+                    d = np.int64(buf[i]) - 48
+                    if d < 0 or d > 9:
+                        break
+                    val = val * np.uint64(10) + np.uint64(d)
+                    digits += 1
+                    i += 1
+                if i < n and buf[i] == 46:  # fraction
+                    dot = True
+                    i += 1
+                    while i < n:
+                        d = np.int64(buf[i]) - 48
+                        if d < 0 or d > 9:
+                            break
+                        frac += d * scale
+                        scale *= 0.1
+                        digits += 1
+                        i += 1
+                while i < n:  # up to the separator: only trailing blanks may remain
+                    c = buf[i]
+                    if c == 58 or c == 44 or c == 10:
+                        break
+                    if c == 13 or c == 32 or c == 9:
+                        trail = True
+                    else:
+                        bad = True
+                    i += 1
+                at_end = i >= n or buf[i] == 10
+                flag = np.uint8(F_COMMA) if comma else np.uint8(0)
+                if digits == 0:
+                    if neg and not dot and not bad:
+                        flag |= np.uint8(F_DASH)
+                    else:
+                        flag |= np.uint8(F_BAD)
+                elif bad or (trail and not at_end):
+                    flag |= np.uint8(F_BAD)
+                if dot:
+                    flag |= np.uint8(F_FRAC)
+                v = np.int64(val)
+                tok_val[ntok] = -v if neg else v
+                tok_flag[ntok] = flag
+                if neg:
+                    frac = -frac
+                k = ntok - first
+                if k == 0:
+                    rec_frac[nrec, 0] = frac
+                    rec_flags[nrec, 0] = flag & np.uint8(~F_COMMA & 0xFF)
+                else:
+                    if k >= 2:
+                        inner |= last
+                    if comma and k < 64:
+                        commas |= np.uint64(1) << np.uint64(k)
+                last = flag & np.uint8(~F_COMMA & 0xFF)
+                ntok += 1
+                if at_end:
+                    break
+                comma = buf[i] == 44
+                i += 1
+        rec_frac[nrec, 1] = frac
+        rec_comma[nrec] = commas
+        rec_flags[nrec, 1] = last
+        rec_flags[nrec, 2] = inner
+        nrec += 1
+        rec_tok[nrec] = ntok
+        i += 1  # past the newline
+    return (
+        0,
+        nrec,
+        ntok,
+        ncom,
+        nnames,
+        rec_line,
+        rec_start,
+        rec_name,
+        rec_tok,
+        rec_frac,
+        rec_comma,
+        rec_flags,
+        tok_val,
+        tok_flag,
+        com_line,
+        com_start,
+        com_end,
+        name_start,
+        name_end,
+    )
+
+
+@dataclass
+class _Scan:
+    """The tokenizer's output for one file, trimmed to size."""
+
+    buf: np.ndarray
+    rec_line: np.ndarray
+    rec_start: np.ndarray
+    rec_name: np.ndarray
+    rec_tok: np.ndarray
+    rec_frac: np.ndarray
+    rec_comma: np.ndarray
+    rec_flags: np.ndarray
+    tok_val: np.ndarray
+    tok_flag: np.ndarray
+    comments: list[tuple[int, str]]
+    names: list[str]
+
+    def line_text(self, rec: int) -> str:
+        start = int(self.rec_start[rec])
+        stop = start
+        while stop < self.buf.shape[0] and self.buf[stop] != 10:
+            stop += 1
+        return bytes(self.buf[start:stop]).decode("latin-1").rstrip("\r")
+
+
+def _scan_file(path: Path) -> _Scan:
+    try:
+        buf = np.fromfile(path, dtype=np.uint8)
+    except OSError as err:
+        raise TraceError(f"cannot read ({err.strerror or err})", path=str(path)) from err
+    max_records = int(np.count_nonzero(buf == 10)) + 1
+    max_tokens = int(np.count_nonzero(buf == 58) + np.count_nonzero(buf == 44)) + 1
+    (
+        status,
+        nrec,
+        ntok,
+        ncom,
+        nnames,
+        rec_line,
+        rec_start,
+        rec_name,
+        rec_tok,
+        rec_frac,
+        rec_comma,
+        rec_flags,
+        tok_val,
+        tok_flag,
+        com_line,
+        com_start,
+        com_end,
+        name_start,
+        name_end,
+    ) = _scan(buf, max_records, max_tokens)
+    if status < 0:
+        raise TraceError(
+            f"more than {1 << (_NAME_TABLE_BITS - 1)} distinct call names: not a liballprof trace?",
+            path=str(path),
+        )
+    comments = [
+        (int(com_line[c]), bytes(buf[com_start[c] : com_end[c]]).decode("latin-1"))
+        for c in range(ncom)
+    ]
+    names = [bytes(buf[name_start[k] : name_end[k]]).decode("latin-1") for k in range(nnames)]
+    return _Scan(
+        buf,
+        rec_line[:nrec],
+        rec_start[:nrec],
+        rec_name[:nrec],
+        rec_tok[: nrec + 1],
+        rec_frac[:nrec],
+        rec_comma[:nrec],
+        rec_flags[:nrec],
+        tok_val[:ntok],
+        tok_flag[:ntok],
+        comments,
+        names,
+    )
+
+
+# --------------------------------------------------------------------------- call layouts
+@dataclass(frozen=True)
+class CallSpec:
+    """How one MPI call is printed (its C signature) and what it becomes."""
+
+    sig: str  # "name:type ..." with types p(ointer) i(nt) o(p) d(atatype) c(omm) v(counts array)
+    role: str
+
+
+def _spec_table() -> dict[str, CallSpec]:
+    p2p = "buf:p count:i dtype:d peer:i tag:i comm:c"
+    table = {
+        "MPI_Init": CallSpec("argc:p argv:p", "init"),
+        "MPI_Init_thread": CallSpec("argc:p argv:p required:i provided:p", "init"),
+        "MPI_Finalize": CallSpec("", "finalize"),
+        "MPI_Recv": CallSpec(p2p + " status:p", "recv"),
+        "MPI_Irecv": CallSpec(p2p + " request:p", "irecv"),
+        "MPI_Recv_init": CallSpec(p2p + " request:p", "recv_init"),
+        "MPI_Start": CallSpec("request:p", "start"),
+        "MPI_Startall": CallSpec("count:i requests:p", "startall"),
+        "MPI_Request_free": CallSpec("request:p", "request_free"),
+        "MPI_Wait": CallSpec("request:p status:p", "wait"),
+        "MPI_Waitall": CallSpec("count:i requests:p statuses:p", "waitall"),
+        "MPI_Sendrecv": CallSpec(
+            "sbuf:p scount:i stype:d dest:i stag:i rbuf:p rcount:i rtype:d src:i rtag:i "
+            "comm:c status:p",
+            "sendrecv",
+        ),
+        "MPI_Sendrecv_replace": CallSpec(
+            "buf:p count:i dtype:d dest:i stag:i src:i rtag:i comm:c status:p", "sendrecv_replace"
+        ),
+        "MPI_Barrier": CallSpec("comm:c", "barrier"),
+        "MPI_Bcast": CallSpec("buf:p count:i dtype:d root:i comm:c", "bcast"),
+        "MPI_Reduce": CallSpec("sbuf:p rbuf:p count:i dtype:d op:o root:i comm:c", "reduce"),
+        "MPI_Allreduce": CallSpec("sbuf:p rbuf:p count:i dtype:d op:o comm:c", "allreduce"),
+        "MPI_Scan": CallSpec("sbuf:p rbuf:p count:i dtype:d op:o comm:c", "scan"),
+        "MPI_Exscan": CallSpec("sbuf:p rbuf:p count:i dtype:d op:o comm:c", "scan"),
+        "MPI_Allgather": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p rcount:i rtype:d comm:c", "allgather"
+        ),
+        "MPI_Alltoall": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p rcount:i rtype:d comm:c", "alltoall"
+        ),
+        "MPI_Gather": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p rcount:i rtype:d root:i comm:c", "gather"
+        ),
+        "MPI_Scatter": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p rcount:i rtype:d root:i comm:c", "scatter"
+        ),
+        "MPI_Allgatherv": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p recvcounts:v displs:v rtype:d comm:c", "allgatherv"
+        ),
+        "MPI_Gatherv": CallSpec(
+            "sbuf:p scount:i stype:d rbuf:p recvcounts:v displs:v rtype:d root:i comm:c", "gatherv"
+        ),
+        "MPI_Scatterv": CallSpec(
+            "sbuf:p sendcounts:v displs:v stype:d rbuf:p rcount:i rtype:d root:i comm:c", "scatterv"
+        ),
+        "MPI_Alltoallv": CallSpec(
+            "sbuf:p sendcounts:v sdispls:v stype:d rbuf:p recvcounts:v rdispls:v rtype:d comm:c",
+            "alltoallv",
+        ),
+        "MPI_Reduce_scatter": CallSpec(
+            "sbuf:p rbuf:p recvcounts:v dtype:d op:o comm:c", "reduce_scatter"
+        ),
+        "MPI_Reduce_scatter_block": CallSpec(
+            "sbuf:p rbuf:p count:i dtype:d op:o comm:c", "reduce_scatter_block"
+        ),
+        # pure computation by design: checked, then absorbed into the calc
+        "MPI_Comm_rank": CallSpec("comm:c rank:p", "calc"),
+        "MPI_Comm_size": CallSpec("comm:c size:p", "calc"),
+        "MPI_Test": CallSpec("request:p flag:p status:p", "calc"),
+        "MPI_Testall": CallSpec("count:i requests:p flag:p statuses:p", "calc"),
+        "MPI_Iprobe": CallSpec("src:i tag:i comm:c flag:p status:p", "calc"),
+        "MPI_Wtime": CallSpec("", "calc"),
+    }
+    for name in ("MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend"):
+        table[name] = CallSpec(p2p, "send")
+    for name in ("MPI_Isend", "MPI_Issend", "MPI_Irsend", "MPI_Ibsend"):
+        table[name] = CallSpec(p2p + " request:p", "isend")
+    for name in ("MPI_Send_init", "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Bsend_init"):
+        table[name] = CallSpec(p2p + " request:p", "send_init")
+    return table
+
+
+#: Every call the reader checks field by field, with its C signature and role.
+CALLS: dict[str, CallSpec] = _spec_table()
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Token positions of one call for one counts-array length (t_start = 0, t_end = last)."""
+
+    index: dict[str, Any]
+    comma: np.ndarray  # expected F_COMMA bit per token
+    ntok: int
+    fields: str  # human description for errors
+    token_names: tuple[str, ...]
+
+
+def _layout(sig: str, n_counts: int | None) -> _Layout:
+    index: dict[str, Any] = {"t_start": 0}
+    comma = [False]
+    described = ["t_start"]
+    tokens = ["t_start"]
+    pos = 1
+    for item in sig.split():
+        name, typ = item.split(":")
+        if typ in "pio":
+            index[name] = pos
+            comma.append(False)
+            described.append(name)
+            tokens.append(name)
+            pos += 1
+        elif typ in "dc":
+            parts = ("id", "size", "extent") if typ == "d" else ("handle", "rank", "size")
+            for k, part in enumerate(parts):
+                index[f"{name}.{part}"] = pos + k
+                tokens.append(f"{name} {part}")
+            comma += [False, True, True]
+            described.append(f"{name}({','.join(parts)})")
+            pos += 3
+        elif typ == "v":
+            index[name] = pos
+            comma.append(False)
+            tokens.append(f"{name} pointer")
+            pos += 1
+            if n_counts:
+                index[name + "[]"] = (pos, pos + n_counts)
+                comma += [False] + [True] * (n_counts - 1)
+                tokens += [f"{name}[{k}]" for k in range(n_counts)]
+                pos += n_counts
+                described.append(f"{name}(ptr:{n_counts} values)")
+            else:
+                described.append(f"{name}(ptr)")
+    index["t_end"] = pos
+    comma.append(False)
+    described.append("t_end")
+    tokens.append("t_end")
+    return _Layout(index, np.array(comma, dtype=bool), pos + 1, ", ".join(described), tuple(tokens))
+
+
+def _base_tokens(sig: str) -> tuple[int, int]:
+    """(tokens without counts arrays, number of counts arrays) of a signature."""
+    lay = _layout(sig, None)
+    return lay.ntok, sum(1 for item in sig.split() if item.endswith(":v"))
+
+
+# --------------------------------------------------------------------------- per-rank decoding
+class _Fields:
+    """The tokens of ``m`` records of one call with one layout: ``f["count"]`` → int64[m].
+
+    Columns are gathered from the token array when first asked for (a role reads only the
+    fields it needs)."""
+
+    def __init__(
+        self, tok_val: np.ndarray, first_tok: np.ndarray, frac: np.ndarray, layout: _Layout
+    ):
+        self.tok_val = tok_val
+        self.first_tok = first_tok
+        self.frac = frac  # (m, 2): fractions of t_start and t_end
+        self.layout = layout
+        self._cache: dict[str, np.ndarray] = {}
+        self.m = first_tok.shape[0]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        column = self._cache.get(name)
+        if column is None:
+            column = self.tok_val[self.first_tok + self.layout.index[name]]
+            self._cache[name] = column
+        return column
+
+    def counts(self, name: str) -> np.ndarray | None:
+        span = self.layout.index.get(name + "[]")
+        if span is None:
+            return None
+        return self.tok_val[self.first_tok[:, None] + np.arange(span[0], span[1])]
+
+    def has(self, name: str) -> bool:
+        return name in self.layout.index or name + "[]" in self.layout.index
+
+
+@dataclass
+class _RankData:
+    """Events of one rank before communicators, requests and wildcards are resolved."""
+
+    rank: int
+    path: str
+    cols: dict[str, np.ndarray]  # event columns incl. raw comm fields, times as abs µs
+    req_count: np.ndarray  # per event: number of requests (array base in req_base)
+    req_base: np.ndarray
+    counts: list[tuple[int, np.ndarray]]  # (event row, byte counts) for alltoallv/reduce_scatter
+    header: str | None
+    clockdiff_init: float | None
+    clockdiff_final: float | None
+    comm_defs: list[tuple[int, int, tuple[int, ...]]]  # (line, handle, members)
+    mpi: str | None
+    mpi_line: int | None
+    origin_us: tuple[int, float]  # absolute µs (int part, fraction) of the rank's time 0
+    t_init_rel_ns: float | None
+    t_final_rel_ns: float | None
+
+
+_EMPTY_I64 = np.zeros(0, np.int64)
+
+
+def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]) -> _RankData:
+    """Scan one rank file and decode its records call by call (``calls``: global name ids)."""
+    scan = _scan_file(path)
+    where = str(path)
+    header, cd_init, cd_final, comm_defs, mpi, mpi_line = _parse_comments(scan.comments, where)
+    nrec = scan.rec_line.shape[0]
+    ntok = np.diff(scan.rec_tok)
+    # every record: a name, then t_start ... t_end
+    if nrec:
+        short = np.flatnonzero(ntok < 2)
+        if short.size:
+            r = int(short[0])
+            raise TraceError(
+                f"{scan.names[scan.rec_name[r]]} has {ntok[r]} fields, expected at least "
+                f"t_start and t_end (truncated line?): {scan.line_text(r)!r}",
+                path=where,
+                line=int(scan.rec_line[r]),
+            )
+    pieces: list[tuple[np.ndarray, int, dict[str, np.ndarray], list[np.ndarray] | None]] = []
+    # names < 2^10, so a 16-bit stable argsort (radix sort) groups the records by call
+    order = np.argsort(scan.rec_name.astype(np.int16), kind="stable")
+    bounds = np.searchsorted(scan.rec_name[order], np.arange(len(scan.names) + 1))
+    for nid, name in enumerate(scan.names):
+        recs = order[bounds[nid] : bounds[nid + 1]]
+        if recs.size == 0:
+            continue
+        spec = CALLS.get(name)
+        if spec is None:
+            first = int(recs[0])
+            if name not in MPI_FUNCTIONS:
+                diag.problem(
+                    f"unknown call {name!r} (not an MPI function): {scan.line_text(first)!r}",
+                    where,
+                    int(scan.rec_line[first]),
+                )
+            _check_times(scan, recs, name, where, dash_start=False, dash_end=False)
+            diag.absorb(name, f"{where}:{int(scan.rec_line[first])}", int(recs.size))
+            continue
+        call_id = calls.setdefault(name, len(calls))
+        for fields, sub in _fields_by_layout(scan, recs, name, spec, where):
+            out = _ROLES[spec.role](
+                fields, name, call_id, diag, f"{where}:{int(scan.rec_line[sub[0]])}"
+            )
+            if out is None:
+                diag.absorb(name, f"{where}:{int(scan.rec_line[sub[0]])}", int(sub.size))
+                continue
+            for part, cols in enumerate(out):
+                cnt = cols.pop("_counts", None)
+                cols["line"] = scan.rec_line[sub]
+                pieces.append((sub, part, cols, cnt))
+    # rows in program order without sorting: a record gives 0 (absorbed), 1 or 2 rows
+    rows_per_rec = np.zeros(nrec, np.int64)
+    for sub, part, _, _ in pieces:
+        rows_per_rec[sub] = np.maximum(rows_per_rec[sub], part + 1)
+    first_row = np.cumsum(rows_per_rec) - rows_per_rec
+    total = int(rows_per_rec.sum())
+    always = ("ts_i", "ts_f", "te_i", "te_f", "kind", "call", "line")  # set by every role
+    cols = {
+        name: np.empty(total, dtype)
+        if name in always
+        else np.full(total, -1 if name in ("root", "coll") else 0, dtype)
+        for name, dtype in _ROW_COLUMNS.items()
+    }
+    counts: list[tuple[int, np.ndarray]] = []
+    for sub, part, piece, cnt in pieces:
+        at = first_row[sub] + part
+        for name, values in piece.items():
+            cols[name][at] = values
+        if cnt is not None:
+            counts.extend(zip(at.tolist(), cnt, strict=True))
+    counts.sort(key=lambda item: item[0])
+    kind = cols["kind"]
+    # time origin: the end of MPI_Init (else the first timestamp)
+    init_rows = np.flatnonzero(kind == INIT)
+    fin_rows = np.flatnonzero(kind == FINALIZE)
+    if init_rows.size == 0:
+        diag.problem(
+            "no MPI_Init in this rank's trace (truncated or not a complete trace?)", where, None
+        )
+        o_i, o_f = (int(cols["ts_i"][0]), float(cols["ts_f"][0])) if kind.size else (0, 0.0)
+    else:
+        if init_rows[0] != 0:
+            diag.problem("MPI call before MPI_Init", where, int(cols["line"][0]))
+        o_i, o_f = int(cols["te_i"][init_rows[0]]), float(cols["te_f"][init_rows[0]])
+    if fin_rows.size == 0:
+        last = int(scan.rec_line[-1]) if nrec else None
+        diag.problem("no MPI_Finalize in this rank's trace (truncated?)", where, last)
+    elif fin_rows[0] != kind.size - 1:
+        e = int(fin_rows[0]) + 1
+        diag.problem("MPI call after MPI_Finalize", where, int(cols["line"][e]))
+    cols["t_start_ns"] = ((cols.pop("ts_i") - o_i) + (cols.pop("ts_f") - o_f)) * 1000.0
+    cols["t_end_ns"] = ((cols.pop("te_i") - o_i) + (cols.pop("te_f") - o_f)) * 1000.0
+    t_init = float(cols["t_end_ns"][init_rows[0]]) if init_rows.size else None
+    t_fin = float(cols["t_start_ns"][fin_rows[0]]) if fin_rows.size else None
+    back = np.flatnonzero(cols["t_end_ns"] < cols["t_start_ns"])
+    if back.size:
+        e = int(back[0])
+        diag.problem("call ends before it starts (t_end < t_start)", where, int(cols["line"][e]))
+    req_count = cols.pop("req_count")
+    req_base = cols.pop("req_base")
+    return _RankData(
+        rank,
+        where,
+        cols,
+        req_count,
+        req_base,
+        counts,
+        header,
+        cd_init,
+        cd_final,
+        comm_defs,
+        mpi,
+        mpi_line,
+        (o_i, o_f),
+        t_init,
+        t_fin,
+    )
+
+
+def _check_times(
+    scan: _Scan, recs: np.ndarray, name: str, where: str, *, dash_start: bool, dash_end: bool
+) -> None:
+    first = scan.rec_tok[recs]
+    last = scan.rec_tok[recs + 1] - 1
+    for pos, allow_dash, what in ((first, dash_start, "t_start"), (last, dash_end, "t_end")):
+        flag = scan.tok_flag[pos]
+        bad = (flag & F_BAD) != 0
+        if not allow_dash:
+            bad |= (flag & F_DASH) != 0
+        if bad.any():
+            r = int(recs[np.flatnonzero(bad)[0]])
+            raise TraceError(
+                f"{name}: {what} is not a timestamp (truncated line?): {scan.line_text(r)!r}",
+                path=where,
+                line=int(scan.rec_line[r]),
+            )
+
+
+def _fields_by_layout(
+    scan: _Scan, recs: np.ndarray, name: str, spec: CallSpec, where: str
+) -> list[tuple[_Fields, np.ndarray]]:
+    """Check every record of one call against its layout; yield (fields, records) per layout."""
+    ntok = np.diff(scan.rec_tok)[recs]
+    base, n_arrays = _base_tokens(spec.sig)
+    out = []
+    lo, hi = int(ntok.min()), int(ntok.max())
+    for count in [lo] if lo == hi else np.unique(ntok).tolist():
+        sub = recs if lo == hi else recs[ntok == count]
+        n_counts: int | None = None
+        if n_arrays and count > base and (count - base) % n_arrays == 0:
+            n_counts = (count - base) // n_arrays
+        layout = _layout(spec.sig, n_counts)
+        if layout.ntok != count:
+            r = int(sub[0])
+            raise TraceError(
+                f"{name} has {count} fields, expected {base}"
+                + (f" + {n_arrays}×(communicator size)" if n_arrays else "")
+                + f" ({layout.fields}){' (truncated line?)' if count < base else ''}: "
+                f"{scan.line_text(r)!r}",
+                path=where,
+                line=int(scan.rec_line[r]),
+            )
+        first_tok = scan.rec_tok[sub]
+        # the separator must be as expected, no token unreadable, a lone '-' only for Init's
+        # t_start / Finalize's t_end, fractions only on the timestamps
+        mask = np.full(count, F_BAD | F_DASH | F_FRAC, np.uint8)
+        mask[[0, -1]] &= ~np.uint8(F_FRAC)
+        if spec.role == "init":
+            mask[0] &= ~np.uint8(F_DASH)
+        if spec.role == "finalize":
+            mask[-1] &= ~np.uint8(F_DASH)
+        if count <= 64:
+            expected = np.uint64(sum(1 << k for k in range(count) if layout.comma[k]))
+            flags = scan.rec_flags[sub]
+            problem = (
+                (scan.rec_comma[sub] != expected)
+                | ((flags[:, 0] & mask[0]) != 0)
+                | ((flags[:, 1] & mask[-1]) != 0)
+                | ((flags[:, 2] & mask[1]) != 0)
+            )
+            bad_rows = np.flatnonzero(problem)
+        else:
+            idx = first_tok[:, None] + np.arange(count)
+            flag = scan.tok_flag[idx]
+            comma = np.where(layout.comma, F_COMMA, 0).astype(np.uint8)
+            bad_rows = np.flatnonzero(np.any((flag & (mask | F_COMMA)) != comma, axis=1))
+        if bad_rows.size:
+            r = int(sub[bad_rows[0]])
+            flag = scan.tok_flag[scan.rec_tok[r] : scan.rec_tok[r] + count]
+            comma = np.where(layout.comma, F_COMMA, 0).astype(np.uint8)
+            col = int(np.flatnonzero((flag & (mask | F_COMMA)) != comma)[0])
+            what = (
+                "not a number"
+                if flag[col] & (F_BAD | F_DASH)
+                else "not an integer"
+                if flag[col] & F_FRAC
+                else "after the wrong separator"
+            )
+            raise TraceError(
+                f"{name}: field {col + 1} ({layout.token_names[col]}) is {what} (fields: "
+                f"{layout.fields}): {scan.line_text(r)!r}",
+                path=where,
+                line=int(scan.rec_line[r]),
+            )
+        fields = _Fields(scan.tok_val, first_tok, scan.rec_frac[sub], layout)
+        if n_counts:
+            size_col = fields["comm.size"]
+            wrong = np.flatnonzero(size_col != n_counts)
+            if wrong.size:
+                r = int(sub[wrong[0]])
+                raise TraceError(
+                    f"{name}: counts arrays have {n_counts} entries but the communicator has "
+                    f"{size_col[wrong[0]]} ranks: {scan.line_text(r)!r}",
+                    path=where,
+                    line=int(scan.rec_line[r]),
+                )
+        for what in ("count", "scount", "rcount"):
+            if fields.has(what):
+                neg = np.flatnonzero(fields[what] < 0)
+                if neg.size:
+                    r = int(sub[neg[0]])
+                    raise TraceError(
+                        f"{name}: negative {what} {fields[what][neg[0]]}",
+                        path=where,
+                        line=int(scan.rec_line[r]),
+                    )
+        out.append((fields, sub))
+    return out
+
+
+def _times(f: _Fields) -> dict[str, np.ndarray]:
+    ts_i, ts_f = f["t_start"], f.frac[:, 0]
+    te_i, te_f = f["t_end"], f.frac[:, 1]
+    return {"ts_i": ts_i, "ts_f": ts_f, "te_i": te_i, "te_f": te_f}
+
+
+def _base(f: _Fields, kind: int, nid: int, **cols: Any) -> dict[str, Any]:
+    """Columns of one row per record: arrays, or scalars for constants (defaults elsewhere)."""
+    out: dict[str, Any] = _times(f)
+    out["kind"] = kind
+    out["call"] = nid
+    out.update(cols)
+    return out
+
+
+def _comm(f: _Fields, name: str = "comm") -> dict[str, np.ndarray]:
+    return {
+        "comm_handle": f[f"{name}.handle"],
+        "comm_rank": f[f"{name}.rank"],
+        "comm_size": f[f"{name}.size"],
+    }
+
+
+def _role_init(f, name, nid, diag, where):
+    cols = _base(f, INIT, nid)
+    cols["ts_i"], cols["ts_f"] = cols["te_i"], cols["te_f"]  # t_start is '-'
+    return [cols]
+
+
+def _role_finalize(f, name, nid, diag, where):
+    cols = _base(f, FINALIZE, nid)
+    cols["te_i"], cols["te_f"] = cols["ts_i"], cols["ts_f"]  # t_end is '-'
+    return [cols]
+
+
+def _p2p(kind: int, with_request: bool):
+    def role(f, name, nid, diag, where):
+        req = {"req_count": 1, "req_base": f["request"]} if with_request else {}
+        return [
+            _base(
+                f,
+                kind,
+                nid,
+                peer=f["peer"],
+                tag=f["tag"],
+                size=f["count"] * f["dtype.size"],
+                **_comm(f),
+                **req,
+            )
+        ]
+
+    return role
+
+
+def _role_start(f, name, nid, diag, where):
+    return [_base(f, START, nid, req_count=1, req_base=f["request"])]
+
+
+def _role_startall(f, name, nid, diag, where):
+    return [_base(f, START, nid, req_count=f["count"], req_base=f["requests"])]
+
+
+def _role_request_free(f, name, nid, diag, where):
+    return [_base(f, REQUEST_FREE, nid, req_count=1, req_base=f["request"])]
+
+
+def _role_wait(f, name, nid, diag, where):
+    return [_base(f, WAIT, nid, req_count=1, req_base=f["request"])]
+
+
+def _role_waitall(f, name, nid, diag, where):
+    return [_base(f, WAIT, nid, req_count=f["count"], req_base=f["requests"])]
+
+
+def _role_sendrecv(f, name, nid, diag, where):
+    comm = _comm(f)
+    send = _base(
+        f, SR_SEND, nid, peer=f["dest"], tag=f["stag"], size=f["scount"] * f["stype.size"], **comm
+    )
+    recv = _base(
+        f, SR_RECV, nid, peer=f["src"], tag=f["rtag"], size=f["rcount"] * f["rtype.size"], **comm
+    )
+    return [send, recv]
+
+
+def _role_sendrecv_replace(f, name, nid, diag, where):
+    comm = _comm(f)
+    size = f["count"] * f["dtype.size"]
+    return [
+        _base(f, SR_SEND, nid, peer=f["dest"], tag=f["stag"], size=size, **comm),
+        _base(f, SR_RECV, nid, peer=f["src"], tag=f["rtag"], size=size, **comm),
+    ]
+
+
+def _coll(op: str, size: Callable[[_Fields], np.ndarray] | None, rooted: bool = False):
+    def role(f, name, nid, diag, where):
+        m = f.m
+        nbytes = np.zeros(m, np.int64) if size is None else size(f)
+        return [
+            _base(
+                f,
+                COLL,
+                nid,
+                coll=COLL_CODE[op],
+                root=f["root"] if rooted else 0,
+                size=nbytes,
+                **_comm(f),
+            )
+        ]
+
+    return role
+
+
+def _is_root(f: _Fields) -> np.ndarray:
+    return f["comm.rank"] == f["root"]
+
+
+def _pick(f: _Fields, array: str, index: np.ndarray) -> np.ndarray:
+    """``array[index]`` per record (index clipped into the array)."""
+    values = f.counts(array)
+    assert values is not None
+    index = np.clip(index, 0, values.shape[1] - 1)
+    return values[np.arange(values.shape[0]), index]
+
+
+def _role_gatherv(f, name, nid, diag, where):
+    mine = f["scount"] * f["stype.size"]
+    if f.has("recvcounts") and f.counts("recvcounts") is not None:
+        at_root = _pick(f, "recvcounts", f["root"]) * f["rtype.size"]
+        mine = np.where(_is_root(f), at_root, mine)
+    return [_base(f, COLL, nid, coll=COLL_CODE["gatherv"], root=f["root"], size=mine, **_comm(f))]
+
+
+def _role_scatterv(f, name, nid, diag, where):
+    mine = f["rcount"] * f["rtype.size"]
+    if f.counts("sendcounts") is not None:
+        at_root = _pick(f, "sendcounts", f["root"]) * f["stype.size"]
+        mine = np.where(_is_root(f), at_root, mine)
+    return [_base(f, COLL, nid, coll=COLL_CODE["scatterv"], root=f["root"], size=mine, **_comm(f))]
+
+
+def _role_allgatherv(f, name, nid, diag, where):
+    if f.counts("recvcounts") is not None:
+        mine = _pick(f, "recvcounts", f["comm.rank"]) * f["rtype.size"]
+    else:
+        mine = f["scount"] * f["stype.size"]
+    return [_base(f, COLL, nid, coll=COLL_CODE["allgatherv"], size=mine, **_comm(f))]
+
+
+def _role_alltoallv(f, name, nid, diag, where):
+    recv = f.counts("recvcounts")
+    if recv is None:
+        diag.note(
+            "MPI_Alltoallv without recvcounts in the trace (pointer only): absorbed", where, f.m
+        )
+        return None
+    cols = _base(f, COLL, nid, coll=COLL_CODE["alltoallv"], **_comm(f))
+    cols["_counts"] = list(recv * f["rtype.size"][:, None])
+    return [cols]
+
+
+def _role_reduce_scatter(f, name, nid, diag, where):
+    recv = f.counts("recvcounts")
+    if recv is None:
+        diag.note(
+            "MPI_Reduce_scatter without recvcounts in the trace (pointer only): absorbed",
+            where,
+            f.m,
+        )
+        return None
+    cols = _base(f, COLL, nid, coll=COLL_CODE["reduce_scatter"], **_comm(f))
+    cols["_counts"] = list(recv * f["dtype.size"][:, None])
+    return [cols]
+
+
+def _role_reduce_scatter_block(f, name, nid, diag, where):
+    cols = _base(f, COLL, nid, coll=COLL_CODE["reduce_scatter"], **_comm(f))
+    block = f["count"] * f["dtype.size"]
+    cols["_counts"] = [
+        np.full(int(n), b, np.int64) for n, b in zip(f["comm.size"], block, strict=True)
+    ]
+    return [cols]
+
+
+def _role_calc(f, name, nid, diag, where):
+    return None
+
+
+def _gather_size(f: _Fields) -> np.ndarray:
+    return np.where(_is_root(f), f["rcount"] * f["rtype.size"], f["scount"] * f["stype.size"])
+
+
+def _scatter_size(f: _Fields) -> np.ndarray:
+    return np.where(_is_root(f), f["scount"] * f["stype.size"], f["rcount"] * f["rtype.size"])
+
+
+def _msg(f: _Fields) -> np.ndarray:
+    return f["count"] * f["dtype.size"]
+
+
+def _block(f: _Fields) -> np.ndarray:
+    return f["rcount"] * f["rtype.size"]
+
+
+_ROLES: dict[str, Callable[..., list[dict[str, Any]] | None]] = {
+    "init": _role_init,
+    "finalize": _role_finalize,
+    "send": _p2p(SEND, False),
+    "recv": _p2p(RECV, False),
+    "isend": _p2p(ISEND, True),
+    "irecv": _p2p(IRECV, True),
+    "send_init": _p2p(SEND_INIT, True),
+    "recv_init": _p2p(RECV_INIT, True),
+    "start": _role_start,
+    "startall": _role_startall,
+    "request_free": _role_request_free,
+    "wait": _role_wait,
+    "waitall": _role_waitall,
+    "sendrecv": _role_sendrecv,
+    "sendrecv_replace": _role_sendrecv_replace,
+    "barrier": _coll("barrier", None),
+    "bcast": _coll("bcast", _msg, rooted=True),
+    "reduce": _coll("reduce", _msg, rooted=True),
+    "allreduce": _coll("allreduce", _msg),
+    "scan": _coll("scan", _msg),
+    "allgather": _coll("allgather", _block),
+    "alltoall": _coll("alltoall", _block),
+    "gather": _coll("gather", _gather_size, rooted=True),
+    "scatter": _coll("scatter", _scatter_size, rooted=True),
+    "gatherv": _role_gatherv,
+    "scatterv": _role_scatterv,
+    "allgatherv": _role_allgatherv,
+    "alltoallv": _role_alltoallv,
+    "reduce_scatter": _role_reduce_scatter,
+    "reduce_scatter_block": _role_reduce_scatter_block,
+    "calc": _role_calc,
+}
+
+
+_ROW_COLUMNS = {
+    "ts_i": np.int64,
+    "ts_f": np.float64,
+    "te_i": np.int64,
+    "te_f": np.float64,
+    "kind": np.int8,
+    "call": np.int16,
+    "peer": np.int64,
+    "tag": np.int64,
+    "size": np.int64,
+    "root": np.int64,
+    "coll": np.int64,
+    "comm_handle": np.int64,
+    "comm_rank": np.int64,
+    "comm_size": np.int64,
+    "req_count": np.int64,
+    "req_base": np.int64,
+    "line": np.int32,
+}
+
+
+_HEADER_RES = {
+    "collprof": re.compile(r"^#\s*collprof\s+\S+\s+output file", re.I),
+    "htor": re.compile(r"^#\s*htor's PMPI Tracer.*Output File", re.I),
+}
+_CLOCK_INIT_RE = re.compile(r"^#\s*(?:Init\s+)?clockdiff:\s*(\S+)")
+_CLOCK_FINAL_RE = re.compile(r"^#\s*Finalize clockdiff:\s*(\S+)")
+_LLAMP_RE = re.compile(r"^#\s*llamp\s+(\S+)\s*(.*)$")
+
+
+def _parse_comments(comments: list[tuple[int, str]], where: str):
+    header = None
+    cd_init = cd_final = None
+    comm_defs: list[tuple[int, int, tuple[int, ...]]] = []
+    mpi = mpi_line = None
+    for line, text in comments:
+        for kind, pattern in _HEADER_RES.items():
+            if pattern.match(text) and header is None:
+                header = kind
+        final = _CLOCK_FINAL_RE.match(text)
+        init = None if final else _CLOCK_INIT_RE.match(text)
+        for match, is_final in ((final, True), (init, False)):
+            if match:
+                try:
+                    value = float(match.group(1))
+                except ValueError:
+                    raise TraceError(
+                        f"clockdiff {match.group(1)!r} is not a number", path=where, line=line
+                    ) from None
+                if is_final:
+                    cd_final = value
+                else:
+                    cd_init = value
+        llamp = _LLAMP_RE.match(text)
+        if not llamp:
+            continue
+        what, rest = llamp.group(1), llamp.group(2).split()
+        if what == "comm":
+            try:
+                handle, size = int(rest[0]), int(rest[1])
+                members = tuple(int(x) for x in rest[2].split(",")) if len(rest) > 2 else ()
+            except (IndexError, ValueError):
+                raise TraceError(
+                    f"bad communicator line {text!r}: expected "
+                    "'# llamp comm <handle> <size> <r0>,<r1>,…'",
+                    path=where,
+                    line=line,
+                ) from None
+            if len(members) != size or len(rest) != 3:
+                raise TraceError(
+                    f"communicator line lists {len(members)} ranks, says size {size}: {text!r}",
+                    path=where,
+                    line=line,
+                )
+            if len(set(members)) != size or min(members) < 0:
+                raise TraceError(
+                    f"communicator line lists a rank twice or a negative rank: {text!r}",
+                    path=where,
+                    line=line,
+                )
+            comm_defs.append((line, handle, members))
+        elif what == "mpi":
+            flavour = (rest[0].lower() if rest else "").replace("-", "").replace(" ", "")
+            if flavour not in ("mpich", "openmpi"):
+                raise TraceError(
+                    f"unknown MPI library {' '.join(rest)!r} (mpich or openmpi)",
+                    path=where,
+                    line=line,
+                )
+            mpi, mpi_line = flavour, line
+        else:
+            raise TraceError(
+                f"unknown llamp header {what!r} (known: comm, mpi)", path=where, line=line
+            )
+    return header, cd_init, cd_final, comm_defs, mpi, mpi_line
+
+
+# --------------------------------------------------------------------------- whole trace
+_MPICH_WORLD = 0x44000000
+
+
+def read_liballprof(path: str | Path, *, lenient: bool = False, progress: bool = False) -> Trace:
+    """Read a liballprof trace directory into a :class:`Trace` (see the module docstring).
+
+    Raises :class:`TraceError` naming file, line and reason for malformed input; ``lenient``
+    turns per-line problems (unknown call, missing Init/Finalize, …) into counted warnings.
+    """
+    files = find_rank_files(path)
+    P = len(files)
+    diag = Diagnostics(lenient=lenient)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        total = sum(f.stat().st_size for f in files)
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="reading trace", leave=False)
+    ranks: list[_RankData] = []
+    call_ids: dict[str, int] = {}
+    try:
+        for rank, file in enumerate(files):
+            ranks.append(_decode_rank(rank, file, diag, call_ids))
+            if bar is not None:
+                bar.update(file.stat().st_size)
+    finally:
+        if bar is not None:
+            bar.close()
+    too_big = [
+        (d, int(np.flatnonzero(d.cols["comm_size"] > P)[0]))
+        for d in ranks
+        if np.any(d.cols["comm_size"] > P)
+    ]
+    if too_big:
+        d, e = too_big[0]
+        size = int(d.cols["comm_size"][e])
+        missing = _missing_names(files, size)
+        raise TraceError(
+            f"communicator of size {size} but only {P} rank files (missing {missing})",
+            path=d.path,
+            line=int(d.cols["line"][e]),
+        )
+    stride, stride_evidence = _detect_stride(ranks)
+    mpi, mpi_reason = _detect_mpi(ranks, stride_evidence, stride)
+    if stride_evidence is None:
+        stride = 4 if mpi == "mpich" else 8
+    comms, comm_index = _communicators(ranks, P, diag)
+    events = Events.from_parts(
+        [_finish_rank(d, cidx, mpi, stride) for d, cidx in zip(ranks, comm_index, strict=True)]
+    )
+    uses_wild = bool(
+        np.any((events.peer < 0) & kind_in(events.kind, (RECV, IRECV, RECV_INIT, SR_RECV)))
+    )
+    if mpi_reason == "default" and uses_wild:
+        diag.note(
+            "MPI library not recognisable from the trace; assumed MPICH "
+            "(MPI_ANY_SOURCE = -2, MPI_PROC_NULL = -1); add '# llamp mpi openmpi' if wrong",
+            None,
+        )
+    offset, scale, alignment = _clocks(ranks)
+    headers = sorted({d.header or "none" for d in ranks})
+    meta = {
+        "tracer": headers[0] if len(headers) == 1 else headers,
+        "mpi": mpi,
+        "mpi_detected_from": mpi_reason,
+        "request_stride": stride,
+        "clock_alignment": alignment,
+    }
+    return Trace(
+        num_ranks=P,
+        events=events,
+        calls=tuple(call_ids),
+        comms=tuple(comms),
+        files=tuple(str(f) for f in files),
+        format="liballprof",
+        clock_offset_ns=offset,
+        clock_scale=scale,
+        diagnostics=diag,
+        meta=meta,
+    )
+
+
+def _missing_names(files: list[Path], size: int) -> str:
+    name = files[0].name
+    match = next(p.match(name) for p in _RANK_FILE_RES if p.match(name))
+    first = f"{match.group(1)}{len(files)}{match.group(3)}"
+    last = f"{match.group(1)}{size - 1}{match.group(3)}"
+    return first if size - 1 == len(files) else f"{first} … {last}"
+
+
+_STRIDE_SAMPLE = 4096
+
+
+def _detect_stride(ranks: list[_RankData]) -> tuple[int, str | None]:
+    """The MPI_Request size from Waitall/Startall arrays whose entries hit known requests
+    (the first few thousand arrays of each rank decide)."""
+    hits = {4: 0, 8: 0}
+    for d in ranks:
+        kind, count, base = d.cols["kind"], d.req_count, d.req_base
+        multi = np.flatnonzero(kind_in(kind, (WAIT, START)) & (count >= 2))[:_STRIDE_SAMPLE]
+        if multi.size == 0:
+            continue
+        single = (count == 1) & kind_in(kind, (ISEND, IRECV, SEND_INIT, RECV_INIT))
+        known = np.sort(base[single], kind="stable")
+        if known.size == 0:
+            continue
+        reps = count[multi].astype(np.int64)
+        offsets = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        bases = np.repeat(base[multi], reps)
+        later = offsets > 0
+        for stride in (4, 8):
+            addr = bases[later] + offsets[later] * stride
+            at = np.minimum(np.searchsorted(known, addr), known.size - 1)
+            hits[stride] += int(np.count_nonzero(known[at] == addr))
+    if hits[4] == hits[8]:
+        return 8, None
+    best = 4 if hits[4] > hits[8] else 8
+    return best, f"{hits[best]} of the Waitall/Startall entries hit requests at stride {best}"
+
+
+def _detect_mpi(
+    ranks: list[_RankData], stride_evidence: str | None, stride: int
+) -> tuple[str, str]:
+    explicit = {d.mpi for d in ranks if d.mpi}
+    if len(explicit) > 1:
+        d = next(d for d in ranks if d.mpi)
+        raise TraceError(
+            "ranks name different MPI libraries in '# llamp mpi'", path=d.path, line=d.mpi_line
+        )
+    if explicit:
+        return explicit.pop(), "llamp mpi header"
+    neg = set()
+    for d in ranks:
+        send = kind_in(d.cols["kind"], (SEND, ISEND, SEND_INIT, SR_SEND))
+        neg |= set(np.unique(d.cols["peer"][send & (d.cols["peer"] < 0)]).tolist())
+    if neg == {-1}:
+        return "mpich", "send to MPI_PROC_NULL = -1"
+    if neg == {-2}:
+        return "openmpi", "send to MPI_PROC_NULL = -2"
+    if stride_evidence is not None:
+        return ("mpich" if stride == 4 else "openmpi"), "request stride"
+    for d in ranks:
+        world = d.cols["comm_handle"][d.cols["comm_size"] == len(ranks)]
+        if world.size and np.any(world == _MPICH_WORLD):
+            return "mpich", "MPICH MPI_COMM_WORLD handle"
+    return "mpich", "default"
+
+
+def _communicators(ranks: list[_RankData], P: int, diag: Diagnostics):
+    """The communicator table and, per rank, each event's index into it."""
+    comms = [Communicator("MPI_COMM_WORLD", tuple(range(P)))]
+    unknown_index = None
+    self_index: dict[int, int] = {}
+    key_index: dict[tuple[tuple[int, ...], int], int] = {}
+    per_rank = []
+    world_members = tuple(range(P))
+    for d in ranks:
+        handle, crank, csize = d.cols["comm_handle"], d.cols["comm_rank"], d.cols["comm_size"]
+        line = d.cols["line"]
+        has_comm = kind_in(
+            d.cols["kind"], (SEND, RECV, ISEND, IRECV, SEND_INIT, RECV_INIT, SR_SEND, SR_RECV, COLL)
+        )
+        out = np.full(handle.shape[0], -1, np.int32)
+        # definitions: the k-th definition of a member list at this rank
+        seen: dict[tuple[int, ...], int] = {}
+        defs = []  # (line, handle, comm index)
+        for def_line, h, members in d.comm_defs:
+            if d.rank not in members:
+                raise TraceError(
+                    f"communicator line for handle {h} does not list this rank ({d.rank})",
+                    path=d.path,
+                    line=def_line,
+                )
+            if max(members) >= P:
+                raise TraceError(
+                    f"communicator line lists rank {max(members)} but the trace has {P} rank files",
+                    path=d.path,
+                    line=def_line,
+                )
+            k = seen.get(members, 0)
+            seen[members] = k + 1
+            key = (members, k)
+            if key not in key_index:
+                if members == world_members and k == 0:
+                    key_index[key] = 0
+                else:
+                    key_index[key] = len(comms)
+                    comms.append(Communicator(f"comm {len(comms)} (size {len(members)})", members))
+            defs.append((def_line, h, key_index[key]))
+        defined = np.zeros(handle.shape[0], bool)
+        if defs:
+            def_line_arr = np.array([x[0] for x in defs], np.int64)
+            def_handle = np.array([x[1] for x in defs], np.int64)
+            def_comm = np.array([x[2] for x in defs], np.int64)
+            for h in np.unique(def_handle).tolist():
+                sel = np.flatnonzero(def_handle == h)
+                lines_h = def_line_arr[sel]
+                ev = np.flatnonzero(has_comm & (handle == h))
+                pos = np.searchsorted(lines_h, line[ev]) - 1
+                ok = pos >= 0
+                out[ev[ok]] = def_comm[sel][pos[ok]]
+                defined[ev[ok]] = True
+            idx = np.flatnonzero(defined)
+            if idx.size:
+                sizes = np.array([len(c.members) for c in comms], np.int64)[out[idx]]
+                bad = np.flatnonzero(sizes != csize[idx])
+                if bad.size:
+                    e = int(idx[bad[0]])
+                    raise TraceError(
+                        f"communicator {handle[e]} has size {csize[e]} here but "
+                        f"{sizes[bad[0]]} in its '# llamp comm' line",
+                        path=d.path,
+                        line=int(line[e]),
+                    )
+                my_pos = np.full(len(comms), -1, np.int64)
+                for cid in np.unique(out[idx]).tolist():
+                    my_pos[cid] = comms[cid].members.index(d.rank)
+                pos_in = my_pos[out[idx]]
+                bad = np.flatnonzero(pos_in != crank[idx])
+                if bad.size:
+                    e = int(idx[bad[0]])
+                    raise TraceError(
+                        f"this rank is rank {pos_in[bad[0]]} of communicator "
+                        f"{handle[e]} per its '# llamp comm' line, but the call "
+                        f"says {crank[e]}",
+                        path=d.path,
+                        line=int(line[e]),
+                    )
+        rest = has_comm & ~defined
+        world = rest & (csize == P)
+        out[world] = 0
+        mismatch = np.flatnonzero(world & (crank != d.rank))
+        if mismatch.size:
+            e = int(mismatch[0])
+            diag.note(
+                "a world-sized communicator reports a rank that is not the world rank "
+                "(taken as MPI_COMM_WORLD anyway; add '# llamp comm' lines if it is a "
+                "reordered communicator)",
+                f"{d.path}:{int(line[e])}",
+                int(mismatch.size),
+            )
+        selfc = rest & (csize == 1)
+        if np.any(selfc):
+            if d.rank not in self_index:
+                self_index[d.rank] = len(comms)
+                comms.append(Communicator(f"MPI_COMM_SELF of rank {d.rank}", (d.rank,)))
+            out[selfc] = self_index[d.rank]
+        sub = rest & (csize != P) & (csize != 1)
+        if np.any(sub):
+            if unknown_index is None:
+                unknown_index = len(comms)
+                comms.append(Communicator("sub-communicator without membership", None))
+            out[sub] = unknown_index
+        per_rank.append(out)
+    return comms, per_rank
+
+
+def _finish_rank(d: _RankData, comm: np.ndarray, mpi: str, stride: int) -> dict[str, np.ndarray]:
+    """Wildcards and PROC_NULL in the model's constants, request lists, final columns."""
+    cols = d.cols
+    kind = cols["kind"]
+    peer = cols["peer"]
+    tag = cols["tag"]
+    any_source, proc_null = (-2, -1) if mpi == "mpich" else (-1, -2)
+    recv_like = kind_in(kind, (RECV, IRECV, RECV_INIT, SR_RECV))
+    send_like = kind_in(kind, (SEND, ISEND, SEND_INIT, SR_SEND))
+    neg = peer < 0
+    bad = np.flatnonzero(send_like & neg & (peer != proc_null))
+    if bad.size:
+        e = int(bad[0])
+        raise TraceError(
+            f"send to rank {peer[e]}, which is neither a rank nor MPI_PROC_NULL "
+            f"({proc_null} under {mpi})",
+            path=d.path,
+            line=int(cols["line"][e]),
+        )
+    bad = np.flatnonzero(recv_like & neg & (peer != proc_null) & (peer != any_source))
+    if bad.size:
+        e = int(bad[0])
+        raise TraceError(
+            f"receive from rank {peer[e]}, which is neither a rank nor a wildcard",
+            path=d.path,
+            line=int(cols["line"][e]),
+        )
+    p2p = recv_like | send_like
+    peer_out = np.where(p2p & (peer == proc_null), PROC_NULL, peer)
+    peer_out = np.where(recv_like & (peer == any_source), ANY_SOURCE, peer_out)
+    bad = np.flatnonzero(p2p & (tag < 0) & ~(recv_like & (tag == -1)))
+    if bad.size:
+        e = int(bad[0])
+        raise TraceError(f"negative tag {tag[e]}", path=d.path, line=int(cols["line"][e]))
+    tag_out = np.where(recv_like & (tag == -1), ANY_TAG, tag)
+    # request lists: base + i·stride
+    count = d.req_count.astype(np.int64)
+    bad = np.flatnonzero(count < 0)
+    if bad.size:
+        e = int(bad[0])
+        raise TraceError(
+            f"negative request count {count[e]}", path=d.path, line=int(cols["line"][e])
+        )
+    first = np.cumsum(count) - count
+    within = np.arange(int(count.sum())) - np.repeat(first, count)
+    req_ids = np.repeat(d.req_base, count) + within * stride
+    lengths = np.zeros(kind.size, np.int64)
+    for row, values in d.counts:
+        lengths[row] = values.shape[0]
+    cnt_values = (
+        np.concatenate([values for _, values in d.counts]).astype(np.int64)
+        if d.counts
+        else _EMPTY_I64
+    )
+    return {
+        "rank": np.full(kind.size, d.rank, np.int32),
+        "line": cols["line"],
+        "kind": kind,
+        "call": cols["call"],
+        "t_start_ns": cols["t_start_ns"],
+        "t_end_ns": cols["t_end_ns"],
+        "peer": peer_out.astype(np.int32),
+        "tag": tag_out.astype(np.int32),
+        "size": cols["size"],
+        "comm": np.where(comm < 0, 0, comm).astype(np.int32),
+        "root": cols["root"].astype(np.int32),
+        "coll": cols["coll"].astype(np.int8),
+        "req_count": count,
+        "req_ids": req_ids,
+        "cnt_count": lengths,
+        "cnt_values": cnt_values,
+    }
+
+
+def _clocks(ranks: list[_RankData]) -> tuple[np.ndarray, np.ndarray, str]:
+    P = len(ranks)
+    offset = np.zeros(P)
+    scale = np.ones(P)
+    diffs = [d.clockdiff_init for d in ranks]
+    if all(v is None for v in diffs):
+        return offset, scale, "ends of MPI_Init taken as simultaneous (no clockdiff headers)"
+    o0_i, o0_f = ranks[0].origin_us
+    for r, d in enumerate(ranks):
+        o_i, o_f = d.origin_us
+        base_us = (o_i - o0_i) + (o_f - o0_f)
+        init = d.clockdiff_init or 0.0
+        final = d.clockdiff_final if d.clockdiff_final is not None else init
+        offset[r] = (base_us + init) * 1000.0
+        t0, t1 = d.t_init_rel_ns or 0.0, d.t_final_rel_ns
+        if t1 is not None and t1 > t0 and final != init:
+            slope = (final - init) * 1000.0 / (t1 - t0)
+            scale[r] = 1.0 + slope
+            offset[r] -= slope * t0
+    if all((v or 0.0) == 0.0 for v in diffs):
+        return offset, scale, "shared clock (all clockdiffs zero)"
+    return offset, scale, "Init/Finalize clockdiff, linear drift"

@@ -1,0 +1,131 @@
+"""``llamp ingest`` and ``llamp info``: outputs, JSON, exit codes, warnings on stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import llamp.graphdb
+from llamp.cli import main
+from llamp.graph import ExecutionGraph
+from llamp.ingest import read
+from llamp.ingest.goal import read_goal
+
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
+
+
+def bad_trace(directory: Path) -> Path:
+    """Two ranks; rank 0 sends a message nobody receives."""
+    directory.mkdir()
+    for r in range(2):
+        body = ["MPI_Send:110:6575616:1:1,4,4:1:5:1140850688,0,2:111"] if r == 0 else []
+        lines = [
+            "# collprof 0.9 output file",
+            "",
+            "MPI_Init:-:1:2:100",
+            *body,
+            "MPI_Finalize:140:-",
+        ]
+        (directory / f"pmpi-trace-rank-{r}.txt").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def test_ingest_to_npz_and_info_json(tmp_path, capsys):
+    out = tmp_path / "sweep.npz"
+    code, stdout, stderr = run(capsys, "ingest", SWEEP3D, "-o", out)
+    assert code == 0, stderr
+    assert stderr == ""
+    assert (
+        f"sweep3d-2x2: 4 ranks, 24084 vertices, 6052 messages (207362012 bytes) → {out}" in stdout
+    )
+    graph = ExecutionGraph.load(out)
+    assert graph.equals(read(SWEEP3D))
+    code, stdout, _ = run(capsys, "info", out, "--json")
+    assert code == 0
+    info = json.loads(stdout)
+    assert {
+        k: info[k] for k in ("ranks", "vertices", "calcs", "sends", "recvs", "messages", "bytes")
+    } == {
+        "ranks": 4,
+        "vertices": 24084,
+        "calcs": 11980,
+        "sends": 6052,
+        "recvs": 6052,
+        "messages": 6052,
+        "bytes": 207362012,
+    }
+    assert info["calc_ns_per_rank"] == [39936849000.0, 39586579000.0, 39785722000.0, 39937886000.0]
+    assert info["collectives"] == {
+        "allreduce": "recursive_doubling",
+        "barrier": "dissemination",
+        "bcast": "binomial",
+    }
+
+
+def test_ingest_collectives_option_json(tmp_path, capsys):
+    out = tmp_path / "ring.npz"
+    code, stdout, _ = run(
+        capsys, "ingest", SWEEP3D, "--collectives", "allreduce=ring", "-o", out, "--json"
+    )
+    assert code == 0
+    result = json.loads(stdout)
+    # 5760 point-to-point + 4 bcasts · 3 + 3 barriers · 8 + 32 ring allreduces · 2·4·3
+    assert result["messages"] == 5760 + 12 + 24 + 768
+    assert result["collectives"]["allreduce"] == "ring"
+    assert result["output"] == str(out) and result["trace_events"] == 11684
+
+
+def test_ingest_to_goal(tmp_path, capsys):
+    out = tmp_path / "sweep.goal"
+    code, _, stderr = run(capsys, "ingest", SWEEP3D, "-o", out)
+    assert code == 0, stderr
+    back = read_goal(out)
+    assert back.summary().messages == 6052
+    assert back.summary().calc_ns_per_rank == read(SWEEP3D).summary().calc_ns_per_rank
+
+
+def test_info_human_table(capsys):
+    code, stdout, _ = run(capsys, "info", SWEEP3D)
+    assert code == 0
+    assert "ranks" in stdout and "6052 (207362012 bytes)" in stdout
+    assert "39.9368 s" in stdout  # rank 0's calc
+
+
+def test_bad_trace_strict_exit_2_and_lenient_warning(tmp_path, capsys):
+    path = bad_trace(tmp_path / "bad")
+    code, _, stderr = run(capsys, "ingest", path, "-o", tmp_path / "x.npz")
+    assert code == 2
+    assert stderr.startswith(f"error: {path / 'pmpi-trace-rank-0.txt'}:4: MPI_Send to rank 1")
+    assert not (tmp_path / "x.npz").exists()
+    code, stdout, stderr = run(capsys, "ingest", path, "--lenient", "-o", tmp_path / "x.npz")
+    assert code == 0
+    assert (
+        "warning: lenient: MPI_Send to rank 1 (tag 5, 4 bytes, MPI_COMM_WORLD) has no matching "
+        "receive" in stderr
+    )
+    assert ExecutionGraph.load(tmp_path / "x.npz").summary().messages == 0
+
+
+def test_bad_output_suffix(tmp_path, capsys):
+    code, _, stderr = run(capsys, "ingest", SWEEP3D, "-o", tmp_path / "x.txt")
+    assert code == 2
+    assert "the output must end in .npz or .goal" in stderr
+
+
+@pytest.mark.skipif(not hasattr(llamp.graphdb, "open_store"), reason="graph store not built yet")
+def test_ingest_into_store_and_info(tmp_path, capsys):
+    store = tmp_path / "store"
+    code, _, stderr = run(capsys, "--store", store, "ingest", SWEEP3D, "--name", "sweep")
+    assert code == 0, stderr
+    code, stdout, _ = run(capsys, "--store", store, "info", "sweep", "--json")
+    assert code == 0
+    assert json.loads(stdout)["messages"] == 6052
