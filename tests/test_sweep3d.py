@@ -1,0 +1,69 @@
+"""The full report on the real Sweep3D trace (4 ranks, 2009): sweep, critical latencies, tolerance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llamp.ingest import read
+from llamp.lp import critical_latencies, critical_path, engine_for, predict, sweep, tolerance
+from llamp.params import LogGPS
+
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+
+
+@pytest.fixture(scope="module")
+def sweep3d():
+    return read(SWEEP3D)
+
+
+def test_sweep_is_nondecreasing_and_convex(sweep3d):
+    frame = sweep(sweep3d, LogGPS(), np.linspace(0.0, 100_000.0, 11))
+    T = frame.runtime_ns.to_numpy()
+    assert np.all(np.diff(T) >= 0)
+    assert np.all(np.diff(T, 2) >= -1e-6)  # equal spacing: second differences ≥ 0
+    lam = frame.lambda_L.to_numpy()
+    assert np.all(np.diff(lam) >= 0)  # convexity: λ_L never decreases with L
+
+
+def test_baseline_close_to_the_traced_runtime(sweep3d):
+    """The trace spans ~42 s; at the default LogGPS parameters T(L0) reproduces it (< 1 %):
+    Sweep3D on 4 ranks is computation-bound."""
+    p = predict(sweep3d, LogGPS())
+    assert 41.5e9 < p.runtime_ns < 42.5e9
+    assert p.rho_L < 1e-3
+
+
+def test_critical_latencies_reproduce_the_function(sweep3d):
+    params = LogGPS()
+    crit = critical_latencies(sweep3d, params, 0.0, 100_000.0)
+    assert len(crit.critical) >= 1
+    eng = engine_for(sweep3d)
+    slopes = [s.slope for s in crit.segments]
+    assert slopes == sorted(slopes) and len(set(slopes)) == len(slopes)
+    for seg in crit.segments:
+        mid = 0.5 * (seg.start + seg.end)
+        expected = seg.runtime_start_ns + seg.slope * (mid - seg.start)
+        assert eng.runtime(params.with_(L=mid)) == pytest.approx(expected, rel=1e-12)
+        right = eng.point(params.with_(L=mid), ("L",)).right["L"]
+        assert right == seg.slope
+
+
+def test_tolerance_levels_hit_their_bounds(sweep3d):
+    params = LogGPS()
+    tol = tolerance(sweep3d, params)
+    eng = engine_for(sweep3d)
+    for level in tol.latency:
+        assert eng.runtime(params.with_(L=level.value)) == pytest.approx(level.bound_ns, rel=1e-12)
+    for level in tol.bandwidth:
+        assert eng.runtime(params.with_(G=level.value)) == pytest.approx(level.bound_ns, rel=1e-12)
+    assert [t.value for t in tol.latency] == sorted(t.value for t in tol.latency)
+
+
+def test_critical_path_time_split_adds_up(sweep3d):
+    cp = critical_path(sweep3d, LogGPS())
+    assert sum(cp.totals.values()) == pytest.approx(cp.runtime_ns, rel=1e-12)
+    assert cp.runtime_ns == pytest.approx(predict(sweep3d, LogGPS()).runtime_ns, rel=1e-12)
+    assert len(cp.messages) == predict(sweep3d, LogGPS()).lambda_L  # eager: one L per message
