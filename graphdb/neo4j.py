@@ -1,0 +1,374 @@
+"""The server backend: Neo4j 5 through the official ``neo4j`` driver (Bolt).
+
+``bolt://user:password@host:7687`` (or ``neo4j://…``; ``?database=name`` picks a database).
+Runs are loaded as ``UNWIND`` batches of parallel lists (one list per property, 20 000 rows
+per transaction: no Python dict per row; endpoint keys are bound with ``WITH`` before the
+``MATCH`` so the key index is used, 3× faster on FalkorDB), ops first, then each relationship type, and made
+visible by setting ``Run.complete`` in a last transaction. ``Run.touched`` is refreshed with
+the server's clock after every batch, so :meth:`Neo4jStore.cleanup` (run on open) removes only
+loads that stopped more than ``stale_after_s`` ago: a load still running in another process is
+left alone.
+
+The same backend speaks to any Bolt server that understands this Cypher; the test suite runs
+it against FalkorDB 4.18 (``falkordblite``), which has no constraints (plain indexes instead),
+no transaction rollback, reports every error as "unknown error", hangs on replies larger than
+about 100 kB (so rows are read as records, never collected into one list), and after a client
+closes its connection cleanly ignores the next connection's handshake (:meth:`close` absorbs
+that with a throwaway handshake).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from llamp.errors import InputError, QueryError, StoreError
+from llamp.graphdb.schema import NEO4J_DDL, OP, PLAIN_INDEXES, RESULT
+from llamp.graphdb.store import GraphStore
+from llamp.graphdb.tables import RunTables
+
+#: The Bolt handshake: magic preamble and four protocol versions (5.7…5.0, 4.4, 4.3, none).
+_HANDSHAKE = b"\x60\x60\xb0\x17" + b"\x00\x07\x07\x05" + b"\x00\x00\x04\x04" + b"\x00\x00\x00\x03" + b"\x00" * 4
+
+
+def _driver_module() -> Any:
+    try:
+        import neo4j
+    except ImportError as err:  # pragma: no cover - neo4j is a hard dependency
+        raise StoreError(f"the Neo4j backend needs the 'neo4j' package: {err}") from err
+    return neo4j
+
+
+def _plain(value: Any) -> Any:
+    """Driver graph types → plain dicts/lists, so a DataFrame of ad hoc results prints and
+    serialises like the embedded backend's."""
+    from neo4j.graph import Node, Path, Relationship
+
+    if isinstance(value, Node):
+        return {"_labels": sorted(value.labels), **dict(value)}
+    if isinstance(value, Relationship):
+        return {"_type": value.type, **dict(value)}
+    if isinstance(value, Path):
+        return [_plain(n) for n in value.nodes]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "iso_format"):  # neo4j.time types
+        return value.iso_format()
+    return value
+
+
+class Neo4jStore(GraphStore):
+    """A Neo4j 5 (or Bolt-compatible) server as a graph store."""
+
+    backend = "neo4j"
+    #: Rows per UNWIND batch (one transaction each).
+    batch_rows = 20_000
+    #: Vertices per read-back page (key range).
+    page_vertices = 200_000
+
+    def __init__(self, uri: str, *, read_only: bool = False, stale_after_s: float = 900.0,
+                 connect_timeout_s: float = 5.0) -> None:
+        neo4j = _driver_module()
+        parts = urlsplit(uri)
+        if not parts.hostname:
+            raise InputError(f"store URI {uri!r} names no host: use bolt://user:pass@host:7687")
+        port = parts.port or 7687
+        user = parts.username or "neo4j"
+        super().__init__(f"{parts.scheme}://{user}@{parts.hostname}:{port}")
+        self.read_only = read_only
+        self.stale_after_s = float(stale_after_s)
+        self._database = (parse_qs(parts.query).get("database") or [None])[0]
+        self._address = (parts.hostname, port)
+        auth = (user, parts.password or "") if parts.username or parts.password else None
+        self._errors = neo4j.exceptions
+        self._read_mode = neo4j.READ_ACCESS
+        self._driver = neo4j.GraphDatabase.driver(
+            f"{parts.scheme}://{parts.hostname}:{port}", auth=auth,
+            connection_timeout=connect_timeout_s, max_transaction_retry_time=15.0,
+        )
+        self.flavour = "unknown"
+        self._closed = False
+        try:
+            self._connect()
+            self.flavour, self.server_version = self._detect()
+            if not read_only:
+                self._ensure_schema()
+                self.cleanup()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ connection
+    def _connect(self) -> None:
+        errors = self._errors
+        last: Exception | None = None
+        for _ in range(2):  # a Bolt server may drop the first handshake (see the module doc)
+            try:
+                self._driver.verify_connectivity()
+                return
+            except errors.AuthError as err:
+                raise StoreError(f"{self.location} refused the credentials: {err.message}") from None
+            except (errors.ServiceUnavailable, errors.SessionExpired, OSError) as err:
+                last = err
+        raise StoreError(
+            f"cannot reach the graph server at {self.location}: {last}. Is it running? "
+            "(docker compose -f docker/compose.yaml up -d neo4j)"
+        ) from None
+
+    def _detect(self) -> tuple[str, str]:
+        try:
+            rows = self._records(
+                "CALL dbms.components() YIELD name, versions, edition "
+                "RETURN name, versions[0] AS version, edition", {}, write=False,
+            )
+        except (QueryError, StoreError):
+            return "falkordb", self._driver.get_server_info().agent
+        name, version, edition = rows[1][0] if rows[1] else ("", "", "")
+        return ("neo4j" if "neo4j" in str(name).lower() else str(name)), f"{version} {edition}"
+
+    def _ensure_schema(self) -> None:
+        if self.flavour == "neo4j":
+            for statement in NEO4J_DDL:
+                self._write(statement)
+            return
+        keys, rows = self._records("CALL db.indexes()", {}, write=False)
+        existing = set()
+        if "label" in keys and "properties" in keys:
+            li, pi = keys.index("label"), keys.index("properties")
+            existing = {(row[li], prop) for row in rows for prop in row[pi]}
+        for label, prop in PLAIN_INDEXES:
+            if (label, prop) not in existing:
+                self._write(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._driver.close()
+        if self.flavour == "falkordb":
+            self._absorb_handshake()
+
+    def _absorb_handshake(self) -> None:
+        """FalkorDB 4.18 ignores the first handshake after a clean disconnect; spend it here
+        (a throwaway connection with a short timeout) so the next client is not stalled."""
+        for _ in range(3):
+            try:
+                with socket.create_connection(self._address, timeout=0.1) as sock:
+                    sock.sendall(_HANDSHAKE)
+                    if len(sock.recv(4)) == 4:
+                        return
+            except OSError:
+                continue
+
+    # ------------------------------------------------------------------ execution
+    def _error(self, err: Exception) -> Exception:
+        errors = self._errors
+        if isinstance(err, errors.ClientError):
+            if "AccessMode" in (err.code or "") or "read access mode" in (err.message or "").lower():
+                return QueryError(f"this query writes, and was run read-only: {err.message}")
+            return QueryError(f"Cypher error: {err.message}")
+        if isinstance(err, errors.DatabaseError):
+            if self.flavour == "falkordb":
+                return QueryError(
+                    f"the server rejected the query ({err.code}); FalkorDB gives no reason "
+                    "over Bolt: check the syntax and the names used"
+                )
+            return StoreError(f"{self.location}: {err.message}")
+        if isinstance(err, errors.Neo4jError | errors.DriverError):
+            return StoreError(f"{self.location}: {err}")
+        return err
+
+    def _records(self, cypher: str, params: dict[str, Any], *, write: bool) -> tuple[list[str], list[list[Any]]]:
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed")
+
+        def work(tx: Any) -> tuple[list[str], list[list[Any]]]:
+            result = tx.run(cypher, params)
+            return list(result.keys()), result.values()
+
+        try:
+            with self._driver.session(database=self._database) as session:
+                if write:
+                    return session.execute_write(work)
+                return session.execute_read(work)
+        except (self._errors.Neo4jError, self._errors.DriverError) as err:
+            raise self._error(err) from None
+
+    def _arrow(self, cypher: str, params: dict[str, Any]) -> pa.Table:
+        keys, rows = self._records(cypher, params, write=False)
+        if not rows:
+            return pa.table({k: pa.nulls(0) for k in keys})
+        columns = list(zip(*rows, strict=True))
+        return pa.table({k: pa.array(list(c)) for k, c in zip(keys, columns, strict=True)})
+
+    def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
+        if write and self.read_only:
+            raise QueryError(f"the store {self.location} was opened read-only")
+        keys, rows = self._records(cypher, params, write=write)
+        return pd.DataFrame([[_plain(v) for v in row] for row in rows], columns=keys)
+
+    def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
+        if self.read_only:
+            raise StoreError(f"the store {self.location} was opened read-only")
+        self._records(cypher, params or {}, write=True)
+
+    def _write_all(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        """Several statements in one transaction."""
+        def work(tx: Any) -> None:
+            for cypher, params in statements:
+                tx.run(cypher, params).consume()
+
+        try:
+            with self._driver.session(database=self._database) as session:
+                session.execute_write(work)
+        except (self._errors.Neo4jError, self._errors.DriverError) as err:
+            raise self._error(err) from None
+
+    # ------------------------------------------------------------------ loading
+    def _new_run_id(self) -> int:
+        """Reserve an id by creating its (incomplete, nameless) Run node; the uniqueness
+        constraint makes a concurrent loader that picked the same id retry."""
+        for _ in range(10):
+            top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
+            run_id = 1 if top is None else int(top) + 1
+            try:
+                self._write("CREATE (r:Run {id: $id, name: '', complete: false, touched: timestamp()})",
+                            {"id": run_id})
+                return run_id
+            except QueryError as err:
+                if "already exists" not in str(err) and "constraint" not in str(err).lower():
+                    raise
+        raise StoreError(f"{self.location}: could not reserve a run id (too many concurrent loads)")
+
+    def _batches(self, table: pa.Table, columns: list[str]) -> Any:
+        arrays = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
+        for lo in range(0, table.num_rows, self.batch_rows):
+            yield {c: a[lo:lo + self.batch_rows].tolist() for c, a in arrays.items()}
+
+    def _load_run(
+        self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
+    ) -> None:
+        run_id = row["id"]
+        props = {k: v for k, v in row.items() if k != "id"}
+        self._write("MATCH (r:Run {id: $id}) SET r += $props, r.touched = timestamp()",
+                    {"id": run_id, "props": props})
+        touch = "MATCH (r:Run {id: $run_id}) SET r.touched = timestamp()"
+        ops = tables.ops
+        columns = [c for c in ops.column_names if ops.column(c).null_count < ops.num_rows or ops.num_rows == 0]
+        create = (
+            "UNWIND range(0, size($key) - 1) AS i CREATE (:" + OP + " {"
+            + ", ".join(f"{c}: ${c}[i]" for c in columns) + "})"
+        )
+        total = ops.num_rows + tables.num_edges
+        with tqdm(total=total, desc=f"storing {row['name']}", unit="row", unit_scale=True,
+                  disable=not progress, leave=False) as bar:
+            for batch in self._batches(ops, columns):
+                self._write_all([(create, batch), (touch, {"run_id": run_id})])
+                bar.update(len(batch["key"]))
+            for rel, table in tables.edges.items():
+                props = " {size: $size[i]}" if "size" in table.column_names else ""
+                link = (
+                    "UNWIND range(0, size($src) - 1) AS i WITH i, $src[i] AS s, $dst[i] AS d "
+                    "MATCH (a:Op {key: s}) MATCH (b:Op {key: d}) "
+                    f"CREATE (a)-[:{rel}{props}]->(b)"
+                )
+                renamed = table.rename_columns(["src", "dst", *table.column_names[2:]])
+                for batch in self._batches(renamed, renamed.column_names):
+                    self._write_all([(link, batch), (touch, {"run_id": run_id})])
+                    bar.update(len(batch["src"]))
+        finish = [("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": run_id})]
+        if replaces is not None:
+            finish.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
+        self._write_all(finish)
+
+    def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
+        analysis_id = row["id"]
+        self._write(
+            "CREATE (a:Analysis {" + ", ".join(f"{k}: ${k}" for k in row)
+            + ", complete: false, touched: timestamp()})",
+            row,
+        )
+        link = (
+            "UNWIND range(0, size($key) - 1) AS i WITH i, $key[i] AS k "
+            "MATCH (a:Analysis {id: $analysis}) MATCH (o:Op {key: k}) "
+            f"CREATE (a)-[:{RESULT} {{start_ns: $start_ns[i], slack_ns: $slack_ns[i], "
+            "critical: $critical[i]}]->(o)"
+        )
+        touch = "MATCH (a:Analysis {id: $analysis}) SET a.touched = timestamp()"
+        try:
+            for batch in self._batches(table, ["key", "start_ns", "slack_ns", "critical"]):
+                batch["analysis"] = analysis_id
+                self._write_all([(link, batch), (touch, {"analysis": analysis_id})])
+            self._write("MATCH (a:Analysis {id: $id}) SET a.complete = true", {"id": analysis_id})
+        except BaseException:
+            try:
+                self._delete_analysis_rows(analysis_id)
+            except (StoreError, QueryError):
+                pass
+            raise
+
+    # ------------------------------------------------------------------ deleting
+    def _delete_in_batches(self, cypher: str, params: dict[str, Any]) -> None:
+        while True:
+            _, rows = self._records(cypher, {**params, "limit": self.batch_rows}, write=True)
+            if not rows or not rows[0][0]:
+                return
+
+    def _delete_run_rows(self, run_id: int) -> None:
+        self._delete_in_batches(
+            "MATCH (a:Analysis)-[x:RESULT]->(o:Op) WHERE a.run = $id "
+            "WITH x LIMIT $limit DELETE x RETURN count(*) AS n", {"id": run_id})
+        self._write("MATCH (a:Analysis) WHERE a.run = $id DETACH DELETE a", {"id": run_id})
+        self._delete_in_batches(
+            "MATCH (o:Op) WHERE o.run = $id WITH o LIMIT $limit DETACH DELETE o "
+            "RETURN count(*) AS n", {"id": run_id})
+        self._write("MATCH (r:Run {id: $id}) DETACH DELETE r", {"id": run_id})
+
+    def _delete_analysis_rows(self, analysis_id: str) -> None:
+        self._delete_in_batches(
+            "MATCH (a:Analysis {id: $id})-[x:RESULT]->(o:Op) WITH x LIMIT $limit DELETE x "
+            "RETURN count(*) AS n", {"id": analysis_id})
+        self._write("MATCH (a:Analysis {id: $id}) DETACH DELETE a", {"id": analysis_id})
+
+    def cleanup(self, older_than_s: float | None = None) -> list[str]:
+        """Remove incomplete runs and analyses untouched for ``older_than_s`` (default
+        ``stale_after_s``): their loader died. Younger ones may still be loading."""
+        if self.read_only:
+            return []
+        age_ms = int(1000 * (self.stale_after_s if older_than_s is None else older_than_s))
+        runs = self._arrow(
+            "MATCH (r:Run) WHERE r.complete = false AND r.touched <= timestamp() - $age "
+            "RETURN r.id AS id, r.name AS name", {"age": age_ms})
+        for run_id in runs.column("id").to_pylist():
+            self._delete_run_rows(int(run_id))
+        dead = self._arrow(
+            "MATCH (a:Analysis) WHERE a.complete = false AND a.touched <= timestamp() - $age "
+            "RETURN a.id AS id", {"age": age_ms})
+        for analysis_id in dead.column("id").to_pylist():
+            self._delete_analysis_rows(analysis_id)
+        return [str(n) for n in runs.column("name").to_pylist()]
+
+
+def wait_for_bolt(host: str, port: int, timeout_s: float = 30.0) -> bool:
+    """True once a Bolt server at ``host:port`` answers a handshake (within ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1.0) as sock:
+                sock.sendall(_HANDSHAKE)
+                if len(sock.recv(4)) == 4:
+                    return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+__all__ = ["Neo4jStore", "wait_for_bolt"]

