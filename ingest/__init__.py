@@ -42,6 +42,42 @@ def _is_liballprof(path: Path) -> bool:
     return is_liballprof(path)
 
 
+def _simgrid(path: Path, *, lenient: bool, progress: bool):
+    from llamp.ingest.simgrid import read_simgrid
+
+    return read_simgrid(path, lenient=lenient, progress=progress)
+
+
+def _is_simgrid(path: Path) -> bool:
+    from llamp.ingest.simgrid import is_simgrid
+
+    return is_simgrid(path)
+
+
+def _otf2(path: Path, *, lenient: bool, progress: bool):
+    from llamp.ingest.otf2 import read_otf2
+
+    return read_otf2(path, lenient=lenient, progress=progress)
+
+
+def _is_otf2(path: Path) -> bool:
+    from llamp.ingest.otf2 import is_otf2
+
+    return is_otf2(path)
+
+
+def _dumpi(path: Path, *, lenient: bool, progress: bool):
+    from llamp.ingest.dumpi import read_dumpi
+
+    return read_dumpi(path, lenient=lenient, progress=progress)
+
+
+def _is_dumpi(path: Path) -> bool:
+    from llamp.ingest.dumpi import is_dumpi
+
+    return is_dumpi(path)
+
+
 def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
     from llamp.ingest.goal import read_goal
 
@@ -61,6 +97,28 @@ FORMATS: dict[str, Format] = {
             _liballprof,
             _is_liballprof,
             "liballprof text traces: a directory of pmpi-trace-rank-<N>.txt or <prefix>-<N>.dat",
+        ),
+        Format(
+            "otf2",
+            "trace",
+            _otf2,
+            _is_otf2,
+            "OTF2 (Score-P) trace: the anchor file *.otf2 or its directory",
+        ),
+        Format(
+            "dumpi",
+            "trace",
+            _dumpi,
+            _is_dumpi,
+            "DUMPI (SST) trace: <prefix>.meta, a <prefix>-NNNN.bin, or their directory",
+        ),
+        Format(
+            "simgrid",
+            "trace",
+            _simgrid,
+            _is_simgrid,
+            "SimGrid time-independent trace: an action file, a list of per-rank files, or a "
+            "directory of <prefix><N>.txt rank files",
         ),
         Format(
             "goal",
