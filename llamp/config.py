@@ -22,6 +22,13 @@ DEFAULT_O_NS = 1500.0
 DEFAULT_G_NS_PER_BYTE = 0.018
 DEFAULT_S_BYTES = 256 * 1024
 
+#: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
+DEFAULT_WIRE_NS = 274.0
+DEFAULT_SWITCH_NS = 108.0
+#: Latency of a message between two ranks on the same node (shared memory: a cache-line
+#: transfer between cores, no wire and no switch). The CPU cost is in ``o``, not here.
+DEFAULT_INTRA_NODE_NS = 100.0
+
 #: Default tolerance levels (fractions of the baseline runtime).
 DEFAULT_TOLERANCES = (0.01, 0.02, 0.05)
 

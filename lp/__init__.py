@@ -9,9 +9,12 @@ engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
 from llamp.graph import ExecutionGraph
 from llamp.lp.critical import CriticalLatencies, Segment, critical_latencies
 from llamp.lp.engine import Evaluation, GraphEngine, engine_for
+from llamp.lp.matrix import pair_sensitivity
 from llamp.lp.path import CriticalPath, critical_path, rank_time_split
+from llamp.lp.placement import place
 from llamp.lp.predict import Prediction, predict, sweep
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
+from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
 from llamp.params import LogGPS
 
 
@@ -28,14 +31,19 @@ __all__ = [
     "Prediction",
     "Segment",
     "Tolerance",
+    "analyze_topology",
+    "compare_topologies",
     "ToleranceLevel",
     "critical_latencies",
     "critical_path",
     "engine_for",
     "evaluate",
     "max_parameter_within",
+    "pair_sensitivity",
+    "place",
     "predict",
     "rank_time_split",
     "sweep",
+    "sweep_topologies",
     "tolerance",
 ]

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-apt_packages=(python3 python3-venv python3-dev python3-pip build-essential git ca-certificates)
+# chromium + chromium-driver: the UI's end-to-end browser test (Selenium drives the system browser).
+apt_packages=(python3 python3-venv python3-dev python3-pip build-essential git ca-certificates
+              chromium chromium-driver)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

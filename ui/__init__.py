@@ -1,0 +1,12 @@
+"""The llamp web UI (Streamlit, DESIGN §7): ``llamp ui`` serves :mod:`llamp.ui.app`.
+
+Pages are scripts under ``views/`` registered in :mod:`llamp.ui.navigation` (not ``pages/``,
+which Streamlit would also serve as legacy pages, bypassing the navigation); they share the
+store access (:mod:`llamp.ui.store`), cached analyses (:mod:`llamp.ui.analyses`), sidebar
+controls (:mod:`llamp.ui.controls`) and figures (:mod:`llamp.ui.plots`).
+"""
+
+from pathlib import Path
+
+#: The Streamlit entry point that ``llamp ui`` runs.
+APP_PATH = Path(__file__).with_name("app.py")

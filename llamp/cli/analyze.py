@@ -84,19 +84,53 @@ def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> Exec
     return graph.subgraph(keep, name=f"{graph.name}[{'; '.join(parts)}]")
 
 
+def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window, iterations):
+    """A file or directory is read and cut in memory; a stored run is cut by the store's
+    Cypher catalogue (the same subgraph semantics, tested equal)."""
+    from pathlib import Path
+
+    if Path(spec).exists():
+        if iterations:
+            raise InputError("--iterations selects by collective calls of a stored run; ingest it with --name")
+        graph = load_graph_spec(spec, collectives=parse_collectives(collectives))
+        return select(graph, ranks, window)
+    if collectives:
+        raise InputError(f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)")
+    from llamp.graphdb import open_store
+
+    with open_store(ctx.obj.get("store_uri")) as store:
+        if not store.has_run(spec):
+            raise InputError(f"{spec}: no such file, directory or stored run")
+        if not (ranks or window or iterations):
+            return store.load_run(spec)
+        info = store.run_info(spec)
+        kwargs: dict[str, Any] = {}
+        if ranks:
+            kwargs["ranks"] = _parse_ranks(ranks, info.ranks).tolist()
+        if window:
+            kwargs["trace_window_ns"] = _parse_window(window)
+        if iterations:
+            a, _, b = iterations.partition(":")
+            try:
+                kwargs["collectives"] = (int(a), int(b) if b.strip() else None)
+            except ValueError as err:
+                raise InputError(f"--iterations: {iterations!r} is not K:M (collective calls)") from err
+        return store.select(spec, **kwargs)
+
+
 def graph_argument(func):
-    """GRAPH plus --collectives, --ranks, --window; the command receives ``graph``."""
+    """GRAPH plus --collectives, --ranks, --window, --iterations; the command receives ``graph``."""
 
     @functools.wraps(func)
-    def wrapper(graph_spec: str, collectives: str | None, ranks, window, **kw):
-        ctx = click.get_current_context()
-        graph = load_graph_spec(
-            graph_spec,
-            collectives=parse_collectives(collectives),
-            store_uri=ctx.obj.get("store_uri"),
-        )
-        return func(graph=select(graph, ranks, window), graph_spec=graph_spec, **kw)
+    def wrapper(graph_spec: str, collectives: str | None, ranks, window, iterations, **kw):
+        graph = _load(click.get_current_context(), graph_spec, collectives, ranks, window, iterations)
+        return func(graph=graph, graph_spec=graph_spec, **kw)
 
+    wrapper = click.option(
+        "--iterations",
+        default=None,
+        help="Stored runs: from the K-th to before the M-th collective call (K:M, M optional).",
+    )(wrapper)
     wrapper = click.option(
         "--window", default=None, help="Trace-time window FROM:TO, e.g. 10ms:20ms."
     )(wrapper)
@@ -115,8 +149,13 @@ def _save_option(func):
     )(func)
 
 
-def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, Any], per_vertex=None) -> str:
+def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, Any], per_vertex=None, graph: ExecutionGraph | None = None) -> str:
     from llamp.graphdb import open_store
+
+    if per_vertex is not None and graph is not None and "parent" in graph.meta:
+        raise InputError(
+            "--save stores per-op results of the whole run; run it without --ranks/--window/--iterations"
+        )
 
     ctx = click.get_current_context()
     with open_store(ctx.obj.get("store_uri")) as store:
@@ -151,7 +190,7 @@ def predict(graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str,
                 "critical": ev.critical,
             }
         )
-        payload["analysis_id"] = _write_back(graph_spec, "predict", params, result.as_dict(), per_vertex)
+        payload["analysis_id"] = _write_back(graph_spec, "predict", params, result.as_dict(), per_vertex, graph)
     if as_json:
         emit_json(payload)
         return
@@ -322,7 +361,7 @@ def path(graph, graph_spec, params, as_json, save, top) -> None:
         per_vertex = pd.DataFrame(
             {"vid": np.arange(graph.num_vertices), "start_ns": ev.start_ns, "slack_ns": ev.slack_ns, "critical": ev.critical}
         )
-        payload["analysis_id"] = _write_back(graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex)
+        payload["analysis_id"] = _write_back(graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex, graph)
     if as_json:
         emit_json(payload)
         return

@@ -1,0 +1,5 @@
+"""``python -m llamp`` runs the CLI."""
+
+from llamp.cli import main
+
+main()

@@ -1,0 +1,559 @@
+"""Network what-ifs: ``llamp topology``, ``llamp matrix``, ``llamp place`` (LLAMP App. H–J).
+
+``topology`` compares topologies on one graph (λ and x% tolerance per link class);
+``matrix`` prints the pairwise sensitivity matrices under per-pair ``L_ij``, ``G_ij``;
+``place`` runs the rank-placement heuristic and writes a rankfile/machinefile/hostfile.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import click
+import numpy as np
+
+from llamp.cli.analyze import _levels, graph_argument
+from llamp.cli.base import cli, emit_json, json_option, params_options, table
+from llamp.config import format_ns, parse_duration_ns
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.params import LogGPS
+
+
+def _latency_options(func):
+    """``--wire --switch --intra-node --link CLASS=VALUE``; the command gets ``latencies``
+    (defaults: :mod:`llamp.lp.topology`, imported only when a command runs)."""
+
+    @click.option(
+        "--wire",
+        default=None,
+        help="Latency of every wire, l_wire (default 274ns, the paper's §IV-2 value).",
+    )
+    @click.option(
+        "--switch",
+        "switch",
+        default=None,
+        help="Delay of every switch traversed, d_switch (default 108ns).",
+    )
+    @click.option(
+        "--intra-node",
+        "intra_node",
+        default=None,
+        help="Latency of a message between ranks on one node (default 100ns).",
+    )
+    @click.option(
+        "--link",
+        "links",
+        multiple=True,
+        metavar="CLASS=VALUE",
+        help="Latency of one link class (e.g. core=500ns, inter=1us); repeatable.",
+    )
+    @functools.wraps(func)
+    def wrapper(*args, wire, switch, intra_node, links, **kw):
+        from llamp.lp.topology import LinkLatencies
+
+        per_class = {}
+        for item in links:
+            if "=" not in item:
+                raise InputError(f"--link: {item!r} is not CLASS=VALUE (e.g. core=500ns)")
+            name, value = (p.strip() for p in item.split("=", 1))
+            per_class[name] = parse_duration_ns(value)
+        given = {
+            key: parse_duration_ns(value)
+            for key, value in (
+                ("wire_ns", wire),
+                ("switch_ns", switch),
+                ("intra_node_ns", intra_node),
+            )
+            if value is not None
+        }
+        kw["latencies"] = LinkLatencies(**given, per_class_ns=per_class)
+        return func(*args, **kw)
+
+    return wrapper
+
+
+def _ns(value: float) -> str:
+    return "∞" if math.isinf(value) else format_ns(value)
+
+
+def _shift(value: float) -> str:
+    return "+∞" if math.isinf(value) else f"+{format_ns(value)}"
+
+
+# ---------------------------------------------------------------------- topology
+@cli.command()
+@graph_argument
+@click.argument("specs", nargs=-1, metavar="[--compare] SPEC...")
+@click.option(
+    "--compare", is_flag=True, help="Compare the topologies SPEC… (the default with several)."
+)
+@click.option(
+    "--mapping",
+    "mapping_file",
+    default=None,
+    help="Node of every rank, one node index or name per line (default: dense).",
+)
+@click.option(
+    "--ranks-per-node",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Dense mapping: consecutive ranks fill a node.",
+)
+@_latency_options
+@params_options
+@json_option
+@click.option(
+    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
+)
+def topology(
+    graph: ExecutionGraph,
+    graph_spec: str,
+    specs,
+    compare,
+    mapping_file,
+    ranks_per_node,
+    latencies,
+    params: LogGPS,
+    as_json: bool,
+    levels: str,
+) -> None:
+    """T, λ and x% tolerance per link class on each topology SPEC (LLAMP §IV-2, App. H).
+
+    SPEC: fattree:k=16[,tiers=2], dragonfly:g=8,a=4,p=8, torus:dims=4x4x4[,p=1], or a graph
+    file (.graphml, .gml, edge list). A message between nodes costs Σ wires·l_class +
+    h·d_switch (h = switches traversed); --L is not used, --o/--G/--S are.
+    """
+    from llamp.lp.topology import compare_topologies
+
+    if not specs:
+        raise InputError("give at least one topology, e.g. fattree:k=16 dragonfly:g=8,a=4,p=8")
+    x = _levels(levels)
+    with _bar(len(specs), "topologies") as bar:
+        result = compare_topologies(
+            graph,
+            params,
+            list(specs),
+            ranks_per_node=ranks_per_node,
+            mapping_file=mapping_file,
+            latencies=latencies,
+            x=x,
+            progress=lambda spec: bar.update(1),
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    for analysis in result.analyses:
+        click.echo(
+            f"{analysis.topology}: T = {format_ns(analysis.runtime_ns)}, mapping {analysis.mapping}, "
+            f"{analysis.nodes_used}/{analysis.num_nodes} nodes, mean switches per inter-node "
+            f"message {analysis.mean_switches:.3g}, intra-node messages "
+            f"{analysis.intra_node_fraction:.1%}"
+        )
+        tol = analysis.tolerances
+        rows = []
+        for var in analysis.variables.to_dict(orient="records"):
+            mine = tol[tol.variable == var["variable"]]
+            if math.isnan(var["value_ns"]):  # l_wire over classes of different latencies
+                value, share = "mixed", "—"
+                cells = [_shift(v) for v in mine["headroom_ns"]]
+            else:
+                value, share = format_ns(var["value_ns"]), f"{var['lambda_share']:.2%}"
+                cells = [_ns(v) for v in mine["tolerance_ns"]]
+            rows.append((var["variable"], value, f"{var['lambda']:g}", share, *cells))
+        headers = ("variable", "value", "λ", "value·λ/T", *(f"{v:.0%} tolerance" for v in x))
+        click.echo(table(rows, headers))
+        click.echo("")
+
+
+# ---------------------------------------------------------------------- matrix
+def _costs(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    intra,
+    inter,
+    ranks_per_node,
+    pairs,
+    pairs_gap,
+    topology_spec,
+    mapping_file,
+    latencies,
+):
+    from llamp.lp import matrix
+    from llamp.lp.topology import dense_mapping, parse_topology, read_mapping
+
+    chosen = [
+        name
+        for name, v in (
+            ("--intra/--inter", intra or inter),
+            ("--pairs", pairs),
+            ("--topology", topology_spec),
+        )
+        if v
+    ]
+    if len(chosen) > 1:
+        raise InputError(f"choose one source of L_ij, G_ij: {' or '.join(chosen)}")
+    P = graph.num_ranks
+    if intra or inter:
+        if not (intra and inter):
+            raise InputError("--intra and --inter go together (each L,G, e.g. 300ns,0.05ns/B)")
+        node = dense_mapping(P, ranks_per_node).node_of_rank
+        return matrix.two_level(
+            node, matrix.parse_level(intra, "--intra"), matrix.parse_level(inter, "--inter")
+        )
+    if pairs:
+        return matrix.read_pair_costs(pairs, P, params, gap_path=pairs_gap)
+    if topology_spec:
+        topo = parse_topology(topology_spec)
+        mapping = (
+            read_mapping(mapping_file, P, topo.node_names())
+            if mapping_file
+            else dense_mapping(P, ranks_per_node)
+        )
+        return matrix.from_topology(topo, mapping, params, latencies)
+    return matrix.PairCosts(
+        np.full((P, P), params.L),
+        np.full((P, P), params.G),
+        f"uniform (L={params.L:g} ns, G={params.G:g} ns/B)",
+    )
+
+
+@cli.command()
+@graph_argument
+@click.option("--intra", default=None, metavar="L,G", help="Same-node L,G (e.g. 300ns,0.05ns/B).")
+@click.option("--inter", default=None, metavar="L,G", help="Inter-node L,G (e.g. 3us,0.018ns/B).")
+@click.option(
+    "--ranks-per-node",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Consecutive ranks per node (two-level model, dense topology mapping).",
+)
+@click.option(
+    "--pairs",
+    default=None,
+    metavar="FILE.csv",
+    help="CSV: rows i,j,L_ns[,G_ns_per_byte] with a header, or a P×P matrix of L (ns).",
+)
+@click.option("--pairs-gap", default=None, metavar="FILE.csv", help="P×P matrix of G (ns/B).")
+@click.option(
+    "--topology",
+    "topology_spec",
+    default=None,
+    metavar="SPEC",
+    help="L_ij from a topology (fattree:k=16, dragonfly:…, torus:…, graph file).",
+)
+@click.option(
+    "--mapping", "mapping_file", default=None, help="Node of every rank (with --topology)."
+)
+@_latency_options
+@params_options
+@json_option
+@click.option("--top", default=10, show_default=True, help="Rank pairs to list.")
+@click.option("-o", "--output", default=None, help="Write the pair table as CSV.")
+@click.option(
+    "--check-lp",
+    is_flag=True,
+    help="Also solve the per-pair LP (App. I) and compare its reduced costs.",
+)
+def matrix(
+    graph,
+    graph_spec,
+    intra,
+    inter,
+    ranks_per_node,
+    pairs,
+    pairs_gap,
+    topology_spec,
+    mapping_file,
+    latencies,
+    params,
+    as_json,
+    top,
+    output,
+    check_lp,
+) -> None:
+    """Pairwise sensitivities λ_L^{ij}, λ_G^{ij} under per-pair L_ij, G_ij (LLAMP App. I).
+
+    Directed: λ_L^{ij} counts latency terms of messages from rank i to rank j on the critical
+    path (rendezvous: 3), λ_G^{ij} their bytes − 1. Without a source, L and G are uniform.
+    """
+    from llamp.lp.matrix import pair_lp, pair_sensitivity, write_pairs_csv
+
+    costs = _costs(
+        graph,
+        params,
+        intra,
+        inter,
+        ranks_per_node,
+        pairs,
+        pairs_gap,
+        topology_spec,
+        mapping_file,
+        latencies,
+    )
+    result = pair_sensitivity(graph, params, costs)
+    payload = result.as_dict()
+    check = None
+    if check_lp:
+        lp = pair_lp(graph, params, costs)
+        check = {
+            "runtime_ns": lp.runtime_ns,
+            "lambda_L_equal": bool(np.array_equal(lp.lambda_L, result.lambda_L)),
+            "lambda_G_equal": bool(np.array_equal(lp.lambda_G, result.lambda_G)),
+            "variables": lp.num_variables,
+            "constraints": lp.num_constraints,
+        }
+        payload["lp_check"] = check
+    if output:
+        payload["output"] = str(write_pairs_csv(result, output))
+    if as_json:
+        emit_json(payload)
+        return
+    click.echo(
+        f"{costs.source}: T = {format_ns(result.runtime_ns)}, λ_L = "
+        f"{result.lambda_L.sum():g}, λ_G = {result.lambda_G.sum():g}"
+    )
+    frame = result.frame().head(top)
+    rows = [
+        (
+            r.src,
+            r.dst,
+            format_ns(r.latency_ns),
+            f"{r.gap_ns_per_byte:g}",
+            f"{r.lambda_L:g}",
+            f"{r.lambda_G:g}",
+            r.messages,
+            r.bytes,
+            f"{r.latency_share:.2%}",
+        )
+        for r in frame.itertuples(index=False)
+    ]
+    click.echo(
+        table(
+            rows,
+            (
+                "i",
+                "j",
+                "L_ij",
+                "G_ij ns/B",
+                "λ_L^ij",
+                "λ_G^ij",
+                "messages",
+                "bytes",
+                "L_ij·λ_L^ij/T",
+            ),
+        )
+    )
+    if check is not None:
+        same = check["lambda_L_equal"] and check["lambda_G_equal"]
+        click.echo(
+            f"LP (per-pair l_ij, g_ij): T = {format_ns(check['runtime_ns'])}, reduced costs "
+            f"{'equal' if same else 'differ (T is not differentiable in every pair here)'}"
+        )
+    if output:
+        click.echo(f"wrote {output}")
+
+
+# ---------------------------------------------------------------------- place
+@cli.command()
+@graph_argument
+@click.option(
+    "--topology",
+    "topology_spec",
+    default=None,
+    metavar="SPEC",
+    help="Machine from a topology (its first --nodes nodes).",
+)
+@click.option("--intra", default=None, metavar="L,G", help="Two-level machine: same-node L,G.")
+@click.option("--inter", default=None, metavar="L,G", help="Two-level machine: inter-node L,G.")
+@click.option(
+    "--nodes",
+    default=None,
+    type=click.IntRange(1),
+    help="Nodes available (default: ranks / ranks-per-node, rounded up).",
+)
+@click.option("--ranks-per-node", default=1, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--hosts",
+    "hosts_file",
+    default=None,
+    help="Host names of the nodes, one per line (default node0, node1, …).",
+)
+@click.option("--budget", default="30s", show_default=True, help="Time budget of the heuristic.")
+@click.option(
+    "--max-swaps",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Iteration budget: most swaps the heuristic applies.",
+)
+@click.option(
+    "--candidates",
+    default=16,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Best-ranked swaps evaluated exactly per iteration.",
+)
+@click.option(
+    "--initial",
+    "initial_file",
+    default=None,
+    help="Start from this mapping (a file in --format, host names as in --hosts).",
+)
+@click.option(
+    "--start",
+    type=click.Choice(["best", "block", "round-robin", "volume", "random"]),
+    default="best",
+    show_default=True,
+    help="Initial mapping of the heuristic.",
+)
+@click.option("-o", "--output", default=None, help="Write the best mapping to this file.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openmpi", "mpich", "slurm"]),
+    default="openmpi",
+    show_default=True,
+    help="openmpi rankfile, mpich (Hydra) machinefile, slurm SLURM_HOSTFILE.",
+)
+@click.option(
+    "--mapping",
+    "which",
+    default="best",
+    show_default=True,
+    help="Mapping to write: best, llamp, block, round-robin, volume (random, given: the start).",
+)
+@_latency_options
+@params_options
+@json_option
+def place(
+    graph,
+    graph_spec,
+    topology_spec,
+    intra,
+    inter,
+    nodes,
+    ranks_per_node,
+    hosts_file,
+    budget,
+    max_swaps,
+    candidates,
+    initial_file,
+    start,
+    output,
+    fmt,
+    which,
+    latencies,
+    params,
+    as_json,
+) -> None:
+    """Rank placement by sensitivity-driven swaps (LLAMP App. J, Algorithm 3) vs block,
+    round-robin and a communication-volume partitioner; predicted T for each."""
+    from llamp.lp.matrix import parse_level
+    from llamp.lp.placement import (
+        format_mapping,
+        read_mapping_file,
+        topology_machine,
+        two_level_machine,
+        write_mapping,
+    )
+    from llamp.lp.placement import place as run_place
+    from llamp.lp.topology import parse_topology
+
+    P = graph.num_ranks
+    num_nodes = nodes or -(-P // ranks_per_node)
+    hostnames = None
+    if hosts_file:
+        path = Path(hosts_file)
+        if not path.is_file():
+            raise InputError(f"{path}: no such hosts file")
+        hostnames = [ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines()]
+        hostnames = [h for h in hostnames if h]
+        if len(hostnames) < num_nodes:
+            raise InputError(f"{path}: {len(hostnames)} host names for {num_nodes} nodes")
+        hostnames = hostnames[:num_nodes]
+    if topology_spec and (intra or inter):
+        raise InputError("choose a machine: --topology SPEC or --intra L,G --inter L,G")
+    if topology_spec:
+        machine = topology_machine(
+            parse_topology(topology_spec),
+            num_nodes,
+            ranks_per_node,
+            params,
+            latencies,
+            hostnames=hostnames,
+        )
+    elif intra and inter:
+        machine = two_level_machine(
+            num_nodes,
+            ranks_per_node,
+            parse_level(intra, "--intra"),
+            parse_level(inter, "--inter"),
+            hostnames=hostnames,
+        )
+    else:
+        raise InputError("describe the machine: --topology SPEC, or --intra L,G --inter L,G")
+    budget_s = parse_duration_ns(budget, default_unit="s") / 1e9
+    if initial_file:
+        start = read_mapping_file(initial_file, machine.hostnames, fmt, P)
+    with _bar(None, "swaps") as bar:
+        result = run_place(
+            graph,
+            params,
+            machine,
+            budget_s=budget_s,
+            max_iterations=max_swaps,
+            candidates=candidates,
+            start=start,
+            progress=lambda it, T: (bar.update(1), bar.set_postfix_str(f"T={format_ns(T)}")),
+        )
+    chosen = result.best if which == "best" else which
+    if chosen not in result.node_of_rank:
+        raise InputError(
+            f"--mapping: no mapping {which!r} in this run (best, {', '.join(result.node_of_rank)})"
+        )
+    payload = result.as_dict()
+    payload["written"] = chosen
+    if output:
+        write_mapping(result.node_of_rank[chosen], machine.hostnames, output, fmt)
+        payload["output"] = output
+        payload["format"] = fmt
+    if as_json:
+        emit_json(payload)
+        return
+    click.echo(
+        f"{machine.description}, {machine.ranks_per_node} ranks per node; heuristic: "
+        f"{len(result.history) - 1} swaps, stopped: {result.stop_reason} "
+        f"({result.elapsed_s:.2f} s)"
+    )
+    rows = [
+        (
+            r.mapping,
+            format_ns(r.runtime_ns),
+            f"{r.vs_block:+.2%}",
+            r.inter_node_messages,
+            r.inter_node_bytes,
+        )
+        for r in result.mappings.itertuples(index=False)
+    ]
+    click.echo(
+        table(
+            rows, ("mapping", "predicted T", "vs block", "inter-node messages", "inter-node bytes")
+        )
+    )
+    if output:
+        click.echo(f"wrote {chosen} mapping to {output} ({fmt})")
+    else:
+        click.echo(f"\n{chosen} mapping ({fmt}):")
+        click.echo(format_mapping(result.node_of_rank[chosen], machine.hostnames, fmt), nl=False)
+
+
+def _bar(total: int | None, unit: str):
+    """A progress bar on stderr (hidden when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=f" {unit}", leave=False, disable=None, file=None)

@@ -1,0 +1,75 @@
+"""``llamp ui``: serve the Streamlit web UI (DESIGN §7) on the configured graph store."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from llamp.cli.base import cli
+from llamp.config import llamp_home
+
+
+def streamlit_command(app: str, port: int, address: str, max_upload_mb: int) -> list[str]:
+    """The ``streamlit run`` command line: headless, no telemetry, no stack traces in pages."""
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        app,
+        "--server.headless=true",
+        f"--server.port={port}",
+        f"--server.address={address}",
+        f"--server.maxUploadSize={max_upload_mb}",
+        "--server.fileWatcherType=none",
+        "--browser.gatherUsageStats=false",
+        "--client.showErrorDetails=none",
+        "--client.toolbarMode=minimal",
+        "--theme.base=light",
+    ]
+
+
+@cli.command("ui")
+@click.option("--port", default=8501, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (0.0.0.0 for every interface, e.g. inside a container).",
+)
+@click.option(
+    "--store",
+    "ui_store",
+    default=None,
+    help="Graph store for the UI (overrides llamp --store and $LLAMP_STORE).",
+)
+@click.option(
+    "--max-upload-mb",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(1, 1 << 20),
+    help="Largest trace upload accepted by the browser form.",
+)
+@click.pass_context
+def ui_cmd(
+    ctx: click.Context, port: int, address: str, ui_store: str | None, max_upload_mb: int
+) -> None:
+    """Serve the web UI (runs, latency tolerance, critical path, Cypher console)."""
+    from llamp.ui import APP_PATH
+    from llamp.ui.store import redact
+
+    store_uri = ui_store or ctx.obj.get("store_uri")
+    env = dict(os.environ)
+    env["LLAMP_HOME"] = str(llamp_home().resolve())
+    if store_uri:
+        env["LLAMP_STORE"] = store_uri
+    where = redact(store_uri) if store_uri else f"embedded store in {env['LLAMP_HOME']}"
+    host = "localhost" if address in ("127.0.0.1", "0.0.0.0") else address
+    click.echo(f"llamp ui: http://{host}:{port}  (store: {where}; Ctrl-C stops)", err=True)
+    cmd = streamlit_command(str(APP_PATH), port, address, max_upload_mb)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Become the Streamlit server, so signals (Ctrl-C, SIGTERM) reach it directly.
+    os.execve(sys.executable, cmd, env)

@@ -1,0 +1,93 @@
+"""The analysis subcommands: stable JSON, exit codes, selections and write-back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hand_graphs import paper_example
+
+from llamp.ingest import read
+from llamp.lp import predict, tolerance
+from llamp.params import LogGPS
+
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+
+
+def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "llamp", *args],
+        capture_output=True,
+        text=True,
+        env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def paper_npz(tmp_path_factory):
+    path = tmp_path_factory.mktemp("graphs") / "paper.npz"
+    paper_example().save(path)
+    return path
+
+
+def test_predict_json_on_the_paper_example(paper_npz, tmp_path):
+    out = llamp("predict", str(paper_npz), "--L", "0.5us", "--o", "0", "--G", "5ns/B", "--json", home=tmp_path)
+    data = json.loads(out.stdout)
+    assert {"runtime_ns", "lambda_L", "lambda_G", "lambda_o", "rho_L", "engine"} <= data.keys()
+    assert data["runtime_ns"] == pytest.approx(1615.0)
+    assert data["lambda_L"] == 1.0 and data["engine"] == "graph"
+
+
+def test_critical_json_on_the_paper_example(paper_npz, tmp_path):
+    out = llamp("critical", str(paper_npz), "--L", "0", "--o", "0", "--G", "5ns/B", "--from", "0", "--to", "1us", "--json", home=tmp_path)
+    data = json.loads(out.stdout)
+    assert data["critical_latencies_ns"] == [pytest.approx(385.0)]
+    assert [s["lambda_L"] for s in data["segments"]] == [0.0, 1.0]
+    assert data["segments"][0]["from_ns"] == 0.0 and data["segments"][-1]["to_ns"] == 1000.0
+
+
+def test_tolerance_json_matches_the_api_on_sweep3d(tmp_path):
+    out = llamp("tolerance", str(SWEEP3D), "--json", home=tmp_path)
+    data = json.loads(out.stdout)
+    ref = tolerance(read(SWEEP3D), LogGPS())
+    assert data["baseline_ns"] == pytest.approx(ref.baseline_ns, rel=1e-12)
+    assert [d["x"] for d in data["latency"]] == [0.01, 0.02, 0.05]
+    assert data["latency"][0]["latency_ns"] == pytest.approx(ref.latency[0].value, rel=1e-12)
+    assert data["bandwidth"][2]["G_ns_per_byte"] == pytest.approx(ref.bandwidth[2].value, rel=1e-12)
+
+
+def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
+    llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
+    full = json.loads(llamp("predict", "s3d", "--json", home=tmp_path).stdout)
+    assert full["runtime_ns"] == pytest.approx(predict(read(SWEEP3D), LogGPS()).runtime_ns, rel=1e-12)
+    part = json.loads(llamp("predict", "s3d", "--ranks", "0-1", "--json", home=tmp_path).stdout)
+    graph = read(SWEEP3D)
+    sub = graph.subgraph(graph.rank <= 1)
+    assert part["runtime_ns"] == pytest.approx(predict(sub, LogGPS()).runtime_ns, rel=1e-12)
+    report = llamp("report", "s3d", home=tmp_path).stdout
+    assert "critical value(s) of L" in report and "max L" in report
+
+
+def test_save_writes_an_analysis_back(tmp_path):
+    llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
+    data = json.loads(llamp("predict", "s3d", "--save", "--json", home=tmp_path).stdout)
+    assert data["analysis_id"]
+    rows = json.loads(
+        llamp("cypher", "MATCH (a:Analysis) RETURN a.kind AS kind", "--json", home=tmp_path).stdout
+    )
+    assert "predict" in json.dumps(rows)
+
+
+def test_bad_input_exits_2_with_a_readable_message(tmp_path):
+    proc = llamp("predict", str(tmp_path / "nope.npz"), home=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
+    proc = llamp("predict", str(SWEEP3D), "--L", "3 parsecs", home=tmp_path, check=False)
+    assert proc.returncode == 2 and "unknown time unit" in proc.stderr

@@ -1,0 +1,511 @@
+"""The web UI under Streamlit's AppTest: every page renders, its widgets exist, and the numbers
+it shows are those of the Python API on the Sweep3D trace (LLAMP §II, DESIGN §7).
+
+The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run ``sweep3d``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import socket
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from llamp.config import format_ns
+from llamp.errors import InputError
+from llamp.ingest import read
+from llamp.lp import (
+    critical_latencies,
+    critical_path,
+    evaluate,
+    predict,
+    rank_time_split,
+    tolerance,
+)
+from llamp.params import LogGPS
+from llamp.ui import APP_PATH, analyses, uploads
+
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+RUN = "sweep3d"
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return read(SWEEP3D)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, graph):
+    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
+    from llamp.graphdb import open_store
+
+    path = tmp_path_factory.mktemp("llamp-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LLAMP_HOME", str(path))
+        mp.delenv("LLAMP_STORE", raising=False)
+        with open_store(None) as store:
+            store.put_run(graph, RUN)
+        yield path
+
+
+@pytest.fixture
+def store_env(home, monkeypatch):
+    monkeypatch.setenv("LLAMP_HOME", str(home))
+    monkeypatch.delenv("LLAMP_STORE", raising=False)
+    return home
+
+
+def page(view: str | None = None) -> AppTest:
+    """The app, run once, then switched to ``views/<view>.py`` and run again."""
+    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at.run()
+    if view is not None:
+        at.switch_page(f"views/{view}.py")
+        at.run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def keyed(at: AppTest, key: str):
+    """The block an element was given ``key`` for (``st.container(key=...)``)."""
+    found = [b for b in at.main.children.values() if getattr(b, "key", None) == key]
+    stack = list(at.main.children.values())
+    while stack and not found:
+        node = stack.pop()
+        if getattr(node, "key", None) == key:
+            found.append(node)
+        stack.extend(getattr(node, "children", {}).values())
+    assert found, f"no element with key {key!r}"
+    return found[0]
+
+
+def exact_ns(block) -> float:
+    """The exact value a metric's caption shows, ``"2936850.544516 ns"`` → float."""
+    text = block.caption[0].value
+    assert text.endswith(" ns"), text
+    return float(text.removesuffix(" ns"))
+
+
+def table(at: AppTest, column: str) -> pd.DataFrame:
+    """The first table shown with ``column``."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def arr(value) -> np.ndarray:
+    """A Plotly data array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value)
+
+
+def metric(at: AppTest, label: str):
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} in {[m.label for m in at.metric]}"
+    return found[0]
+
+
+# ---------------------------------------------------------------------- Runs
+def test_runs_page_lists_the_stored_run(store_env, graph):
+    at = page()
+    assert_clean(at)
+    assert at.title[0].value == "Runs"
+    runs = at.dataframe[0].value
+    row = runs.loc[runs["name"] == RUN].iloc[0]
+    summary = graph.summary()
+    assert (row["ranks"], row["vertices"], row["messages"], row["bytes"]) == (
+        summary.ranks,
+        summary.vertices,
+        summary.messages,
+        summary.bytes,
+    )
+    assert at.file_uploader(key="ingest_files") is not None
+    assert at.button(key="ingest_button").label == "Ingest"
+    assert at.get("download_button"), "the runs table has a CSV download"
+
+
+def test_upload_ingest_and_delete_with_confirmation(store_env, graph):
+    at = page()
+    files = [
+        (f.name, f.read_bytes(), "text/plain")
+        for f in sorted(SWEEP3D.glob("pmpi-trace-rank-*.txt"))
+    ]
+    at.file_uploader(key="ingest_files").set_value(files).run()
+    at.text_input(key="ingest_name").set_value("uploaded").run()
+    at.button(key="ingest_button").click().run()
+    assert_clean(at)
+    assert any("Stored run 'uploaded'" in s.value for s in at.success), [
+        s.value for s in at.success
+    ]
+    runs = at.dataframe[0].value
+    assert int(runs.loc[runs["name"] == "uploaded", "vertices"].iloc[0]) == graph.num_vertices
+
+    # The same name again is refused unless 'Replace' is ticked.
+    at.button(key="ingest_button").click().run()
+    assert any("already stored" in e.value for e in at.error)
+
+    at.selectbox(key="delete_name").set_value("uploaded").run()
+    at.button(key="delete_button").click().run()
+    assert any("cannot be undone" in w.value for w in at.warning)
+    assert "uploaded" in list(at.dataframe[0].value["name"]), "nothing deleted before confirming"
+    at.button(key="delete_confirm").click().run()
+    assert_clean(at)
+    assert "uploaded" not in list(at.dataframe[0].value["name"])
+    assert RUN in list(at.dataframe[0].value["name"])
+
+
+def test_bad_upload_is_a_readable_error(store_env):
+    at = page()
+    at.file_uploader(key="ingest_files").set_value(
+        ("pmpi-trace-rank-0.txt", b"garbage line\n", "text/plain")
+    ).run()
+    at.text_input(key="ingest_name").set_value("broken").run()
+    at.button(key="ingest_button").click().run()
+    assert not at.exception
+    messages = [e.value for e in at.error]
+    assert messages and messages[0].startswith("Ingest"), messages
+    assert "pmpi-trace-rank-0.txt" in messages[0]
+    assert "llamp-ui-" not in messages[0], "the staging directory is not shown"
+    assert "broken" not in list(at.dataframe[0].value["name"]), "nothing half-ingested"
+
+
+def test_ingest_from_a_server_path(store_env, graph):
+    at = page()
+    at.radio(key="ingest_source").set_value("Path on the server").run()
+    at.text_input(key="ingest_path").set_value(str(SWEEP3D)).run()
+    at.text_input(key="ingest_name").set_value("from-path").run()
+    at.button(key="ingest_button").click().run()
+    assert_clean(at)
+    assert "from-path" in list(at.dataframe[0].value["name"])
+    at.selectbox(key="delete_name").set_value("from-path").run()
+    at.button(key="delete_button").click().run()
+    at.button(key="delete_confirm").click().run()
+    assert "from-path" not in list(at.dataframe[0].value["name"])
+
+
+# ---------------------------------------------------------------------- Latency
+def test_latency_page_shows_the_api_numbers(store_env, graph):
+    params = LogGPS()
+    tol = tolerance(graph, params)
+    pred = predict(graph, params)
+    at = page("latency")
+    assert_clean(at)
+
+    runtime = keyed(at, "runtime-L0")
+    assert exact_ns(runtime) == pytest.approx(pred.runtime_ns, abs=1e-5)
+    assert metric(at, "T(L0) predicted").value == format_ns(pred.runtime_ns)
+    assert metric(at, "λ_L at L0").value == f"{pred.lambda_L:g}"
+    for level in tol.latency:
+        block = keyed(at, f"tolerance-L-{level.x * 100:g}pct")
+        assert block.metric[0].label == f"{level.x * 100:g}% L tolerance"
+        assert block.metric[0].value == format_ns(level.value)
+        assert exact_ns(block) == pytest.approx(level.value, abs=1e-5)
+
+    shown = table(at, "max_L_ns")
+    np.testing.assert_allclose(shown["max_L_ns"], [t.value for t in tol.latency], rtol=1e-12)
+    np.testing.assert_allclose(
+        shown["max_G_ns_per_byte"], [t.value for t in tol.bandwidth], rtol=1e-12
+    )
+    np.testing.assert_allclose(shown["T_bound_ns"], [t.bound_ns for t in tol.latency], rtol=1e-12)
+
+    lo, hi = analyses.auto_range(tol, params.L)
+    crit = critical_latencies(graph, params, lo, hi)
+    segments = table(at, "from_L_ns")
+    np.testing.assert_allclose(segments["from_L_ns"], [s.start for s in crit.segments], rtol=1e-12)
+    np.testing.assert_allclose(segments["lambda_L"], [s.slope for s in crit.segments])
+    assert len(crit.critical) == len(segments) - 1
+
+    for key in ("csv_tolerance", "csv_critical", "csv_sweep"):
+        assert at.get("download_button") and any(b.key == key for b in at.get("download_button"))
+
+
+def test_latency_plots_have_zones_units_and_critical_latencies(store_env, graph):
+    tol = tolerance(graph, LogGPS())
+    at = page("latency")
+    t_of_l, lam = figures(at)
+    shapes = t_of_l["layout"]["shapes"]
+    assert [s["fillcolor"] for s in shapes] == ["#2ca02c", "#ff7f0e", "#d62728"]  # Fig. 1 zones
+    assert shapes[0]["x1"] == pytest.approx(tol.latency[0].value / 1e6)  # axis in ms here
+    assert [a["text"] for a in t_of_l["layout"]["annotations"]] == ["≤ 1%", "1%–2%", "2%–5%"]
+    assert t_of_l["layout"]["xaxis"]["title"]["text"] == "network latency L (ms)"
+    assert t_of_l["layout"]["yaxis"]["title"]["text"] == "predicted runtime T (s)"
+    names = [trace["name"] for trace in t_of_l["data"]]
+    assert any(n.startswith("critical latencies (") for n in names)
+    assert lam["layout"]["xaxis"]["title"]["text"] == "network latency L (ms)"
+    assert "ρ_L (% of T)" in json.dumps(lam["layout"], ensure_ascii=False)
+    # ρ_L = L·λ_L/T, shown in percent
+    rho = next(t for t in lam["data"] if t["name"].startswith("ρ_L"))
+    lam_l = next(t for t in lam["data"] if t["name"].startswith("λ_L"))
+    assert arr(lam_l["y"]).max() == max(
+        s.slope for s in critical_latencies(graph, LogGPS(), 0, 2e7).segments
+    )
+    assert arr(rho["y"])[0] == 0.0
+
+
+def test_changing_a_parameter_recomputes_and_a_plot_option_does_not(store_env, graph, monkeypatch):
+    calls = []
+    real = analyses.tolerance
+
+    def counting(*args, **kw):
+        calls.append(args[1])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(analyses, "tolerance", counting)
+    at = page("latency")
+    at.text_input(key="param_L::latency").set_value("7.5us").run()
+    assert_clean(at)
+    expected = tolerance(graph, LogGPS.parse(L="7.5us"))
+    assert exact_ns(keyed(at, "tolerance-L-1pct")) == pytest.approx(
+        expected.latency[0].value, abs=1e-5
+    )
+    computed = len(calls)
+    assert computed >= 1 and calls[-1].L == 7500.0
+    at.toggle(key="lat_log").set_value(True).run()
+    assert_clean(at)
+    assert len(calls) == computed, "a plot option must not recompute the analysis"
+    assert figures(at)[0]["layout"]["xaxis"]["type"] == "log"
+
+
+def test_bad_parameter_is_a_readable_error(store_env):
+    at = page("latency")
+    at.text_input(key="param_G::latency").set_value("fast").run()
+    assert not at.exception
+    assert any("gap per byte" in e.value for e in at.sidebar.error)
+    assert not at.metric
+
+
+def test_manual_sweep_range(store_env, graph):
+    at = page("latency")
+    at.checkbox(key="lat_auto").set_value(False).run()
+    at.text_input(key="lat_from").set_value("0us").run()
+    at.text_input(key="lat_to").set_value("50us").run()
+    assert_clean(at)
+    crit = critical_latencies(graph, LogGPS(), 0.0, 50_000.0)
+    segments = table(at, "from_L_ns")
+    np.testing.assert_allclose(segments["to_L_ns"], [s.end for s in crit.segments], rtol=1e-12)
+    assert figures(at)[0]["layout"]["xaxis"]["title"]["text"] == "network latency L (µs)"
+
+
+# ---------------------------------------------------------------------- Critical path
+def test_critical_path_page_shows_the_api_numbers(store_env, graph):
+    params = LogGPS()
+    ev = evaluate(graph, params)
+    cp = critical_path(graph, params)
+    at = page("critical_path")
+    assert_clean(at)
+    assert exact_ns(keyed(at, "path-runtime")) == pytest.approx(ev.runtime_ns, abs=1e-5)
+    assert metric(at, "Ops on the path").value == f"{len(cp.vertices):,}"
+    assert metric(at, "Messages on the path").value == f"{len(cp.messages):,}"
+    pd.testing.assert_frame_equal(
+        table(at, "latency_ns").reset_index(drop=True),
+        cp.split.reset_index(drop=True),
+        check_dtype=False,
+    )
+    pd.testing.assert_frame_equal(
+        table(at, "blocked_ns").reset_index(drop=True),
+        rank_time_split(graph, ev).reset_index(drop=True),
+        check_dtype=False,
+    )
+    messages = table(at, "wire_ns")
+    assert len(messages) == min(20, len(cp.messages))
+    assert set(zip(messages["send_vid"], messages["recv_vid"], strict=True)) <= {
+        (int(s), int(r)) for s, r in cp.messages
+    }
+
+    timeline, path_split, rank_split = figures(at)
+    bars = [t for t in timeline["data"] if t["type"] == "bar"]
+    critical_bars = [t for t in bars if t["name"].endswith("· critical")]
+    assert critical_bars, "critical-path ops are highlighted"
+    assert timeline["layout"]["xaxis"]["title"]["text"].startswith("time since start (")
+    assert {t["name"] for t in path_split["data"]} == {
+        "compute",
+        "overhead",
+        "latency",
+        "bandwidth",
+    }
+    assert {t["name"] for t in rank_split["data"]} == {"compute", "overhead", "blocked"}
+    assert path_split["layout"]["yaxis"]["title"]["text"] == "time (s)"
+
+
+def test_timeline_window(store_env, graph):
+    ev = evaluate(graph, LogGPS())
+    at = page("critical_path")
+    at.text_input(key="cp_from").set_value("1s").run()
+    at.text_input(key="cp_to").set_value("1.2s").run()
+    assert_clean(at)
+    inside = int(((ev.start_ns <= 1.2e9) & (ev.finish_ns >= 1e9)).sum())
+    bars = [t for t in figures(at)[0]["data"] if t["type"] == "bar"]
+    assert sum(len(arr(t["base"])) for t in bars) == inside
+    assert figures(at)[0]["layout"]["xaxis"]["title"]["text"] == "time since start (ms)"
+    at.text_input(key="cp_to").set_value("0.5s").run()
+    assert any("must be after" in e.value for e in at.error)
+    assert not at.exception
+
+
+# ---------------------------------------------------------------------- Cypher console
+def test_cypher_console_runs_read_only_queries(store_env, graph):
+    at = page("cypher")
+    assert_clean(at)
+    at.button(key="cypher_run_button").click().run()
+    assert_clean(at)
+    result = at.dataframe[0].value
+    assert RUN in list(result["name"])
+
+    at.button(key="cypher_example_Rank-pair_traffic").click().run()
+    assert "count(*) AS messages" in at.text_area(key="cypher_text").value
+    at.button(key="cypher_run_button").click().run()
+    assert_clean(at)
+    traffic = at.dataframe[0].value
+    summary = graph.summary()
+    assert int(traffic["messages"].sum()) == summary.messages
+    assert int(traffic["bytes"].sum()) == summary.bytes
+    assert any(b.key == "cypher_csv" for b in at.get("download_button"))
+
+
+def test_cypher_console_refuses_writes(store_env):
+    at = page("cypher")
+    at.text_area(key="cypher_text").set_value("MATCH (o:Op) DETACH DELETE o").run()
+    at.button(key="cypher_run_button").click().run()
+    assert not at.exception
+    assert any(e.value.startswith("Refused") and "DELETE" in e.value for e in at.error)
+    at.text_area(key="cypher_text").set_value("MATCH (o:Op) RETURN count(*) AS n").run()
+    at.button(key="cypher_run_button").click().run()
+    assert_clean(at)
+    assert int(at.dataframe[0].value["n"].iloc[0]) > 0, "nothing was deleted"
+
+
+def test_cypher_syntax_error_is_readable(store_env):
+    at = page("cypher")
+    at.text_area(key="cypher_text").set_value("MATCH (o:Op RETURN o").run()
+    at.button(key="cypher_run_button").click().run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("Query")
+
+
+# ---------------------------------------------------------------------- empty / unreachable store
+def test_empty_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path))
+    monkeypatch.delenv("LLAMP_STORE", raising=False)
+    at = page()
+    assert_clean(at)
+    assert any("no run yet" in i.value for i in at.info)
+    for view in ("latency", "critical_path", "cypher"):
+        at = page(view)
+        assert not at.exception, view
+        assert not at.metric
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_neo4j_is_a_readable_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path))
+    monkeypatch.setenv("LLAMP_STORE", f"bolt://neo4j:secret@127.0.0.1:{_closed_port()}")
+    for view in (None, "latency", "cypher"):
+        at = page(view)
+        assert not at.exception, view
+        errors = [e.value for e in (*at.error, *at.sidebar.error)]
+        assert errors, view
+        assert "Traceback" not in " ".join(errors)
+        assert "secret" not in " ".join(errors), "the password is never shown"
+        assert "cannot reach" in " ".join(errors)
+
+
+# ---------------------------------------------------------------------- uploads
+def _archive_bytes(kind: str, members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buffer, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("kind,suffix", [("zip", ".zip"), ("tar", ".tar.gz")])
+def test_archive_upload_finds_the_trace_directory(tmp_path, kind, suffix, graph):
+    members = {
+        f"sweep3d-2x2/{f.name}": f.read_bytes() for f in SWEEP3D.glob("pmpi-trace-rank-*.txt")
+    }
+    upload = uploads.Upload(f"sweep3d{suffix}", _archive_bytes(kind, members))
+    assert uploads.default_run_name([upload]) == "sweep3d"
+    source = uploads.stage([upload], tmp_path, "sweep3d")
+    assert source.is_dir() and len(list(source.glob("pmpi-trace-rank-*.txt"))) == 4
+    assert read(source).num_vertices == graph.num_vertices
+
+
+def test_archive_with_escaping_member_is_refused(tmp_path):
+    upload = uploads.Upload("evil.zip", _archive_bytes("zip", {"../pmpi-trace-rank-0.txt": b"x"}))
+    with pytest.raises(InputError, match="outside the archive"):
+        uploads.stage([upload], tmp_path, "evil")
+    assert not (tmp_path.parent / "pmpi-trace-rank-0.txt").exists()
+
+
+def test_upload_mixes_and_strangers_are_refused(tmp_path):
+    goal = uploads.Upload("app.goal", b"num_ranks 1\n")
+    rank = uploads.Upload("pmpi-trace-rank-0.txt", b"")
+    with pytest.raises(InputError, match="not a mix"):
+        uploads.stage([goal, rank], tmp_path, "x")
+    with pytest.raises(InputError, match="not a trace rank file"):
+        uploads.stage([uploads.Upload("notes.txt", b"")], tmp_path, "x")
+    with pytest.raises(InputError, match="cannot unpack"):
+        uploads.stage([uploads.Upload("broken.zip", b"not a zip")], tmp_path, "x")
+    assert uploads.default_run_name([rank]) == ""
+    assert uploads.default_run_name([uploads.Upload("lulesh-0.dat", b"")]) == "lulesh"
+
+
+def test_goal_upload(store_env):
+    goal = Path(__file__).parent / "data" / "traces" / "goal" / "binary_tree_32.goal"
+    at = page()
+    at.file_uploader(key="ingest_files").set_value(
+        (goal.name, goal.read_bytes(), "text/plain")
+    ).run()
+    at.button(key="ingest_button").click().run()  # the name defaults to the file's stem
+    assert_clean(at)
+    runs = at.dataframe[0].value
+    row = runs.loc[runs["name"] == "binary_tree_32"].iloc[0]
+    assert row["vertices"] == read(goal).num_vertices
+    at.selectbox(key="delete_name").set_value("binary_tree_32").run()
+    at.button(key="delete_button").click().run()
+    at.button(key="delete_confirm").click().run()
+    assert "binary_tree_32" not in list(at.dataframe[0].value["name"])
+
+
+def test_analysis_failure_is_a_readable_error(store_env, monkeypatch):
+    def broken(*args, **kw):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(analyses, "tolerance", broken)
+    at = page("latency")
+    at.text_input(key="param_o::latency").set_value("1.25us").run()  # a key no cache holds
+    assert not at.exception
+    assert any(
+        e.value == "Latency analysis failed: RuntimeError: solver exploded" for e in at.error
+    ), [e.value for e in at.error]

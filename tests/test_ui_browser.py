@@ -1,0 +1,308 @@
+"""The web UI in headless Chromium, as a user drives it.
+
+``llamp ui`` is started on an empty store on a free loopback port; the Sweep3D trace is
+uploaded through the Runs page's form; the Latency page's 1% L tolerance must equal what
+``llamp tolerance RUN --json`` prints for the same stored run. Screenshots of every page go to
+``tests/output/ui/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    pytest.skip(
+        "headless browser test needs Debian's chromium and chromium-driver "
+        f"({CHROMIUM}, {CHROMEDRIVER}): apt-get install -y chromium chromium-driver",
+        allow_module_level=True,
+    )
+pytest.importorskip(
+    "selenium", reason="the browser test drives Chromium with selenium (pip install selenium)"
+)
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+SHOTS = Path(__file__).parent / "output" / "ui"
+#: The llamp executable under test: $LLAMP_CLI, else the console script beside this Python.
+LLAMP = Path(os.environ.get("LLAMP_CLI") or Path(sys.executable).with_name("llamp"))
+RUN = "sweep3d-upload"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    env: dict[str, str]
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``llamp ui`` on an empty embedded store in a temporary LLAMP_HOME."""
+    home = tmp_path_factory.mktemp("llamp-home")
+    port = _free_port()
+    env = {**os.environ, "LLAMP_HOME": str(home)}
+    env.pop("LLAMP_STORE", None)
+    log = home / "ui.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(LLAMP), "ui", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"llamp ui exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.terminate()
+            pytest.fail(f"llamp ui did not answer on {url} within 90 s:\n{log.read_text()}")
+        time.sleep(0.5)
+    yield Server(url, env, log)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+        "--window-size=1500,2300",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver, condition, timeout: float = 90, what: str = ""):
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.25).until(condition)
+    except TimeoutException:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(SHOTS / "timeout.png"))
+        raise AssertionError(
+            f"timed out waiting for {what} (screenshot: {SHOTS / 'timeout.png'})"
+        ) from None
+
+
+def _css(driver, selector: str, what: str, timeout: float = 90):
+    return _wait(driver, EC.presence_of_element_located((By.CSS_SELECTOR, selector)), timeout, what)
+
+
+def _idle(driver, timeout: float = 120) -> None:
+    """Wait until Streamlit has finished running the script (no 'Running…' indicator)."""
+    time.sleep(0.5)
+    _wait(
+        driver,
+        lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'),
+        timeout,
+        "the script run to finish",
+    )
+
+
+def _uploaded(driver, count: int) -> None:
+    """Wait until ``count`` files are uploaded (chips shown, no upload spinner)."""
+    _wait(
+        driver,
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stFileChip"]')) == count
+            and not d.find_elements(By.CSS_SELECTOR, '[data-testid="stFileChipIconSpinner"]')
+        ),
+        60,
+        f"{count} uploaded files",
+    )
+    _idle(driver)
+
+
+def _ingest_outcome(driver) -> str | bool:
+    """The text of the ingest's success or error message, once there is one."""
+    for alert in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAlert"]'):
+        text = alert.text.strip()
+        if text.startswith(("Stored run", "Ingest")):
+            return text
+    return False
+
+
+def _button(driver, label: str):
+    xpath = f"//button[.//p[normalize-space()={json.dumps(label)}]]"
+    return _wait(driver, EC.element_to_be_clickable((By.XPATH, xpath)), 60, f"button {label!r}")
+
+
+def _open_page(driver, slug: str, ready: str) -> None:
+    link = _css(driver, f'a[data-testid="stSidebarNavLink"][href$="/{slug}"]', f"nav link {slug}")
+    link.click()
+    _css(driver, ready, f"the {slug} page")
+    _idle(driver)
+
+
+def _plots_drawn(driver, count: int) -> None:
+    _wait(
+        driver,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot .main-svg")) >= count,
+        90,
+        f"{count} Plotly charts",
+    )
+
+
+def _no_traceback(driver) -> None:
+    text = driver.find_element(By.TAG_NAME, "body").text
+    assert "Traceback" not in text
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def _shot(driver, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    time.sleep(1.5)  # let Plotly and the data grids finish painting
+    path = SHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def test_upload_latency_tolerance_matches_cli(server, browser):
+    """Upload Sweep3D, open Latency, and compare the 1% L tolerance with the CLI's."""
+    driver = browser
+    driver.get(server.url)
+    upload = _css(driver, 'input[data-testid="stFileUploaderDropzoneInput"]', "the upload input")
+    files = sorted(SWEEP3D.glob("pmpi-trace-rank-*.txt"))
+    assert len(files) == 4
+    upload.send_keys("\n".join(str(f.resolve()) for f in files))
+    _uploaded(driver, len(files))
+    name = _css(driver, 'input[aria-label="Run name"]', "the run name input")
+    name.send_keys(RUN + Keys.ENTER)
+    _idle(driver)
+    _button(driver, "Ingest").click()
+    outcome = _wait(driver, _ingest_outcome, 180, "the ingest to finish")
+    assert f"Stored run {RUN!r}" in outcome, outcome
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+    _no_traceback(driver)
+    _shot(driver, "runs")
+
+    _open_page(driver, "latency", ".st-key-tolerance-L-1pct")
+    _plots_drawn(driver, 2)
+    _no_traceback(driver)
+    box = driver.find_element(By.CSS_SELECTOR, ".st-key-tolerance-L-1pct")
+    label = box.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text
+    assert "1% L tolerance" in label
+    exact = box.find_element(By.CSS_SELECTOR, '[data-testid="stCaptionContainer"]').text
+    assert exact.endswith(" ns"), exact
+    shown_ns = float(exact.removesuffix(" ns").replace(",", ""))
+    _shot(driver, "latency")
+
+    cli = subprocess.run(
+        [str(LLAMP), "tolerance", RUN, "--json"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    levels = {round(t["x"], 6): t["latency_ns"] for t in json.loads(cli.stdout)["latency"]}
+    assert shown_ns == pytest.approx(levels[0.01], rel=1e-12, abs=1e-5)
+
+    _open_page(driver, "critical_path", ".st-key-path-runtime")
+    _plots_drawn(driver, 3)
+    _no_traceback(driver)
+    _shot(driver, "critical_path")
+
+    _open_page(driver, "cypher", 'textarea[aria-label="Query"]')
+    _button(driver, "Rank-pair traffic").click()
+    _wait(
+        driver,
+        lambda d: (
+            "count(*) AS messages"
+            in d.find_element(By.CSS_SELECTOR, 'textarea[aria-label="Query"]').get_attribute(
+                "value"
+            )
+        ),
+        60,
+        "the example query in the text area",
+    )
+    _idle(driver)
+    _button(driver, "Run query").click()
+    _wait(
+        driver,
+        EC.presence_of_element_located((By.XPATH, "//*[contains(text(), 'rows × 4 columns')]")),
+        60,
+        "the query result",
+    )
+    _css(driver, '[data-testid="stDataFrame"]', "the result table")
+    _no_traceback(driver)
+    _shot(driver, "cypher")
+
+
+def test_bad_upload_is_a_readable_error(server, browser):
+    """A broken rank file gives an error naming the file, never a stack trace."""
+    driver = browser
+    driver.get(server.url)
+    upload = _css(driver, 'input[data-testid="stFileUploaderDropzoneInput"]', "the upload input")
+    bad = Path(server.env["LLAMP_HOME"]) / "bad" / "pmpi-trace-rank-0.txt"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text("this is not a liballprof trace\n")
+    upload.send_keys(str(bad))
+    _uploaded(driver, 1)
+    _css(driver, 'input[aria-label="Run name"]', "the run name input").send_keys(
+        "broken" + Keys.ENTER
+    )
+    _idle(driver)
+    _button(driver, "Ingest").click()
+    outcome = _wait(driver, _ingest_outcome, 120, "the ingest error")
+    assert outcome.startswith("Ingest"), outcome
+    assert "pmpi-trace-rank-0.txt" in outcome, outcome
+    _no_traceback(driver)
+    _shot(driver, "runs_bad_upload")

@@ -1,0 +1,173 @@
+"""Controls shared by the pages: run and LogGPS parameters in the sidebar, readable errors,
+CSV downloads.
+
+Analysis pages call :func:`selection`, which renders the run picker and the LogGPS inputs in
+the sidebar; their values are kept in the session so they survive switching pages.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from llamp import config
+from llamp.errors import LlampError
+from llamp.graph import ExecutionGraph
+from llamp.params import LogGPS
+from llamp.ui import store
+from llamp.ui.analyses import ParamKey, param_key
+
+log = logging.getLogger("llamp.ui")
+
+#: Sidebar parameter inputs: (session key, label, default text, help).
+PARAM_INPUTS = (
+    ("param_L", "L — latency", "3us", "Network latency per message, with a unit: 3us, 1500ns."),
+    ("param_o", "o — CPU overhead", "1.5us", "CPU overhead per send/receive: 1.5us."),
+    (
+        "param_G",
+        "G — gap per byte",
+        "0.018ns/B",
+        "Gap per byte (0.018ns/B, 18ps/B) or a bandwidth (56Gb/s).",
+    ),
+    (
+        "param_S",
+        "S — rendezvous threshold",
+        "256KiB",
+        "Messages larger than S bytes use the rendezvous protocol: 65536, 64KiB.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The run and parameters chosen in the sidebar."""
+
+    name: str
+    token: str
+    params: LogGPS
+
+    @property
+    def run(self) -> str:
+        """Cache key of the run (store location, name, identity)."""
+        return store.cache_key(self.token)
+
+    @property
+    def key(self) -> ParamKey:
+        return param_key(self.params)
+
+    def graph(self) -> ExecutionGraph:
+        with st.spinner(f"Loading run {self.name!r} from the store…"):
+            return store.load_graph(self.name, self.token)
+
+
+@contextmanager
+def readable_errors(action: str) -> Iterator[None]:
+    """Show an exception raised inside the block as an ``st.error``, never as a stack trace."""
+    try:
+        yield
+    except LlampError as err:
+        st.error(f"{action}: {err}")
+    except Exception as err:  # noqa: BLE001 - the page must stay usable
+        log.exception("%s failed", action)
+        st.error(f"{action} failed: {type(err).__name__}: {err}")
+
+
+def describe(params: LogGPS) -> str:
+    """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B``."""
+    bandwidth = f" ({8.0 / params.G:.4g} Gb/s)" if params.G > 0 else ""
+    return (
+        f"L = {config.format_ns(params.L)} · o = {config.format_ns(params.o)} · "
+        f"G = {params.G:.6g} ns/B{bandwidth} · S = {params.S} B"
+    )
+
+
+def _kept(key: str, default: str) -> str:
+    return st.session_state.setdefault(f"_keep_{key}", default)
+
+
+def _keep(key: str, value: str) -> None:
+    st.session_state[f"_keep_{key}"] = value
+
+
+def _sidebar(page: str) -> Selection | None:
+    """Run picker and LogGPS inputs in the sidebar; ``None`` (with a message) if unusable.
+
+    Each page has its own widgets (``<name>::<page>``) initialised from a session copy of the
+    last values, so a choice made on one page carries over to the next one.
+    """
+    with st.sidebar:
+        st.caption(f"Store: {store.location()}")
+        st.markdown("**Run**")
+        runs = None
+        with readable_errors("Cannot read the graph store"):
+            runs = store.list_runs()
+        if runs is None:
+            return None
+        if runs.empty:
+            st.info("The store holds no run yet: ingest a trace on the Runs page.")
+            return None
+        names = list(runs["name"])
+        kept = _kept("run", names[0])
+        name = st.selectbox(
+            "Run",
+            names,
+            index=names.index(kept) if kept in names else 0,
+            key=f"run::{page}",
+            label_visibility="collapsed",
+        )
+        _keep("run", name)
+        st.markdown("**LogGPS parameters**")
+        values = {}
+        for key, label, default, help_text in PARAM_INPUTS:
+            values[key] = st.text_input(
+                label, _kept(key, default), key=f"{key}::{page}", help=help_text
+            )
+            _keep(key, values[key])
+        try:
+            params = LogGPS.parse(
+                L=values["param_L"], o=values["param_o"], G=values["param_G"], S=values["param_S"]
+            )
+        except LlampError as err:
+            st.error(str(err))
+            return None
+        st.caption(describe(params))
+        return Selection(name, store.run_token(runs, name), params)
+
+
+def choose_run(name: str) -> None:
+    """Make ``name`` the run the analysis pages open on (e.g. after ingesting it)."""
+    _keep("run", name)
+
+
+def selection(page: str) -> Selection:
+    """Render the sidebar controls of ``page`` and return the chosen run and parameters; stops
+    the page with a message if there is no run or a parameter cannot be read."""
+    chosen = _sidebar(page)
+    if chosen is None:
+        st.info("Choose a run and valid LogGPS parameters in the sidebar.")
+        st.stop()
+    return chosen
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
+
+
+def csv_download(
+    frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Download CSV"
+) -> None:
+    """A download button for ``frame`` as CSV (all columns, no index)."""
+    st.download_button(
+        label,
+        data=frame.to_csv(index=False).encode(),
+        file_name=file_name,
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+    )

@@ -1,0 +1,28 @@
+"""The UI's page registry: adding a page is one script under ``views/`` plus one line here.
+
+A page analysing a run starts with ``sel = controls.selection("<page>")``, which renders the shared
+run and LogGPS controls in the sidebar and returns the choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: its script (relative to ``app.py``), title, Material icon and menu section."""
+
+    path: str
+    title: str
+    icon: str
+    section: str
+    default: bool = False
+
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("views/runs.py", "Runs", ":material/database:", "Data", default=True),
+    PageSpec("views/latency.py", "Latency", ":material/timeline:", "Analyses"),
+    PageSpec("views/critical_path.py", "Critical path", ":material/route:", "Analyses"),
+    PageSpec("views/cypher.py", "Cypher console", ":material/terminal:", "Query"),
+)

@@ -1,0 +1,121 @@
+"""Graph-store access for the UI: one short-lived connection per action, graphs cached.
+
+The embedded LadybugDB store admits one writer process at a time, so the UI never holds a
+connection between reruns: the CLI (``llamp tolerance RUN`` …) can use the same store while
+the UI is open. Loaded graphs are cached per store location, run name and run identity
+(id and creation time), so a run replaced under the same name is loaded afresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from llamp import config
+from llamp.errors import StoreError
+from llamp.graph import ExecutionGraph
+
+#: Columns of the runs table, in display order (others a backend reports follow them).
+RUN_COLUMNS = ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created")
+
+
+def redact(uri: str) -> str:
+    """``bolt://neo4j:secret@host:7687`` → ``bolt://neo4j@host:7687``: never show a password."""
+    return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1@", uri, flags=re.IGNORECASE)
+
+
+def location() -> str:
+    """Where the store is: ``$LLAMP_STORE`` (without its password) or the embedded store under
+    ``$LLAMP_HOME``."""
+    uri = config.store_uri()
+    return redact(uri) if uri else f"embedded store in {config.llamp_home().resolve()}"
+
+
+@contextmanager
+def connect(*, write: bool = False) -> Iterator[Any]:
+    """``open_store`` on ``$LLAMP_STORE`` (or the embedded store); read-only unless ``write``,
+    so the UI's reads never take the embedded store's writer lock."""
+    try:
+        from llamp.graphdb import open_store
+    except ImportError as err:
+        raise StoreError(f"the graph store is not available in this installation ({err})") from err
+    with open_store(config.store_uri(), read_only=not write) as store:
+        yield store
+
+
+def run_record(info: Any) -> dict[str, Any]:
+    """A ``RunInfo`` as a flat dict (dataclass, ``as_dict()`` or attributes)."""
+    if hasattr(info, "as_dict"):
+        return dict(info.as_dict())
+    if dataclasses.is_dataclass(info):
+        return dataclasses.asdict(info)
+    if isinstance(info, dict):
+        return dict(info)
+    return {k: v for k, v in vars(info).items() if not k.startswith("_")}
+
+
+def list_runs() -> pd.DataFrame:
+    """The stored runs, one row each, ``name`` first; empty frame (with columns) if none."""
+    with connect() as store:
+        records = [run_record(info) for info in store.list_runs()]
+    frame = pd.DataFrame.from_records(records)
+    frame = frame.drop(columns=[c for c in ("meta",) if c in frame.columns])
+    if frame.empty:
+        return pd.DataFrame(columns=list(RUN_COLUMNS))
+    first = [c for c in RUN_COLUMNS if c in frame.columns]
+    rest = [c for c in frame.columns if c not in first]
+    return frame[first + rest].sort_values("name", kind="stable").reset_index(drop=True)
+
+
+def run_token(runs: pd.DataFrame, name: str) -> str:
+    """Identity of the stored run ``name``: changes when the run is replaced."""
+    row = runs.loc[runs["name"] == name]
+    if row.empty:
+        raise StoreError(f"no stored run named {name!r}")
+    parts = [str(row.iloc[0][c]) for c in ("id", "created", "vertices") if c in row.columns]
+    return f"{name}|{'|'.join(parts)}"
+
+
+def cache_key(token: str) -> str:
+    """A key naming one run of one store (for the analysis caches)."""
+    return f"{location()}|{token}"
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _load(where: str, name: str, token: str) -> ExecutionGraph:
+    with connect() as store:
+        return store.load_run(name)
+
+
+def load_graph(name: str, token: str) -> ExecutionGraph:
+    """The graph of stored run ``name`` (cached per store, name and run identity)."""
+    return _load(location(), name, token)
+
+
+def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any]:
+    """Store ``graph`` as run ``name``; refuses to overwrite unless ``replace``."""
+    with connect(write=True) as store:
+        if not replace and store.has_run(name):
+            raise StoreError(
+                f"a run named {name!r} is already stored: choose another name or tick "
+                "'Replace an existing run of the same name'"
+            )
+        info = store.put_run(graph, name, replace=replace, progress=False)
+    return run_record(info) if info is not None else {"name": name}
+
+
+def delete_run(name: str) -> None:
+    with connect(write=True) as store:
+        store.delete_run(name)
+
+
+def query(cypher: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+    """A read-only Cypher query (the store refuses writes, too)."""
+    with connect() as store:
+        return store.query(cypher, params=params or None, write=False)

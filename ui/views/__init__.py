@@ -1,0 +1,1 @@
+"""Page scripts run by Streamlit (registered in :mod:`llamp.ui.navigation`)."""

@@ -1,0 +1,159 @@
+"""Critical path: per-rank schedule with the path highlighted, where the path's time goes per
+rank, each rank's compute/overhead/blocked split, and the critical messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from llamp.config import format_ns, parse_duration_ns
+from llamp.errors import InputError
+from llamp.ui import analyses, controls, plots
+
+st.title("Critical path")
+sel = controls.selection("critical_path")
+st.caption(f"Run **{sel.name}** · {controls.describe(sel.params)}")
+
+#: Ops drawn by default in the automatic window.
+AUTO_OPS = 3000
+
+ev = cp = split = graph = None
+with controls.readable_errors("Critical-path analysis"):
+    graph = sel.graph()
+    with st.spinner("Evaluating the schedule and the critical path…"):
+        ev = analyses.schedule(sel.run, graph, sel.key)
+        cp = analyses.path_at(sel.run, graph, sel.key)
+        split = analyses.time_split(sel.run, graph, sel.key)
+if ev is None or cp is None or split is None or graph is None:
+    st.stop()
+
+# ---------------------------------------------------------------------- headline numbers
+totals = cp.totals
+cols = st.columns(6)
+with cols[0].container(key="path-runtime"):
+    st.metric("T predicted", format_ns(ev.runtime_ns))
+    st.caption(f"{ev.runtime_ns:.6f} ns")
+cols[1].metric("Ops on the path", f"{len(cp.vertices):,}")
+cols[2].metric(
+    "Messages on the path", f"{len(cp.messages):,}", help="λ_L counts a rendezvous message 3 times"
+)
+for col, part in zip(cols[3:], ("latency", "bandwidth", "overhead"), strict=True):
+    value = totals[f"{part}_ns"]
+    col.metric(
+        f"{part.capitalize()} on the path",
+        plots.short_ns(value),
+        delta=f"{100 * value / cp.runtime_ns:.3g}% of T" if cp.runtime_ns else None,
+        delta_color="off",
+    )
+
+# ---------------------------------------------------------------------- timeline
+st.subheader("Per-rank timeline")
+T = float(ev.runtime_ns)
+starts = np.sort(ev.start_ns)
+auto_hi = T if starts.size <= AUTO_OPS else float(starts[AUTO_OPS])
+c1, c2, c3 = st.columns(3)
+lo_text = c1.text_input("Window from", "", key="cp_from", placeholder="0 (e.g. 10ms)")
+hi_text = c2.text_input("Window to", "", key="cp_to", placeholder=f"auto: {format_ns(auto_hi)}")
+max_bars = c3.number_input("Most ops drawn", 100, 50_000, 5000, step=500, key="cp_max_bars")
+show_messages = st.toggle("Draw critical messages", value=True, key="cp_messages")
+with controls.readable_errors("Timeline"):
+    lo = parse_duration_ns(lo_text) if lo_text.strip() else 0.0
+    hi = parse_duration_ns(hi_text) if hi_text.strip() else max(auto_hi, lo + 1.0)
+    if hi <= lo:
+        raise InputError(
+            f"the window end ({format_ns(hi)}) must be after its start ({format_ns(lo)})"
+        )
+    if not hi_text.strip() and starts.size > AUTO_OPS:
+        st.caption(
+            f"Automatic window: the first {AUTO_OPS:,} of {starts.size:,} ops "
+            f"(T = {format_ns(T)}); set the window to look elsewhere."
+        )
+    fig, in_window, drawn = plots.timeline_figure(
+        graph,
+        ev,
+        lo,
+        hi,
+        path_messages=cp.messages if show_messages else None,
+        max_bars=int(max_bars),
+    )
+    if drawn < in_window:
+        st.warning(
+            f"The window holds {in_window:,} ops; drawing the {drawn:,} that start first. "
+            "Narrow the window or raise 'Most ops drawn' to see all."
+        )
+    st.plotly_chart(fig, key="plot_timeline", width="stretch")
+
+# ---------------------------------------------------------------------- splits
+st.subheader("Where the time goes, per rank")
+with_compute = st.toggle(
+    "Include compute in the charts",
+    value=True,
+    key="cp_with_compute",
+    help="Hide compute to compare the communication parts when compute dominates.",
+)
+compute = ("compute",) if with_compute else ()
+st.caption(
+    "Left: the critical path's compute, overhead, latency and bandwidth time, each charged to the "
+    "rank it happens on (a message to its receiver). Right: each rank's compute, its o per send "
+    "and receive, and the time it is blocked waiting for messages or peers."
+)
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(
+        plots.split_figure(
+            cp.split,
+            (*compute, "overhead", "latency", "bandwidth"),
+            "Critical-path time",
+        ),
+        key="plot_path_split",
+        width="stretch",
+    )
+    st.dataframe(cp.split, hide_index=True, key="table_path_split")
+    controls.csv_download(
+        cp.split, f"{controls.slug(sel.name)}-path-split.csv", key="csv_path_split"
+    )
+with right:
+    st.plotly_chart(
+        plots.split_figure(split, (*compute, "overhead", "blocked"), "Each rank's own time"),
+        key="plot_rank_split",
+        width="stretch",
+    )
+    st.dataframe(split, hide_index=True, key="table_rank_split")
+    controls.csv_download(split, f"{controls.slug(sel.name)}-rank-split.csv", key="csv_rank_split")
+
+# ---------------------------------------------------------------------- messages
+st.subheader("Critical messages")
+top = st.number_input("Messages to list", 1, 100_000, 20, key="cp_top")
+if len(cp.messages):
+    s, r = cp.messages[:, 0], cp.messages[:, 1]
+    size = graph.size[s]
+    p = sel.params
+    rendezvous = size > p.S
+    latency_terms = np.where(rendezvous, 3, 1)
+    messages = pd.DataFrame(
+        {
+            "send_vid": s,
+            "recv_vid": r,
+            "src": graph.rank[s],
+            "dst": graph.rank[r],
+            "bytes": size,
+            "tag": graph.tag[s],
+            "protocol": np.where(rendezvous, "rendezvous", "eager"),
+            "wire_ns": latency_terms * p.L + np.maximum(size - 1, 0) * p.G,
+            "send_start_ns": ev.start_ns[s],
+            "recv_finish_ns": ev.finish_ns[r],
+        }
+    )
+    messages = messages.sort_values(["wire_ns", "send_start_ns"], ascending=[False, True])
+    st.caption(
+        f"{len(messages):,} messages on the critical path, by network time "
+        "(wire = L, or 3·L for rendezvous, + (bytes − 1)·G)."
+    )
+    shown = messages.head(int(top))
+    st.dataframe(shown, hide_index=True, key="table_messages")
+    controls.csv_download(
+        messages, f"{controls.slug(sel.name)}-critical-messages.csv", key="csv_messages"
+    )
+else:
+    st.info("No message lies on the critical path: the runtime does not depend on L or G here.")

@@ -1,0 +1,127 @@
+"""Cypher console: read-only ad hoc queries on the graph store, results as a table and CSV.
+
+Write clauses are refused before the query reaches the store (:mod:`llamp.graphdb.readonly`);
+the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
+here (and ``$run`` to its integer id when the store reports one).
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+
+import pandas as pd
+import streamlit as st
+
+from llamp.graphdb.readonly import write_clauses
+from llamp.ui import controls, store
+
+#: Example queries (title → Cypher); they run on LadybugDB and Neo4j alike.
+EXAMPLES = {
+    "Runs": "MATCH (r:Run) WHERE r.complete = true\n"
+    "RETURN r.name AS name, r.ranks AS ranks, r.vertices AS vertices, "
+    "r.messages AS messages, r.bytes AS bytes\nORDER BY name",
+    "Ops per rank": "MATCH (r:Run {name: $run_name})\nMATCH (o:Op) WHERE o.run = r.id\n"
+    "RETURN o.rank AS rank, o.kind AS kind, count(*) AS ops\nORDER BY rank, kind",
+    "Largest messages": "MATCH (r:Run {name: $run_name})\n"
+    "MATCH (s:Op)-[m:MSG]->(d:Op) WHERE s.run = r.id\n"
+    "RETURN s.rank AS src, d.rank AS dst, m.size AS bytes, s.tag AS tag, s.vid AS send_vid\n"
+    "ORDER BY bytes DESC, send_vid LIMIT 20",
+    "Rank-pair traffic": "MATCH (r:Run {name: $run_name})\n"
+    "MATCH (s:Op)-[m:MSG]->(d:Op) WHERE s.run = r.id\n"
+    "RETURN s.rank AS src, d.rank AS dst, count(*) AS messages, sum(m.size) AS bytes\n"
+    "ORDER BY src, dst",
+    "Longest computations": "MATCH (r:Run {name: $run_name})\n"
+    "MATCH (o:Op) WHERE o.run = r.id AND o.kind = 'calc'\n"
+    "RETURN o.rank AS rank, o.seq AS seq, o.cost_ns AS cost_ns\nORDER BY cost_ns DESC LIMIT 20",
+}
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _use(text: str) -> None:
+    st.session_state["cypher_text"] = text
+    st.session_state.pop("_cypher_result", None)
+
+
+def displayable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Decimal sums (LadybugDB) as numbers, other objects as text, so every column displays."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype != object:
+            continue
+        values = out[col].dropna()
+        if len(values) and all(isinstance(v, decimal.Decimal) for v in values):
+            cast = int if all(v == v.to_integral_value() for v in values) else float
+            out[col] = out[col].map(lambda v, cast=cast: None if v is None else cast(v))
+        elif len(values) and not all(isinstance(v, str | int | float | bool) for v in values):
+            out[col] = out[col].map(lambda v: None if v is None else str(v))
+    return out
+
+
+st.title("Cypher console")
+st.caption(
+    f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (run, vid, rank, seq, kind, "
+    "cost_ns, size, peer, tag), `Analysis`; relationships `NEXT`, `ISTART`, `MSG {size}`, "
+    "`RESULT`. `$run_name` is bound to the run chosen below."
+)
+
+runs = None
+with controls.readable_errors("Reading the graph store"):
+    runs = store.list_runs()
+names = list(runs["name"]) if runs is not None and not runs.empty else []
+kept = st.session_state.get("_keep_run")
+run_name = (
+    st.selectbox(
+        "Run for $run_name",
+        names,
+        index=names.index(kept) if kept in names else 0,
+        key="cypher_run",
+    )
+    if names
+    else None
+)
+
+st.markdown("**Examples**")
+example_cols = st.columns(len(EXAMPLES))
+for col, (title, text) in zip(example_cols, EXAMPLES.items(), strict=True):
+    col.button(title, key=f"cypher_example_{controls.slug(title)}", on_click=_use, args=(text,))
+
+st.session_state.setdefault("cypher_text", EXAMPLES["Runs"])
+cypher = st.text_area("Query", key="cypher_text", height=160)
+
+if st.button("Run query", type="primary", key="cypher_run_button", icon=":material/play_arrow:"):
+    st.session_state.pop("_cypher_result", None)
+    found = write_clauses(cypher)
+    if found:
+        st.error(
+            f"Refused: this query would change the store ({', '.join(found)}). The console runs "
+            "read-only queries only; use `llamp cypher --write` for changes."
+        )
+    elif not cypher.strip():
+        st.error("Enter a query first.")
+    else:
+        wanted = set(_PARAM.findall(cypher))
+        params: dict = {}
+        if "run_name" in wanted:
+            if run_name is None:
+                st.error("The query uses $run_name, but the store holds no run.")
+                st.stop()
+            params["run_name"] = run_name
+        if "run" in wanted and run_name is not None and runs is not None and "id" in runs.columns:
+            params["run"] = int(runs.loc[runs["name"] == run_name, "id"].iloc[0])
+        missing = sorted(wanted - set(params))
+        if missing:
+            st.error(f"Unbound parameter(s): {', '.join('$' + m for m in missing)}.")
+        else:
+            with controls.readable_errors("Query"), st.spinner("Running the query…"):
+                st.session_state["_cypher_result"] = (
+                    cypher,
+                    displayable(store.query(cypher, params)),
+                )
+
+result = st.session_state.get("_cypher_result")
+if result is not None:
+    text, frame = result
+    st.caption(f"{len(frame):,} rows × {len(frame.columns)} columns")
+    st.dataframe(frame, hide_index=True, key="cypher_table", width="stretch")
+    controls.csv_download(frame, "llamp-query.csv", key="cypher_csv")

@@ -1,0 +1,182 @@
+"""Runs: the runs in the graph store; ingest a trace (upload or server path); delete a run."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import streamlit as st
+
+from llamp.errors import InputError, LlampError
+from llamp.ui import controls, store, uploads
+
+st.title("Runs")
+st.caption(f"Graph store: {store.location()}")
+
+notice = st.session_state.pop("_runs_notice", None)
+if notice:
+    st.success(notice[0])
+    for line in notice[1]:
+        st.warning(line)
+
+# ---------------------------------------------------------------------- stored runs
+runs = None
+with controls.readable_errors("Reading the graph store"):
+    runs = store.list_runs()
+    if runs.empty:
+        st.info("The store holds no run yet: ingest a trace below.")
+    else:
+        st.dataframe(
+            runs,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "bytes": st.column_config.NumberColumn("bytes", help="Bytes sent in all messages"),
+                "vertices": st.column_config.NumberColumn(
+                    "vertices", help="calc + send + recv ops"
+                ),
+            },
+            key="runs_table",
+        )
+        controls.csv_download(runs, "llamp-runs.csv", key="runs_csv")
+
+
+# ---------------------------------------------------------------------- ingest
+def parse_collectives(text: str) -> dict[str, str]:
+    """``"allreduce=ring, bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``."""
+    choices: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise InputError(f"collective algorithms: {item.strip()!r} is not OP=ALGORITHM")
+        op, alg = (part.strip().lower() for part in item.split("=", 1))
+        choices[op] = alg
+    return choices
+
+
+def _ingest(source: Path, name: str, collectives: str, lenient: bool, replace: bool, bar) -> None:
+    from llamp.ingest import read
+    from llamp.ingest.events import IngestWarning
+
+    bar.progress(20, text=f"Reading {source.name} and building the execution graph…")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = read(source, collectives=parse_collectives(collectives), lenient=lenient, name=name)
+    lines = [str(w.message) for w in caught if not issubclass(w.category, IngestWarning)]
+    lines += list(graph.meta.get("warnings", []) or [])
+    summary = graph.summary()
+    bar.progress(60, text=f"Storing {summary.vertices:,} vertices and {summary.edges:,} edges…")
+    store.put_run(graph, name, replace=replace)
+    bar.progress(100, text="Stored.")
+    st.session_state["_runs_notice"] = (
+        f"Stored run {name!r}: {summary.ranks} ranks, {summary.vertices:,} vertices, "
+        f"{summary.messages:,} messages ({summary.bytes:,} bytes).",
+        lines[:20] + ([f"… and {len(lines) - 20} more warnings"] if len(lines) > 20 else []),
+    )
+    controls.choose_run(name)  # the analysis pages open on the new run
+
+
+st.subheader("Ingest a trace")
+source_kind = st.radio(
+    "Source",
+    ["Upload files", "Path on the server"],
+    horizontal=True,
+    key="ingest_source",
+    label_visibility="collapsed",
+)
+files = []
+server_path = ""
+if source_kind == "Upload files":
+    files = (
+        st.file_uploader(
+            "Trace files",
+            type=uploads.UPLOAD_TYPES,
+            accept_multiple_files=True,
+            key="ingest_files",
+            help="The pmpi-trace-rank-N.txt files of one liballprof trace, or one .zip/.tar.gz "
+            "archive of a trace directory, or one .goal schedule, or one .npz graph.",
+        )
+        or []
+    )
+    default_name = uploads.default_run_name([uploads.Upload(f.name, b"") for f in files])
+else:
+    server_path = st.text_input(
+        "Path on the server",
+        key="ingest_path",
+        placeholder="/data/traces/lulesh-64 (a trace directory, .goal or .npz)",
+    )
+    default_name = Path(server_path.strip()).name.removesuffix(".goal").removesuffix(".npz")
+
+left, right = st.columns(2)
+with left:
+    run_name = (
+        st.text_input(
+            "Run name", key="ingest_name", placeholder=default_name or "name of the stored run"
+        ).strip()
+        or default_name
+    )
+    collectives = st.text_input(
+        "Collective algorithms",
+        key="ingest_collectives",
+        placeholder="defaults as Schedgen; e.g. allreduce=ring,bcast=binomial",
+    )
+with right:
+    lenient = st.checkbox("Lenient: turn per-line problems into warnings", key="ingest_lenient")
+    replace = st.checkbox("Replace an existing run of the same name", key="ingest_replace")
+
+if st.button("Ingest", type="primary", key="ingest_button", icon=":material/upload:"):
+    bar = st.progress(0, text="Preparing the input…")
+    done = False
+    with controls.readable_errors("Ingest"), tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp:
+        try:
+            if not run_name:
+                raise InputError("give the run a name (e.g. the application and its rank count)")
+            if source_kind == "Upload files":
+                if not files:
+                    raise InputError("choose trace files to upload first")
+                bar.progress(5, text="Saving the upload…")
+                source = uploads.stage(
+                    [uploads.Upload(f.name, f.getvalue()) for f in files], Path(tmp), run_name
+                )
+            else:
+                if not server_path.strip():
+                    raise InputError("enter the path of a trace directory, .goal or .npz file")
+                source = Path(server_path.strip()).expanduser()
+                if not source.exists():
+                    raise InputError(f"{source}: no such file or directory on the server")
+            _ingest(source, run_name, collectives, lenient, replace, bar)
+        except LlampError as err:
+            # Name uploaded files as the user knows them, not by the staging directory.
+            raise InputError(str(err).replace(tmp + os.sep, "")) from None
+        done = True
+    if done:
+        st.rerun()
+    bar.empty()
+
+# ---------------------------------------------------------------------- delete
+if runs is not None and not runs.empty:
+    st.subheader("Delete a run")
+    names = list(runs["name"])
+    pending = st.session_state.get("_delete_pending")
+    victim = st.selectbox("Run to delete", names, key="delete_name")
+    if pending not in names:
+        if st.button("Delete…", key="delete_button", icon=":material/delete:"):
+            st.session_state["_delete_pending"] = victim
+            st.rerun()
+    else:
+        st.warning(
+            f"Delete run {pending!r} and the analyses stored with it? This cannot be undone."
+        )
+        yes, no = st.columns(2)
+        if yes.button(f"Yes, delete {pending!r}", type="primary", key="delete_confirm"):
+            st.session_state.pop("_delete_pending", None)
+            with controls.readable_errors(f"Deleting {pending!r}"):
+                store.delete_run(pending)
+                st.session_state["_runs_notice"] = (f"Deleted run {pending!r}.", [])
+                st.rerun()
+        if no.button("Cancel", key="delete_cancel"):
+            st.session_state.pop("_delete_pending", None)
+            st.rerun()
