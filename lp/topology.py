@@ -58,7 +58,12 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from llamp.config import DEFAULT_INTRA_NODE_NS, DEFAULT_SWITCH_NS, DEFAULT_TOLERANCES, DEFAULT_WIRE_NS
+from llamp.config import (
+    DEFAULT_INTRA_NODE_NS,
+    DEFAULT_SWITCH_NS,
+    DEFAULT_TOLERANCES,
+    DEFAULT_WIRE_NS,
+)
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
