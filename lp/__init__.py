@@ -7,11 +7,14 @@ engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
 """
 
 from llamp.graph import ExecutionGraph
+from llamp.lp.classify import classify
+from llamp.lp.collectives_whatif import compare_collectives
 from llamp.lp.critical import CriticalLatencies, Segment, critical_latencies
 from llamp.lp.engine import Evaluation, GraphEngine, engine_for
 from llamp.lp.matrix import pair_sensitivity
 from llamp.lp.path import CriticalPath, critical_path, rank_time_split
 from llamp.lp.placement import place
+from llamp.lp.variability import monte_carlo
 from llamp.lp.predict import Prediction, predict, sweep
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
 from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
@@ -32,6 +35,8 @@ __all__ = [
     "Segment",
     "Tolerance",
     "analyze_topology",
+    "classify",
+    "compare_collectives",
     "compare_topologies",
     "ToleranceLevel",
     "critical_latencies",
@@ -39,6 +44,7 @@ __all__ = [
     "engine_for",
     "evaluate",
     "max_parameter_within",
+    "monte_carlo",
     "pair_sensitivity",
     "place",
     "predict",

@@ -1,0 +1,425 @@
+"""Application what-ifs: ``llamp collectives``, ``llamp classify``, ``llamp mc``.
+
+``collectives`` re-expands one trace with different collective algorithms and compares them
+(LLAMP §IV, Fig. 10); ``classify`` labels the application for a target network (Tong et al.
+2016, rules C1–C5); ``mc`` is a Monte Carlo over compute noise and slow ranks (Cornebize &
+Legrand 2022).
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+import numpy as np
+
+from llamp.cli.analyze import _levels, _range, graph_argument
+from llamp.cli.base import cli, emit_json, json_option, params_options, table
+from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.params import LogGPS
+
+
+def _ns(value: float) -> str:
+    return "∞" if math.isinf(value) else format_ns(value)
+
+
+# ---------------------------------------------------------------------- collectives
+@cli.command()
+@click.argument("trace", metavar="TRACE")
+@click.argument("variants", nargs=-1, metavar="[--compare] VARIANT...")
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="Compare the VARIANTs side by side (the default with several).",
+)
+@params_options
+@json_option
+@click.option("--from", "lo", default="0", show_default=True, help="First L of the sweep.")
+@click.option("--to", "hi", default="100us", show_default=True, help="Last L of the sweep.")
+@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
+@click.option(
+    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
+)
+@click.option("--lenient", is_flag=True, help="Turn per-line trace problems into warnings.")
+def collectives(
+    trace, variants, compare, params: LogGPS, as_json, lo, hi, points, levels, lenient
+) -> None:
+    """T(L), λ_L, ρ_L and x% tolerance of TRACE under collective-algorithm VARIANTs.
+
+    TRACE is a trace directory (liballprof): it is read once and re-expanded per VARIANT.
+    A VARIANT is OP=ALG[,OP=ALG…] (e.g. allreduce=ring) or 'default'; the first one is the
+    baseline of the differences. Example: llamp collectives TRACE --compare
+    allreduce=recursive_doubling allreduce=ring
+    """
+    from llamp.ingest.collectives import ALGORITHMS
+    from llamp.lp.collectives_whatif import compare_collectives
+
+    if not variants:
+        known = "; ".join(f"{op}: {', '.join(algs)}" for op, algs in ALGORITHMS.items())
+        raise InputError(f"give at least one variant OP=ALG (or 'default'); algorithms: {known}")
+    a, b = _range("L", lo, hi)
+    result = compare_collectives(
+        trace,
+        list(variants),
+        params,
+        np.linspace(a, b, points),
+        tolerances=_levels(levels),
+        lenient=lenient,
+        progress=not as_json,
+    )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    x = _levels(levels)
+    summary = result.summary
+    rows = []
+    for r in summary.to_dict(orient="records"):
+        rows.append(
+            (
+                r["variant"],
+                r["messages"],
+                f"{r['messages_vs_first']:+d}",
+                format_ns(r["runtime_ns"]),
+                f"{r['runtime_vs_first']:+.4%}",
+                f"{r['lambda_L']:g}",
+                f"{r['rho_L']:.3%}",
+                *(_ns(r[f"tolerance_{v * 100:g}pct_L_ns"]) for v in x),
+            )
+        )
+    click.echo(
+        f"L = {format_ns(params.L)}, o = {format_ns(params.o)}, G = {params.G:g} ns/B, "
+        f"S = {params.S} B"
+    )
+    click.echo(
+        table(
+            rows,
+            (
+                "variant",
+                "messages",
+                "Δ",
+                "T",
+                "ΔT",
+                "λ_L",
+                "ρ_L",
+                *(f"{v * 100:g}% tol. L" for v in x),
+            ),
+        )
+    )
+    click.echo("\nsweep of L:")
+    labels = [v.label for v in result.variants]
+    sweep = result.sweep
+    rows = []
+    for L in sorted(set(sweep["L_ns"].tolist())):
+        cells = [format_ns(L)]
+        at_L = sweep[sweep["L_ns"] == L].set_index("variant")
+        for label in labels:
+            cells += [
+                format_ns(at_L.loc[label, "runtime_ns"]),
+                f"{at_L.loc[label, 'lambda_L']:g}",
+                f"{at_L.loc[label, 'rho_L']:.3%}",
+            ]
+        rows.append(tuple(cells))
+    headers = ["L"]
+    for k in range(len(labels)):
+        headers += [f"T[{k + 1}]", f"λ_L[{k + 1}]", f"ρ_L[{k + 1}]"]
+    click.echo(table(rows, tuple(headers)))
+    click.echo("  ".join(f"[{k + 1}] {label}" for k, label in enumerate(labels)))
+    for note in result.notes:
+        click.echo(f"note: {note}")
+
+
+# ---------------------------------------------------------------------- classify
+@cli.command()
+@graph_argument
+@json_option
+@click.option(
+    "--network",
+    "network_name",
+    default=None,
+    help="Target network: 1GbE, 10GbE, QDR, HDR, NDR, 100GbE, 400GbE.",
+)
+@click.option("--bandwidth", default=None, help="Custom network bandwidth (e.g. 25Gb/s, or Gb/s).")
+@click.option("--latency", default=None, help="Custom network latency (e.g. 2us).")
+@click.option(
+    "--o",
+    "o",
+    default="0",
+    show_default=True,
+    help="CPU overhead o per message (the paper's Hockney model has none).",
+)
+@click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (default 256KiB).")
+@click.option(
+    "--compute-share", default=90.0, show_default=True, help="C1: computation ≥ this % of T."
+)
+@click.option(
+    "--bound-share",
+    default=25.0,
+    show_default=True,
+    help="C2–C5: wait / communication ≥ this % of T.",
+)
+@click.option(
+    "--sensitive-share",
+    default=10.0,
+    show_default=True,
+    help="The '-sensitive' variants: ≥ this % of T.",
+)
+@click.option(
+    "--insensitive",
+    default=5.0,
+    show_default=True,
+    help="Insensitive: changes by less than this % over a set.",
+)
+@click.option(
+    "--decrease",
+    default=2.0,
+    show_default=True,
+    help="Sensitive: falls by this factor from the ×1/2 to the ×2 configuration.",
+)
+@click.option(
+    "--span",
+    default=8,
+    show_default=True,
+    type=click.IntRange(2),
+    help="The sets reach 1/SPAN … SPAN× the target (power of two).",
+)
+def classify(
+    graph: ExecutionGraph,
+    graph_spec: str,
+    as_json,
+    network_name,
+    bandwidth,
+    latency,
+    o,
+    S,
+    compute_share,
+    bound_share,
+    sensitive_share,
+    insensitive,
+    decrease,
+    span,
+) -> None:
+    """Computation-, load-imbalance-, bandwidth-, latency- or communication-bound on a network.
+
+    Evaluates the bandwidth, latency and combined seven-point sets around the network (Tong et
+    al. 2016, §III-G), splits every rank's time into computation, overhead, wait, latency and
+    bandwidth, and applies rules C1–C5 with the thresholds given.
+    """
+    from llamp.lp.classify import Network, Thresholds, network
+    from llamp.lp.classify import classify as run_classify
+
+    if network_name and (bandwidth or latency):
+        raise InputError("give either --network or --bandwidth/--latency, not both")
+    if network_name:
+        net = network(network_name)
+    elif bandwidth and latency:
+        gap = parse_gap_ns_per_byte(bandwidth if "/" in bandwidth else f"{bandwidth}Gb/s")
+        net = Network(
+            "custom",
+            8.0 / gap,
+            parse_duration_ns(latency, default_unit="us"),
+            "given on the command line",
+        )
+    else:
+        raise InputError(
+            "choose a target network: --network NAME (1GbE, 10GbE, QDR, HDR, NDR, 100GbE, "
+            "400GbE) or --bandwidth BW --latency L"
+        )
+    base = LogGPS.parse(o=o, S=S)
+    th = Thresholds(
+        compute_share=compute_share / 100.0,
+        bound_share=bound_share / 100.0,
+        sensitive_share=sensitive_share / 100.0,
+        insensitive=insensitive / 100.0,
+        decrease=decrease,
+        span=span,
+    )
+    result = run_classify(graph, net, params=base, thresholds=th)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    click.echo(
+        f"{graph.name} on {net.name} ({net.bandwidth_gbps:g} Gb/s, {format_ns(net.latency_ns)}; "
+        f"o = {format_ns(base.o)}, S = {base.S} B): {result.label.upper()}"
+        + (f" ({result.rule})" if result.rule else "")
+    )
+    click.echo(f"  because {result.reason}")
+    click.echo("")
+    rows = [
+        (
+            r["set"],
+            f"×{r['speedup']:g}",
+            f"{r['bandwidth_gbps']:g}",
+            format_ns(r["L_ns"]),
+            format_ns(r["runtime_ns"]),
+            f"{r['compute_share']:.1%}",
+            f"{r['overhead_share']:.1%}",
+            f"{r['wait_share']:.1%}",
+            f"{r['latency_share']:.1%}",
+            f"{r['bandwidth_share']:.1%}",
+        )
+        for r in result.configs.to_dict(orient="records")
+    ]
+    click.echo(
+        table(
+            rows,
+            (
+                "set",
+                "speed",
+                "Gb/s",
+                "L",
+                "T",
+                "compute",
+                "overhead",
+                "wait",
+                "latency",
+                "bandwidth",
+            ),
+        )
+    )
+    click.echo("")
+    rows = [
+        (r["rule"], r["label"], "yes" if r["holds"] else "no", r["reason"])
+        for r in result.rules.to_dict(orient="records")
+    ]
+    click.echo(table(rows, ("rule", "label", "holds", "because")))
+
+
+# ---------------------------------------------------------------------- mc
+def _quantity(column: str):
+    """Display name and formatter of a Monte Carlo quantity column."""
+    if column == "runtime_ns":
+        return "T", _ns
+    if column == "lambda_L":
+        return "λ_L", lambda v: f"{v:g}"
+    if column == "rho_L":
+        return "ρ_L", lambda v: f"{v:.3%}"
+    level = column.removeprefix("tolerance_").removesuffix("pct_L_ns")
+    return f"{level}% L tolerance", _ns
+
+
+def _slow_ranks(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    try:
+        return tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError as err:
+        raise InputError(f"--slow-ranks: cannot read {text!r} (expected e.g. 3,7)") from err
+
+
+@cli.command()
+@graph_argument
+@params_options
+@json_option
+@click.option("--samples", default=1000, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--spatial-cv",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0),
+    help="Coefficient of variation of a rank's speed (per sample).",
+)
+@click.option(
+    "--temporal-cv",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0),
+    help="Coefficient of variation of every calc (per sample and calc).",
+)
+@click.option(
+    "--distribution",
+    type=click.Choice(["lognormal", "normal", "halfnormal"]),
+    default="lognormal",
+    show_default=True,
+    help="Law of the factors (mean 1): normal is truncated at 0.",
+)
+@click.option("--slow-ranks", default=None, help="Ranks slowed down by --slowdown, e.g. 3,7.")
+@click.option(
+    "--slowdown",
+    default=1.0,
+    show_default=True,
+    type=float,
+    help="Factor on the calc costs of the slow ranks.",
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--x", "levels", default="1", show_default=True, help="Tolerance levels in percent.")
+@click.option("--runtime-only", is_flag=True, help="Only T (no λ_L, ρ_L, tolerance): faster.")
+@click.option(
+    "--samples-csv",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write one row per sample to this CSV file.",
+)
+def mc(
+    graph: ExecutionGraph,
+    graph_spec: str,
+    params: LogGPS,
+    as_json,
+    samples,
+    spatial_cv,
+    temporal_cv,
+    distribution,
+    slow_ranks,
+    slowdown,
+    seed,
+    levels,
+    runtime_only,
+    samples_csv,
+) -> None:
+    """Monte Carlo of T, λ_L, ρ_L and x% latency tolerance under compute variability.
+
+    Every calc of rank r costs cost·spatial[r]·temporal[calc]·slowdown[r] in a sample, with
+    independent factors of mean 1 (Cornebize & Legrand 2022: spatial and temporal variability,
+    slow nodes). Seeded: the same seed gives the same samples.
+    """
+    from llamp.lp.variability import VariabilitySpec, monte_carlo
+
+    spec = VariabilitySpec(
+        spatial_cv=spatial_cv,
+        temporal_cv=temporal_cv,
+        distribution=distribution,
+        slow_ranks=_slow_ranks(slow_ranks),
+        slowdown=slowdown,
+        samples=samples,
+        seed=seed,
+    )
+    result = monte_carlo(
+        graph,
+        params,
+        spec,
+        tolerances=_levels(levels),
+        sensitivity=not runtime_only,
+        progress=not as_json,
+    )
+    if samples_csv:
+        result.samples.to_csv(samples_csv, index=False)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    click.echo(
+        f"{graph.name}: {samples} samples, spatial CV {spatial_cv:g}, temporal CV {temporal_cv:g} "
+        f"({distribution})"
+        + (
+            f", ranks {','.join(map(str, spec.slow_ranks))} slowed ×{slowdown:g}"
+            if spec.slow_ranks
+            else ""
+        )
+        + f", seed {seed}; {result.seconds['total']:.2f} s"
+    )
+    rows = []
+    for r in result.summary.to_dict(orient="records"):
+        name, fmt = _quantity(r["quantity"])
+        sd = "—" if math.isnan(r["sd"]) else fmt(r["sd"])
+        rows.append(
+            (
+                name,
+                fmt(r["baseline"]),
+                fmt(r["mean"]),
+                sd,
+                fmt(r["p5"]),
+                fmt(r["p50"]),
+                fmt(r["p95"]),
+            )
+        )
+    click.echo(table(rows, ("quantity", "no noise", "mean", "sd", "P5", "P50", "P95")))
