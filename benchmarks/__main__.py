@@ -49,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(len(c[i]) for c in cells) for i in range(len(headers))]
     print(f"llamp benchmarks — {time.strftime('%Y-%m-%d')} — {platform.node()} "
           f"({platform.machine()}, Python {platform.python_version()}), median of {args.repeat}")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for c in cells[1:]:
-        print("| " + " | ".join(x.ljust(w) for x, w in zip(c, widths)) + " |")
+        print("| " + " | ".join(x.ljust(w) for x, w in zip(c, widths, strict=True)) + " |")
     print(f"total {time.time() - started:.1f} s", file=sys.stderr)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=2))

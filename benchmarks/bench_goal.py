@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from llamp.ingest.goal import read_goal, write_goal
 
 from benchmarks.timing import median_time, row
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.ingest.goal import read_goal, write_goal
 
 
 def ring_schedule(ranks: int, iterations: int, seed: int = 0) -> ExecutionGraph:

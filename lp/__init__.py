@@ -14,10 +14,10 @@ from llamp.lp.engine import Evaluation, GraphEngine, engine_for
 from llamp.lp.matrix import pair_sensitivity
 from llamp.lp.path import CriticalPath, critical_path, rank_time_split
 from llamp.lp.placement import place
-from llamp.lp.variability import monte_carlo
 from llamp.lp.predict import Prediction, predict, sweep
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
 from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
+from llamp.lp.variability import monte_carlo
 from llamp.params import LogGPS
 
 

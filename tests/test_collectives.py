@@ -14,6 +14,9 @@ import math
 from dataclasses import dataclass
 
 import pytest
+
+from llamp.errors import InputError
+from llamp.graph import RECV, SEND
 from llamp.ingest.collectives import (
     ALGORITHMS,
     DEFAULTS,
@@ -22,9 +25,6 @@ from llamp.ingest.collectives import (
     Step,
     expand,
 )
-
-from llamp.errors import InputError
-from llamp.graph import RECV, SEND
 
 SIZES_P = [1, 2, 3, 4, 5, 8, 13]
 OPS = (

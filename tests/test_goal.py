@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from llamp.ingest.goal import fifo_match, parse_goal_text, read_goal, write_goal
 
 from llamp.errors import GraphError, TraceError
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.ingest.goal import fifo_match, parse_goal_text, read_goal, write_goal
 
 GOAL_DIR = Path(__file__).parent / "data" / "traces" / "goal"
 SHARED = ["blocking.goal", "non_blocking.goal", "binary_tree_32.goal"]
