@@ -59,7 +59,7 @@ def predict(graph: ExecutionGraph, params: LogGPS, *, engine: str = "auto") -> P
     """``T(θ)``, ``λ_L``, ``λ_G``, ``λ_o``, ``ρ_L`` at θ = ``params``."""
     chosen = resolve_engine(engine)
     if chosen == "graph":
-        point = engine_for(graph).point(params)
+        point = engine_for(graph).point(params, left=False)
         T, lam = point.runtime_ns, point.right
     else:
         from llamp.lp.model import LinearProgram
@@ -101,7 +101,7 @@ def sweep(
     for value in values:
         p = params.with_(**{parameter: float(value)})
         if chosen == "graph":
-            point = engine_for(graph).point(p)
+            point = engine_for(graph).point(p, left=False)
             T, lam = point.runtime_ns, point.right
         else:
             from llamp.lp.model import LinearProgram
