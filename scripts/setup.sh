@@ -9,8 +9,11 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # chromium + chromium-driver: the UI's end-to-end browser test (Selenium drives the system browser).
+# Open MPI (default mpicc/mpirun), MPICH and gfortran: the PMPI tracer and the latency injector;
+# lammps and hpcc: real applications traced end to end in the tests.
 apt_packages=(python3 python3-venv python3-dev python3-pip build-essential git ca-certificates
-              chromium chromium-driver)
+              chromium chromium-driver
+              openmpi-bin libopenmpi-dev gfortran mpich libmpich-dev lammps hpcc)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
