@@ -110,6 +110,10 @@ def tangent_breakpoints(
             if Tv - tangent <= tol or x - x0 <= 1e-12 * scale or x1 - x <= 1e-12 * scale:
                 found.setdefault(round(x, 9), (float(x), float(Tv), s0, s1))
                 continue
+            if b - a > 1e-9 * max(1.0, abs(a), abs(b)):
+                # The probe itself sits on a breakpoint: it becomes an end of both halves,
+                # where no further intersection can land, so record it now.
+                found.setdefault(round(x, 9), (float(x), float(Tv), float(a), float(b)))
             pending.append((x0, T0, s0, x, float(Tv), float(a)))
             pending.append((x, float(Tv), float(b), x1, T1, s1))
     return sorted(found.values()), calls
