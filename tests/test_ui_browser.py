@@ -306,3 +306,178 @@ def test_bad_upload_is_a_readable_error(server, browser):
     assert "pmpi-trace-rank-0.txt" in outcome, outcome
     _no_traceback(driver)
     _shot(driver, "runs_bad_upload")
+
+
+def _radio(driver, label: str):
+    xpath = f"//div[@role='radiogroup']//label[normalize-space(.)={json.dumps(label)}]"
+    return _wait(driver, EC.element_to_be_clickable((By.XPATH, xpath)), 60, f"radio {label!r}")
+
+
+def test_application_what_if_pages(server, browser):
+    """Collectives what-if, classification and variability on Sweep3D ingested from its
+    directory on the server (so the collectives page can re-read the trace)."""
+    from llamp.lp import compare_collectives
+    from llamp.params import LogGPS
+
+    driver = browser
+    driver.get(server.url)
+    _css(driver, 'input[data-testid="stFileUploaderDropzoneInput"]', "the Runs page")
+    _idle(driver)
+    _radio(driver, "Path on the server").click()
+    path = _css(driver, 'input[aria-label="Path on the server"]', "the server path input")
+    path.send_keys(str(SWEEP3D.resolve()) + Keys.ENTER)
+    _idle(driver)
+    _css(driver, 'input[aria-label="Run name"]', "the run name input").send_keys(
+        "sweep3d-path" + Keys.ENTER
+    )
+    _idle(driver)
+    _button(driver, "Ingest").click()
+    outcome = _wait(driver, _ingest_outcome, 180, "the ingest to finish")
+    assert "Stored run 'sweep3d-path'" in outcome, outcome
+    _idle(driver)
+
+    _open_page(driver, "collectives", ".st-key-variant-1")
+    _plots_drawn(driver, 2)
+    _no_traceback(driver)
+    exact = driver.find_element(
+        By.CSS_SELECTOR, '.st-key-variant-1 [data-testid="stCaptionContainer"]'
+    ).text
+    ring = ",".join(
+        f"{op}={alg}"
+        for op, alg in sorted(
+            {"allreduce": "ring", "barrier": "dissemination", "bcast": "binomial"}.items()
+        )
+    )
+    api = compare_collectives(SWEEP3D, [ring], LogGPS(), [LogGPS().L]).summary
+    assert float(exact.removesuffix(" ns")) == pytest.approx(api["runtime_ns"][0], abs=1e-5)
+    _shot(driver, "collectives")
+    _radio(driver, "One row per variant (Fig. 10)").click()
+    _idle(driver)
+    _plots_drawn(driver, 4)
+    _no_traceback(driver)
+    _shot(driver, "collectives_fig10")
+
+    _open_page(driver, "classification", ".st-key-class-label")
+    _plots_drawn(driver, 2)
+    _no_traceback(driver)
+    label = driver.find_element(
+        By.CSS_SELECTOR, '.st-key-class-label [data-testid="stMetricValue"]'
+    )
+    assert label.text == "computation-bound"
+    _shot(driver, "classification")
+
+    _open_page(driver, "variability", 'input[aria-label="Samples"]')
+    _button(driver, "Run Monte Carlo").click()
+    _css(driver, ".st-key-mc-T-p50", "the Monte Carlo results", timeout=180)
+    _idle(driver)
+    _plots_drawn(driver, 3)
+    _no_traceback(driver)
+    _shot(driver, "variability")
+
+
+NETWORK_RUN = "sweep3d-network"
+
+
+def _type_into(driver, label: str, value: str) -> None:
+    """Replace the text of the input labelled ``label`` and submit it."""
+    box = _css(driver, f"input[aria-label={json.dumps(label)}]", f"the {label!r} input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(value + Keys.ENTER)
+    _idle(driver)
+
+
+def _tall_shot(driver, name: str) -> Path:
+    """A screenshot of the whole page: the window is made as tall as the main area's content."""
+    width, height = driver.get_window_size().values()
+    content = driver.execute_script(
+        "const m = document.querySelector('[data-testid=\"stMain\"]');"
+        "return m ? m.scrollHeight : document.body.scrollHeight;"
+    )
+    driver.set_window_size(width, max(height, min(int(content) + 200, 9000)))
+    try:
+        time.sleep(1.0)
+        return _shot(driver, name)
+    finally:
+        driver.set_window_size(width, height)
+
+
+def test_network_pages(server, browser):
+    """Topology what-if, sensitivity matrices and placement on Sweep3D stored by ``llamp
+    ingest``: the topology page's T and the placement's rankfile equal what ``llamp topology``
+    and ``llamp place`` print for the same run; screenshots of the three pages."""
+    from llamp.lp.placement import format_mapping
+
+    ingest = subprocess.run(
+        [str(LLAMP), "ingest", str(SWEEP3D), "--name", NETWORK_RUN, "--replace"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    driver = browser
+    driver.get(server.url)
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+
+    _open_page(driver, "topology", ".st-key-topo-runtime-1")
+    caption = driver.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert f"Run {NETWORK_RUN} ·" in caption  # the first run by name, so the one chosen
+    _plots_drawn(driver, 2)
+    _no_traceback(driver)
+    specs = ["fattree:k=16,tiers=3", "dragonfly:g=8,a=4,p=8"]
+    cli = subprocess.run(
+        [str(LLAMP), "topology", NETWORK_RUN, *specs, "--json"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    for i, expected in enumerate(json.loads(cli.stdout)["topologies"]):
+        box = driver.find_element(By.CSS_SELECTOR, f".st-key-topo-runtime-{i}")
+        assert box.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text == specs[i]
+        exact = box.find_element(By.CSS_SELECTOR, '[data-testid="stCaptionContainer"]').text
+        assert float(exact.removesuffix(" ns").replace(",", "")) == pytest.approx(
+            expected["runtime_ns"], rel=1e-12, abs=1e-5
+        )
+    _tall_shot(driver, "topology")
+
+    _open_page(driver, "matrices", ".st-key-mx-runtime")
+    _plots_drawn(driver, 2)
+    _no_traceback(driver)
+    _tall_shot(driver, "matrices")
+
+    _open_page(driver, "placement", 'input[aria-label="Ranks per node"]')
+    _type_into(driver, "Ranks per node", "3")  # 2 nodes × 3 slots: the heuristic moves a rank
+    _button(driver, "Run placement").click()
+    _css(driver, ".st-key-place-runtime-llamp", "the placement results", timeout=180)
+    _idle(driver)
+    _plots_drawn(driver, 1)
+    _no_traceback(driver)
+    cli = subprocess.run(
+        [
+            str(LLAMP),
+            "place",
+            NETWORK_RUN,
+            "--intra",
+            "300ns,0.05ns/B",
+            "--inter",
+            "3us,0.018ns/B",
+            "--ranks-per-node",
+            "3",
+            "--json",
+        ],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    placed = json.loads(cli.stdout)
+    rankfile = format_mapping(
+        placed["node_of_rank"][placed["best"]], placed["hostnames"], "openmpi"
+    )
+    shown = driver.find_element(By.CSS_SELECTOR, '[data-testid="stCode"] code').text
+    assert shown.strip() == rankfile.strip()
+    _tall_shot(driver, "placement")

@@ -7,13 +7,22 @@ plain tuples, so changing a plot option reruns the page without recomputing an a
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp import (
     CriticalLatencies,
@@ -21,6 +30,7 @@ from llamp.lp import (
     Evaluation,
     Prediction,
     Tolerance,
+    ToleranceLevel,
     critical_latencies,
     critical_path,
     evaluate,
@@ -29,6 +39,25 @@ from llamp.lp import (
     sweep,
     tolerance,
 )
+from llamp.lp.classify import Classification, Network, Thresholds, classify
+from llamp.lp.collective_models import THAKUR_GROPP, instance_costs, thakur_gropp
+from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
+from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
+from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
+from llamp.lp.topology import (
+    LinkLatencies,
+    RankMapping,
+    ShiftWalk,
+    Topology,
+    TopologyAnalysis,
+    analyze_topology,
+    dense_mapping,
+    parse_topology,
+    read_mapping,
+    read_topology,
+    topology_model,
+)
+from llamp.lp.variability import Variability, monte_carlo
 from llamp.params import LogGPS
 
 #: (L ns, o ns, G ns/B, S bytes): a hashable LogGPS.
@@ -113,3 +142,605 @@ def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
     if not finite:
         return 0.0, L0 + 100_000.0
     return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
+
+
+# ---------------------------------------------------------------------- network what-ifs
+#: An uploaded file: (its name, its contents).
+Upload = tuple[str, bytes]
+#: A topology: a spec (``fattree:k=16,tiers=3``, a graph file on the server) or an upload.
+TopologySource = str | Upload
+#: (l_wire ns, d_switch ns, l_intra_node ns, ((link class, ns), …)): a hashable LinkLatencies.
+LatencyKey = tuple[float, float, float, tuple[tuple[str, float], ...]]
+#: (L ns, G ns/B) of one level of the two-level node model (App. I).
+Level = tuple[float, float]
+
+
+def latency_key(lat: LinkLatencies) -> LatencyKey:
+    per_class = tuple(sorted((str(k), float(v)) for k, v in lat.per_class_ns.items()))
+    return (float(lat.wire_ns), float(lat.switch_ns), float(lat.intra_node_ns), per_class)
+
+
+def latencies_of(key: LatencyKey, topology: Topology | None = None) -> LinkLatencies:
+    """The latencies of ``key``; with ``topology``, only the class latencies of its own link
+    classes (a class latency applies to the topologies that have it, as in
+    :func:`llamp.lp.topology.compare_topologies`)."""
+    wire, switch, intra, per_class = key
+    classes = {k: v for k, v in per_class if topology is None or k in topology.classes}
+    return LinkLatencies(wire_ns=wire, switch_ns=switch, intra_node_ns=intra, per_class_ns=classes)
+
+
+def check_link_classes(topologies: Sequence[Topology], latencies: LatencyKey) -> None:
+    """Every link class given a latency belongs to one of ``topologies``."""
+    known = {c for t in topologies for c in t.classes}
+    unknown = sorted({k for k, _ in latencies[3]} - known)
+    if unknown:
+        raise InputError(
+            f"no topology has a link class {unknown[0]!r} (classes: {', '.join(sorted(known))})"
+        )
+
+
+def _staged(upload: Upload, read: Callable[[Path], object]):
+    """``read(path)`` of an upload saved under its own name in a temporary directory; an
+    error names the file as the user knows it, not by the temporary path."""
+    name, data = upload
+    with tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp:
+        path = Path(tmp) / (Path(name).name or "upload")
+        path.write_bytes(data)
+        try:
+            return read(path)
+        except LlampError as err:
+            raise InputError(str(err).replace(str(path), name)) from None
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def topology_of(source: TopologySource) -> Topology:
+    """The topology of a spec (:func:`parse_topology`) or of an uploaded graph file
+    (:func:`read_topology`, format by suffix), built once: a graph file's routes between all
+    compute nodes are computed when it is read."""
+    if isinstance(source, str):
+        return parse_topology(source)
+    topo = _staged(source, read_topology)
+    topo.name = source[0]  # its spec becomes graph:<file name>
+    return topo
+
+
+def rank_mapping(
+    topology: Topology, num_ranks: int, ranks_per_node: int, mapping: Upload | None
+) -> RankMapping:
+    """Dense (``ranks_per_node`` consecutive ranks per node, paper §IV-2) or an uploaded
+    mapping file (one node index or name per line, rank 0 first)."""
+    if mapping is None:
+        return dense_mapping(num_ranks, ranks_per_node)
+    read = _staged(mapping, lambda path: read_mapping(path, num_ranks, topology.node_names()))
+    return RankMapping(read.node_of_rank, mapping[0])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def topology_analysis(
+    run: str,
+    _graph: ExecutionGraph,
+    params: ParamKey,
+    source: TopologySource,
+    ranks_per_node: int,
+    mapping: Upload | None,
+    latencies: LatencyKey,
+    levels: tuple[float, ...],
+) -> TopologyAnalysis:
+    """``T``, λ and x% tolerance per link class, switch and same-node latency (App. H)."""
+    topo = topology_of(source)
+    return analyze_topology(
+        _graph,
+        params_of(params),
+        topo,
+        rank_mapping(topo, _graph.num_ranks, ranks_per_node, mapping),
+        latencies_of(latencies, topo),
+        levels,
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def topology_sweep(
+    run: str,
+    _graph: ExecutionGraph,
+    params: ParamKey,
+    source: TopologySource,
+    ranks_per_node: int,
+    mapping: Upload | None,
+    latencies: LatencyKey,
+    variable: str,
+    values_ns: tuple[float, ...],
+) -> pd.DataFrame:
+    """``T`` and its right derivative at each value of one latency variable, the others fixed
+    (the paper's Fig. 11): the rows of :func:`llamp.lp.topology.sweep_topologies` for one
+    topology, under this rank mapping (one exact forward sweep per value)."""
+    topo = topology_of(source)
+    p = params_of(params)
+    lat = latencies_of(latencies, topo)
+    mapping_ = rank_mapping(topo, _graph.num_ranks, ranks_per_node, mapping)
+    model = topology_model(_graph, topo, mapping_, p, lat)
+    if variable not in model.names:
+        raise InputError(
+            f"{topo.spec} has no variable {variable!r} (variables: {', '.join(model.names)})"
+        )
+    current = float(lat.values(topo)[model.names.index(variable)])
+    if math.isnan(current):
+        raise InputError(
+            f"{topo.spec}: the link classes have different latencies, so {variable} has no "
+            "single value to sweep from; sweep one class instead"
+        )
+    walk = ShiftWalk(_graph, p, model)
+    T0 = walk.at(variable, 0.0)[0]
+    rows = []
+    for value in values_ns:
+        T, slope = walk.at(variable, float(value) - current)
+        rows.append((topo.spec, variable, float(value), T, slope, T / T0 - 1.0 if T0 > 0 else 0.0))
+    return pd.DataFrame(
+        rows, columns=["topology", "variable", "value_ns", "runtime_ns", "lambda", "slowdown"]
+    )
+
+
+#: Where ``L_ij``, ``G_ij`` come from (App. I): ``("uniform",)`` (the configuration's L, G),
+#: ``("two-level", ranks per node, intra Level, inter Level)`` or
+#: ``("topology", TopologySource, ranks per node, LatencyKey)`` (dense mapping).
+CostSource = tuple
+
+
+def pair_costs(num_ranks: int, params: LogGPS, source: CostSource) -> PairCosts:
+    """Per-pair ``L_ij``, ``G_ij`` of ``source`` for ``num_ranks`` ranks."""
+    kind = source[0]
+    if kind == "uniform":
+        return PairCosts(
+            np.full((num_ranks, num_ranks), float(params.L)),
+            np.full((num_ranks, num_ranks), float(params.G)),
+            f"uniform (L={params.L:g} ns, G={params.G:g} ns/B)",
+        )
+    if kind == "two-level":
+        _, ranks_per_node, intra, inter = source
+        return two_level(dense_mapping(num_ranks, ranks_per_node).node_of_rank, intra, inter)
+    if kind == "topology":
+        _, topo_source, ranks_per_node, latencies = source
+        topo = topology_of(topo_source)
+        return from_topology(
+            topo, dense_mapping(num_ranks, ranks_per_node), params, latencies_of(latencies, topo)
+        )
+    raise InputError(f"unknown source of L_ij, G_ij: {kind!r}")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def pair_sensitivity_at(
+    run: str, _graph: ExecutionGraph, params: ParamKey, source: CostSource
+) -> PairSensitivity:
+    """``T`` and the directed ``λ_L^{ij}``, ``λ_G^{ij}`` under the costs of ``source``."""
+    p = params_of(params)
+    return pair_sensitivity(_graph, p, pair_costs(_graph.num_ranks, p, source))
+
+
+#: A machine for rank placement (App. J): ``("two-level", nodes, ranks per node, intra Level,
+#: inter Level, host names)`` or ``("topology", TopologySource, nodes, ranks per node,
+#: LatencyKey, host names)``; no host names: node0, node1, …
+MachineSpec = tuple
+#: Heuristic settings: (time budget s, most swaps, candidates per iteration, start, seed).
+PlacementBudget = tuple[float, int, int, str, int]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def machine_of(params: ParamKey, spec: MachineSpec) -> Machine:
+    """The :class:`~llamp.lp.placement.Machine` of ``spec`` (node-to-node L and G)."""
+    kind = spec[0]
+    if kind == "two-level":
+        _, nodes, ranks_per_node, intra, inter, hosts = spec
+        return two_level_machine(nodes, ranks_per_node, intra, inter, hostnames=list(hosts) or None)
+    if kind == "topology":
+        _, source, nodes, ranks_per_node, latencies, hosts = spec
+        topo = topology_of(source)
+        return topology_machine(
+            topo,
+            nodes,
+            ranks_per_node,
+            params_of(params),
+            latencies_of(latencies, topo),
+            hostnames=list(hosts) or None,
+        )
+    raise InputError(f"unknown machine kind {kind!r}")
+
+
+def _placement_key(run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget):
+    return (run, params, machine, budget)
+
+
+def stored_placement(
+    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
+) -> Placement | None:
+    """The placement already computed in this session for these inputs, if any."""
+    memo = st.session_state.get("_placement_memo", {})
+    return memo.get(_placement_key(run, params, machine, budget))
+
+
+def placement(
+    run: str,
+    graph: ExecutionGraph,
+    params: ParamKey,
+    machine: MachineSpec,
+    budget: PlacementBudget,
+    progress: Callable[[int, float], object] | None = None,
+) -> Placement:
+    """Algorithm 3 (App. J) against the block, round-robin and volume baselines, memoised in
+    the session: not ``st.cache_data``, whose replay would repeat the progress bar updates
+    that ``progress`` makes (called after every accepted swap with the iteration and ``T``)."""
+    found = stored_placement(run, params, machine, budget)
+    if found is not None:
+        return found
+    budget_s, max_swaps, candidates, start, seed = budget
+    result = place(
+        graph,
+        params_of(params),
+        machine_of(params, machine),
+        budget_s=budget_s,
+        max_iterations=max_swaps,
+        candidates=candidates,
+        start=start,
+        seed=seed,
+        progress=progress,
+    )
+    memo = st.session_state.setdefault("_placement_memo", {})
+    memo[_placement_key(run, params, machine, budget)] = result
+    while len(memo) > 8:  # the oldest first (dicts keep insertion order)
+        memo.pop(next(iter(memo)))
+    return result
+
+
+# ---------------------------------------------------------------------- application what-ifs
+def trace_directory(meta: dict) -> Path | None:
+    """Where the trace a run was ingested from is, if it is still on this machine.
+
+    A stored run keeps its ``format`` and source ``files`` in its metadata (paths as given at
+    ingest, possibly relative to where ``llamp`` ran). The trace is the files' common directory
+    or a directory above it (an OTF2 archive keeps its rank files under ``traces/``) that reads
+    as the same format; ``None`` if the files are gone or the run came from a graph file.
+    """
+    from llamp.ingest import FORMATS, detect_format
+
+    fmt = str(meta.get("format", ""))
+    files = [Path(f) for f in meta.get("files") or []]
+    if FORMATS.get(fmt) is None or FORMATS[fmt].kind != "trace" or not files:
+        return None
+    present = [f for f in files if f.exists()]
+    if not present:
+        return None
+    start = Path(os.path.commonpath([str(f.resolve().parent) for f in present]))
+    for candidate in (start, *list(start.parents)[:2]):
+        try:
+            if detect_format(candidate) == fmt:
+                return candidate
+        except LlampError:
+            continue
+    return None
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def trace_at(path: str, lenient: bool):
+    """The trace (:class:`~llamp.ingest.events.Trace`) at ``path``, read once."""
+    from llamp.ingest import read_trace
+
+    return read_trace(path, lenient=lenient)
+
+
+#: A collective variant: (label, ((op, algorithm), …)).
+VariantKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def collective_comparison(
+    path: str,
+    lenient: bool,
+    variants: tuple[VariantKey, ...],
+    params: ParamKey,
+    levels: tuple[float, ...],
+) -> CollectiveComparison:
+    """The trace at ``path`` re-expanded per variant, compared at ``params`` (LLAMP Fig. 10):
+    ``T``, ``λ_L``, ``ρ_L`` and x% L tolerance per variant, and the variants' graphs. Kept as a
+    resource (not copied per rerun): the graphs are large and only read."""
+    return compare_collectives(
+        trace_at(path, lenient),
+        [Variant(label, pairs) for label, pairs in variants],
+        params_of(params),
+        [params[0]],
+        tolerances=levels,
+        lenient=lenient,
+    )
+
+
+def variant_tolerance(summary_row: pd.Series, levels: tuple[float, ...], params: LogGPS):
+    """The x% L tolerances of one variant (a row of the comparison's summary) as a
+    :class:`~llamp.lp.Tolerance`, for the T(L) plot of :func:`llamp.ui.plots.latency_figure`."""
+    T0 = float(summary_row["runtime_ns"])
+    latency = [
+        ToleranceLevel(x, (1.0 + x) * T0, float(summary_row[f"tolerance_{x * 100:g}pct_L_ns"]))
+        for x in levels
+    ]
+    return Tolerance(T0, latency, [], "graph", params)
+
+
+def comparison_range(summary: pd.DataFrame, levels: tuple[float, ...], L0: float):
+    """[0, 1.25 × the largest finite L tolerance of any variant] (at least 2·L0, L0 + 10 µs)."""
+    values = summary[[f"tolerance_{x * 100:g}pct_L_ns" for x in levels]].to_numpy(float)
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return 0.0, L0 + 100_000.0
+    return 0.0, max(1.25 * float(finite.max()), 2.0 * L0, L0 + 10_000.0)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def variant_curve(
+    path: str,
+    lenient: bool,
+    variants: tuple[VariantKey, ...],
+    params: ParamKey,
+    levels: tuple[float, ...],
+    label: str,
+    lo: float,
+    hi: float,
+    points: int,
+) -> LatencyCurve:
+    """Exact ``T(L)`` of one variant over [lo, hi]: its critical latencies and a sweep through
+    them, its x% tolerances and ``L0`` (as :func:`latency_curve` for a stored run)."""
+    result = collective_comparison(path, lenient, variants, params, levels)
+    graph = result.graphs[label]
+    row = result.summary.set_index("variant").loc[label]
+    extra = [float(row[f"tolerance_{x * 100:g}pct_L_ns"]) for x in levels] + [params[0]]
+    p = params_of(params)
+    crit = critical_latencies(graph, p, lo, hi)
+    values = np.concatenate(
+        [np.linspace(lo, hi, points), np.asarray(crit.critical, float), np.asarray(extra, float)]
+    )
+    values = np.unique(values[np.isfinite(values) & (values >= lo) & (values <= hi)])
+    return LatencyCurve(critical=crit, sweep=sweep(graph, p, values))
+
+
+def _group_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Sums of the CSR segments ``values[ptr[i]:ptr[i+1]]``."""
+    total = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+    return total[ptr[1:]] - total[ptr[:-1]]
+
+
+def collective_instances(trace) -> pd.DataFrame:
+    """The trace's collective instances, grouped: one row per (``op``, ``P``, sizes) with
+    ``instances`` (how many), ``sent_bytes``/``received_bytes`` (the root's or member 0's, as
+    Dimemas counts them) and ``n_bytes`` (Thakur et al.'s ``n``: the message for bcast, reduce,
+    allreduce and scan; the total gathered, scattered or exchanged per process otherwise).
+
+    As the graph builder does, the k-th collective call of each member of a communicator is
+    instance k; communicators of one member or without known membership are left out.
+    """
+    from llamp.ingest.events import COLL, COLL_OPS, ROOTED_OPS
+
+    ev = trace.events
+    rows = np.flatnonzero(ev.kind == COLL)
+    columns = ["op", "P", "sent_bytes", "received_bytes", "n_bytes", "instances"]
+    if not rows.size:
+        return pd.DataFrame(columns=columns)
+    counts_sum = _group_sum(ev.cnt_values, ev.cnt_ptr)
+    size_of = np.array([c.size or 0 for c in trace.comms])
+    comm = ev.comm[rows].astype(np.int64)
+    keep = size_of[comm] > 1
+    rows, comm = rows[keep], comm[keep]
+    frame = pd.DataFrame(
+        {
+            "comm": comm,
+            "rank": ev.rank[rows],
+            "op": np.asarray(COLL_OPS)[ev.coll[rows]],
+            "root": ev.root[rows],
+            "size": ev.size[rows],
+            "counts": counts_sum[rows],
+        }
+    )
+    member = np.full(len(frame), -1)
+    for c in np.unique(comm):
+        members = np.asarray(trace.comms[c].members)
+        inv = np.full(trace.num_ranks, -1)
+        inv[members] = np.arange(members.size)
+        sel = comm == c
+        member[sel] = inv[frame["rank"].to_numpy()[sel]]
+    frame["member"] = member
+    frame["k"] = frame.groupby(["comm", "rank"], sort=False).cumcount()
+    frame["P"] = size_of[frame["comm"]]
+    groups = frame.groupby(["comm", "k"], sort=False)
+    inst = groups.agg(op=("op", "first"), P=("P", "first"), members=("rank", "size"))
+    inst = inst[inst["members"] == inst["P"]]
+    first = frame[frame["member"] == 0].set_index(["comm", "k"])
+    rooted_row = frame[frame["member"] == frame["root"]].set_index(["comm", "k"])
+    total = groups["size"].sum()
+    inst["s"] = first["size"].reindex(inst.index).fillna(0).to_numpy()
+    inst["root_size"] = rooted_row["size"].reindex(inst.index).fillna(0).to_numpy()
+    inst["total"] = total.reindex(inst.index).to_numpy()
+    inst["counts"] = first["counts"].reindex(inst.index).fillna(0).to_numpy()
+    op, P, s = inst["op"].to_numpy(), inst["P"].to_numpy(), inst["s"].to_numpy()
+    s = np.where(np.isin(op, list(ROOTED_OPS)), inst["root_size"].to_numpy(), s)
+    total, counts = inst["total"].to_numpy(), inst["counts"].to_numpy()
+    # (root/member 0 sends, receives, Thakur's n) per op
+    table = {
+        "barrier": (0 * s, 0 * s, 0 * s),
+        "bcast": (s, s, s),
+        "reduce": (s, s, s),
+        "allreduce": (s, s, s),
+        "scan": (s, s, s),
+        "allgather": (s, P * s, P * s),
+        "allgatherv": (s, total, total),
+        "alltoall": (P * s, P * s, P * s),
+        "alltoallv": (counts, counts, counts),
+        "gather": (s, P * s, P * s),
+        "gatherv": (s, total, total),
+        "scatter": (P * s, s, P * s),
+        "scatterv": (total, s, total),
+        "reduce_scatter": (counts, counts / np.maximum(P, 1), counts),
+    }
+    sent = np.zeros(len(inst))
+    received = np.zeros(len(inst))
+    n = np.zeros(len(inst))
+    for name, (a, b, c) in table.items():
+        sel = op == name
+        sent[sel], received[sel], n[sel] = a[sel], b[sel], c[sel]
+    out = pd.DataFrame(
+        {
+            "op": op,
+            "P": P.astype(np.int64),
+            "sent_bytes": sent,
+            "received_bytes": received,
+            "n_bytes": n,
+        }
+    )
+    grouped = out.groupby(["op", "P", "sent_bytes", "received_bytes", "n_bytes"], sort=True)
+    return grouped.size().rename("instances").reset_index()[columns]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def collective_costs(
+    path: str, lenient: bool, variants: tuple[VariantKey, ...], params: ParamKey
+) -> pd.DataFrame:
+    """Analytic costs of the trace's collective instances (:mod:`llamp.lp.collective_models`)
+    at ``params``: Dimemas (Girona et al. Table 3) once, Thakur–Gropp per variant with the
+    variant's algorithm (no row cost where the paper has no formula for it). One row per
+    (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""
+    instances = collective_instances(trace_at(path, lenient))
+    L, _, G, _ = params
+    if instances.empty:
+        return pd.DataFrame()
+    dim = instance_costs(instances, model="dimemas")
+    frames = []
+    for label, pairs in variants:
+        choices = dict(pairs)
+        rows = []
+        for r in dim.itertuples(index=False):
+            algorithm = choices.get(r.op, "")
+            formula = THAKUR_GROPP.get((r.op, algorithm))
+            tg = thakur_gropp(r.op, algorithm, int(r.P), float(r.n_bytes)) if formula else None
+            dim_ns = r.latency_terms * L + r.byte_terms * G
+            tg_ns = tg.at(L, G) if tg else math.nan
+            rows.append(
+                {
+                    "variant": label,
+                    "op": r.op,
+                    "algorithm": algorithm,
+                    "P": r.P,
+                    "n_bytes": r.n_bytes,
+                    "instances": r.instances,
+                    "thakur_gropp_formula": formula or "no formula for this algorithm",
+                    "thakur_gropp_latency_terms": tg.latency_terms if tg else math.nan,
+                    "thakur_gropp_byte_terms": tg.byte_terms if tg else math.nan,
+                    "thakur_gropp_ns": tg_ns,
+                    "total_thakur_gropp_ns": r.instances * tg_ns,
+                    "dimemas_latency_terms": r.latency_terms,
+                    "dimemas_byte_terms": r.byte_terms,
+                    "dimemas_ns": dim_ns,
+                    "total_dimemas_ns": r.instances * dim_ns,
+                }
+            )
+        frames.append(pd.DataFrame(rows))
+    return pd.concat(frames, ignore_index=True)
+
+
+#: Tong et al.'s thresholds: (compute share, bound share, sensitive share, insensitive change,
+#: decrease factor, span), as :class:`llamp.lp.classify.Thresholds` takes them.
+ThresholdKey = tuple[float, float, float, float, float, int]
+#: A target network: (name, bandwidth Gb/s, latency ns, source).
+NetworkKey = tuple[str, float, float, str]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def classification(
+    run: str,
+    _graph: ExecutionGraph,
+    network: NetworkKey,
+    params: ParamKey,
+    thresholds: ThresholdKey,
+) -> Classification:
+    """Tong et al.'s class (C1–C5) on ``network``; ``params`` gives ``o`` and ``S`` (its L and G
+    are replaced by each configuration's)."""
+    return classify(
+        _graph, Network(*network), params=params_of(params), thresholds=Thresholds(*thresholds)
+    )
+
+
+def _variability_key(run: str, params: ParamKey, spec, levels, sensitivity: bool):
+    return (run, params, spec, levels, sensitivity)
+
+
+def stored_variability(
+    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool
+) -> Variability | None:
+    """The Monte Carlo already run in this session for these inputs, if any."""
+    memo = st.session_state.get("_variability_memo", {})
+    return memo.get(_variability_key(run, params, spec, levels, sensitivity))
+
+
+#: Samples of the timing run that estimates how long a large Monte Carlo takes.
+PILOT_SAMPLES = 16
+
+
+def variability(
+    run: str,
+    graph: ExecutionGraph,
+    params: ParamKey,
+    spec,
+    levels: tuple[float, ...],
+    sensitivity: bool,
+    progress: Callable[[float, str], object] | None = None,
+) -> Variability:
+    """:func:`llamp.lp.variability.monte_carlo` with ``spec`` (a
+    :class:`~llamp.lp.variability.VariabilitySpec`), memoised in the session.
+
+    ``monte_carlo`` reports no progress, so ``progress(fraction, text)`` follows an estimate:
+    the first :data:`PILOT_SAMPLES` samples are timed on one thread, the whole run then goes to a
+    worker thread and the fraction is elapsed / expected time (at most 99 % until it is done).
+    The result is the one ``monte_carlo`` returns for ``spec``, sample for sample.
+    """
+    found = stored_variability(run, params, spec, levels, sensitivity)
+    if found is not None:
+        return found
+    p = params_of(params)
+    kwargs = {"tolerances": levels, "sensitivity": sensitivity}
+    if progress is None or spec.samples <= 4 * PILOT_SAMPLES:
+        if progress is not None:
+            progress(0.0, f"Sampling {spec.samples} runs…")
+        result = monte_carlo(graph, p, spec, **kwargs)
+    else:
+        progress(0.0, f"Timing the first {PILOT_SAMPLES} samples…")
+        started = time.perf_counter()
+        pilot = dataclasses.replace(spec, samples=PILOT_SAMPLES)
+        monte_carlo(graph, p, pilot, workers=1, **kwargs)
+        per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
+        threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
+        expected = max(per_sample * spec.samples / threads, 1e-3)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamp-mc") as pool:
+            future = pool.submit(monte_carlo, graph, p, spec, **kwargs)
+            while True:
+                try:
+                    result = future.result(timeout=0.25)
+                    break
+                except FutureTimeout:
+                    elapsed = time.perf_counter() - started
+                    left = max(expected - elapsed, 0.0)
+                    progress(
+                        min(elapsed / expected, 0.99),
+                        f"Sampling {spec.samples:,} runs on {threads} threads… "
+                        f"about {left:.0f} s left (estimated)",
+                    )
+    if progress is not None:
+        progress(1.0, f"{spec.samples:,} samples in {result.seconds['total']:.2f} s")
+    memo = st.session_state.setdefault("_variability_memo", {})
+    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
+    while len(memo) > 8:
+        memo.pop(next(iter(memo)))
+    return result
+
+
+def tolerance_levels(text: str) -> tuple[float, ...]:
+    """``"1, 2, 5"`` (percent) → ``(0.01, 0.02, 0.05)``, sorted and without repeats."""
+    try:
+        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
+    except ValueError as err:
+        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
+    if not values or values[0] <= 0:
+        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
+    return tuple(values)

@@ -24,5 +24,11 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/runs.py", "Runs", ":material/database:", "Data", default=True),
     PageSpec("views/latency.py", "Latency", ":material/timeline:", "Analyses"),
     PageSpec("views/critical_path.py", "Critical path", ":material/route:", "Analyses"),
+    PageSpec("views/collectives.py", "Collectives what-if", ":material/call_split:", "Application"),
+    PageSpec("views/classification.py", "Classification", ":material/category:", "Application"),
+    PageSpec("views/variability.py", "Variability", ":material/scatter_plot:", "Application"),
+    PageSpec("views/topology.py", "Topology what-if", ":material/hub:", "Network"),
+    PageSpec("views/matrices.py", "Sensitivity matrices", ":material/grid_on:", "Network"),
+    PageSpec("views/placement.py", "Placement", ":material/swap_horiz:", "Network"),
     PageSpec("views/cypher.py", "Cypher console", ":material/terminal:", "Query"),
 )

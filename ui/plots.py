@@ -412,3 +412,515 @@ def split_figure(frame: pd.DataFrame, parts: tuple[str, ...], title: str) -> go.
     )
     fig.update_xaxes(type="category" if len(frame) <= 64 else "linear")
     return fig
+
+
+# ---------------------------------------------------------------------- network what-ifs
+#: Line styles per topology, so curves that coincide stay visible.
+LINE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+#: One colour per topology or mapping, in order.
+SERIES_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+)
+
+
+def topology_lambda_figure(variables: pd.DataFrame, *, share: bool = False) -> go.Figure:
+    """λ of every latency variable (wires of each link class, all wires, switches, same-node
+    messages on the critical path), one bar per topology: the link classes of each topology
+    first, then ``l_wire``, ``d_switch`` and ``l_intra_node`` side by side for all of them;
+    ``share``: value·λ/T in %."""
+    fig = go.Figure()
+    column, label = ("lambda_share", "value·λ / T (%)") if share else ("lambda", "λ")
+    link = variables["kind"] == "link"
+    order = [*dict.fromkeys(variables.loc[link, "variable"])]
+    order += [*dict.fromkeys(variables.loc[~link, "variable"])]
+    for i, (topo, rows) in enumerate(variables.groupby("topology", sort=False)):
+        y = rows[column].to_numpy(float) * (100.0 if share else 1.0)
+        fig.add_trace(
+            go.Bar(
+                x=list(rows["variable"]),
+                y=y,
+                name=topo,
+                marker_color=SERIES_COLORS[i % len(SERIES_COLORS)],
+                customdata=np.stack(
+                    [rows["lambda"], rows["value_ns"], rows["lambda_share"] * 100], axis=1
+                ),
+                hovertemplate=f"{topo} · %{{x}}<br>λ = %{{customdata[0]:g}}"
+                "<br>value = %{customdata[1]:g} ns<br>value·λ/T = %{customdata[2]:.3g}%"
+                "<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Latency sensitivity per link class"
+        + (" (share of T)" if share else " (wires on the critical path)"),
+        barmode="group",
+        xaxis_title="latency variable",
+        yaxis_title=label,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0},
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    fig.update_xaxes(categoryorder="array", categoryarray=order)
+    return fig
+
+
+def topology_sweep_figure(
+    sweep: pd.DataFrame, marks: pd.DataFrame, *, slowdown: bool = False
+) -> go.Figure:
+    """Predicted ``T`` over one latency variable, one curve per topology (LLAMP Fig. 11).
+
+    ``sweep``: rows of :func:`llamp.lp.topology.sweep_topologies`; ``marks``: points to mark
+    (``topology``, ``label``, ``value_ns``, ``runtime_ns``, ``slowdown``): the base latency and
+    the x% tolerances. ``slowdown``: ``T / T(base) − 1`` in % instead of ``T``. The variable is
+    in ns on the x axis.
+    """
+    variable = str(sweep["variable"].iloc[0]) if len(sweep) else "l_wire"
+    yu, ys = time_unit(float(sweep["runtime_ns"].max()) if len(sweep) else 0.0)
+    fig = go.Figure()
+    topologies = list(dict.fromkeys(sweep["topology"]))
+    lo = float(sweep["value_ns"].min()) if len(sweep) else 0.0
+    hi = float(sweep["value_ns"].max()) if len(sweep) else 0.0
+    for i, topo in enumerate(topologies):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        rows = sweep[sweep["topology"] == topo]
+        y = rows["slowdown"] * 100.0 if slowdown else rows["runtime_ns"] / ys
+        fig.add_trace(
+            go.Scatter(
+                x=rows["value_ns"],
+                y=y,
+                mode="lines",
+                name=topo,
+                line={"color": color, "width": 2, "dash": LINE_DASHES[i % len(LINE_DASHES)]},
+                customdata=np.stack(
+                    [rows["runtime_ns"] / ys, rows["lambda"], rows["slowdown"] * 100], axis=1
+                ),
+                hovertemplate=f"{topo}<br>{variable} = %{{x:.6g}} ns<br>T = %{{customdata[0]:.9g}} "
+                f"{yu}<br>λ = %{{customdata[1]:g}}<br>slowdown = %{{customdata[2]:.3g}}%"
+                "<extra></extra>",
+            )
+        )
+        mine = marks[
+            (marks["topology"] == topo) & (marks["value_ns"] >= lo) & (marks["value_ns"] <= hi)
+        ]
+        if len(mine):
+            fig.add_trace(
+                go.Scatter(
+                    x=mine["value_ns"],
+                    y=mine["slowdown"] * 100.0 if slowdown else mine["runtime_ns"] / ys,
+                    mode="markers+text",
+                    text=mine["label"],
+                    textposition=[
+                        "top right" if value == lo else "top left" for value in mine["value_ns"]
+                    ],
+                    marker={"color": color, "size": 9, "symbol": "x"},
+                    showlegend=False,
+                    name=f"{topo} marks",
+                    hovertemplate=f"{topo} · %{{text}}<br>{variable} = %{{x:.6g}} ns<extra></extra>",
+                )
+            )
+    fig.update_layout(
+        title=f"Predicted runtime over {variable}",
+        xaxis_title=f"{variable} (ns)",
+        yaxis_title="slowdown T / T(base) − 1 (%)" if slowdown else f"predicted runtime T ({yu})",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        hovermode="closest",
+        template="plotly_white",
+    )
+    fig.update_xaxes(range=[lo, hi] if hi > lo else None)
+    return fig
+
+
+def pair_heatmap(
+    matrix: np.ndarray,
+    title: str,
+    colorbar_title: str,
+    *,
+    log: bool = False,
+    annotate: bool = False,
+    colorscale: str = "Reds",
+    value_format: str = ".6g",
+) -> go.Figure:
+    """A rank × rank matrix (sender ``i`` down, receiver ``j`` across, rank 0 top left).
+
+    ``log``: colours by log10 of the value (zeros blank), hover still shows the value.
+    ``annotate``: every cell's value written in it (small matrices).
+    """
+    M = np.asarray(matrix, dtype=np.float64)
+    P = M.shape[0]
+    if log:
+        z = np.full_like(M, np.nan)
+        np.log10(M, out=z, where=M > 0)
+        bar_title = f"log10 {colorbar_title}"
+    else:
+        z, bar_title = M, colorbar_title
+    trace = go.Heatmap(
+        z=z,
+        x=np.arange(P),
+        y=np.arange(P),
+        customdata=M,
+        colorscale=colorscale,
+        colorbar={"title": {"text": bar_title, "side": "right"}},
+        hovertemplate=f"i = %{{y}} → j = %{{x}}<br>%{{customdata:{value_format}}}<extra></extra>",
+        xgap=1 if P <= 64 else 0,
+        ygap=1 if P <= 64 else 0,
+    )
+    if annotate:
+        trace.update(text=[[format(v, value_format) for v in row] for row in M])
+        trace.update(texttemplate="%{text}", textfont={"size": 11})
+    fig = go.Figure(trace)
+    fig.update_layout(
+        title=title,
+        xaxis_title="receiver rank j",
+        yaxis_title="sender rank i",
+        height=max(420, min(800, 200 + 14 * P)),
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    dtick = max(1, P // 16)
+    fig.update_xaxes(dtick=dtick, showgrid=False, constrain="domain")
+    fig.update_yaxes(
+        autorange="reversed", dtick=dtick, showgrid=False, scaleanchor="x", constrain="domain"
+    )
+    return fig
+
+
+def placement_history_figure(
+    history: pd.DataFrame, mappings: pd.DataFrame, *, show_baselines: bool = True
+) -> go.Figure:
+    """Predicted ``T`` after every accepted swap of the placement heuristic (iteration 0: the
+    start mapping), with the baselines' ``T`` as horizontal lines."""
+    values = [*history["runtime_ns"]]
+    if show_baselines:
+        values += [*mappings["runtime_ns"]]
+    unit, scale = time_unit(max(values) if values else 0.0)
+    swaps = history["iteration"] > 0
+    moved = np.where(
+        history["rank_b"] >= 0,
+        "swap ranks " + history["rank_a"].astype(str) + " ↔ " + history["rank_b"].astype(str),
+        "move rank " + history["rank_a"].astype(str) + " to node " + history["node_b"].astype(str),
+    )
+    label = np.where(swaps, moved, "start mapping")
+    fig = go.Figure(
+        go.Scatter(
+            x=history["iteration"],
+            y=history["runtime_ns"] / scale,
+            mode="lines+markers",
+            name="heuristic (llamp)",
+            line={"color": "#1f77b4", "width": 2},
+            customdata=np.stack([label, history["estimated_gain_ns"]], axis=1),
+            hovertemplate=f"after swap %{{x}}: T = %{{y:.9g}} {unit}<br>%{{customdata[0]}}"
+            "<br>estimated gain %{customdata[1]:.4g} ns<extra></extra>",
+        )
+    )
+    if show_baselines:
+        baselines = mappings[mappings["mapping"] != "llamp"]
+        # Baselines with the same T share one line (and one label).
+        for i, (runtime, rows) in enumerate(baselines.groupby("runtime_ns", sort=True)):
+            fig.add_hline(
+                y=runtime / scale,
+                line_dash="dash",
+                line_color=SERIES_COLORS[(i + 1) % len(SERIES_COLORS)],
+                annotation_text=" = ".join(rows["mapping"]),
+                annotation_position="top right",
+            )
+    fig.update_layout(
+        title="Predicted runtime per accepted swap",
+        xaxis_title="accepted swaps",
+        yaxis_title=f"predicted runtime T ({unit})",
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    fig.update_xaxes(dtick=max(1, len(history) // 20), rangemode="tozero")
+    return fig
+
+
+# ---------------------------------------------------------------------- application what-ifs
+#: Tong et al.'s per-rank counters (LogGPS adds the overhead), in stacking order.
+COUNTER_PARTS = ("compute", "overhead", "wait", "latency", "bandwidth")
+COUNTER_COLORS = {**SPLIT_COLORS, "wait": "#bdbdbd"}
+
+
+def variant_runtime_figure(
+    curves: dict[str, pd.DataFrame],
+    tolerances: dict[str, Tolerance],
+    L0: float,
+    lo: float,
+    hi: float,
+    *,
+    log_x: bool = False,
+    slowdown: bool = False,
+) -> go.Figure:
+    """``T(L)`` of every collective variant on one plot, each with its x% L tolerances marked
+    (LLAMP Fig. 10, overlaid). ``curves``: exact sweeps (every critical latency included) per
+    variant; ``slowdown``: ``T(L)/T(L0) − 1`` of each variant in % instead of ``T``, so the
+    tolerances sit on the x% lines."""
+    xu, xs = time_unit(hi)
+    top = max((float(c["runtime_ns"].max()) for c in curves.values()), default=0.0)
+    yu, ys = time_unit(top)
+    fig = go.Figure()
+    levels = sorted({t.x for tol in tolerances.values() for t in tol.latency})
+    if slowdown:
+        for x in levels:
+            fig.add_hline(y=x * 100, line_dash="dot", line_color="#7f7f7f", line_width=1)
+    for i, (label, sweep) in enumerate(curves.items()):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        tol = tolerances[label]
+        base = tol.baseline_ns
+        data = dense_curve(sweep, log_x=log_x)
+
+        def y_of(T, base=base):
+            T = np.asarray(T, dtype=float)
+            return (T / base - 1.0) * 100.0 if slowdown else T / ys
+
+        fig.add_trace(
+            go.Scatter(
+                x=data["L_ns"] / xs,
+                y=y_of(data["runtime_ns"]),
+                mode="lines",
+                name=label,
+                legendgroup=label,
+                line={"color": color, "width": 2},
+                customdata=np.stack(
+                    [data["runtime_ns"] / ys, data["lambda_L"], data["rho_L"] * 100], axis=1
+                ),
+                hovertemplate=f"{label}<br>L = %{{x:.6g}} {xu}<br>T = %{{customdata[0]:.9g}} {yu}"
+                "<br>λ_L = %{customdata[1]:g}<br>ρ_L = %{customdata[2]:.3g}%<extra></extra>",
+            )
+        )
+        marks = [t for t in tol.latency if math.isfinite(t.value) and lo <= t.value <= hi]
+        fig.add_trace(
+            go.Scatter(
+                x=[L0 / xs] + [t.value / xs for t in marks],
+                y=y_of([base] + [t.bound_ns for t in marks]),
+                mode="markers+text",
+                text=["L0"] + [f"{_percent(t.x)}: {t.value / xs:.4g} {xu}" for t in marks],
+                textposition="middle left",
+                textfont={"color": color},
+                marker={
+                    "color": color,
+                    "size": [8] + [10] * len(marks),
+                    "symbol": ["circle"] + ["x"] * len(marks),
+                },
+                name=f"{label}: L0 and x% L tolerance",
+                legendgroup=label,
+                showlegend=False,
+                hovertemplate=f"{label}<br>%{{text}}<br>L = %{{x:.6g}} {xu}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Predicted runtime T(L) per collective variant, with the x% L tolerances",
+        xaxis_title=f"network latency L ({xu})",
+        yaxis_title="slowdown T(L) / T(L0) − 1 (%)" if slowdown else f"predicted runtime T ({yu})",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        hovermode="closest",
+        template="plotly_white",
+    )
+    fig.update_yaxes(tickformat=".6~g")
+    if log_x:
+        fig.update_xaxes(type="log")
+    else:
+        fig.update_xaxes(range=[lo / xs, hi / xs])
+    return fig
+
+
+def variant_sensitivity_figure(
+    curves: dict[str, pd.DataFrame], L0: float, *, log_x: bool = False
+) -> go.Figure:
+    """λ_L (left) and ρ_L = L·λ_L/T in % (right) over L for every collective variant."""
+    hi = max((float(c["L_ns"].max()) for c in curves.values()), default=0.0)
+    xu, xs = time_unit(hi)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("λ_L = ∂T/∂L (latency terms on the critical path)", "ρ_L = L·λ_L / T"),
+        horizontal_spacing=0.08,
+    )
+    for i, (label, sweep) in enumerate(curves.items()):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        data = dense_curve(sweep, log_x=log_x)
+        fig.add_trace(
+            go.Scatter(
+                x=data["L_ns"] / xs,
+                y=data["lambda_L"],
+                mode="lines",
+                line_shape="hv",
+                name=label,
+                legendgroup=label,
+                line={"color": color, "width": 2},
+                hovertemplate=f"{label}<br>L = %{{x:.6g}} {xu}<br>λ_L = %{{y:g}}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=data["L_ns"] / xs,
+                y=data["rho_L"] * 100.0,
+                mode="lines",
+                name=label,
+                legendgroup=label,
+                showlegend=False,
+                line={"color": color, "width": 2, "dash": "dash"},
+                hovertemplate=f"{label}<br>L = %{{x:.6g}} {xu}<br>ρ_L = %{{y:.4g}}%<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
+    for col in (1, 2):
+        fig.add_vline(x=L0 / xs, line_dash="dot", line_color="black", row=1, col=col)
+        fig.update_xaxes(
+            title_text=f"network latency L ({xu})",
+            type="log" if log_x else "linear",
+            row=1,
+            col=col,
+        )
+    fig.update_yaxes(title_text="λ_L", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="ρ_L (% of T)", rangemode="tozero", tickformat=".3~g", row=1, col=2)
+    fig.update_layout(
+        title="Latency sensitivity λ_L and latency ratio ρ_L per collective variant",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+        margin={"t": 80, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    return fig
+
+
+def counters_figure(frame: pd.DataFrame, parts: tuple[str, ...], title: str) -> go.Figure:
+    """Tong et al.'s per-rank counters (``<part>_ns`` columns) as stacked bars per rank."""
+    fig = split_figure(frame, parts, title)
+    fig.for_each_trace(lambda t: t.update(marker_color=COUNTER_COLORS.get(t.name)))
+    return fig
+
+
+def _speedup_label(s: float) -> str:
+    return f"×{s:g}" if s >= 1 else f"×1/{1 / s:g}"
+
+
+def configurations_figure(configs: pd.DataFrame, *, shares: bool = False) -> go.Figure:
+    """The bandwidth, latency and combined seven-point sets (Tong et al. §III-G): the mean
+    counters of every configuration as stacked bars (in ns, or in % of that configuration's T),
+    one panel per set, the network getting faster to the right."""
+    sets = list(dict.fromkeys(configs["set"]))
+    top = (
+        float(configs[[f"{p}_ns" for p in COUNTER_PARTS]].sum(axis=1).max()) if len(configs) else 0
+    )
+    unit, scale = time_unit(top)
+    titles = {
+        "bandwidth": "bandwidth set (BW × speed-up)",
+        "latency": "latency set (L ÷ speed-up)",
+        "combined": "combined set (both)",
+    }
+    fig = make_subplots(
+        rows=1, cols=len(sets), shared_yaxes=True, subplot_titles=[titles.get(s, s) for s in sets]
+    )
+    for col, name in enumerate(sets, start=1):
+        rows = configs[configs["set"] == name].sort_values("speedup")
+        x = [_speedup_label(s) for s in rows["speedup"]]
+        for part in COUNTER_PARTS:
+            y = rows[f"{part}_share"] * 100.0 if shares else rows[f"{part}_ns"] / scale
+            fig.add_trace(
+                go.Bar(
+                    x=x,
+                    y=y,
+                    name=part,
+                    legendgroup=part,
+                    showlegend=col == 1,
+                    marker_color=COUNTER_COLORS.get(part),
+                    customdata=np.stack(
+                        [rows["bandwidth_gbps"], rows["L_ns"], rows["runtime_ns"] / scale], axis=1
+                    ),
+                    hovertemplate=f"{name} %{{x}}: %{{customdata[0]:g}} Gb/s, "
+                    f"L = %{{customdata[1]:.6g}} ns<br>T = %{{customdata[2]:.7g}} {unit}"
+                    f"<br>{part}: %{{y:.6g}} {'%' if shares else unit}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(title_text="network speed-up", row=1, col=col)
+    fig.update_yaxes(
+        title_text="share of T (%)" if shares else f"mean time per rank ({unit})", row=1, col=1
+    )
+    fig.update_layout(
+        barmode="stack",
+        title="Mean counters over the three seven-point configuration sets",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
+        margin={"t": 80, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    return fig
+
+
+def distribution_figure(
+    values: np.ndarray,
+    stats: dict[str, float],
+    *,
+    title: str,
+    axis: str,
+    kind: str = "time",
+    bins: int = 40,
+) -> go.Figure:
+    """Histogram of one Monte Carlo quantity with its P5, P50 and P95 (and the no-noise value,
+    ``stats["baseline"]``) as vertical lines. ``kind``: ``"time"`` (ns, shown in a fitting
+    unit), ``"count"`` (λ_L) or ``"ratio"`` (shown in %)."""
+    v = np.asarray(values, dtype=float)
+    finite = v[np.isfinite(v)]
+    if kind == "time":
+        unit, scale = time_unit(float(np.abs(finite).max()) if finite.size else 0.0)
+        label = f"{axis} ({unit})"
+    elif kind == "ratio":
+        unit, scale = "%", 0.01
+        label = f"{axis} (%)"
+    else:
+        unit, scale = "", 1.0
+        label = axis
+    fig = go.Figure(
+        go.Histogram(
+            x=finite / scale,
+            nbinsx=int(bins),
+            marker_color="#6baed6",
+            name="samples",
+            hovertemplate=f"{axis} %{{x}}<br>%{{y}} samples<extra></extra>",
+        )
+    )
+    marks = (
+        ("P5", stats.get("p5"), "#2ca02c", "dash"),
+        ("P50", stats.get("p50"), "#d62728", "solid"),
+        ("P95", stats.get("p95"), "#2ca02c", "dash"),
+        ("no noise", stats.get("baseline"), "black", "dot"),
+    )
+    for i, (name, value, color, dash) in enumerate(marks):
+        if value is None or not math.isfinite(value):
+            continue
+        fig.add_vline(x=value / scale, line_color=color, line_dash=dash, line_width=2)
+        fig.add_annotation(
+            x=value / scale,
+            y=1.0 - 0.07 * i,
+            yref="paper",
+            text=f"{name} {value / scale:.6g}{' ' + unit if unit and unit != '%' else unit}",
+            showarrow=False,
+            xanchor="left",
+            font={"color": color},
+            bgcolor="rgba(255,255,255,0.7)",
+        )
+    if finite.size < v.size:
+        title += f" ({v.size - finite.size} unbounded samples not drawn)"
+    fig.update_layout(
+        title=title,
+        xaxis_title=label,
+        yaxis_title="samples",
+        bargap=0.05,
+        showlegend=False,
+        margin={"t": 60, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    return fig

@@ -1,0 +1,365 @@
+"""Collectives what-if: the run's trace re-expanded with other collective algorithms and the
+variants compared side by side (LLAMP §IV, Fig. 10): T(L) with the x% L tolerances, λ_L and ρ_L,
+a summary table, and the analytic Dimemas / Thakur–Gropp costs of the trace's collectives."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
+from llamp.errors import InputError
+from llamp.ingest import FORMATS
+from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
+from llamp.ui import analyses, controls, plots
+
+st.title("Collectives what-if")
+sel = controls.selection("collectives")
+st.caption(
+    f"Run **{sel.name}** · {controls.describe(sel.params)} · the trace is read once and "
+    "rebuilt with each variant's collective algorithms, as Schedgen does (LLAMP Fig. 10)."
+)
+
+#: Most variants compared at once.
+MAX_VARIANTS = 6
+
+graph = None
+with controls.readable_errors("Loading the run"):
+    graph = sel.graph()
+if graph is None:
+    st.stop()
+
+
+def _missing_trace(meta: dict) -> str:
+    """Why the run's trace cannot be re-read, for the user."""
+    fmt = str(meta.get("format", "")) or "unknown"
+    spec = FORMATS.get(fmt)
+    if spec is not None and spec.kind != "trace":
+        return (
+            f"Run **{sel.name}** was ingested from a {fmt} file: its collectives are already "
+            "expanded into point-to-point messages, so they cannot be re-expanded with other "
+            "algorithms. Enter the trace directory it was made from."
+        )
+    files = list(meta.get("files") or [])
+    where = f" (e.g. `{files[0]}`)" if files else ""
+    return (
+        f"The trace run **{sel.name}** was ingested from is not on disk here{where}: it was "
+        "uploaded (uploads are not kept) or ingested on another machine or from another "
+        "directory. The what-if needs the trace itself, because the stored graph has its "
+        "collectives expanded already. Enter the trace directory on the server."
+    )
+
+
+found = analyses.trace_directory(graph.meta)
+if found is None:
+    st.warning(_missing_trace(graph.meta))
+with st.expander("Trace", expanded=found is None):
+    path_text = st.text_input(
+        "Trace directory on the server",
+        value="",
+        key="coll_trace",
+        placeholder=str(found) if found else "/data/traces/app-64 (a trace directory)",
+        help="Leave empty to use the trace the run was ingested from.",
+    ).strip()
+    lenient = st.checkbox(
+        "Lenient: turn per-line trace problems into warnings",
+        key="coll_lenient",
+        help="Needed if the run was ingested leniently.",
+    )
+trace_path = path_text or (str(found) if found else "")
+if not trace_path:
+    st.stop()
+st.caption(f"Trace: `{trace_path}`")
+
+# ---------------------------------------------------------------------- variants
+trace = None
+with (
+    controls.readable_errors("Reading the trace"),
+    st.spinner(f"Reading the trace {trace_path}…"),
+):
+    trace = analyses.trace_at(trace_path, lenient)
+if trace is None:
+    st.stop()
+instances = analyses.collective_instances(trace)
+ingested = {**DEFAULTS, **(graph.meta.get("collectives") or {})}
+ops = sorted(set(instances["op"]) & set(ALGORITHMS))
+if not ops:
+    st.info(
+        "The trace makes no collective call on a communicator of two or more ranks: there is "
+        "nothing to re-expand. Use the Latency page for its T(L)."
+    )
+    st.stop()
+choosable = [op for op in ops if len(ALGORITHMS[op]) > 1]
+focus = "allreduce" if "allreduce" in choosable else (choosable[0] if choosable else ops[0])
+
+st.subheader("Variants")
+st.caption(
+    "Each variant picks an algorithm for every collective the trace calls "
+    f"({', '.join(ops)}); the first one is the baseline of the differences."
+)
+count = st.number_input(
+    "Variants to compare", 1, MAX_VARIANTS, 2 if choosable else 1, key="coll_count"
+)
+
+
+def _default(op: str, i: int) -> int:
+    """Variant 1 as ingested; the others step through the other algorithms of ``focus``."""
+    algs = ALGORITHMS[op]
+    base = algs.index(ingested[op]) if ingested.get(op) in algs else 0
+    return (base + i) % len(algs) if op == focus else base
+
+
+choices: list[dict[str, str]] = []
+for i, col in enumerate(st.columns(int(count))):
+    with col, st.container(border=True):
+        st.markdown(f"**Variant {i + 1}**")
+        choices.append(
+            {
+                op: st.selectbox(op, ALGORITHMS[op], index=_default(op, i), key=f"coll_v{i}_{op}")
+                for op in ops
+            }
+        )
+differing = [op for op in ops if len({c[op] for c in choices}) > 1]
+
+
+def _label(choice: dict[str, str]) -> str:
+    if differing:
+        return ",".join(f"{op}={choice[op]}" for op in differing)
+    changed = [f"{op}={alg}" for op, alg in choice.items() if alg != ingested.get(op)]
+    return ",".join(changed) or "as ingested"
+
+
+variants = tuple((_label(c), tuple(sorted(c.items()))) for c in choices)
+labels = [label for label, _ in variants]
+
+with st.expander("Sweep range and tolerance levels", expanded=False):
+    c1, c2, c3, c4 = st.columns(4)
+    auto = c1.checkbox(
+        "Automatic range",
+        value=True,
+        key="coll_auto",
+        help="From 0 to 1.25 × the largest L tolerance of any variant.",
+    )
+    lo_text = c2.text_input("From L", "0us", key="coll_from", disabled=auto)
+    hi_text = c3.text_input("To L", "100us", key="coll_to", disabled=auto)
+    points = c4.number_input("Sweep points", 10, 5000, 200, step=10, key="coll_points")
+    levels_text = st.text_input(
+        "Tolerance levels (% slowdown over each variant's T(L0))",
+        ", ".join(f"{x * 100:g}" for x in DEFAULT_TOLERANCES),
+        key="coll_levels",
+    )
+o1, o2, o3, o4 = st.columns([2, 1, 1, 1])
+layout = o1.radio(
+    "Layout",
+    ["Overlaid", "One row per variant (Fig. 10)"],
+    key="coll_layout",
+    horizontal=True,
+)
+log_x = o2.toggle("Logarithmic L axis", key="coll_log")
+slowdown = o3.toggle(
+    "Slowdown T(L)/T(L0) − 1",
+    key="coll_slowdown",
+    help="Each variant relative to its own T(L0): the tolerances sit on the x% lines.",
+)
+show_critical = o4.toggle(
+    "Mark critical latencies",
+    value=True,
+    key="coll_show_critical",
+    disabled=layout == "Overlaid",
+    help="In the one-row-per-variant layout.",
+)
+
+# ---------------------------------------------------------------------- analysis
+result = curves = levels = None
+lo = hi = 0.0
+with controls.readable_errors("Collective what-if"):
+    levels = analyses.tolerance_levels(levels_text)
+    with st.spinner(f"Expanding the trace's collectives {len(variants)} ways and analysing…"):
+        result = analyses.collective_comparison(trace_path, lenient, variants, sel.key, levels)
+    if auto:
+        lo, hi = analyses.comparison_range(result.summary, levels, sel.params.L)
+    else:
+        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+        if not 0 <= lo < hi:
+            raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
+    with st.spinner(f"Sweeping L over [{format_ns(lo)}, {format_ns(hi)}] for each variant…"):
+        curves = {
+            label: analyses.variant_curve(
+                trace_path, lenient, variants, sel.key, levels, label, lo, hi, int(points)
+            )
+            for label in labels
+        }
+if result is None or curves is None or levels is None:
+    st.stop()
+
+summary = result.summary
+tolerances = {
+    label: analyses.variant_tolerance(row, levels, sel.params)
+    for label, row in summary.set_index("variant").iterrows()
+}
+for note in result.notes:
+    st.info(note)
+
+# ---------------------------------------------------------------------- headline numbers
+L0 = sel.params.L
+#: Variant cards per row.
+PER_ROW = 3
+records = summary.to_dict(orient="records")
+for first in range(0, len(records), PER_ROW):
+    row_cols = st.columns(min(PER_ROW, len(records)))
+    for i, (col, row) in enumerate(
+        zip(row_cols, records[first : first + PER_ROW], strict=False), start=first
+    ):
+        with col.container(key=f"variant-{i}", border=True):
+            st.markdown(f"**{i + 1}. {row['variant']}**")
+            a, b = st.columns(2)
+            with a:
+                st.metric("T(L0) predicted", format_ns(row["runtime_ns"]))
+                st.caption(f"{row['runtime_ns']:.6f} ns")
+            with b:
+                st.metric(
+                    "λ_L at L0",
+                    f"{row['lambda_L']:g}",
+                    delta=f"{row['lambda_L_vs_first']:+g} vs variant 1" if i else None,
+                    delta_color="inverse",
+                )
+                st.caption(f"ρ_L = {row['rho_L']:.4%} of T · {row['messages']:,} messages")
+            lines = []
+            for x in levels:
+                value = row[f"tolerance_{x * 100:g}pct_L_ns"]
+                extra = f" (L0 + {format_ns(value - L0)})" if math.isfinite(value) else ""
+                lines.append(f"- {x * 100:g}% L tolerance: **{format_ns(value)}**{extra}")
+            st.markdown("\n".join(lines))
+
+# ---------------------------------------------------------------------- plots
+sweeps = {label: curve.sweep for label, curve in curves.items()}
+if layout == "Overlaid":
+    st.plotly_chart(
+        plots.variant_runtime_figure(
+            sweeps, tolerances, L0, lo, hi, log_x=log_x, slowdown=slowdown
+        ),
+        key="plot_variants_T",
+        width="stretch",
+    )
+    st.plotly_chart(
+        plots.variant_sensitivity_figure(sweeps, L0, log_x=log_x),
+        key="plot_variants_lambda",
+        width="stretch",
+    )
+else:
+    for i, label in enumerate(labels):
+        st.markdown(f"**Variant {i + 1}: {label}**")
+        left, right = st.columns(2)
+        left.plotly_chart(
+            plots.latency_figure(
+                curves[label].sweep,
+                curves[label].critical,
+                tolerances[label],
+                L0,
+                log_x=log_x,
+                show_critical=show_critical,
+            ),
+            key=f"plot_variant_{i}_T",
+            width="stretch",
+        )
+        right.plotly_chart(
+            plots.sensitivity_figure(curves[label].sweep, L0, log_x=log_x),
+            key=f"plot_variant_{i}_lambda",
+            width="stretch",
+        )
+
+# ---------------------------------------------------------------------- tables
+st.subheader("Summary")
+st.caption(
+    f"At L0 = {format_ns(L0)}; differences to variant 1 ({labels[0]}). A tolerance is the "
+    "largest L whose runtime stays within x% of that variant's own T(L0)."
+)
+tolerance_columns = {
+    f"tolerance_{x * 100:g}pct_L_ns": st.column_config.NumberColumn(
+        f"{x * 100:g}% L tolerance (ns)", format="%.3f"
+    )
+    for x in levels
+}
+st.dataframe(
+    summary,
+    hide_index=True,
+    key="table_variants",
+    column_config={
+        "variant": "variant",
+        "algorithms": "algorithms",
+        "runtime_ns": st.column_config.NumberColumn("T(L0) (ns)", format="%.3f"),
+        "lambda_L": st.column_config.NumberColumn("λ_L", format="%g"),
+        "lambda_G": st.column_config.NumberColumn("λ_G (bytes)", format="%g"),
+        "rho_L": st.column_config.NumberColumn("ρ_L", format="%.4g"),
+        **tolerance_columns,
+        "messages_vs_first": st.column_config.NumberColumn("Δ messages", format="%+d"),
+        "runtime_vs_first": st.column_config.NumberColumn("ΔT / T₁", format="%+.4g"),
+        "lambda_L_vs_first": st.column_config.NumberColumn("Δλ_L", format="%+g"),
+    },
+)
+controls.csv_download(summary, f"{controls.slug(sel.name)}-collectives.csv", key="csv_variants")
+
+sweep_table = pd.concat(
+    [curve.sweep.assign(variant=label) for label, curve in curves.items()], ignore_index=True
+)
+sweep_table = sweep_table[["variant", *[c for c in sweep_table.columns if c != "variant"]]]
+with st.expander(f"Sweep table ({len(sweep_table)} rows, every critical latency included)"):
+    st.dataframe(sweep_table, hide_index=True, key="table_variant_sweep")
+    controls.csv_download(
+        sweep_table, f"{controls.slug(sel.name)}-collectives-sweep.csv", key="csv_variant_sweep"
+    )
+
+# ---------------------------------------------------------------------- analytic models
+st.subheader("Analytic collective costs")
+st.caption(
+    "Each collective instance charged one closed-form cost instead of its expanded messages: "
+    "Dimemas fan-in/fan-out with Girona et al.'s Table 3 parameters (independent of the "
+    "algorithm) and the Thakur–Gropp formula of the variant's algorithm, at the sidebar's L and "
+    "G (no reduction cost γ, no overhead o). A cross-check of the expanded schedules: the "
+    "formulas count synchronous steps, λ_L above counts the latencies that end up on the "
+    "critical path."
+)
+costs = None
+with controls.readable_errors("Analytic collective costs"):
+    costs = analyses.collective_costs(trace_path, lenient, variants, sel.key)
+if costs is not None and len(costs):
+    totals = costs.groupby("variant", sort=False)[
+        ["instances", "total_dimemas_ns", "total_thakur_gropp_ns"]
+    ].sum(min_count=1)
+    missing = costs.groupby("variant", sort=False)["thakur_gropp_ns"].apply(
+        lambda s: bool(s.isna().any())
+    )
+    totals["total_thakur_gropp_ns"] = totals["total_thakur_gropp_ns"].where(~missing)
+    st.dataframe(
+        totals.reset_index(),
+        hide_index=True,
+        key="table_model_totals",
+        column_config={
+            "instances": st.column_config.NumberColumn("collective instances", format="%d"),
+            "total_dimemas_ns": st.column_config.NumberColumn(
+                "Dimemas, all instances (ns)", format="%.1f"
+            ),
+            "total_thakur_gropp_ns": st.column_config.NumberColumn(
+                "Thakur–Gropp, all instances (ns)",
+                format="%.1f",
+                help="Empty where an algorithm has no Thakur–Gropp formula.",
+            ),
+        },
+    )
+    st.dataframe(
+        costs,
+        hide_index=True,
+        key="table_model_costs",
+        column_config={
+            "n_bytes": st.column_config.NumberColumn("n (bytes)", format="%d"),
+            "thakur_gropp_ns": st.column_config.NumberColumn(
+                "Thakur–Gropp per instance (ns)", format="%.1f"
+            ),
+            "dimemas_ns": st.column_config.NumberColumn("Dimemas per instance (ns)", format="%.1f"),
+        },
+    )
+    controls.csv_download(
+        costs, f"{controls.slug(sel.name)}-collective-costs.csv", key="csv_model_costs"
+    )

@@ -1,0 +1,249 @@
+"""Sensitivity matrices (LLAMP App. I): λ_L^{ij} = ∂T/∂L_ij and λ_G^{ij} = ∂T/∂G_ij under
+per-pair latencies and gaps from a two-level node model, a topology or uniform L, G."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from llamp.config import (
+    DEFAULT_INTRA_NODE_NS,
+    DEFAULT_SWITCH_NS,
+    DEFAULT_WIRE_NS,
+    format_ns,
+    parse_duration_ns,
+    parse_gap_ns_per_byte,
+)
+from llamp.errors import InputError
+from llamp.lp.topology import LinkLatencies
+from llamp.ui import analyses, controls, plots
+
+st.title("Sensitivity matrices")
+sel = controls.selection("matrices")
+st.caption(f"Run **{sel.name}** · {controls.describe(sel.params)}")
+
+SOURCES = {
+    "Two-level node model": "two-level",
+    "Topology": "topology",
+    "Uniform L, G (sidebar)": "uniform",
+}
+
+
+def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
+    L, G = parse_duration_ns(L_text), parse_gap_ns_per_byte(G_text)
+    if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
+        raise InputError(f"{what}: L and G must be finite and ≥ 0")
+    return L, G
+
+
+def _matrix_frame(matrix: np.ndarray) -> pd.DataFrame:
+    """A P × P matrix as a table: column ``src`` then one column per destination rank."""
+    frame = pd.DataFrame(matrix, columns=[str(j) for j in range(matrix.shape[1])])
+    frame.insert(0, "src", np.arange(matrix.shape[0]))
+    return frame
+
+
+# ---------------------------------------------------------------------- inputs
+label = st.radio(
+    "Per-pair latency L_ij and gap G_ij from",
+    list(SOURCES),
+    horizontal=True,
+    key="mx_source",
+)
+kind = SOURCES[label]
+source = None
+with controls.readable_errors("Matrix inputs"):
+    if kind == "two-level":
+        st.caption(
+            "Ranks on one node (consecutive ranks fill a node) pay the intra-node L and G, "
+            "others the inter-node ones (App. I)."
+        )
+        c0, c1, c2, c3, c4 = st.columns(5)
+        rpn = c0.number_input("Ranks per node", 1, 65536, 2, key="mx_rpn")
+        intra_L = c1.text_input("Intra-node L", "300ns", key="mx_intra_L")
+        intra_G = c2.text_input("Intra-node G", "0.05ns/B", key="mx_intra_G")
+        inter_L = c3.text_input("Inter-node L", "3us", key="mx_inter_L")
+        inter_G = c4.text_input("Inter-node G", "0.018ns/B", key="mx_inter_G")
+        source = (
+            "two-level",
+            int(rpn),
+            _level(intra_L, intra_G, "intra-node"),
+            _level(inter_L, inter_G, "inter-node"),
+        )
+    elif kind == "topology":
+        st.caption(
+            "L_ij = Σ wires·l_class + h·d_switch on the route between the nodes of ranks i "
+            "and j (dense mapping), l_intra_node on one node; G_ij = the sidebar's G (App. H)."
+        )
+        c0, c1 = st.columns([3, 1])
+        spec = c0.text_input(
+            "Topology",
+            "fattree:k=4,tiers=2",
+            key="mx_topology",
+            help="fattree:k=16[,tiers=2], dragonfly:g=8,a=4,p=8, torus:dims=4x4x4[,p=1], "
+            "or the path of a graph file on the server.",
+        )
+        rpn = c1.number_input("Ranks per node", 1, 65536, 1, key="mx_topo_rpn")
+        c2, c3, c4 = st.columns(3)
+        wire = c2.text_input("l_wire", format_ns(DEFAULT_WIRE_NS), key="mx_wire")
+        switch = c3.text_input("d_switch", format_ns(DEFAULT_SWITCH_NS), key="mx_switch")
+        intra = c4.text_input("l_intra_node", format_ns(DEFAULT_INTRA_NODE_NS), key="mx_intra")
+        if not spec.strip():
+            raise InputError("enter a topology, e.g. fattree:k=16")
+        source = (
+            "topology",
+            spec.strip(),
+            int(rpn),
+            analyses.latency_key(
+                LinkLatencies(
+                    wire_ns=parse_duration_ns(wire),
+                    switch_ns=parse_duration_ns(switch),
+                    intra_node_ns=parse_duration_ns(intra),
+                )
+            ),
+        )
+    else:
+        st.caption("Every pair pays the sidebar's L and G: the matrices show where λ_L lives.")
+        source = ("uniform",)
+
+o1, o2, o3 = st.columns(3)
+symmetric = o1.toggle(
+    "Symmetric: λ^ij + λ^ji",
+    key="mx_symmetric",
+    help="The paper's symmetric variables l_ij = l_ji; off: directed, sender i → receiver j.",
+)
+log_colour = o2.toggle("Logarithmic colour scale", key="mx_log")
+annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
+
+result = None
+if source is not None:
+    with controls.readable_errors("Sensitivity matrices"):
+        graph = sel.graph()
+        with st.spinner("Computing λ_L^{ij} and λ_G^{ij} along the critical path…"):
+            result = analyses.pair_sensitivity_at(sel.run, graph, sel.key, source)
+if result is None:
+    st.stop()
+
+# ---------------------------------------------------------------------- headline numbers
+st.caption(f"L_ij, G_ij: {result.costs.source}")
+cols = st.columns(4)
+with cols[0].container(key="mx-runtime"):
+    st.metric("T predicted", format_ns(result.runtime_ns))
+    st.caption(f"{result.runtime_ns:.6f} ns")
+cols[1].metric("λ_L = Σ λ_L^ij", f"{result.lambda_L.sum():g}")
+cols[2].metric("λ_G = Σ λ_G^ij (bytes)", f"{result.lambda_G.sum():g}")
+cols[3].metric(
+    "Rank pairs on the critical path",
+    f"{int(((result.lambda_L > 0) | (result.lambda_G > 0)).sum()):,}",
+    help="Ordered pairs (i, j) with a message i → j on the critical path.",
+)
+
+# ---------------------------------------------------------------------- heatmaps
+lam_L, lam_G = result.lambda_L, result.lambda_G
+if symmetric:
+    lam_L, lam_G = lam_L + lam_L.T, lam_G + lam_G.T
+P = lam_L.shape[0]
+cells = annotate and P <= 16
+if annotate and not cells:
+    st.caption(f"{P} ranks: values are written in the cells up to 16 ranks; hover for values.")
+pair = "i ↔ j" if symmetric else "i → j"
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(
+        plots.pair_heatmap(
+            lam_L,
+            f"λ<sub>L</sub><sup>ij</sup> = ∂T/∂L<sub>ij</sub> ({pair})",
+            "latency terms on the critical path (ns/ns)",
+            log=log_colour,
+            annotate=cells,
+            colorscale="Reds",
+            value_format="g",
+        ),
+        key="plot_lambda_L",
+        width="stretch",
+    )
+with right:
+    st.plotly_chart(
+        plots.pair_heatmap(
+            lam_G,
+            f"λ<sub>G</sub><sup>ij</sup> = ∂T/∂G<sub>ij</sub> ({pair})",
+            "bytes on the critical path (ns per ns/B)",
+            log=log_colour,
+            annotate=cells,
+            colorscale="Blues",
+            value_format=".4g",
+        ),
+        key="plot_lambda_G",
+        width="stretch",
+    )
+d1, d2 = st.columns(2)
+with d1:
+    controls.csv_download(
+        _matrix_frame(lam_L),
+        f"{controls.slug(sel.name)}-lambda-L.csv",
+        key="csv_lambda_L",
+        label="Download λ_L matrix (CSV)",
+    )
+with d2:
+    controls.csv_download(
+        _matrix_frame(lam_G),
+        f"{controls.slug(sel.name)}-lambda-G.csv",
+        key="csv_lambda_G",
+        label="Download λ_G matrix (CSV)",
+    )
+
+with st.expander("The per-pair costs L_ij and G_ij"):
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(
+        plots.pair_heatmap(
+            result.costs.latency_ns,
+            "L<sub>ij</sub>",
+            "latency (ns)",
+            annotate=P <= 16,
+            colorscale="Greys",
+            value_format="g",
+        ),
+        key="plot_costs_L",
+        width="stretch",
+    )
+    c2.plotly_chart(
+        plots.pair_heatmap(
+            result.costs.gap_ns_per_byte,
+            "G<sub>ij</sub>",
+            "gap (ns/B)",
+            annotate=P <= 16,
+            colorscale="Greys",
+            value_format="g",
+        ),
+        key="plot_costs_G",
+        width="stretch",
+    )
+
+# ---------------------------------------------------------------------- top pairs
+st.subheader("Rank pairs by latency share")
+top = st.number_input("Pairs to list", 1, 1_000_000, 10, key="mx_top")
+pairs = result.frame()
+st.caption(
+    f"{len(pairs):,} ordered pairs exchange messages or lie on the critical path; sorted by "
+    "L_ij·λ_L^ij / T, the share of T spent in that pair's latency."
+)
+st.dataframe(
+    pairs.head(int(top)),
+    hide_index=True,
+    key="table_pairs",
+    column_config={
+        "src": "i (sender)",
+        "dst": "j (receiver)",
+        "latency_ns": st.column_config.NumberColumn("L_ij (ns)", format="%g"),
+        "gap_ns_per_byte": st.column_config.NumberColumn("G_ij (ns/B)", format="%g"),
+        "lambda_L": st.column_config.NumberColumn("λ_L^ij", format="%g"),
+        "lambda_G": st.column_config.NumberColumn("λ_G^ij (bytes)", format="%g"),
+        "messages": st.column_config.NumberColumn("messages i → j"),
+        "bytes": st.column_config.NumberColumn("bytes i → j"),
+        "latency_share": st.column_config.NumberColumn("L_ij·λ_L^ij / T", format="%.3e"),
+    },
+)
+controls.csv_download(pairs, f"{controls.slug(sel.name)}-pairs.csv", key="csv_pairs")
