@@ -14,17 +14,26 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   request makes the calc after the wait ``require`` the op (edges in request order, so receives
   joined by one wait are serialised in that order) and the calc before the wait. Requests are
   rank-local ids: an id names the most recent request created under it that is still pending;
-  a wait on an id without one (``MPI_REQUEST_NULL``, a request completed by ``MPI_Test``) does
-  nothing. Persistent requests: ``*_init`` stores a template under the id, each ``Start`` creates
-  an op from it, ``Request_free`` drops it.
+  a wait on an id without one (``MPI_REQUEST_NULL``, a request completed by a test the trace
+  does not detail) does nothing. Waits are whatever the reader reports as completing requests:
+  ``Wait*`` and the ``Test*`` calls that succeeded. Persistent requests: ``*_init`` stores a
+  template under the id, each ``Start`` creates an op from it, ``Request_free`` drops it.
+- ``MPI_Cancel`` marks the op pending under its id as cancelled (it is still completed by its
+  wait, test or ``Request_free``). Cancelled ops stay out of matching; afterwards a cancelled
+  receive takes a send that no other receive took (and a cancelled send a receive left over),
+  in which case the cancel came too late and the op is kept; otherwise it is dropped: no
+  message, its time stays in the calc, and its wait does nothing (both counted in the summary).
 - Messages match per (communicator, source, destination, tag) in FIFO order, the k-th send with
   the k-th receive (MPI's non-overtaking rule), by sorting, not by walking a dict per message. The
   receive takes the size of the message it matched (a trace records the receive *buffer*).
 - Wildcards (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``) are resolved first, per receiving rank and
   communicator, in posting order: a wildcard receive takes, among the sends MPI's matching rules
   allow it (per source the oldest unmatched send with a fitting tag), the one posted earliest on
-  the aligned clock (:attr:`Trace.clock_offset_ns`), ties to the lower rank. The graph is then
-  static and matching is FIFO again, so the result never depends on evaluation order.
+  the aligned clock (:attr:`Trace.clock_offset_ns`), ties to the lower rank. A send posted after
+  the receive completed (the end of its blocking call or of the wait that completed it) cannot
+  have been its message: a cancelled receive never takes one; any other receive takes one only
+  when no other send is left (clocks out of sync), with a note. The graph is then static and
+  matching is FIFO again, so the result never depends on evaluation order.
 - Collectives: the k-th collective call on a communicator at each member forms one instance (all
   members must agree on the operation and root). It is expanded with
   :func:`llamp.ingest.collectives.expand` on the communicator's group; each member's ops go where
@@ -62,6 +71,7 @@ from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, Executio
 from llamp.ingest import collectives as coll_mod
 from llamp.ingest.events import (
     ANY_TAG,
+    CANCEL,
     COLL,
     COLL_OPS,
     FINALIZE,
@@ -225,10 +235,11 @@ def _fifo_pairs(s_key: np.ndarray, r_key: np.ndarray):
     return pairs_s, pairs_r, s_matched, r_matched
 
 
-def _simulate_wildcards(r_src, r_tag, s_src, s_tag, s_time):
+def _simulate_wildcards(r_src, r_tag, r_done, r_strict, s_src, s_tag, s_time):
     """MPI matching at one (communicator, receiver): see the module docstring. Sends are sorted
     by (source, program order), receives in posting order; returns the (source, tag) each
-    receive resolves to (−1, −1 if no send is left for it)."""
+    receive resolves to (−1, −1 if no send is left for it) and how many wildcard receives took
+    a send posted after they completed (``r_done``), which a ``r_strict`` receive never does."""
     m = len(s_src)
     matched = bytearray(m)
     by_src: dict[int, list[int]] = {}
@@ -274,20 +285,24 @@ def _simulate_wildcards(r_src, r_tag, s_src, s_tag, s_time):
 
     out_src = [-1] * len(r_src)
     out_tag = [-1] * len(r_src)
+    late = 0
     for j in range(len(r_src)):
         s, t = r_src[j], r_tag[j]
         if s >= 0 and t >= 0:
             i = head(by_st, ptr_st, (s, t))
-        elif s >= 0:
-            i = head(by_src, ptr_src, s)
         else:
-            i = best(t if t >= 0 else None)
+            # the earliest-posted send MPI allows (per source, sends are in time order)
+            i = head(by_src, ptr_src, s) if s >= 0 else best(t if t >= 0 else None)
+            if i is not None and s_time[i] > r_done[j]:
+                if r_strict[j]:
+                    continue
+                late += 1
         if i is None:
             continue
         matched[i] = 1
         out_src[j] = s_src[i]
         out_tag[j] = s_tag[i]
-    return out_src, out_tag
+    return out_src, out_tag, late
 
 
 @numba.njit(cache=True)
@@ -314,8 +329,9 @@ def _templates_of_starts(ent_rank, ent_addr, ent_kind, ent_event):  # pragma: no
 
 @numba.njit(cache=True)
 def _completed_ops(ent_rank, ent_addr, ent_kind, ent_op):  # pragma: no cover - compiled
-    """Request entries in program order → for each ``Wait`` entry, the op pending under its id
-    (posted by ``Isend``/``Irecv``/``Start``, not completed or freed since), else −1."""
+    """Request entries in program order → for each ``Wait`` (and ``Cancel``) entry, the op
+    pending under its id (posted by ``Isend``/``Irecv``/``Start``, not completed or freed
+    since), else −1. A wait completes the op; a cancel leaves it pending."""
     n = ent_rank.shape[0]
     out = np.full(n, -1, np.int64)
     table = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -334,6 +350,8 @@ def _completed_ops(ent_rank, ent_addr, ent_kind, ent_op):  # pragma: no cover - 
             out[i] = v
             if v >= 0:
                 table[ent_addr[i]] = -1
+        elif k == CANCEL:
+            out[i] = table.get(ent_addr[i], -1)
     return out
 
 
@@ -590,26 +608,45 @@ class _Builder:
         if missing:
             path, line = self.where(int(ent_event[w_ent[~resolved][0]]))
             self.diag.note(
-                "wait entries without a pending request (MPI_REQUEST_NULL, completed "
-                "by MPI_Test*, or a copied handle)",
+                "wait entries without a pending request (MPI_REQUEST_NULL, an inactive "
+                "request, completed by a test the trace does not detail, or a copied handle)",
                 f"{path}:{line}",
                 missing,
             )
+        # cancellation: MPI_Cancel names the op pending under its id
+        c_ent = np.flatnonzero(ent_kind == CANCEL)
+        c_op = done[c_ent]
+        self.op_cancelled = np.zeros(nops, bool)
+        self.op_cancelled[c_op[c_op >= 0]] = True
+        if np.any(c_op < 0):
+            path, line = self.where(int(ent_event[c_ent[c_op < 0][0]]))
+            self.diag.note(
+                "MPI_Cancel of a request with no pending operation (already completed, "
+                "inactive or MPI_REQUEST_NULL): no effect",
+                f"{path}:{line}",
+                int(np.count_nonzero(c_op < 0)),
+            )
+        # when each op completed, on the common clock (+inf: never, as far as the trace says)
+        t_done = np.full(nops, np.inf)
+        t_done[self.op_blocking] = ev.t_end_ns[self.op_event[self.op_blocking]]
+        t_done[self.wait_op] = ev.t_end_ns[self.wait_event]
+        self.op_done_ns = self.t.aligned_ns(self.op_event, t_done)
 
     def match(self) -> None:
-        """Resolve wildcards, then FIFO-match sends and receives; unmatched ops are errors."""
-        valid = self.op_valid
-        s = np.flatnonzero(valid & self.op_send)
-        r = np.flatnonzero(valid & ~self.op_send)
-        P = self.P
-        s_key = (self.op_comm[s] * P + self.op_rank[s]) * P + self.op_peer[s]
-        wild = (self.op_peer[r] < 0) | (self.op_tag[r] == ANY_TAG)
-        if wild.any():
-            self._resolve_wildcards(s, r, wild)
-        r_key = (self.op_comm[r] * P + self.op_peer[r]) * P + self.op_rank[r]
-        ks, kr = _match_keys(s_key, self.op_tag[s], r_key, self.op_tag[r])
-        kr = np.where(self.op_peer[r] < 0, -1, kr)  # a wildcard left unresolved matches nothing
-        ps, pr, s_ok, r_ok = _fifo_pairs(ks, kr)
+        """Resolve wildcards, then FIFO-match sends and receives; unmatched ops are errors.
+
+        Cancelled ops (``MPI_Cancel``) stay out of the first pass: a cancel succeeds unless a
+        message could only have gone to (or come from) the cancelled op, so they are matched
+        afterwards against what is left, and dropped (no message; their time is calc) when
+        nothing is."""
+        send = self.op_send
+        live = self.op_valid & ~self.op_cancelled
+        s = np.flatnonzero(live & send)
+        r = np.flatnonzero(live & ~send)
+        self._resolve_wildcards(s, r)
+        ps, pr, s_ok, r_ok = self._pairs(s, r)
+        if np.any(self.op_valid & self.op_cancelled):
+            s, r, ps, pr, s_ok, r_ok = self._match_cancelled(s[~s_ok], r[~r_ok], s, r)
         bad_s, bad_r = s[~s_ok], r[~r_ok]
         if bad_s.size or bad_r.size:
             self._unmatched(bad_s, bad_r, s, r)
@@ -630,7 +667,68 @@ class _Builder:
             )
         self.op_size[self.msg_recv] = ssize
 
-    def _resolve_wildcards(self, s: np.ndarray, r: np.ndarray, wild: np.ndarray) -> None:
+    def _pairs(self, s: np.ndarray, r: np.ndarray):
+        """FIFO pairs of sends ``s`` and receives ``r`` (op indices in program order)."""
+        P = self.P
+        s_key = (self.op_comm[s] * P + self.op_rank[s]) * P + self.op_peer[s]
+        r_key = (self.op_comm[r] * P + self.op_peer[r]) * P + self.op_rank[r]
+        ks, kr = _match_keys(s_key, self.op_tag[s], r_key, self.op_tag[r])
+        kr = np.where(self.op_peer[r] < 0, -1, kr)  # a wildcard left unresolved matches nothing
+        return _fifo_pairs(ks, kr)
+
+    def _match_cancelled(
+        self, left_s: np.ndarray, left_r: np.ndarray, s: np.ndarray, r: np.ndarray
+    ):
+        """Second pass: cancelled receives against the sends left unmatched, cancelled sends
+        against the receives left; the cancelled ops that get a partner are kept (the cancel
+        came too late), the others dropped. Returns the final (s, r) and their FIFO pairs."""
+        send = self.op_send
+        cancelled = self.op_valid & self.op_cancelled
+        cs, cr = np.flatnonzero(cancelled & send), np.flatnonzero(cancelled & ~send)
+        kept = [np.zeros(0, np.int64)]
+        if cr.size and left_s.size:
+            self._resolve_wildcards(left_s, cr)
+            _, _, s_ok, r_ok = self._pairs(left_s, cr)
+            kept.append(cr[r_ok])
+            left_s = left_s[~s_ok]
+        if cs.size and left_r.size:
+            self._resolve_wildcards(cs, left_r)
+            _, _, s_ok, _ = self._pairs(cs, left_r)
+            kept.append(cs[s_ok])
+        keep = np.zeros(self.op_valid.size, bool)
+        keep[np.concatenate(kept)] = True
+        for is_send, what in ((False, "receives"), (True, "sends")):
+            dropped = np.flatnonzero(cancelled & ~keep & (send == is_send))
+            if dropped.size:
+                path, line = self.where(int(self.op_event[dropped[0]]))
+                self.diag.note(
+                    f"cancelled {what} (MPI_Cancel) that no message needed: dropped, their "
+                    "time is calc",
+                    f"{path}:{line}",
+                    int(dropped.size),
+                )
+                self.op_valid[dropped] = False
+        late = np.flatnonzero(keep)
+        if late.size:
+            path, line = self.where(int(self.op_event[late[0]]))
+            self.diag.note(
+                "cancelled operations kept: a message was left only for them (the "
+                "MPI_Cancel came too late)",
+                f"{path}:{line}",
+                int(late.size),
+            )
+            s = np.union1d(s, late[send[late]])
+            r = np.union1d(r, late[~send[late]])
+        ps, pr, s_ok, r_ok = self._pairs(s, r)
+        return s, r, ps, pr, s_ok, r_ok
+
+    def _resolve_wildcards(self, s: np.ndarray, r: np.ndarray) -> None:
+        """Give each wildcard receive among ``r`` the (source, tag) of the send among ``s`` it
+        matches (module docstring); a send posted after the receive completed is taken only
+        by a receive that must match (not a cancelled one) and has no other send left."""
+        wild = (self.op_peer[r] < 0) | (self.op_tag[r] == ANY_TAG)
+        if not wild.any():
+            return
         P = self.P
         stream_s = self.op_comm[s] * P + self.op_peer[s]
         stream_r = self.op_comm[r] * P + self.op_rank[r]
@@ -650,16 +748,20 @@ class _Builder:
             np.searchsorted(stream_r[ri], streams, side="left"),
             np.searchsorted(stream_r[ri], streams, side="right"),
         )
+        late = 0
         for k in range(streams.size):
             ss = si[s_bounds[0][k] : s_bounds[1][k]]
             rr = ri[r_bounds[0][k] : r_bounds[1][k]]
-            src, tag = _simulate_wildcards(
+            src, tag, n_late = _simulate_wildcards(
                 self.op_peer[r[rr]].tolist(),
                 self.op_tag[r[rr]].tolist(),
+                self.op_done_ns[r[rr]].tolist(),
+                self.op_cancelled[r[rr]].tolist(),
                 self.op_rank[s[ss]].tolist(),
                 self.op_tag[s[ss]].tolist(),
                 s_time[ss].tolist(),
             )
+            late += n_late
             src_a, tag_a = np.array(src, np.int64), np.array(tag, np.int64)
             was_wild = (self.op_peer[r[rr]] < 0) | (self.op_tag[r[rr]] == ANY_TAG)
             got = src_a >= 0
@@ -667,6 +769,13 @@ class _Builder:
             upd = r[rr][got]
             self.op_peer[upd] = src_a[got]
             self.op_tag[upd] = tag_a[got]
+        if late:
+            self.diag.note(
+                "wildcard receives matched to a send posted after they completed on the "
+                "aligned clock, for want of any other (clocks out of sync?)",
+                None,
+                late,
+            )
 
     def _unmatched(
         self, bad_s: np.ndarray, bad_r: np.ndarray, s: np.ndarray, r: np.ndarray

@@ -27,6 +27,11 @@ Conventions, shared by every reader:
 - request lists (``Wait``/``Waitall``/``Start``/``Startall``, and the request an ``Isend``/
   ``Irecv``/``*_init`` creates) are CSR: ``req_ids[req_ptr[e]:req_ptr[e+1]]``, each id a
   rank-local request handle (liballprof: the address of the caller's ``MPI_Request``);
+- a :data:`WAIT` row lists the requests a call *completed*: all of them for ``Wait``/``Waitall``,
+  the completed entries for ``Waitany``/``Waitsome``, and for ``Test``/``Testall``/``Testany``/
+  ``Testsome`` only when the trace says that something completed (a test that completed nothing
+  is no row: it costs time only); a :data:`CANCEL` row names the request ``MPI_Cancel`` was
+  called on (the request still has to be completed by a wait or test, or freed);
 - per-member byte counts (alltoallv column, reduce_scatter vector) are CSR in
   ``cnt_values[cnt_ptr[e]:cnt_ptr[e+1]]``;
 - ``MPI_Sendrecv`` is two adjacent rows, :data:`SR_SEND` then :data:`SR_RECV`, with the same
@@ -36,7 +41,7 @@ Conventions, shared by every reader:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,9 +56,10 @@ ISEND, IRECV = 4, 5  # non-blocking; the request id is the row's single req entr
 SEND_INIT, RECV_INIT = 6, 7  # persistent request templates
 START = 8  # MPI_Start / MPI_Startall: req entries are the started requests
 REQUEST_FREE = 9
-WAIT = 10  # MPI_Wait / MPI_Waitall: req entries are the completed requests, in array order
+WAIT = 10  # a completion (Wait*, a successful Test*): req entries are the completed requests
 SR_SEND, SR_RECV = 11, 12  # the two halves of MPI_Sendrecv(_replace)
 COLL = 13  # a collective: coll, root, size, comm (and counts for v-variants)
+CANCEL = 14  # MPI_Cancel: the req entry is the request it was called on
 
 EVENT_KIND_NAMES = (
     "init",
@@ -70,6 +76,7 @@ EVENT_KIND_NAMES = (
     "sendrecv_send",
     "sendrecv_recv",
     "collective",
+    "cancel",
 )
 
 SEND_LIKE = (SEND, ISEND, SEND_INIT, SR_SEND)
@@ -256,7 +263,9 @@ class Diagnostics:
     ``absorb(call, where)`` counts a call whose time goes into the surrounding calc;
     ``note(reason, where)`` counts a problem that is never an error (e.g. a sub-communicator
     without membership); ``problem(reason, where)`` is an error in strict mode and a counted
-    note in lenient mode. Summary lines name the count and the first place seen.
+    note in lenient mode; ``expect(calls)`` declares more calls pure computation for this trace
+    (e.g. communicator constructors whose membership the trace records). Summary lines name the
+    count and the first place seen.
     """
 
     #: Calls that are modelled as computation by design: absorbed without a warning.
@@ -266,6 +275,10 @@ class Diagnostics:
             "MPI_Comm_size",
             "MPI_Test",
             "MPI_Testall",
+            "MPI_Testany",
+            "MPI_Testsome",
+            "MPI_Waitany",
+            "MPI_Waitsome",
             "MPI_Iprobe",
             "MPI_Wtime",
             "MPI_Wtick",
@@ -286,6 +299,11 @@ class Diagnostics:
         self.absorbed: dict[str, list[Any]] = {}
         self.notes: dict[str, list[Any]] = {}
         self.problems: dict[str, list[Any]] = {}
+        self.expected: set[str] = set(self.EXPECTED)
+
+    def expect(self, calls: Iterable[str]) -> None:
+        """Absorb ``calls`` without a warning from now on (they are accounted for otherwise)."""
+        self.expected.update(calls)
 
     def absorb(self, call: str, where: str, count: int = 1) -> None:
         entry = self.absorbed.setdefault(call, [0, where])
@@ -306,7 +324,7 @@ class Diagnostics:
     def summary(self) -> list[str]:
         """Human lines: absorbed calls not expected, notes, lenient problems."""
         lines = []
-        unexpected = {k: v for k, v in self.absorbed.items() if k not in self.EXPECTED}
+        unexpected = {k: v for k, v in self.absorbed.items() if k not in self.expected}
         if unexpected:
             parts = ", ".join(f"{name} ×{c}" for name, (c, _) in sorted(unexpected.items()))
             first = min((w for _, w in unexpected.values()), key=str)
@@ -318,6 +336,7 @@ class Diagnostics:
         return lines
 
     def merge(self, other: Diagnostics) -> None:
+        self.expected.update(other.expected)
         for mine, theirs in (
             (self.absorbed, other.absorbed),
             (self.notes, other.notes),

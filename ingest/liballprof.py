@@ -11,24 +11,49 @@ MPI calls (:data:`llamp.ingest.events.MPI_FUNCTIONS`) cost time only and are abs
 surrounding calc, with a warning unless they are expected to be pure computation (``Comm_rank``,
 ``Test``, ``Iprobe``, …). A name that is not an MPI function is an error (lenient: absorbed).
 Modelled: Send/Ssend/Rsend/Bsend, Recv, their I-variants, persistent ``*_init``/``Start``/
-``Startall``/``Request_free``, ``Wait``/``Waitall``, ``Sendrecv(_replace)``, and the collectives
-of :data:`~llamp.ingest.events.COLL_OPS` (``Exscan`` is expanded as ``scan``;
-``Reduce_scatter_block`` as ``reduce_scatter`` with equal blocks). ``Waitany``/``Waitsome``/
-``Testany``/``Testsome`` do not say which request completed: absorbed with a warning. The
+``Startall``/``Request_free``, ``Cancel``, ``Wait``/``Waitall``, the completions that
+``Waitany``/``Waitsome``/``Test``/``Testall``/``Testany``/``Testsome`` report (grammar below),
+``Sendrecv(_replace)``, and the collectives of :data:`~llamp.ingest.events.COLL_OPS` (``Exscan``
+is expanded as ``scan``; ``Reduce_scatter_block`` as ``reduce_scatter`` with equal blocks). The
 v-collectives' counts are taken from the arrays the tracer prints (an MPICH-prototype
 ``recvcounts[]`` printed as a bare pointer makes ``Alltoallv``/``Reduce_scatter`` unmodellable:
 absorbed with a warning).
 
-Header lines (``#``): ``# collprof 0.9 output file`` or ``# htor's PMPI Tracer … Output File``,
+Completion calls: liballprof prints every pointer once, so its ``Waitany``/``Waitsome``/
+``Testany``/``Testsome`` records do not say which request completed (absorbed with a warning) and
+its ``Test``/``Testall`` records not whether anything did (absorbed as computation). llamp's
+tracer prints each out-value after its address, one field more per value; the reader tells the
+layouts apart by their number of fields (:attr:`CallSpec.alt`) and accepts both. Positions count
+every ``:`` and ``,`` as a separator, 1 = ``t_start`` (as in FORMATS.md; ``…*`` is an address)::
+
+    MPI_Test     2 request*, 3 flag*, 4 <flag>, 5 status*, 6 t_end
+    MPI_Testall  2 count, 3 requests*, 4 flag*, 5 <flag>, 6 statuses*, 7 t_end
+    MPI_Waitany  2 count, 3 requests*, 4 index*, 5 <index>, 6 status*, 7 t_end
+    MPI_Testany  2 count, 3 requests*, 4 index*, 5 <index>, 6 flag*, 7 <flag>, 8 status*, 9 t_end
+    MPI_Waitsome 2 incount, 3 requests*, 4 outcount*, 5 <n>, 6 indices*[, 7 <i_0>,…,<i_{n−1}>],
+                 then statuses*, t_end   (MPI_Testsome alike)
+    MPI_Cancel   2 request*, 3 t_end
+
+Indices are 0-based (also from Fortran); the completed request is ``requests + i·stride``. Index
+or outcount ``MPI_UNDEFINED`` (−32766: no active request), a false flag, or outcount 0 complete
+nothing: such a call costs time only (absorbed, no warning). Anything else becomes a ``WAIT``
+row listing the completed requests, in the printed order; ``MPI_Cancel`` becomes a ``CANCEL``
+row (:mod:`llamp.ingest.build` decides what a cancel removed).
+
+Header lines (``#``): ``# collprof 0.9 output file``, ``# htor's PMPI Tracer … Output File`` or
+``# llamp-tracer <version> output file (liballprof format)`` (the tracer, ``meta["tracer"]``),
 ``# Init clockdiff: <µs>`` / ``# clockdiff: <v> s (relative to rank 0)`` (liballprof prints the
 µs value returned by ``sync_tree`` behind an ``s``; it is read as µs), ``# Finalize clockdiff:
-<µs>``, and two lines of llamp's own tracer:
+<µs>``, ``# world size: <P>`` (llamp's tracer: fewer rank files is an error naming the missing
+ones), and two more lines of llamp's own tracer:
 
 - ``# llamp comm <handle> <size> <r0>,<r1>,…,<r_{size−1}>``: from this line on, the rank-local
   handle ``<handle>`` denotes a communicator whose communicator rank ``i`` is world rank ``r_i``.
   The k-th definition of a given member list at each of its members denotes the same
   communicator (communicators are created collectively, so members create them in one order).
-  A handle may be redefined (after ``MPI_Comm_free``).
+  A handle may be redefined (after ``MPI_Comm_free``). When every rank file has these lines,
+  the calls that make and free communicators (``Comm_split``, ``Comm_dup``, ``Comm_free``,
+  ``Cart_create``, …) are absorbed without a warning: their effect is recorded.
 - ``# llamp mpi mpich|openmpi``: the MPI library, which fixes the wildcard constants and the
   ``MPI_Request`` size.
 
@@ -38,11 +63,11 @@ communicator rank = world rank; size 1 is ``MPI_COMM_SELF``; any other size is a
 sub-communicator of unknown membership: its calls are absorbed with a warning naming file/line.
 
 MPI library (decides ``MPI_ANY_SOURCE`` −2 vs −1, ``MPI_PROC_NULL`` −1 vs −2, and the request
-stride in ``Waitall``/``Startall`` arrays, 4 vs 8 bytes): ``# llamp mpi`` if present; else a send
-to a negative destination (which can only be ``MPI_PROC_NULL``); else the ``Waitall`` stride
-under which the array entries hit requests created earlier (tried 4 and 8); else an MPICH
-``MPI_COMM_WORLD`` handle (0x44000000); else MPICH, with a warning when it matters. The stride
-itself is always taken from the data when a ``Waitall``/``Startall`` of ≥ 2 entries allows it.
+stride in request arrays, 4 vs 8 bytes): ``# llamp mpi`` if present; else a send to a negative
+destination (which can only be ``MPI_PROC_NULL``); else the stride under which request-array
+entries (``Waitall``, ``Startall``, a completed index > 0) hit requests created earlier (tried
+4 and 8); else an MPICH ``MPI_COMM_WORLD`` handle (0x44000000); else MPICH, with a warning when
+it matters. The stride itself is always taken from the data when such entries allow it.
 
 Clocks (used only to resolve ``MPI_ANY_SOURCE``/``MPI_ANY_TAG``): when any rank's Init clockdiff
 is non-zero, rank ``r``'s time ``t`` is mapped onto rank 0's clock as ``t + d(t)``, ``d``
@@ -69,6 +94,7 @@ from llamp.errors import InputError, TraceError
 from llamp.ingest.events import (
     ANY_SOURCE,
     ANY_TAG,
+    CANCEL,
     COLL,
     COLL_CODE,
     FINALIZE,
@@ -479,12 +505,23 @@ def _scan_file(path: Path) -> _Scan:
 
 
 # --------------------------------------------------------------------------- call layouts
+#: ``MPI_UNDEFINED`` (the same in MPICH and Open MPI): Waitany's index / Waitsome's outcount
+#: when no request was active.
+MPI_UNDEFINED = -32766
+
+
 @dataclass(frozen=True)
 class CallSpec:
-    """How one MPI call is printed (its C signature) and what it becomes."""
+    """How one MPI call is printed (its C signature) and what it becomes.
+
+    ``alt`` are other layouts of the same call, told apart by their number of fields (older
+    writers print less); ``lengths`` names the field that gives the length of the ``v`` arrays.
+    """
 
     sig: str  # "name:type ..." with types p(ointer) i(nt) o(p) d(atatype) c(omm) v(counts array)
     role: str
+    alt: tuple[CallSpec, ...] = ()
+    lengths: str = "comm.size"
 
 
 def _spec_table() -> dict[str, CallSpec]:
@@ -499,8 +536,30 @@ def _spec_table() -> dict[str, CallSpec]:
         "MPI_Start": CallSpec("request:p", "start"),
         "MPI_Startall": CallSpec("count:i requests:p", "startall"),
         "MPI_Request_free": CallSpec("request:p", "request_free"),
+        "MPI_Cancel": CallSpec("request:p", "cancel"),
         "MPI_Wait": CallSpec("request:p status:p", "wait"),
         "MPI_Waitall": CallSpec("count:i requests:p statuses:p", "waitall"),
+        # llamp's tracer prints the out-values after their addresses; liballprof only addresses
+        "MPI_Waitany": CallSpec(
+            "count:i requests:p index_ptr:p index:i status:p",
+            "waitany",
+            alt=(CallSpec("count:i requests:p index:p status:p", "completion_unknown"),),
+        ),
+        "MPI_Testany": CallSpec(
+            "count:i requests:p index_ptr:p index:i flag_ptr:p flag:i status:p",
+            "testany",
+            alt=(CallSpec("count:i requests:p index:p flag:p status:p", "completion_unknown"),),
+        ),
+        "MPI_Test": CallSpec(
+            "request:p flag_ptr:p flag:i status:p",
+            "test",
+            alt=(CallSpec("request:p flag:p status:p", "calc"),),
+        ),
+        "MPI_Testall": CallSpec(
+            "count:i requests:p flag_ptr:p flag:i statuses:p",
+            "testall",
+            alt=(CallSpec("count:i requests:p flag:p statuses:p", "calc"),),
+        ),
         "MPI_Sendrecv": CallSpec(
             "sbuf:p scount:i stype:d dest:i stag:i rbuf:p rcount:i rtype:d src:i rtag:i "
             "comm:c status:p",
@@ -549,11 +608,20 @@ def _spec_table() -> dict[str, CallSpec]:
         # pure computation by design: checked, then absorbed into the calc
         "MPI_Comm_rank": CallSpec("comm:c rank:p", "calc"),
         "MPI_Comm_size": CallSpec("comm:c size:p", "calc"),
-        "MPI_Test": CallSpec("request:p flag:p status:p", "calc"),
-        "MPI_Testall": CallSpec("count:i requests:p flag:p statuses:p", "calc"),
         "MPI_Iprobe": CallSpec("src:i tag:i comm:c flag:p status:p", "calc"),
         "MPI_Wtime": CallSpec("", "calc"),
     }
+    for name in ("MPI_Waitsome", "MPI_Testsome"):
+        table[name] = CallSpec(
+            "incount:i requests:p outcount_ptr:p outcount:i indices:v statuses:p",
+            "some",
+            lengths="outcount",
+            alt=(
+                CallSpec(
+                    "incount:i requests:p outcount:p indices:p statuses:p", "completion_unknown"
+                ),
+            ),
+        )
     for name in ("MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend"):
         table[name] = CallSpec(p2p, "send")
     for name in ("MPI_Isend", "MPI_Issend", "MPI_Irsend", "MPI_Ibsend"):
@@ -633,15 +701,16 @@ class _Fields:
     Columns are gathered from the token array when first asked for (a role reads only the
     fields it needs)."""
 
-    def __init__(
-        self, tok_val: np.ndarray, first_tok: np.ndarray, frac: np.ndarray, layout: _Layout
-    ):
-        self.tok_val = tok_val
-        self.first_tok = first_tok
-        self.frac = frac  # (m, 2): fractions of t_start and t_end
+    def __init__(self, scan: _Scan, recs: np.ndarray, layout: _Layout, path: str):
+        self.scan = scan
+        self.recs = recs
+        self.tok_val = scan.tok_val
+        self.first_tok = scan.rec_tok[recs]
+        self.frac = scan.rec_frac[recs]  # (m, 2): fractions of t_start and t_end
         self.layout = layout
+        self.path = path
         self._cache: dict[str, np.ndarray] = {}
-        self.m = first_tok.shape[0]
+        self.m = self.first_tok.shape[0]
 
     def __getitem__(self, name: str) -> np.ndarray:
         column = self._cache.get(name)
@@ -659,6 +728,18 @@ class _Fields:
     def has(self, name: str) -> bool:
         return name in self.layout.index or name + "[]" in self.layout.index
 
+    def first(self, bad: np.ndarray) -> int | None:
+        """Index of the first record flagged in ``bad`` (a row of a 2-D mask counts), or None."""
+        hit = np.flatnonzero(bad if bad.ndim == 1 else bad.any(axis=1))
+        return int(hit[0]) if hit.size else None
+
+    def error(self, i: int, reason: str) -> TraceError:
+        """A :class:`TraceError` naming record ``i``'s file, line and text."""
+        r = int(self.recs[i])
+        return TraceError(
+            f"{reason}: {self.scan.line_text(r)!r}", path=self.path, line=int(self.scan.rec_line[r])
+        )
+
 
 @dataclass
 class _RankData:
@@ -669,6 +750,7 @@ class _RankData:
     cols: dict[str, np.ndarray]  # event columns incl. raw comm fields, times as abs µs
     req_count: np.ndarray  # per event: number of requests (array base in req_base)
     req_base: np.ndarray
+    req_offset: np.ndarray  # per request entry (CSR by req_count): index into the array
     counts: list[tuple[int, np.ndarray]]  # (event row, byte counts) for alltoallv/reduce_scatter
     header: str | None
     clockdiff_init: float | None
@@ -679,6 +761,7 @@ class _RankData:
     origin_us: tuple[int, float]  # absolute µs (int part, fraction) of the rank's time 0
     t_init_rel_ns: float | None
     t_final_rel_ns: float | None
+    world_size: int | None = None  # "# world size: <P>" of llamp's tracer
 
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -688,7 +771,9 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
     """Scan one rank file and decode its records call by call (``calls``: global name ids)."""
     scan = _scan_file(path)
     where = str(path)
-    header, cd_init, cd_final, comm_defs, mpi, mpi_line = _parse_comments(scan.comments, where)
+    header, cd_init, cd_final, comm_defs, mpi, mpi_line, world_size = _parse_comments(
+        scan.comments, where
+    )
     nrec = scan.rec_line.shape[0]
     ntok = np.diff(scan.rec_tok)
     # every record: a name, then t_start ... t_end
@@ -723,8 +808,8 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
             diag.absorb(name, f"{where}:{int(scan.rec_line[first])}", int(recs.size))
             continue
         call_id = calls.setdefault(name, len(calls))
-        for fields, sub in _fields_by_layout(scan, recs, name, spec, where):
-            out = _ROLES[spec.role](
+        for fields, sub, spec_used in _fields_by_layout(scan, recs, name, spec, where):
+            out = _ROLES[spec_used.role](
                 fields, name, call_id, diag, f"{where}:{int(scan.rec_line[sub[0]])}"
             )
             if out is None:
@@ -732,8 +817,23 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
                 continue
             for part, cols in enumerate(out):
                 cnt = cols.pop("_counts", None)
-                cols["line"] = scan.rec_line[sub]
-                pieces.append((sub, part, cols, cnt))
+                keep = cols.pop("_keep", None)
+                rows = sub
+                if keep is not None:  # records that make no row (a test that completed nothing)
+                    rows = sub[keep]
+                    if rows.size < sub.size:
+                        first = int(sub[np.flatnonzero(~keep)[0]])
+                        diag.absorb(
+                            name, f"{where}:{int(scan.rec_line[first])}", sub.size - rows.size
+                        )
+                    cols = {
+                        k: v[keep] if isinstance(v, np.ndarray) and v.ndim else v
+                        for k, v in cols.items()
+                    }
+                    if rows.size == 0:
+                        continue
+                cols["line"] = scan.rec_line[rows]
+                pieces.append((rows, part, cols, cnt))
     # rows in program order without sorting: a record gives 0 (absorbed), 1 or 2 rows
     rows_per_rec = np.zeros(nrec, np.int64)
     for sub, part, _, _ in pieces:
@@ -748,12 +848,16 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
         for name, dtype in _ROW_COLUMNS.items()
     }
     counts: list[tuple[int, np.ndarray]] = []
+    picks: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, request array offsets per row)
     for sub, part, piece, cnt in pieces:
         at = first_row[sub] + part
+        index = piece.pop("_req_index", None)
         for name, values in piece.items():
             cols[name][at] = values
         if cnt is not None:
             counts.extend(zip(at.tolist(), cnt, strict=True))
+        if index is not None:
+            picks.append((at, index))
     counts.sort(key=lambda item: item[0])
     kind = cols["kind"]
     # time origin: the end of MPI_Init (else the first timestamp)
@@ -784,12 +888,26 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
         diag.problem("call ends before it starts (t_end < t_start)", where, int(cols["line"][e]))
     req_count = cols.pop("req_count")
     req_base = cols.pop("req_base")
+    bad = np.flatnonzero(req_count < 0)
+    if bad.size:
+        e = int(bad[0])
+        raise TraceError(
+            f"negative request count {req_count[e]}", path=where, line=int(cols["line"][e])
+        )
+    # request i of a row is the array entry base + offset·stride: offsets 0, 1, … for
+    # Waitall/Startall, the completed indices for Waitany/Waitsome/Testany/Testsome
+    req_first = np.cumsum(req_count) - req_count
+    req_offset = np.arange(int(req_count.sum()), dtype=np.int64) - np.repeat(req_first, req_count)
+    for at, index in picks:
+        pos = req_first[at][:, None] + np.arange(index.shape[1])
+        req_offset[pos.reshape(-1)] = index.reshape(-1)
     return _RankData(
         rank,
         where,
         cols,
         req_count,
         req_base,
+        req_offset,
         counts,
         header,
         cd_init,
@@ -800,6 +918,7 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
         (o_i, o_f),
         t_init,
         t_fin,
+        world_size,
     )
 
 
@@ -822,38 +941,58 @@ def _check_times(
             )
 
 
+def _pick_layout(spec: CallSpec, count: int) -> tuple[CallSpec, _Layout, int | None] | None:
+    """The first of the call's layouts (``spec``, then ``spec.alt``) with ``count`` tokens, and
+    the length of its counts arrays."""
+    for candidate in (spec, *spec.alt):
+        base, n_arrays = _base_tokens(candidate.sig)
+        n_counts: int | None = None
+        if n_arrays and count > base and (count - base) % n_arrays == 0:
+            n_counts = (count - base) // n_arrays
+        layout = _layout(candidate.sig, n_counts)
+        if layout.ntok == count:
+            return candidate, layout, n_counts
+    return None
+
+
 def _fields_by_layout(
     scan: _Scan, recs: np.ndarray, name: str, spec: CallSpec, where: str
-) -> list[tuple[_Fields, np.ndarray]]:
-    """Check every record of one call against its layout; yield (fields, records) per layout."""
+) -> list[tuple[_Fields, np.ndarray, CallSpec]]:
+    """Check every record of one call against its layout; yield (fields, records, spec) per
+    layout (a call may be printed in more than one, see :class:`CallSpec`)."""
     ntok = np.diff(scan.rec_tok)[recs]
-    base, n_arrays = _base_tokens(spec.sig)
     out = []
     lo, hi = int(ntok.min()), int(ntok.max())
     for count in [lo] if lo == hi else np.unique(ntok).tolist():
         sub = recs if lo == hi else recs[ntok == count]
-        n_counts: int | None = None
-        if n_arrays and count > base and (count - base) % n_arrays == 0:
-            n_counts = (count - base) // n_arrays
-        layout = _layout(spec.sig, n_counts)
-        if layout.ntok != count:
+        picked = _pick_layout(spec, count)
+        if picked is None:
             r = int(sub[0])
+            expected = []
+            for candidate in (spec, *spec.alt):
+                base, n_arrays = _base_tokens(candidate.sig)
+                per = "communicator size" if candidate.lengths == "comm.size" else candidate.lengths
+                expected.append(
+                    f"{base}"
+                    + (f" + {n_arrays}×({per})" if n_arrays else "")
+                    + f" ({_layout(candidate.sig, None).fields})"
+                )
+            base = _base_tokens(spec.sig)[0]
             raise TraceError(
-                f"{name} has {count} fields, expected {base}"
-                + (f" + {n_arrays}×(communicator size)" if n_arrays else "")
-                + f" ({layout.fields}){' (truncated line?)' if count < base else ''}: "
-                f"{scan.line_text(r)!r}",
+                f"{name} has {count} fields, expected {' or '.join(expected)}"
+                f"{' (truncated line?)' if count < base else ''}: {scan.line_text(r)!r}",
                 path=where,
                 line=int(scan.rec_line[r]),
             )
+        spec_used, layout, n_counts = picked
         first_tok = scan.rec_tok[sub]
         # the separator must be as expected, no token unreadable, a lone '-' only for Init's
         # t_start / Finalize's t_end, fractions only on the timestamps
         mask = np.full(count, F_BAD | F_DASH | F_FRAC, np.uint8)
         mask[[0, -1]] &= ~np.uint8(F_FRAC)
-        if spec.role == "init":
+        if spec_used.role == "init":
             mask[0] &= ~np.uint8(F_DASH)
-        if spec.role == "finalize":
+        if spec_used.role == "finalize":
             mask[-1] &= ~np.uint8(F_DASH)
         if count <= 64:
             expected = np.uint64(sum(1 << k for k in range(count) if layout.comma[k]))
@@ -888,17 +1027,25 @@ def _fields_by_layout(
                 path=where,
                 line=int(scan.rec_line[r]),
             )
-        fields = _Fields(scan.tok_val, first_tok, scan.rec_frac[sub], layout)
-        if n_counts:
+        fields = _Fields(scan, sub, layout, where)
+        if n_counts and spec_used.lengths == "comm.size":
             size_col = fields["comm.size"]
-            wrong = np.flatnonzero(size_col != n_counts)
-            if wrong.size:
-                r = int(sub[wrong[0]])
-                raise TraceError(
-                    f"{name}: counts arrays have {n_counts} entries but the communicator has "
-                    f"{size_col[wrong[0]]} ranks: {scan.line_text(r)!r}",
-                    path=where,
-                    line=int(scan.rec_line[r]),
+            i = fields.first(size_col != n_counts)
+            if i is not None:
+                raise fields.error(
+                    i,
+                    f"{name}: counts arrays have {n_counts} entries but the communicator "
+                    f"has {size_col[i]} ranks",
+                )
+        elif spec_used.lengths != "comm.size" and _base_tokens(spec_used.sig)[1]:
+            # an index list printed after its length (Waitsome): MPI_UNDEFINED means none
+            length = fields[spec_used.lengths]
+            i = fields.first(np.where(length == MPI_UNDEFINED, 0, length) != (n_counts or 0))
+            if i is not None:
+                raise fields.error(
+                    i,
+                    f"{name}: {spec_used.lengths} is {length[i]} but {n_counts or 0} "
+                    "indices are printed",
                 )
         for what in ("count", "scount", "rcount"):
             if fields.has(what):
@@ -910,7 +1057,7 @@ def _fields_by_layout(
                         path=where,
                         line=int(scan.rec_line[r]),
                     )
-        out.append((fields, sub))
+        out.append((fields, sub, spec_used))
     return out
 
 
@@ -986,6 +1133,76 @@ def _role_wait(f, name, nid, diag, where):
 
 def _role_waitall(f, name, nid, diag, where):
     return [_base(f, WAIT, nid, req_count=f["count"], req_base=f["requests"])]
+
+
+def _role_cancel(f, name, nid, diag, where):
+    return [_base(f, CANCEL, nid, req_count=1, req_base=f["request"])]
+
+
+def _completed(f: _Fields, nid: int, done: np.ndarray, **cols: Any) -> list[dict[str, Any]]:
+    """WAIT rows for the records that completed something (``done``); the others cost time."""
+    out = _base(f, WAIT, nid, **cols)
+    out["_keep"] = done
+    return [out]
+
+
+def _role_test(f, name, nid, diag, where):
+    return _completed(f, nid, f["flag"] != 0, req_count=1, req_base=f["request"])
+
+
+def _role_testall(f, name, nid, diag, where):
+    return _completed(f, nid, f["flag"] != 0, req_count=f["count"], req_base=f["requests"])
+
+
+def _role_any(f, name, nid, diag, where):
+    """Waitany/Testany: the request at ``index`` completed, unless the index is MPI_UNDEFINED
+    (no active request) or, for Testany, the flag is false."""
+    index, count = f["index"], f["count"]
+    done = index != MPI_UNDEFINED
+    if f.has("flag"):
+        done &= f["flag"] != 0
+    i = f.first(done & ((index < 0) | (index >= count)))
+    if i is not None:
+        raise f.error(
+            i,
+            f"{name}: completed index {index[i]} is not one of the {count[i]} requests "
+            f"(0-based; MPI_UNDEFINED is {MPI_UNDEFINED})",
+        )
+    return _completed(f, nid, done, req_count=1, req_base=f["requests"], _req_index=index[:, None])
+
+
+def _role_some(f, name, nid, diag, where):
+    """Waitsome/Testsome: ``outcount`` requests completed, at the printed indices."""
+    outcount, incount = f["outcount"], f["incount"]
+    i = f.first((outcount != MPI_UNDEFINED) & ((outcount < 0) | (outcount > incount)))
+    if i is not None:
+        raise f.error(i, f"{name}: outcount {outcount[i]} for {incount[i]} requests")
+    index = f.counts("indices")
+    if index is None:  # nothing completed (outcount 0 or MPI_UNDEFINED)
+        return None
+    i = f.first((index < 0) | (index >= incount[:, None]))
+    if i is not None:
+        raise f.error(
+            i,
+            f"{name}: completed indices {index[i].tolist()} are not all among the "
+            f"{incount[i]} requests (0-based)",
+        )
+    i = f.first(np.diff(np.sort(index, axis=1), axis=1) == 0)
+    if i is not None:
+        raise f.error(i, f"{name}: completed indices {index[i].tolist()} name a request twice")
+    return _completed(
+        f, nid, outcount > 0, req_count=outcount, req_base=f["requests"], _req_index=index
+    )
+
+
+def _role_completion_unknown(f, name, nid, diag, where):
+    diag.note(
+        f"{name} without the completed index/flag (liballprof's layout): which request "
+        "completed is unknown, absorbed into calc",
+        where,
+        f.m,
+    )
+    return None
 
 
 def _role_sendrecv(f, name, nid, diag, where):
@@ -1132,6 +1349,13 @@ _ROLES: dict[str, Callable[..., list[dict[str, Any]] | None]] = {
     "request_free": _role_request_free,
     "wait": _role_wait,
     "waitall": _role_waitall,
+    "cancel": _role_cancel,
+    "test": _role_test,
+    "testall": _role_testall,
+    "waitany": _role_any,
+    "testany": _role_any,
+    "some": _role_some,
+    "completion_unknown": _role_completion_unknown,
     "sendrecv": _role_sendrecv,
     "sendrecv_replace": _role_sendrecv_replace,
     "barrier": _coll("barrier", None),
@@ -1177,7 +1401,9 @@ _ROW_COLUMNS = {
 _HEADER_RES = {
     "collprof": re.compile(r"^#\s*collprof\s+\S+\s+output file", re.I),
     "htor": re.compile(r"^#\s*htor's PMPI Tracer.*Output File", re.I),
+    "llamp-tracer": re.compile(r"^#\s*llamp-tracer\s+\S+\s+output file", re.I),
 }
+_WORLD_SIZE_RE = re.compile(r"^#\s*world size:\s*(\S+)\s*$")
 _CLOCK_INIT_RE = re.compile(r"^#\s*(?:Init\s+)?clockdiff:\s*(\S+)")
 _CLOCK_FINAL_RE = re.compile(r"^#\s*Finalize clockdiff:\s*(\S+)")
 _LLAMP_RE = re.compile(r"^#\s*llamp\s+(\S+)\s*(.*)$")
@@ -1187,11 +1413,19 @@ def _parse_comments(comments: list[tuple[int, str]], where: str):
     header = None
     cd_init = cd_final = None
     comm_defs: list[tuple[int, int, tuple[int, ...]]] = []
-    mpi = mpi_line = None
+    mpi = mpi_line = world_size = None
     for line, text in comments:
         for kind, pattern in _HEADER_RES.items():
             if pattern.match(text) and header is None:
                 header = kind
+        size = _WORLD_SIZE_RE.match(text)
+        if size:
+            try:
+                world_size = int(size.group(1))
+            except ValueError:
+                raise TraceError(
+                    f"world size {size.group(1)!r} is not a number", path=where, line=line
+                ) from None
         final = _CLOCK_FINAL_RE.match(text)
         init = None if final else _CLOCK_INIT_RE.match(text)
         for match, is_final in ((final, True), (init, False)):
@@ -1247,11 +1481,18 @@ def _parse_comments(comments: list[tuple[int, str]], where: str):
             raise TraceError(
                 f"unknown llamp header {what!r} (known: comm, mpi)", path=where, line=line
             )
-    return header, cd_init, cd_final, comm_defs, mpi, mpi_line
+    return header, cd_init, cd_final, comm_defs, mpi, mpi_line, world_size
 
 
 # --------------------------------------------------------------------------- whole trace
 _MPICH_WORLD = 0x44000000
+#: Calls that make or free communicators: accounted for by '# llamp comm' lines.
+_COMM_CALLS = frozenset(
+    """MPI_Comm_split MPI_Comm_split_type MPI_Comm_dup MPI_Comm_dup_with_info MPI_Comm_idup
+    MPI_Comm_create MPI_Comm_create_group MPI_Comm_free MPI_Cart_create MPI_Cart_sub
+    MPI_Graph_create MPI_Dist_graph_create MPI_Dist_graph_create_adjacent
+    MPI_Intercomm_merge""".split()
+)
 
 
 def read_liballprof(path: str | Path, *, lenient: bool = False, progress: bool = False) -> Trace:
@@ -1279,6 +1520,22 @@ def read_liballprof(path: str | Path, *, lenient: bool = False, progress: bool =
     finally:
         if bar is not None:
             bar.close()
+    other_size = [(d, d.world_size) for d in ranks if d.world_size not in (None, P)]
+    if other_size:
+        d, size = other_size[0]
+        detail = (
+            f"missing {_missing_names(files, int(size))}"
+            if int(size) > P
+            else "files of another run in the directory?"
+        )
+        raise TraceError(
+            f"the tracer ran {size} ranks ('# world size' header) but there are {P} "
+            f"rank files ({detail})",
+            path=d.path,
+        )
+    if ranks and all(d.comm_defs for d in ranks):
+        # the '# llamp comm' lines say what these calls made: nothing is lost by absorbing them
+        diag.expect(_COMM_CALLS)
     too_big = [
         (d, int(np.flatnonzero(d.cols["comm_size"] > P)[0]))
         for d in ranks
@@ -1341,34 +1598,34 @@ def _missing_names(files: list[Path], size: int) -> str:
     return first if size - 1 == len(files) else f"{first} … {last}"
 
 
-_STRIDE_SAMPLE = 4096
+_STRIDE_SAMPLE = 16384  # request-array entries per rank
 
 
 def _detect_stride(ranks: list[_RankData]) -> tuple[int, str | None]:
-    """The MPI_Request size from Waitall/Startall arrays whose entries hit known requests
-    (the first few thousand arrays of each rank decide)."""
+    """The MPI_Request size from request arrays (Waitall, Startall, Waitany, …) whose entries
+    hit known requests (the first few thousand entries of each rank decide)."""
     hits = {4: 0, 8: 0}
     for d in ranks:
         kind, count, base = d.cols["kind"], d.req_count, d.req_base
-        multi = np.flatnonzero(kind_in(kind, (WAIT, START)) & (count >= 2))[:_STRIDE_SAMPLE]
-        if multi.size == 0:
-            continue
         single = (count == 1) & kind_in(kind, (ISEND, IRECV, SEND_INIT, RECV_INIT))
         known = np.sort(base[single], kind="stable")
         if known.size == 0:
             continue
-        reps = count[multi].astype(np.int64)
-        offsets = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-        bases = np.repeat(base[multi], reps)
-        later = offsets > 0
+        # entries of request arrays beyond the first (Waitall, Startall, Waitany's index, …)
+        of_array = np.repeat(kind_in(kind, (WAIT, START)), count) & (d.req_offset > 0)
+        entries = np.flatnonzero(of_array)[:_STRIDE_SAMPLE]
+        if entries.size == 0:
+            continue
+        bases = np.repeat(base, count)[entries]
+        offsets = d.req_offset[entries]
         for stride in (4, 8):
-            addr = bases[later] + offsets[later] * stride
+            addr = bases + offsets * stride
             at = np.minimum(np.searchsorted(known, addr), known.size - 1)
             hits[stride] += int(np.count_nonzero(known[at] == addr))
     if hits[4] == hits[8]:
         return 8, None
     best = 4 if hits[4] > hits[8] else 8
-    return best, f"{hits[best]} of the Waitall/Startall entries hit requests at stride {best}"
+    return best, f"{hits[best]} request-array entries hit requests at stride {best}"
 
 
 def _detect_mpi(
@@ -1543,17 +1800,9 @@ def _finish_rank(d: _RankData, comm: np.ndarray, mpi: str, stride: int) -> dict[
         e = int(bad[0])
         raise TraceError(f"negative tag {tag[e]}", path=d.path, line=int(cols["line"][e]))
     tag_out = np.where(recv_like & (tag == -1), ANY_TAG, tag)
-    # request lists: base + i·stride
+    # request lists: array base + offset·stride
     count = d.req_count.astype(np.int64)
-    bad = np.flatnonzero(count < 0)
-    if bad.size:
-        e = int(bad[0])
-        raise TraceError(
-            f"negative request count {count[e]}", path=d.path, line=int(cols["line"][e])
-        )
-    first = np.cumsum(count) - count
-    within = np.arange(int(count.sum())) - np.repeat(first, count)
-    req_ids = np.repeat(d.req_base, count) + within * stride
+    req_ids = np.repeat(d.req_base, count) + d.req_offset * stride
     lengths = np.zeros(kind.size, np.int64)
     for row, values in d.counts:
         lengths[row] = values.shape[0]

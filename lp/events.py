@@ -180,6 +180,8 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     r = graph.edge_src[recv_pred]
     w = graph.edge_dst[recv_pred]
     if r.size > 1:
+        by_id = _group_by(r, V)  # ties in (wait, depth) by vertex id, whatever the edge order
+        r, w = r[by_id], w[by_id]
         d = depth[2 * r + 1]
         by_depth = _group_by(d, int(d.max()) + 1)
         key = by_depth[_group_by(w[by_depth], V)]

@@ -43,8 +43,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from llamp.errors import TraceError
-from llamp.graph import RECV, SEND
+from llamp.graph import IREQUIRES, RECV, REQUIRES, SEND
 from llamp.ingest import read
 from llamp.ingest import trace as tracer
 from llamp.ingest.build import COLL_TAG_BASE
@@ -373,32 +372,77 @@ def test_lammps_melt_one_core_per_rank(env, pingpong, tmp_path, monkeypatch):
     raise AssertionError(f"T(θ₀)/T_traced not within 20 %: (ratio, foreign CPU share) {seen}")
 
 
-@needs_openmpi
-@pytest.mark.skipif(
+needs_hpcc = pytest.mark.skipif(
     shutil.which("hpcc") is None, reason="HPCC not installed (apt-get install hpcc)"
 )
-@pytest.mark.xfail(
-    raises=TraceError,
-    strict=True,
-    reason="reader: MPIRandomAccess cancels its last MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG) "
-    "(MPI_Cancel, recorded by the tracer); the reader keeps it as a receive, resolves it to a "
-    "later send (HPL's) and reports unmatched receives",
-)
-def test_hpcc(env, pingpong, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    shutil.copy(APPS / "hpccinf.txt", tmp_path / "hpccinf.txt")
-    files = _trace(tmp_path / "trace", [*LAUNCH, "hpcc"])
-    assert "End of HPC Challenge tests." in (tmp_path / "hpccoutf.txt").read_text()
+
+
+def _never_completed(graph) -> np.ndarray:
+    """Per rank: non-blocking ops (an IREQUIRES edge out) that no wait or test completes."""
+    posted = np.unique(graph.edge_src[graph.edge_kind == IREQUIRES])
+    completed = np.unique(graph.edge_src[graph.edge_kind == REQUIRES])
+    missing = np.setdiff1d(posted, completed)
+    return np.bincount(graph.rank[missing], minlength=graph.num_ranks)
+
+
+@pytest.fixture(scope="module")
+def hpcc(env, tmp_path_factory):
+    """HPCC traced once (4 ranks), ingested into the store as "hpcc": (rank files, graph,
+    warnings of the reader)."""
+    directory = tmp_path_factory.mktemp("hpcc")
+    shutil.copy(APPS / "hpccinf.txt", directory / "hpccinf.txt")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(directory)
+        files = _trace(directory / "trace", [*LAUNCH, "hpcc"])
+    assert "End of HPC Challenge tests." in (directory / "hpccoutf.txt").read_text()
+    _llamp("ingest", str(directory / "trace"), "--name", "hpcc")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = read(directory / "trace")
+    return files, graph, " ".join(str(w.message) for w in caught)
+
+
+@needs_openmpi
+@needs_hpcc
+def test_hpcc(hpcc):
+    """MPIRandomAccess cancels its last MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG) and completes
+    its receives with MPI_Testany: per rank, the graph has one receive per traced receive call
+    minus the cancelled ones, and every non-blocking op is completed by the wait or test the
+    trace says completed it."""
+    files, graph, warned = hpcc
     cancelled = [logged_p2p(p)[2]["MPI_Cancel"] for p in files]
     assert all(c > 0 for c in cancelled)
     for path in files:
         calls = logged_p2p(path)[2]
-        for name in ("MPI_Testany", "MPI_Alltoall", "MPI_Sendrecv", "MPI_Comm_split"):
+        for name in ("MPI_Testany", "MPI_Test", "MPI_Alltoall", "MPI_Sendrecv", "MPI_Comm_split"):
             assert calls[name] > 0, f"{path.name}: no {name}"
-    _llamp("ingest", str(tmp_path / "trace"), "--name", "hpcc")  # TraceError today: xfail
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        graph = read(tmp_path / "trace")
-    _check_counts(graph, files, cancelled)
+        # the tracer's MPI_Test prints its flag: Test:t:request*:flag*:<flag>:status*:t_end
+        tests = [f for f in _records(path) if f[0] == "MPI_Test"]
+        flags = {f[4] for f in tests}
+        assert {len(f) for f in tests} == {7} and "1" in flags and flags <= {"0", "1"}
+    rows = _check_counts(graph, files, cancelled)
+    print(f"\nHPCC (rank, sends, receives, MPI calls): {rows}; cancelled receives {cancelled}")
+    dropped = "cancelled receives (MPI_Cancel) that no message needed: dropped, their time is calc"
+    assert f"{dropped}: {sum(cancelled)}×" in warned
+    assert "cancelled operations kept" not in warned
+    assert "calls not modelled" not in warned  # Testany, Waitany, Comm_split: all accounted for
+    assert _never_completed(graph).tolist() == [0] * RANKS
+
+
+@needs_openmpi
+@needs_hpcc
+def test_hpcc_prediction(hpcc, pingpong):
+    files, graph, _ = hpcc
     params = machine_params(pingpong(RANKS), files)
-    _check_prediction("HPCC", graph, files, params, _report("hpcc", params), RANKS)
+    report = _report("hpcc", params)
+    predicted, measured = _prediction(graph, files, params)
+    stored = report["predict"]["runtime_ns"]
+    if stored != pytest.approx(predicted, rel=1e-9):
+        ratio = _say("HPCC", predicted, measured, params, RANKS)
+        assert ratio <= 1.2, f"HPCC: the model is {ratio:.2f}× the traced run"
+        pytest.xfail(
+            f"store: 'llamp report' of the stored run gives T(θ₀) = {stored:.0f} ns, the "
+            f"ingested graph {predicted:.0f} ns: the store returns edges in another order and "
+            "the graph engine serialises the receives one wait completes in edge order"
+        )
+    _check_prediction("HPCC", graph, files, params, report, RANKS)

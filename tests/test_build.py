@@ -651,3 +651,260 @@ def test_alltoallv_without_counts_is_absorbed(tmp_path):
     with pytest.warns(IngestWarning, match=r"MPI_Alltoallv without recvcounts in the trace"):
         graph = read(write_trace(tmp_path / "t", bodies))
     assert graph.summary().messages == 0
+
+
+# --------------------------------------------------------------------------- completions, cancel
+OPENMPI = ("# llamp mpi openmpi",)  # MPI_ANY_SOURCE = -1, 8-byte MPI_Request
+UNDEFINED = -32766  # MPI_UNDEFINED
+IDX, FLAG, ST = 140735000538000, 140735000538004, 140735000538008  # out-argument addresses
+
+
+def test_waitany_testany_testsome_waitsome_complete_what_they_name(tmp_path):
+    A, B = 140735000539136, 140735000539200  # two request arrays of 2
+    rank0 = [
+        p2p("MPI_Irecv", 110, 111, 1, 1, 0, 2, req=A),
+        p2p("MPI_Irecv", 112, 113, 1, 2, 0, 2, req=A + 8),
+        f"MPI_Waitany:114:2:{A}:{IDX}:1:{ST}:120",  # completes A[1]
+        f"MPI_Testany:121:2:{A}:{IDX}:{UNDEFINED}:{FLAG}:0:{ST}:122",  # nothing: time only
+        f"MPI_Testany:123:2:{A}:{IDX}:0:{FLAG}:1:{ST}:124",  # completes A[0]
+        p2p("MPI_Isend", 125, 126, 1, 3, 0, 2, req=B),
+        p2p("MPI_Isend", 127, 128, 1, 4, 0, 2, req=B + 8),
+        f"MPI_Testsome:129:2:{B}:{IDX}:0:{IDX + 8}:{ST}:130",  # nothing: time only
+        f"MPI_Waitsome:131:2:{B}:{IDX}:2:{IDX + 8}:1,0:{ST}:140",  # completes B[1], B[0]
+    ]
+    rank1 = [
+        p2p("MPI_Send", 105, 106, 0, 1, 1, 2),
+        p2p("MPI_Send", 107, 108, 0, 2, 1, 2),
+        p2p("MPI_Recv", 109, 135, 0, 3, 1, 2, status=True),
+        p2p("MPI_Recv", 136, 145, 0, 4, 1, 2, status=True),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = read(write_trace(tmp_path / "t", [rank0, rank1], finalize=150, extra=OPENMPI))
+    C, S, R = CALC, SEND, RECV
+    assert graph.kind.tolist() == [C, R, C, R, C, C, C, S, C, S, C, C] + [C, S, C, S, C, R, C, R, C]
+    # rank 0's calcs: Init→Irecv, →Irecv, →Waitany, →Testany that completed (the other Testany
+    # lies inside), →Isend, →Isend, →Waitsome (Testsome inside), →Finalize
+    assert graph.cost_ns[graph.kind == C][:8].tolist() == [
+        10e3, 1e3, 1e3, 3e3, 1e3, 1e3, 3e3, 10e3,
+    ]  # fmt: skip
+    assert edges_of(graph) == {
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (3, 4, IREQUIRES),
+        (4, 5, REQUIRES),
+        (3, 5, REQUIRES),  # Waitany, index 1: the second Irecv
+        (5, 6, REQUIRES),
+        (1, 6, REQUIRES),  # Testany, flag 1, index 0: the first Irecv
+        (6, 7, REQUIRES),
+        (7, 8, IREQUIRES),
+        (8, 9, REQUIRES),
+        (9, 10, IREQUIRES),
+        (10, 11, REQUIRES),
+        (9, 11, REQUIRES),  # Waitsome, indices 1,0: both Isends
+        (7, 11, REQUIRES),
+        (12, 13, REQUIRES),
+        (13, 14, REQUIRES),
+        (14, 15, REQUIRES),
+        (15, 16, REQUIRES),
+        (16, 17, REQUIRES),
+        (17, 18, REQUIRES),
+        (18, 19, REQUIRES),
+        (19, 20, REQUIRES),
+        (13, 1, MESSAGE),
+        (15, 3, MESSAGE),
+        (7, 17, MESSAGE),
+        (9, 19, MESSAGE),
+    }
+    assert graph.meta["absorbed_calls"] == {"MPI_Testany": 1, "MPI_Testsome": 1}
+    assert graph.meta["request_stride"] == 8
+
+
+def test_test_and_testall_complete_when_their_flag_says_so(tmp_path):
+    A, B = 140735000539136, 140735000539200
+    rank0 = [
+        p2p("MPI_Irecv", 110, 111, 1, 1, 0, 2, req=A),
+        f"MPI_Test:112:{A}:{FLAG}:0:{ST}:113",  # not yet: time only
+        f"MPI_Test:114:{A}:{FLAG}:1:{ST}:115",  # completes the Irecv
+        p2p("MPI_Isend", 116, 117, 1, 2, 0, 2, req=B),
+        p2p("MPI_Isend", 118, 119, 1, 3, 0, 2, req=B + 8),
+        f"MPI_Testall:120:2:{B}:{FLAG}:0:{ST}:121",
+        f"MPI_Testall:122:2:{B}:{FLAG}:1:{ST}:130",  # completes both Isends
+    ]
+    rank1 = [
+        p2p("MPI_Send", 105, 106, 0, 1, 1, 2),
+        p2p("MPI_Recv", 107, 120, 0, 2, 1, 2, status=True),
+        p2p("MPI_Recv", 121, 125, 0, 3, 1, 2, status=True),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = read(write_trace(tmp_path / "t", [rank0, rank1], finalize=140, extra=OPENMPI))
+    C, S, R = CALC, SEND, RECV
+    assert graph.kind.tolist() == [C, R, C, C, S, C, S, C, C] + [C, S, C, R, C, R, C]
+    assert graph.cost_ns[:9].tolist() == [10e3, 0, 3e3, 1e3, 0, 1e3, 0, 3e3, 10e3]
+    assert edges_of(graph) == {
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (1, 3, REQUIRES),  # MPI_Test, flag 1
+        (3, 4, REQUIRES),
+        (4, 5, IREQUIRES),
+        (5, 6, REQUIRES),
+        (6, 7, IREQUIRES),
+        (7, 8, REQUIRES),
+        (4, 8, REQUIRES),  # MPI_Testall, flag 1
+        (6, 8, REQUIRES),
+        (9, 10, REQUIRES),
+        (10, 11, REQUIRES),
+        (11, 12, REQUIRES),
+        (12, 13, REQUIRES),
+        (13, 14, REQUIRES),
+        (14, 15, REQUIRES),
+        (10, 1, MESSAGE),
+        (4, 12, MESSAGE),
+        (6, 14, MESSAGE),
+    }
+    assert graph.meta["absorbed_calls"] == {"MPI_Test": 1, "MPI_Testall": 1}
+
+
+def test_test_without_flag_is_absorbed_as_before(tmp_path):
+    # liballprof's layout (request*, flag*, status*): which test succeeded is unknown
+    A = 140735000539136
+    rank0 = [
+        p2p("MPI_Irecv", 110, 111, 1, 1, 0, 2, req=A),
+        f"MPI_Test:112:{A}:{FLAG}:{ST}:113",
+        f"MPI_Test:114:{A}:{FLAG}:{ST}:115",
+    ]
+    rank1 = [p2p("MPI_Send", 105, 106, 0, 1, 1, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = read(write_trace(tmp_path / "t", [rank0, rank1], finalize=140))
+    assert graph.kind[graph.rank == 0].tolist() == [CALC, RECV, CALC]
+    assert graph.cost_ns[:3].tolist() == [10e3, 0, 29e3]  # the tests are calc
+    assert (0, 1, REQUIRES) in edges_of(graph) and (1, 2, IREQUIRES) in edges_of(graph)
+    assert graph.meta["absorbed_calls"] == {"MPI_Test": 2}
+
+
+def test_cancelled_wildcard_receive_is_dropped(tmp_path):
+    # HPCC's MPIRandomAccess: Irecv(ANY_SOURCE, ANY_TAG) completed by Testany and posted again;
+    # at the end the last one is cancelled. Rank 1's tag-9 send (posted at 130, after the
+    # cancelled receive completed at 120) belongs to the later Recv.
+    A = 140735000539136
+    rank0 = [
+        p2p("MPI_Irecv", 110, 111, -1, -1, 0, 2, req=A),
+        f"MPI_Testany:112:1:{A}:{IDX}:{UNDEFINED}:{FLAG}:0:{ST}:113",
+        f"MPI_Testany:114:1:{A}:{IDX}:0:{FLAG}:1:{ST}:115",
+        p2p("MPI_Irecv", 116, 117, -1, -1, 0, 2, req=A),
+        f"MPI_Cancel:118:{A}:119",
+        f"MPI_Wait:119:{A}:{ST}:120",
+        p2p("MPI_Recv", 121, 140, 1, 9, 0, 2, status=True),
+    ]
+    rank1 = [p2p("MPI_Send", 105, 106, 0, 5, 1, 2), p2p("MPI_Send", 130, 131, 0, 9, 1, 2)]
+    path = write_trace(tmp_path / "t", [rank0, rank1], finalize=150, extra=OPENMPI)
+    with pytest.warns(IngestWarning) as record:
+        graph = read(path)
+    assert (
+        "cancelled receives (MPI_Cancel) that no message needed: dropped, their time is calc: "
+        f"1× (first at {path / 'pmpi-trace-rank-0.txt'}:9)"
+    ) in str(record[0].message)
+    C, S, R = CALC, SEND, RECV
+    assert graph.kind.tolist() == [C, R, C, C, R, C] + [C, S, C, S, C]
+    # the cancelled Irecv, the Cancel and the Wait (115 → 121) are calc
+    assert graph.cost_ns.tolist() == [10e3, 0, 3e3, 6e3, 0, 10e3] + [5e3, 0, 24e3, 0, 19e3]
+    assert edges_of(graph) == {
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (1, 3, REQUIRES),  # the Testany that completed the first Irecv
+        (3, 4, REQUIRES),
+        (4, 5, REQUIRES),
+        (6, 7, REQUIRES),
+        (7, 8, REQUIRES),
+        (8, 9, REQUIRES),
+        (9, 10, REQUIRES),
+        (7, 1, MESSAGE),  # the wildcard receive: rank 1's tag 5
+        (9, 4, MESSAGE),
+    }
+    assert graph.tag[1] == 5 and graph.peer[1] == 1
+    assert graph.meta["wildcards_resolved"] == 1
+
+
+def test_cancel_that_came_too_late_keeps_the_receive(tmp_path):
+    # the only send to rank 0 can go nowhere but the cancelled receive: the cancel failed
+    A = 140735000539136
+    rank0 = [
+        p2p("MPI_Irecv", 110, 111, 1, 7, 0, 2, req=A),
+        f"MPI_Cancel:112:{A}:113",
+        f"MPI_Wait:113:{A}:{ST}:120",
+        f"MPI_Cancel:121:{A}:122",  # the request is MPI_REQUEST_NULL by now
+    ]
+    rank1 = [p2p("MPI_Send", 105, 106, 0, 7, 1, 2)]
+    path = write_trace(tmp_path / "t", [rank0, rank1], finalize=130, extra=OPENMPI)
+    with pytest.warns(IngestWarning) as record:
+        graph = read(path)
+    text = str(record[0].message)
+    assert (
+        "cancelled operations kept: a message was left only for them (the MPI_Cancel came "
+        f"too late): 1× (first at {path / 'pmpi-trace-rank-0.txt'}:6)"
+    ) in text
+    assert "MPI_Cancel of a request with no pending operation" in text
+    assert graph.kind.tolist() == [CALC, RECV, CALC, CALC, CALC, SEND, CALC]
+    assert graph.cost_ns.tolist() == [10e3, 0, 2e3, 10e3, 5e3, 0, 24e3]
+    assert edges_of(graph) == {
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (1, 3, REQUIRES),  # the Wait completes the receive the cancel did not stop
+        (4, 5, REQUIRES),
+        (5, 6, REQUIRES),
+        (5, 1, MESSAGE),
+    }
+
+
+def test_cancelled_sends(tmp_path):
+    # the tag-3 send has no receive: its cancel succeeded; the tag-4 one is received: it failed
+    A, B = 140735000539136, 140735000539200
+    rank0 = [
+        p2p("MPI_Isend", 110, 111, 1, 3, 0, 2, req=A),
+        f"MPI_Cancel:112:{A}:113",
+        f"MPI_Wait:113:{A}:{ST}:114",
+        p2p("MPI_Isend", 115, 116, 1, 4, 0, 2, req=B),
+        f"MPI_Cancel:117:{B}:118",
+        f"MPI_Wait:118:{B}:{ST}:119",
+    ]
+    rank1 = [p2p("MPI_Recv", 105, 125, 0, 4, 1, 2, status=True)]
+    path = write_trace(tmp_path / "t", [rank0, rank1], finalize=130, extra=OPENMPI)
+    with pytest.warns(IngestWarning) as record:
+        graph = read(path)
+    text = str(record[0].message)
+    assert (
+        "cancelled sends (MPI_Cancel) that no message needed: dropped, their time is calc: 1× "
+        f"(first at {path / 'pmpi-trace-rank-0.txt'}:6)"
+    ) in text
+    assert "cancelled operations kept: a message was left only for them" in text
+    assert graph.kind.tolist() == [CALC, SEND, CALC, CALC, CALC, RECV, CALC]
+    assert graph.cost_ns.tolist() == [15e3, 0, 2e3, 11e3, 5e3, 0, 5e3]
+    assert edges_of(graph) == {
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (1, 3, REQUIRES),
+        (4, 5, REQUIRES),
+        (5, 6, REQUIRES),
+        (1, 5, MESSAGE),
+    }
+    assert graph.tag[1] == 4
+
+
+def test_wildcard_matched_after_it_completed_is_a_note(tmp_path):
+    # the receive completes at 115 but the only send starts at 130 (clocks out of sync): taken,
+    # since nothing else is left and the receive did complete
+    A = 140735000539136
+    rank0 = [p2p("MPI_Irecv", 110, 111, -1, -1, 0, 2, req=A), f"MPI_Wait:112:{A}:{ST}:115"]
+    rank1 = [p2p("MPI_Send", 130, 131, 0, 3, 1, 2)]
+    path = write_trace(tmp_path / "t", [rank0, rank1], finalize=140, extra=OPENMPI)
+    with pytest.warns(IngestWarning, match="wildcard receives matched to a send posted after"):
+        graph = read(path)
+    sends, recvs = graph.messages()
+    assert graph.rank[sends].tolist() == [1] and graph.rank[recvs].tolist() == [0]

@@ -13,10 +13,12 @@ from llamp.ingest import detect_format, read, read_trace
 from llamp.ingest.events import (
     ANY_SOURCE,
     ANY_TAG,
+    CANCEL,
     COLL,
     COLL_OPS,
     FINALIZE,
     INIT,
+    IRECV,
     PROC_NULL,
     RECV,
     SEND,
@@ -410,3 +412,178 @@ def test_no_warnings_on_clean_trace():
         warnings.simplefilter("error")
         graph = read(SWEEP3D)
     assert graph.meta["warnings"] == []
+
+
+# --------------------------------------------------------------------------- llamp's extensions
+UNDEFINED = -32766  # MPI_UNDEFINED in MPICH and Open MPI
+IDX, FLAG, ST = 140735000538000, 140735000538004, 140735000538008  # out-argument addresses
+REQ = 140735000539136
+
+
+def _rank0_rows(trace):
+    ev = trace.events
+    rows = np.flatnonzero(ev.rank == 0)
+    return [(int(ev.kind[e]), int(ev.line[e]), ev.requests(int(e)).tolist()) for e in rows[1:-1]]
+
+
+def test_completion_calls_become_wait_rows(tmp_path):
+    # MPICH header: 4-byte requests; each record names what completed (0-based indices)
+    body0 = [
+        isend(110, 111, 1, 1, REQ, 0, 2, name="MPI_Irecv"),
+        f"MPI_Waitany:112:3:{REQ}:{IDX}:2:{ST}:113",
+        f"MPI_Waitany:114:3:{REQ}:{IDX}:{UNDEFINED}:{ST}:115",  # no active request: nothing
+        f"MPI_Testany:116:3:{REQ}:{IDX}:{UNDEFINED}:{FLAG}:0:{ST}:117",
+        f"MPI_Testany:118:3:{REQ}:{IDX}:{UNDEFINED}:{FLAG}:1:{ST}:119",  # none active
+        f"MPI_Testany:120:3:{REQ}:{IDX}:1:{FLAG}:1:{ST}:121",
+        f"MPI_Waitsome:122:3:{REQ}:{IDX}:2:{IDX + 4}:2,0:{ST}:123",
+        f"MPI_Waitsome:124:3:{REQ}:{IDX}:{UNDEFINED}:{IDX + 4}:{ST}:125",
+        f"MPI_Testsome:126:3:{REQ}:{IDX}:0:{IDX + 4}:{ST}:127",
+        f"MPI_Testsome:128:3:{REQ}:{IDX}:1:{IDX + 4}:1:{ST}:129",
+        f"MPI_Test:130:{REQ}:{FLAG}:0:{ST}:131",
+        f"MPI_Test:132:{REQ}:{FLAG}:1:{ST}:133",
+        f"MPI_Testall:134:2:{REQ}:{FLAG}:0:{ST}:135",
+        f"MPI_Testall:136:2:{REQ}:{FLAG}:1:{ST}:137",
+        f"MPI_Cancel:138:{REQ}:139",
+    ]
+    path = write_trace(
+        tmp_path / "t", [body0, [send(110, 111, 0, 1, 1, 2)]], extra=("# llamp mpi mpich",)
+    )
+    trace = read_liballprof(path)
+    assert _rank0_rows(trace) == [
+        (IRECV, 6, [REQ]),
+        (WAIT, 7, [REQ + 8]),
+        (WAIT, 11, [REQ + 4]),
+        (WAIT, 12, [REQ + 8, REQ]),
+        (WAIT, 15, [REQ + 4]),
+        (WAIT, 17, [REQ]),
+        (WAIT, 19, [REQ, REQ + 4]),
+        (CANCEL, 20, [REQ]),
+    ]
+    assert trace.diagnostics.absorbed == {
+        "MPI_Waitany": [1, f"{path / 'pmpi-trace-rank-0.txt'}:8"],
+        "MPI_Testany": [2, f"{path / 'pmpi-trace-rank-0.txt'}:9"],
+        "MPI_Waitsome": [1, f"{path / 'pmpi-trace-rank-0.txt'}:13"],
+        "MPI_Testsome": [1, f"{path / 'pmpi-trace-rank-0.txt'}:14"],
+        "MPI_Test": [1, f"{path / 'pmpi-trace-rank-0.txt'}:16"],
+        "MPI_Testall": [1, f"{path / 'pmpi-trace-rank-0.txt'}:18"],
+    }
+    assert trace.diagnostics.summary() == []  # tests that completed nothing are just time
+
+
+def test_liballprof_completion_layouts_are_absorbed(tmp_path):
+    # liballprof prints only addresses: Waitany/Testany/Waitsome/Testsome cannot be placed
+    body0 = [
+        f"MPI_Waitany:112:3:{REQ}:{IDX}:{ST}:113",
+        f"MPI_Testany:114:3:{REQ}:{IDX}:{FLAG}:{ST}:115",
+        f"MPI_Waitsome:116:3:{REQ}:{IDX}:{IDX + 4}:{ST}:117",
+        f"MPI_Testsome:118:3:{REQ}:{IDX}:{IDX + 4}:{ST}:119",
+        f"MPI_Test:120:{REQ}:{FLAG}:{ST}:121",
+        f"MPI_Testall:122:2:{REQ}:{FLAG}:{ST}:123",
+    ]
+    trace = read_liballprof(write_trace(tmp_path / "t", [body0, []]))
+    assert _rank0_rows(trace) == []
+    summary = trace.diagnostics.summary()
+    assert [line.split()[0] for line in summary] == [
+        "MPI_Waitany",
+        "MPI_Testany",
+        "MPI_Waitsome",
+        "MPI_Testsome",
+    ]
+    assert summary[1] == (
+        "MPI_Testany without the completed index/flag (liballprof's layout): which request "
+        f"completed is unknown, absorbed into calc: 1× (first at {trace.files[0]}:6)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            f"MPI_Waitany:112:2:{REQ}:{IDX}:2:{ST}:113",
+            "MPI_Waitany: completed index 2 is not one of the 2 requests (0-based; "
+            "MPI_UNDEFINED is -32766)",
+        ),
+        (
+            f"MPI_Testany:112:2:{REQ}:{IDX}:-1:{FLAG}:1:{ST}:113",
+            "MPI_Testany: completed index -1 is not one of the 2 requests (0-based; "
+            "MPI_UNDEFINED is -32766)",
+        ),
+        (
+            f"MPI_Waitsome:112:2:{REQ}:{IDX}:2:{IDX + 4}:1:{ST}:113",
+            "MPI_Waitsome: outcount is 2 but 1 indices are printed",
+        ),
+        (
+            f"MPI_Testsome:112:2:{REQ}:{IDX}:3:{IDX + 4}:0,1,1:{ST}:113",
+            "MPI_Testsome: outcount 3 for 2 requests",
+        ),
+        (
+            f"MPI_Waitsome:112:3:{REQ}:{IDX}:2:{IDX + 4}:1,1:{ST}:113",
+            "MPI_Waitsome: completed indices [1, 1] name a request twice",
+        ),
+        (
+            f"MPI_Waitsome:112:2:{REQ}:{IDX}:2:{IDX + 4}:0,2:{ST}:113",
+            "MPI_Waitsome: completed indices [0, 2] are not all among the 2 requests (0-based)",
+        ),
+    ],
+)
+def test_bad_completion_records(tmp_path, line, message):
+    path = write_trace(tmp_path / "t", [[line], []])
+    with pytest.raises(TraceError) as err:
+        read_liballprof(path)
+    assert str(err.value) == f"{path / 'pmpi-trace-rank-0.txt'}:5: {message}: {line!r}"
+
+
+def test_wrong_field_count_names_every_layout(tmp_path):
+    line = f"MPI_Test:112:{REQ}:{FLAG}:1:{ST}:7:113"
+    path = write_trace(tmp_path / "t", [[line], []])
+    with pytest.raises(TraceError) as err:
+        read_liballprof(path)
+    assert str(err.value).startswith(
+        f"{path / 'pmpi-trace-rank-0.txt'}:5: MPI_Test has 7 fields, expected 6 (t_start, "
+        "request, flag_ptr, flag, status, t_end) or 5 (t_start, request, flag, status, t_end): "
+    )
+
+
+LLAMP_HEADER = ("# llamp mpi openmpi", "# host: vm", "# world size: 2")
+
+
+def test_llamp_tracer_header_and_world_size(tmp_path):
+    path = write_trace(
+        tmp_path / "t",
+        [[], []],
+        header="# llamp-tracer 1.0 output file (liballprof format)",
+        extra=LLAMP_HEADER,
+    )
+    trace = read_liballprof(path)
+    assert trace.meta["tracer"] == "llamp-tracer" and trace.meta["mpi"] == "openmpi"
+    (path / "pmpi-trace-rank-1.txt").unlink()
+    with pytest.raises(TraceError) as err:
+        read_liballprof(path)
+    assert str(err.value) == (
+        f"{path / 'pmpi-trace-rank-0.txt'}: the tracer ran 2 ranks ('# world size' header) but "
+        "there are 1 rank files (missing pmpi-trace-rank-1.txt)"
+    )
+
+
+def test_communicator_calls_are_quiet_when_membership_is_recorded(tmp_path):
+    split = f"MPI_Comm_split:110:{comm(0, 2)}:0:0:140735000539000:111"
+    free = "MPI_Comm_free:112:140735000539000:113"
+    bodies = [[split, free], [split.replace(comm(0, 2), comm(1, 2)), free]]
+    with pytest.warns(IngestWarning, match=r"absorbed into calc: MPI_Comm_free ×2, MPI_Comm_split"):
+        read(write_trace(tmp_path / "bare", bodies))
+    lines = [
+        "# llamp comm 1140850688 2 0,1",
+        "# llamp comm 7 1 {r}",
+    ]
+    path = write_trace(tmp_path / "t", bodies)
+    for r in range(2):
+        f = path / f"pmpi-trace-rank-{r}.txt"
+        f.write_text(
+            f.read_text().replace(
+                "\n\nMPI_Init", "\n" + "\n".join(lines).format(r=r) + "\n\nMPI_Init"
+            )
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = read(path)
+    assert graph.meta["absorbed_calls"] == {"MPI_Comm_free": 2, "MPI_Comm_split": 2}

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from llamp.errors import InputError
-from llamp.graph import CALC, RECV, SEND
+from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND
 from llamp.ingest import read
 from llamp.ingest import trace as tracer
 from llamp.ingest.build import COLL_TAG_BASE
@@ -145,6 +145,15 @@ def _p2p_counts(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return sends, recvs, coll
 
 
+def _never_completed(graph) -> np.ndarray:
+    """Per rank: non-blocking ops (an IREQUIRES edge out) that no wait or test completes (no
+    REQUIRES edge out)."""
+    posted = np.unique(graph.edge_src[graph.edge_kind == IREQUIRES])
+    completed = np.unique(graph.edge_src[graph.edge_kind == REQUIRES])
+    missing = np.setdiff1d(posted, completed)
+    return np.bincount(graph.rank[missing], minlength=graph.num_ranks)
+
+
 def _read(directory: Path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -230,8 +239,10 @@ def test_c_program_trace_and_graph(mpi_name, tmp_path):
     assert run.calls >= RANKS * (sum(C_CALLS.values()) + 2)
 
     graph, warned = _read(run.directory)
-    for name in ("MPI_Waitany", "MPI_Waitsome", "MPI_Testsome"):
-        assert name in warned  # absorbed by the reader, with a warning
+    for name in ("MPI_Waitany", "MPI_Waitsome", "MPI_Testsome", "MPI_Comm_split"):
+        assert name not in warned  # completions read; communicators from '# llamp comm'
+    # every Isend/Irecv/Start is completed by its Waitall, Waitany, Waitsome or Testsome
+    assert _never_completed(graph).tolist() == [0] * RANKS
     sends, recvs, coll = _p2p_counts(graph)
     for rank, path in enumerate(run.files):
         logged = _calls(path)
@@ -298,6 +309,9 @@ def test_fortran_program_trace_and_graph(mpi_name, tmp_path):
         assert calls.pop("MPI_Test") >= 1, f"rank {rank}"
         assert dict(calls) == F_CALLS, f"rank {rank}"
         records = _records(path)
+        # MPI_Test:t:request*:flag*:<flag>:status*:t_end: the loop ends at the first success
+        flags = [int(rec[4]) for rec in records if rec[0] == "MPI_Test"]
+        assert flags == [0] * (len(flags) - 1) + [1], f"rank {rank}"
         allreduce = next(rec for rec in records if rec[0] == "MPI_Allreduce")
         in_place = {"openmpi": 1, "mpich": 2**64 - 1}[mpi_name]  # C MPI_IN_PLACE
         assert int(allreduce[2]) == in_place
@@ -309,7 +323,10 @@ def test_fortran_program_trace_and_graph(mpi_name, tmp_path):
         assert int(first_waitall[3]) in irecv_requests
         _check_times(path)
 
-    graph, _ = _read(run.directory)
+    graph, warned = _read(run.directory)
+    assert "MPI_Waitany" not in warned and "MPI_Test" not in warned
+    # the Test loop completes its Irecv, Waitany x2 the two of the last round
+    assert _never_completed(graph).tolist() == [0] * RANKS
     sends, recvs, coll = _p2p_counts(graph)
     for rank, path in enumerate(run.files):
         logged = _calls(path)

@@ -11,9 +11,8 @@
  *   MPI_Alltoallv with MPI_IN_PLACE prints the receive counts for the send side (what moves).
  * - Out-arguments that say which requests completed are printed after their address, as
  *   count arrays are: Waitany/Testany "index*:<i>", Waitsome/Testsome "outcount*:<n>" and
- *   "indices*:<i0>,...,<i_{n-1}>" (0-based, also from Fortran), Testany "flag*:<f>".
- *   MPI_Test and MPI_Testall keep the reader's layout (request*, flag*, status*): the reader
- *   absorbs them as computation, so their flag value is not printed.
+ *   "indices*:<i0>,...,<i_{n-1}>" (0-based, also from Fortran), Test/Testall/Testany
+ *   "flag*:<f>" (one field more than liballprof prints; the reader takes both layouts).
  *
  * Recorded: Init, Init_thread, Finalize (Abort: no record, the buffer is written out); Send,
  * Ssend, Rsend, Bsend, Recv, Isend, Issend, Irsend, Ibsend, Irecv, the five *_init, Start,
@@ -297,6 +296,7 @@ LT_HIDDEN int lt_test(MPI_Request *request, int *flag, MPI_Status *status,
         lt_begin("MPI_Test", t0);
         lt_ptr(request_log);
         lt_ptr(flag_log);
+        lt_int(*flag);
         lt_ptr(status_log);
         lt_end(t1);
     }
@@ -313,6 +313,7 @@ LT_HIDDEN int lt_testall(int count, MPI_Request *requests, int *flag, MPI_Status
         lt_int(count);
         lt_ptr(requests_log);
         lt_ptr(flag_log);
+        lt_int(*flag);
         lt_ptr(statuses_log);
         lt_end(t1);
     }
