@@ -375,7 +375,7 @@ def _print_path(graph: ExecutionGraph, cp, top: int) -> None:
         f"{len(cp.messages)} messages"
     )
     rows = [(k.removesuffix("_ns"), format_ns(v), f"{v / cp.runtime_ns:.2%}" if cp.runtime_ns else "—") for k, v in totals.items()]
-    click.echo(table(rows, ("time", "ns", "share")))
+    click.echo(table(rows, ("part", "time", "share")))
     split = cp.split
     rows = [
         (int(r.rank), format_ns(r.compute_ns), format_ns(r.overhead_ns), format_ns(r.latency_ns), format_ns(r.bandwidth_ns), int(r.messages_in))
