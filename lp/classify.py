@@ -48,7 +48,7 @@ import pandas as pd
 
 from llamp.errors import InputError
 from llamp.graph import CALC, RECV, SEND, ExecutionGraph
-from llamp.lp.engine import _ALL_COLS, ABS_TOL_NS, REL_TOL, _forward_slopes, engine_for
+from llamp.lp.engine import ABS_TOL_NS, ALL_COLUMNS, REL_TOL, engine_for, forward_slopes
 from llamp.lp.events import COEF_G, COEF_L, COEF_O
 from llamp.params import LogGPS
 
@@ -221,14 +221,14 @@ def rank_counters(graph: ExecutionGraph, params: LogGPS) -> pd.DataFrame:
         frame = pd.DataFrame(0.0, index=np.arange(P), columns=cols)
         frame["rank"] = np.arange(P)
         return frame
-    t, _, pred = _forward_slopes(
+    t, _, pred = forward_slopes(
         ev.in_ptr,
         ev.src,
         ev.coef,
         params.L,
         params.G,
         params.o,
-        _ALL_COLS,
+        ALL_COLUMNS,
         1.0,
         REL_TOL,
         ABS_TOL_NS,

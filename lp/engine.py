@@ -56,7 +56,7 @@ def _forward_value(in_ptr, src, coef, L, G, o):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragma: no cover
+def forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragma: no cover
     """Times, one-sided slopes along ``cols`` (sign +1: right derivatives, −1: left) and the
     in-edge chosen at each event (tight, with the best slope along ``cols[0]``)."""
     n = in_ptr.shape[0] - 1
@@ -237,7 +237,7 @@ class GraphEngine:
         sides = {}
         T = 0.0
         for sign in (1.0, -1.0) if left else (1.0,):
-            t, d, _ = _forward_slopes(
+            t, d, _ = forward_slopes(
                 ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, cols, sign, REL_TOL, ABS_TOL_NS
             )
             T = float(t.max())
@@ -282,8 +282,8 @@ class GraphEngine:
             empty = np.zeros(0)
             return Evaluation(params, 0.0, 0.0, 0.0, 0.0, 0.0, empty, empty, empty,
                               np.zeros(0, dtype=bool))
-        t, d, _ = _forward_slopes(
-            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, _ALL_COLS, 1.0, REL_TOL, ABS_TOL_NS
+        t, d, _ = forward_slopes(
+            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, ALL_COLUMNS, 1.0, REL_TOL, ABS_TOL_NS
         )
         T = float(t.max())
         tol = REL_TOL * abs(T) + ABS_TOL_NS
@@ -319,18 +319,18 @@ class GraphEngine:
         w = ev.weights(params.L, params.G, params.o)
         if ev.num_events == 0:
             return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
-        t, d, pred = _forward_slopes(
-            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, _ALL_COLS, 1.0, REL_TOL, ABS_TOL_NS
+        t, d, pred = forward_slopes(
+            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, ALL_COLUMNS, 1.0, REL_TOL, ABS_TOL_NS
         )
         T = float(t.max())
         tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
         sink = int(tight[np.argmax(d[tight, 0])])
-        positions, edges = _backtrack(pred, ev.src, sink)
+        positions, edges = backtrack_path(pred, ev.src, sink)
         return ev, positions, edges, w
 
 
 @numba.njit(cache=True)
-def _backtrack(pred, src, sink):  # pragma: no cover - compiled
+def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
     """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
     length = 0
     p = sink
@@ -349,7 +349,7 @@ def _backtrack(pred, src, sink):  # pragma: no cover - compiled
 
 
 _WORKERS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1))
-_ALL_COLS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
+ALL_COLUMNS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
 
 
 def _round_slope(value: float) -> float:

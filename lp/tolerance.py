@@ -21,7 +21,7 @@ from llamp.lp.predict import resolve_engine
 from llamp.params import LogGPS
 
 #: Values of L (ns) and G (ns/B) beyond which a parameter counts as tolerated without bound.
-_HUGE = {"L": 1e15, "G": 1e9, "o": 1e15}
+UNBOUNDED_AT = {"L": 1e15, "G": 1e9, "o": 1e15}
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def max_parameter_within(
         )
     # Phase 1: find x_hi with T(x_hi) ≥ bound (tangents from the left overshoot the root).
     x, T, slope = x0, p.runtime_ns, p.right[parameter]
-    asymptote = at(_HUGE[parameter]).right[parameter]
+    asymptote = at(UNBOUNDED_AT[parameter]).right[parameter]
     if asymptote <= 0.0:
         return math.inf
     step = max(bound_ns - T, 1.0)

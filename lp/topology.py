@@ -67,7 +67,7 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
-from llamp.lp.weighted import MessageModel, _forward, edge_weights
+from llamp.lp.weighted import MessageModel, edge_weights, forward_sweep
 from llamp.params import LogGPS
 
 #: Names of the variables every topology model has besides its link classes: every wire at
@@ -751,7 +751,7 @@ class ShiftWalk:
         ev = self.events
         if ev.num_events == 0:
             return 0.0, dict.fromkeys(self.names, 0.0)
-        t, d, _ = _forward(ev.in_ptr, ev.src, self.w, self.dw, 1.0, REL_TOL, ABS_TOL_NS)
+        t, d, _ = forward_sweep(ev.in_ptr, ev.src, self.w, self.dw, 1.0, REL_TOL, ABS_TOL_NS)
         T = float(t.max())
         agg = d[t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)].max(axis=0)
         return T, {n: float(np.round(agg[i], 6)) for i, n in enumerate(self.names)}
@@ -763,7 +763,7 @@ class ShiftWalk:
             return 0.0, 0.0
         col = self._cols[self._index(variable)]
         w = self.w + shift * col[:, 0] if shift else self.w
-        t, d, _ = _forward(ev.in_ptr, ev.src, w, col, sign, REL_TOL, ABS_TOL_NS)
+        t, d, _ = forward_sweep(ev.in_ptr, ev.src, w, col, sign, REL_TOL, ABS_TOL_NS)
         T = float(t.max())
         tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
         slope = d[tight, 0].max() if sign > 0 else d[tight, 0].min()

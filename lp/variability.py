@@ -48,7 +48,7 @@ from llamp.errors import InputError
 from llamp.graph import CALC, ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
 from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST
-from llamp.lp.tolerance import _HUGE, max_parameter_within
+from llamp.lp.tolerance import UNBOUNDED_AT, max_parameter_within
 from llamp.lp.weighted import calc_edges
 from llamp.params import LogGPS
 
@@ -464,7 +464,7 @@ def monte_carlo(
             baseline[_tolerance_column(x)] = max_parameter_within(
                 graph, params, (1.0 + x) * base_point.runtime_ns, parameter="L"
             )
-        unbounded = eng.point(params.with_(L=_HUGE["L"]), ("L",), left=False).right["L"] <= 0.0
+        unbounded = eng.point(params.with_(L=UNBOUNDED_AT["L"]), ("L",), left=False).right["L"] <= 0.0
     seeds = np.random.SeedSequence(spec.seed).spawn(spec.samples)
     chunks = [list(range(i, min(i + batch, spec.samples))) for i in range(0, spec.samples, batch)]
     n_cols = 1 + (2 + len(levels) if sensitivity else 0)

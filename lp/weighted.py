@@ -17,13 +17,13 @@ import numba
 import numpy as np
 
 from llamp.graph import ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.engine import ABS_TOL_NS, REL_TOL, backtrack_path, engine_for
 from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST, EventGraph
 from llamp.params import LogGPS
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
+def forward_sweep(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
     """Event times, one-sided slopes along the columns of ``dw`` and the chosen in-edges."""
     n = in_ptr.shape[0] - 1
     k_dim = dw.shape[1]
@@ -163,7 +163,7 @@ def evaluate_model(
     w, dw = edge_weights(ev, params, model, calc_scale)
     if ev.num_events == 0:
         return WeightedPoint(0.0, dict.fromkeys(model.names, 0.0), np.zeros(0, np.int64), ev)
-    t, d, pred = _forward(ev.in_ptr, ev.src, w, dw, sign, REL_TOL, ABS_TOL_NS)
+    t, d, pred = forward_sweep(ev.in_ptr, ev.src, w, dw, sign, REL_TOL, ABS_TOL_NS)
     T = float(t.max())
     tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
     if d.shape[1]:
@@ -172,9 +172,7 @@ def evaluate_model(
     else:
         agg = np.zeros(0)
         sink = int(tight[0])
-    from llamp.lp.engine import _backtrack
-
-    _, edges = _backtrack(pred, ev.src, sink)
+    _, edges = backtrack_path(pred, ev.src, sink)
     slopes = {name: float(np.round(agg[i], 6)) for i, name in enumerate(model.names)}
     return WeightedPoint(T, slopes, edges, ev)
 

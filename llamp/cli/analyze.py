@@ -227,7 +227,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
     from llamp.lp import sweep as run_sweep
 
-    a, b = _range(parameter, lo, hi)
+    a, b = parse_range(parameter, lo, hi)
     frame = run_sweep(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
     if as_json:
         emit_json({"parameter": parameter, "points": frame.to_dict(orient="records")})
@@ -246,7 +246,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
 
 
-def _range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
+def parse_range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
     if parameter == "G":
         from llamp.config import parse_gap_ns_per_byte
 
@@ -271,7 +271,7 @@ def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi) -> N
     """Every critical latency in [FROM, TO] and λ_L on each linear piece (exact)."""
     from llamp.lp import critical_latencies
 
-    a, b = _range(parameter, lo, hi)
+    a, b = parse_range(parameter, lo, hi)
     result = critical_latencies(graph, params, a, b, parameter=parameter, engine=engine)
     if as_json:
         emit_json(result.as_dict())
@@ -304,7 +304,7 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
     """x% latency and bandwidth tolerance relative to T at the configured L, G."""
     from llamp.lp import tolerance as run_tolerance
 
-    result = run_tolerance(graph, params, _levels(levels), engine=engine)
+    result = run_tolerance(graph, params, parse_levels(levels), engine=engine)
     payload = result.as_dict()
     if save:
         scalars = {"baseline_ns": result.baseline_ns}
@@ -319,7 +319,7 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
     _print_tolerance(result)
 
 
-def _levels(text: str) -> list[float]:
+def parse_levels(text: str) -> list[float]:
     try:
         return [float(v) / 100.0 for v in text.split(",") if v.strip()]
     except ValueError as err:
@@ -411,7 +411,7 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
     from llamp.lp import sweep as run_sweep
     from llamp.lp import tolerance as run_tolerance
 
-    a, b = _range("L", lo, hi)
+    a, b = parse_range("L", lo, hi)
     timings: dict[str, float] = {}
 
     def timed(name, fn):
@@ -423,7 +423,7 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
     pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
     frame = timed("sweep", lambda: run_sweep(graph, params, np.linspace(a, b, points), engine=engine))
     crit = timed("critical", lambda: critical_latencies(graph, params, a, b, engine=engine))
-    tol = timed("tolerance", lambda: run_tolerance(graph, params, _levels(levels), engine=engine))
+    tol = timed("tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine))
     cp = timed("path", lambda: critical_path(graph, params))
     if as_json:
         emit_json(

@@ -13,7 +13,7 @@ import math
 import click
 import numpy as np
 
-from llamp.cli.analyze import _levels, _range, graph_argument
+from llamp.cli.analyze import graph_argument, parse_levels, parse_range
 from llamp.cli.base import cli, emit_json, json_option, params_options, table
 from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError
@@ -59,20 +59,20 @@ def collectives(
     if not variants:
         known = "; ".join(f"{op}: {', '.join(algs)}" for op, algs in ALGORITHMS.items())
         raise InputError(f"give at least one variant OP=ALG (or 'default'); algorithms: {known}")
-    a, b = _range("L", lo, hi)
+    a, b = parse_range("L", lo, hi)
     result = compare_collectives(
         trace,
         list(variants),
         params,
         np.linspace(a, b, points),
-        tolerances=_levels(levels),
+        tolerances=parse_levels(levels),
         lenient=lenient,
         progress=not as_json,
     )
     if as_json:
         emit_json(result.as_dict())
         return
-    x = _levels(levels)
+    x = parse_levels(levels)
     summary = result.summary
     rows = []
     for r in summary.to_dict(orient="records"):
@@ -388,7 +388,7 @@ def mc(
         graph,
         params,
         spec,
-        tolerances=_levels(levels),
+        tolerances=parse_levels(levels),
         sensitivity=not runtime_only,
         progress=not as_json,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from llamp.cli.analyze import _levels, graph_argument
+from llamp.cli.analyze import graph_argument, parse_levels
 from llamp.cli.base import cli, emit_json, json_option, params_options, table
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
@@ -131,7 +131,7 @@ def topology(
 
     if not specs:
         raise InputError("give at least one topology, e.g. fattree:k=16 dragonfly:g=8,a=4,p=8")
-    x = _levels(levels)
+    x = parse_levels(levels)
     with _bar(len(specs), "topologies") as bar:
         result = compare_topologies(
             graph,
