@@ -106,7 +106,7 @@ _SNAP_REL = 1e-6
 _GLOP_REL_FEAS = 1e-12
 #: PDLP's termination tolerance (relative gap); its T is only this exact.
 _PDLP_REL = 1e-10
-#: Forward sweeps allowed when walking toward the tolerance LP's optimum for its crash basis.
+#: Steps of the tolerance walk (sweeps for GLOP's crash basis, min-t solves for HiGHS/PDLP).
 _MAX_WALK = 100
 
 _AT_LOWER = solution_pb2.BASIS_STATUS_AT_LOWER_BOUND
@@ -417,7 +417,9 @@ class LinearProgram:
         self._incremental = None
         if solver == "glop":
             self._incremental = self._call(
-                mathopt_core.new, SOLVERS[solver], self._proto,
+                mathopt_core.new,
+                SOLVERS[solver],
+                self._proto,
                 parameters_pb2.SolverInitializerProto(),
             )
             self._proto = None  # GLOP holds the model; updates are sent as deltas
@@ -456,8 +458,13 @@ class LinearProgram:
         if result.termination.reason != _OPTIMAL:
             raise self._failure(result, "min t")
         solution = result.solutions[0]
-        rc = dict(zip(solution.dual_solution.reduced_costs.ids,
-                      solution.dual_solution.reduced_costs.values, strict=True))
+        rc = dict(
+            zip(
+                solution.dual_solution.reduced_costs.ids,
+                solution.dual_solution.reduced_costs.values,
+                strict=True,
+            )
+        )
         return LPSolution(
             runtime_ns=float(solution.primal_solution.objective_value),
             lambda_L=_snap(rc.get(COL_L, 0.0)),
@@ -500,7 +507,9 @@ class LinearProgram:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in (".mps", ".lp"):
-            raise InputError(f"{path}: cannot export an LP as {suffix or 'no suffix'}: use .mps or .lp")
+            raise InputError(
+                f"{path}: cannot export an LP as {suffix or 'no suffix'}: use .mps or .lp"
+            )
         num_rows, num_cols = self.matrix.shape
         var_lb = np.full(num_cols, -np.inf)
         var_lb[[COL_L, COL_G, COL_O]] = _values(self.params)
@@ -511,8 +520,12 @@ class LinearProgram:
         builder = model_builder.Model()
         builder.name = "llamp"
         builder.helper.fill_model_from_sparse_data(
-            var_lb, np.full(num_cols, np.inf), objective,
-            self.row_lb, np.full(num_rows, np.inf), self.matrix,
+            var_lb,
+            np.full(num_cols, np.inf),
+            objective,
+            self.row_lb,
+            np.full(num_rows, np.inf),
+            self.matrix,
         )
         for col, name in ((COL_L, "l"), (COL_G, "g"), (COL_O, "o"), (COL_T, "t")):
             builder.helper.set_var_name(col, name)
@@ -722,9 +735,16 @@ class LinearProgram:
                 self._incremental.solve, params, model_params, None, registration, None, None
             )
         return self._call(
-            mathopt_core.solve, self._proto, SOLVERS[self.solver_name],
-            parameters_pb2.SolverInitializerProto(), params, model_params, None,
-            registration, None, None,
+            mathopt_core.solve,
+            self._proto,
+            SOLVERS[self.solver_name],
+            parameters_pb2.SolverInitializerProto(),
+            params,
+            model_params,
+            None,
+            registration,
+            None,
+            None,
         )
 
     def _call(self, func, *args):
