@@ -31,4 +31,5 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/matrices.py", "Sensitivity matrices", ":material/grid_on:", "Network"),
     PageSpec("views/placement.py", "Placement", ":material/swap_horiz:", "Network"),
     PageSpec("views/cypher.py", "Cypher console", ":material/terminal:", "Query"),
+    PageSpec("views/validation.py", "Validation", ":material/fact_check:", "Analyses"),
 )

@@ -14,6 +14,7 @@ import click
 from llamp.cli import analyze as _analyze  # noqa: E402,F401
 from llamp.cli import application as _application  # noqa: E402,F401
 from llamp.cli import ingest as _ingest  # noqa: E402,F401
+from llamp.cli import injector as _injector  # noqa: E402,F401
 from llamp.cli import network as _network  # noqa: E402,F401
 from llamp.cli import store as _store  # noqa: E402,F401
 from llamp.cli import trace as _trace  # noqa: E402,F401

@@ -34,15 +34,34 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
 
 
 def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--L --o --G --S`` with units; the command receives ``params: LogGPS``."""
+    """``--network --L --o --G --S`` with units; the command receives ``params: LogGPS``.
 
+    ``--network NAME`` starts from a profile saved by ``llamp calibrate --save NAME``; the
+    other options override it; without either, the defaults of :class:`LogGPS`.
+    """
+
+    @click.option(
+        "--network",
+        "network",
+        default=None,
+        metavar="NAME",
+        help="Start from a calibrated network profile (llamp calibrate --save NAME).",
+    )
     @click.option("--L", "L", default=None, help="Latency L (e.g. 3us, 1500ns). Default 3us.")
     @click.option("--o", "o", default=None, help="CPU overhead o per message (e.g. 1.5us).")
     @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.018ns/B or 56Gb/s).")
     @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (e.g. 256KiB).")
     @functools.wraps(func)
-    def wrapper(*args: Any, L: str | None, o: str | None, G: str | None, S: str | None, **kw: Any):
-        kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S)
+    def wrapper(
+        *args: Any, network: str | None, L: str | None, o: str | None, G: str | None,
+        S: str | None, **kw: Any,
+    ):
+        if network:
+            from llamp.injector.profiles import resolve_params
+
+            kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S)
+        else:
+            kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S)
         return func(*args, **kw)
 
     return wrapper

@@ -1,0 +1,132 @@
+"""Build and cache the injector's C library and programs with the ``mpicc`` found (DESIGN §8).
+
+Three artefacts, built on first use and cached per MPI library in
+``$LLAMP_HOME/injector/<mpi-id>/`` (``<mpi-id>`` as the tracer's: flavour, version, hash of the
+wrapper's command line, see :func:`llamp.ingest.trace.detect_mpi`), rebuilt when their sources
+or flags change (a hash stamp beside each):
+
+- ``libllampinject.so``: the PMPI latency injector (``inject_*.c``), preloaded into every rank;
+- ``llamp-pingpong``: the ping-pong behind ``llamp calibrate`` (``pingpong.c``);
+- ``llamp-injector-check``: micro-benchmarks and self-checks of the injector
+  (``injector_check.c``), used by the tests and ``benchmarks/bench_injector.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from llamp.config import llamp_home
+from llamp.errors import LlampError
+from llamp.ingest.trace import MPIInfo, detect_mpi
+
+SOURCE_DIR = Path(__file__).resolve().parent
+HEADERS = ("llamp_inject.h",)
+WARNINGS = ("-Wall", "-Wextra")
+
+
+class InjectorError(LlampError):
+    """The injector cannot be built, or an injected or calibration run failed."""
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One thing to build: its file name, sources and compiler flags."""
+
+    name: str
+    sources: tuple[str, ...]
+    flags: tuple[str, ...]
+
+
+LIBRARY = Artefact(
+    "libllampinject.so",
+    ("inject_core.c", "inject_p2p.c", "inject_coll.c"),
+    ("-shared", "-fPIC", "-O2", "-g", *WARNINGS, "-pthread"),
+)
+PINGPONG = Artefact("llamp-pingpong", ("pingpong.c",), ("-O2", *WARNINGS))
+CHECK = Artefact("llamp-injector-check", ("injector_check.c",), ("-O2", *WARNINGS))
+
+
+def _stamp(artefact: Artefact, info: MPIInfo) -> str:
+    digest = hashlib.sha256()
+    for name in artefact.sources + HEADERS:
+        digest.update(name.encode() + b"\0" + (SOURCE_DIR / name).read_bytes() + b"\0")
+    digest.update(" ".join(artefact.flags).encode() + b"\0" + info.show.encode())
+    return digest.hexdigest()
+
+
+def build(
+    artefact: Artefact,
+    mpicc: str | None = None,
+    *,
+    rebuild: bool = False,
+    home: Path | None = None,
+    log=None,
+) -> tuple[Path, MPIInfo]:
+    """``artefact`` built with ``mpicc``'s MPI (cached); (path, MPI).
+
+    Raises :class:`InjectorError` with the compiler's output when the build fails. ``log`` (a
+    ``print``-like callable) hears about a build.
+    """
+    info = detect_mpi(mpicc)
+    dest = (home or llamp_home()) / "injector" / info.id
+    target = dest / artefact.name
+    stamp_file = dest / f"{artefact.name}.sha256"
+    stamp = _stamp(artefact, info)
+    if (
+        not rebuild
+        and target.is_file()
+        and stamp_file.is_file()
+        and stamp_file.read_text().strip() == stamp
+    ):
+        return target, info
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = dest / f".{artefact.name}.{os.getpid()}.tmp"
+    cmd = [
+        info.mpicc,
+        *artefact.flags,
+        "-I",
+        str(SOURCE_DIR),
+        "-o",
+        str(tmp),
+        *(str(SOURCE_DIR / s) for s in artefact.sources),
+    ]
+    if log is not None:
+        log(f"building {artefact.name} for {info.label} with {info.mpicc} → {target}")
+    started = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0 or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        raise InjectorError(
+            f"building {artefact.name} failed (exit {out.returncode}):\n$ {shlex.join(cmd)}\n"
+            f"{(out.stderr + out.stdout).strip()}"
+        )
+    os.replace(tmp, target)  # atomic: a concurrent build never exposes a half-written file
+    stamp_file.write_text(stamp + "\n")
+    if log is not None:
+        warnings = out.stderr.strip()
+        log(
+            f"built in {time.perf_counter() - started:.1f} s"
+            + (f"\n{warnings}" if warnings else "")
+        )
+    return target, info
+
+
+def build_library(mpicc: str | None = None, **kw) -> tuple[Path, MPIInfo]:
+    """The injector library ``libllampinject.so`` for ``mpicc``'s MPI."""
+    return build(LIBRARY, mpicc, **kw)
+
+
+def build_pingpong(mpicc: str | None = None, **kw) -> tuple[Path, MPIInfo]:
+    """The calibration ping-pong program ``llamp-pingpong``."""
+    return build(PINGPONG, mpicc, **kw)
+
+
+def build_check(mpicc: str | None = None, **kw) -> tuple[Path, MPIInfo]:
+    """The micro-benchmark and self-check program ``llamp-injector-check``."""
+    return build(CHECK, mpicc, **kw)

@@ -1,0 +1,314 @@
+"""LogGP calibration from a ping-pong: ``llamp calibrate [--save NAME] -- mpirun -n 2 …``.
+
+A Netgauge-like fit (Hoefler et al., "Netgauge", HPCC'07; LLAMP §III measures L, G, S with it)
+of the LogGPS parameters of DESIGN §3.1 to ``llamp-pingpong`` (``pingpong.c``), which measures
+for each size ``s`` (1 B … 4 MiB by default) the blocking round trip ``RTT(s)``, the send
+overhead ``o_s(s)`` (duration of ``MPI_Send`` while the receiver waits) and the receive overhead
+``o_r(s)`` (duration of ``MPI_Recv`` of a message that arrived long before):
+
+- ``o`` = the mean of the median ``o_s`` and the median ``o_r`` over small messages (≤ 256 B);
+- the one-way time ``y(s) = RTT(s)/2`` (lower quartile of the round trips: other processes
+  only ever add time) is, in LogGPS, ``2o + L + (s−1)G`` for an eager message and
+  ``4o + 3L + (s−1)G`` for a rendezvous one (RTS, CTS, data: §3.1), so a protocol switch is a
+  jump of the intercept. Each pair of consecutive sizes defines a line; its intercept is
+  constant along a straight stretch, jumps up at a switch, and falls where caches make the
+  curve bend upward. ``S`` is the size before the largest rise (relative to the one-way time)
+  of the median intercept of up to 4 pairs after a boundary over that of up to 4 pairs before
+  it, where the pair across the boundary is steeper than both sides and the intercept rises
+  by at least half (no switch otherwise: every message is eager);
+- ``G`` = the median slope of consecutive pairs beyond the switch (without a switch: of the
+  pairs ≥ 64 KiB), "the slope over large messages", robust to a few disturbed sizes;
+- ``L`` = ``y`` of the smallest message minus the overheads: ``y(s_min) − 2o − (s_min−1)·G_small``
+  (clamped at 0, with a warning: on shared memory the receive overhead measured on an arrived
+  message can exceed what a waiting receiver pays).
+
+Residuals (measured − model, per size) come with the fit, so a reader sees where LogGPS does
+not describe the machine (caches, protocol details).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llamp.errors import InputError
+from llamp.injector.build import InjectorError, build_library, build_pingpong
+from llamp.injector.inject import injector_variables, launch_command
+from llamp.params import LogGPS
+
+DEFAULT_SIZES: tuple[int, ...] = tuple(1 << k for k in range(23))  # 1 B … 4 MiB
+SMALL_BYTES = 256
+LARGE_BYTES = 64 * 1024
+#: S of a network without a visible protocol switch: every message is eager.
+NO_SWITCH_S = 1 << 62
+#: Pairs of consecutive sizes on each side of a candidate switch.
+WINDOW = 4
+#: The intercept must rise by this fraction of its value before the switch (and by 10 % of
+#: the one-way time there).
+MIN_JUMP = 0.5
+
+
+@dataclass(frozen=True)
+class PingPongSample:
+    """One message size (ns): round trip (lower quartile), send and receive overhead (medians)."""
+
+    size: int
+    rtt_ns: float
+    os_ns: float
+    or_ns: float
+    samples: int = 0
+    rtt_min_ns: float | None = None
+
+    @property
+    def one_way_ns(self) -> float:
+        return self.rtt_ns / 2.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A LogGP(S) fit and what it rests on."""
+
+    L_ns: float
+    o_ns: float
+    G_ns_per_byte: float
+    S_bytes: int | None  # None: no protocol switch visible
+    os_ns: float
+    or_ns: float
+    G_small_ns_per_byte: float  # slope below the switch (or over all sizes)
+    jump_ns: float | None  # rise of the one-way time at the switch
+    samples: tuple[PingPongSample, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def params(self) -> LogGPS:
+        """The fit as LogGPS parameters (no switch → every message eager)."""
+        return LogGPS(
+            L=self.L_ns,
+            o=self.o_ns,
+            G=self.G_ns_per_byte,
+            S=self.S_bytes if self.S_bytes is not None else NO_SWITCH_S,
+        )
+
+    def residuals(self) -> pd.DataFrame:
+        """Per size: measured one-way time, the LogGPS model's, and the difference."""
+        sizes = np.array([s.size for s in self.samples], dtype=np.int64)
+        measured = np.array([s.one_way_ns for s in self.samples])
+        p = self.params()
+        model = model_one_way_ns(sizes, p.L, p.o, p.G, p.S)
+        return pd.DataFrame(
+            {
+                "size_bytes": sizes,
+                "protocol": np.where(sizes <= p.S, "eager", "rendezvous"),
+                "one_way_ns": measured,
+                "model_ns": model,
+                "residual_ns": measured - model,
+                "residual_pct": (measured - model) / measured * 100.0,
+                "os_ns": [s.os_ns for s in self.samples],
+                "or_ns": [s.or_ns for s in self.samples],
+            }
+        )
+
+    def times(self) -> list[tuple[int, float, float]]:
+        """Measured (bytes, one-way ns, MPI_Send ns) per size, for the injector's arrival
+        estimates (``LLAMP_INJECT_TIMES``)."""
+        return [(s.size, s.one_way_ns, s.os_ns) for s in self.samples]
+
+    def as_dict(self) -> dict[str, Any]:
+        res = self.residuals()
+        return {
+            "L_ns": self.L_ns,
+            "o_ns": self.o_ns,
+            "G_ns_per_byte": self.G_ns_per_byte,
+            "S_bytes": self.S_bytes,
+            "os_ns": self.os_ns,
+            "or_ns": self.or_ns,
+            "G_small_ns_per_byte": self.G_small_ns_per_byte,
+            "jump_ns": self.jump_ns,
+            "rms_residual_pct": float(np.sqrt(np.mean(res["residual_pct"] ** 2))),
+            "warnings": list(self.warnings),
+            "residuals": res.to_dict(orient="records"),
+        }
+
+
+def model_one_way_ns(
+    sizes: np.ndarray | Sequence[int], L: float, o: float, G: float, S: int = NO_SWITCH_S
+) -> np.ndarray:
+    """Half the round trip of a blocking LogGPS ping-pong (DESIGN §3.1): ``2o + L + (s−1)G``
+    eager, ``4o + 3L + (s−1)G`` rendezvous (``s > S``)."""
+    s = np.asarray(sizes, dtype=np.float64)
+    wire = np.maximum(s - 1.0, 0.0) * G
+    return np.where(s <= S, 2 * o + L + wire, 4 * o + 3 * L + wire)
+
+
+def _switch(x: np.ndarray, y: np.ndarray) -> tuple[int, float] | None:
+    """(index k of the last eager size, intercept rise) of the protocol switch, if any."""
+    slope = np.diff(y) / np.diff(x)
+    icpt = y[:-1] - slope * x[:-1]  # intercept of the line through sizes k and k+1
+    best: tuple[int, float] | None = None
+    for k in range(1, len(icpt) - 1):  # pair k straddles the boundary between k and k+1
+        before = icpt[max(0, k - WINDOW) : k]
+        after = icpt[k + 1 : k + 1 + WINDOW]
+        lo, hi = float(np.median(before)), float(np.median(after))
+        rise = hi - lo
+        if rise < MIN_JUMP * max(lo, 0.0) or rise < 0.1 * y[k]:
+            continue
+        if icpt[k] > lo - 0.5 * rise:  # the pair across a jump is steeper than both sides
+            continue
+        if best is None or rise / y[k] > best[1] / y[best[0]]:
+            best = (k, rise)
+    return best
+
+
+def _median_slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.median(np.diff(y) / np.diff(x))) if len(x) >= 2 else 0.0
+
+
+def fit_loggp(samples: Sequence[PingPongSample]) -> Calibration:
+    """Fit L, o, G (and S if a switch is visible) to ping-pong medians (see the module doc)."""
+    pts = sorted(samples, key=lambda s: s.size)
+    if len(pts) < 4:
+        raise InputError(f"a LogGP fit needs at least 4 message sizes, got {len(pts)}")
+    if len({p.size for p in pts}) != len(pts):
+        raise InputError("ping-pong samples repeat a message size")
+    sizes = np.array([p.size for p in pts], dtype=np.float64)
+    y = np.array([p.one_way_ns for p in pts])
+    if np.any(y <= 0):
+        raise InputError("ping-pong round trips must be positive")
+    x = sizes - 1.0
+    warnings: list[str] = []
+
+    small = sizes <= SMALL_BYTES
+    if not small.any():
+        small[0] = True
+        warnings.append(f"no message ≤ {SMALL_BYTES} B: o taken from the smallest size")
+    os_ns = float(np.median([p.os_ns for p, k in zip(pts, small, strict=True) if k]))
+    or_ns = float(np.median([p.or_ns for p, k in zip(pts, small, strict=True) if k]))
+    o = (os_ns + or_ns) / 2.0
+
+    found = _switch(x, y)
+    if found is not None:
+        k, jump = found
+        S: int | None = int(sizes[k])
+        jump_ns: float | None = jump
+        g_small = _median_slope(x[: k + 1], y[: k + 1])
+        G = _median_slope(x[k + 1 :], y[k + 1 :])
+    else:
+        S, jump_ns = None, None
+        g_small = _median_slope(x, y)
+        large = sizes >= LARGE_BYTES
+        G = _median_slope(x[large], y[large]) if large.sum() >= 3 else g_small
+    if G < 0:
+        warnings.append(f"negative slope {G:.4g} ns/B over large messages: G set to 0")
+        G = 0.0
+    L = float(y[0] - 2.0 * o - x[0] * max(g_small, 0.0))
+    if L < 0:
+        warnings.append(
+            f"one-way time of {int(sizes[0])} B ({y[0]:.1f} ns) is below 2o = {2 * o:.1f} ns: "
+            "L set to 0"
+        )
+        L = 0.0
+    return Calibration(
+        L_ns=L,
+        o_ns=o,
+        G_ns_per_byte=float(G),
+        S_bytes=S,
+        os_ns=os_ns,
+        or_ns=or_ns,
+        G_small_ns_per_byte=float(g_small),
+        jump_ns=jump_ns,
+        samples=tuple(pts),
+        warnings=tuple(warnings),
+    )
+
+
+def parse_pingpong(text: str) -> list[PingPongSample]:
+    """The JSON lines ``llamp-pingpong`` prints, as samples."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+            out.append(
+                PingPongSample(
+                    size=int(rec["size"]),
+                    rtt_ns=float(rec.get("rtt_q1_ns", rec["rtt_ns"])),
+                    os_ns=float(rec["os_ns"]),
+                    or_ns=float(rec["or_ns"]),
+                    samples=int(rec.get("samples", 0)),
+                    rtt_min_ns=float(rec["rtt_min_ns"]) if "rtt_min_ns" in rec else None,
+                )
+            )
+        except (KeyError, ValueError, json.JSONDecodeError) as err:
+            raise InjectorError(f"unreadable ping-pong output line {line!r}: {err}") from err
+    return out
+
+
+def run_pingpong(
+    launcher: Sequence[str],
+    *,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    iters: int = 400,
+    mpicc: str | None = None,
+    injected: bool = False,
+    env: dict[str, str] | None = None,
+    timeout: float | None = 600.0,
+    log=None,
+) -> list[PingPongSample]:
+    """Run ``llamp-pingpong`` under ``launcher`` (e.g. ``mpirun -n 2``).
+
+    With ``injected`` the ping-pong runs under the injector at ΔL = 0, so the fit includes
+    the injector's own per-message cost (the header of each message).
+    """
+    if not launcher:
+        raise InputError(
+            "give the launcher to run the ping-pong with: llamp calibrate -- mpirun -n 2"
+        )
+    if iters < 1 or any(s < 0 for s in sizes):
+        raise InputError("ping-pong iterations must be ≥ 1 and sizes ≥ 0")
+    program, mpi = build_pingpong(mpicc, log=log)
+    argv = [*launcher, str(program), "-s", ",".join(str(int(s)) for s in sizes), "-n", str(iters)]
+    run_env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="llamp-calibrate-") as tmp:
+        if injected:
+            library, _ = build_library(mpicc, log=log)
+            argv, run_env = launch_command(
+                argv, library, injector_variables(0.0, None, Path(tmp)), mpi
+            )
+        if env:
+            run_env.update(env)
+        try:
+            out = subprocess.run(
+                argv, capture_output=True, text=True, env=run_env, timeout=timeout, check=False
+            )
+        except FileNotFoundError as err:
+            raise InjectorError(f"cannot run {argv[0]!r}: {err.strerror}") from err
+        except subprocess.TimeoutExpired as err:
+            raise InjectorError(f"the ping-pong did not finish in {timeout} s") from err
+    if out.returncode != 0:
+        raise InjectorError(
+            f"the ping-pong failed (exit code {out.returncode}): {shlex.join(argv)}\n"
+            f"{(out.stderr or out.stdout).strip()[-2000:]}"
+        )
+    found = parse_pingpong(out.stdout)
+    if len(found) != len(sizes):
+        raise InjectorError(
+            f"the ping-pong reported {len(found)} of {len(sizes)} sizes: {shlex.join(argv)}\n"
+            f"{out.stdout.strip()[-2000:]}"
+        )
+    return found
+
+
+def calibrate(launcher: Sequence[str], **kw) -> Calibration:
+    """Ping-pong under ``launcher`` and fit (``kw`` as :func:`run_pingpong`)."""
+    return fit_loggp(run_pingpong(launcher, **kw))

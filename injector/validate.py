@@ -1,0 +1,533 @@
+"""Predicted vs measured runtime under injected latency (LLAMP §III-B, Fig. 9):
+``llamp validate --deltas 0,10,20,50,100us --repeat 5 -- mpirun …``.
+
+1. Trace the application once at ΔL = 0 (``llamp trace``'s machinery,
+   :func:`llamp.ingest.trace.run_traced`), ingest the trace into an execution graph and store
+   it as a run.
+2. Predict ``T(L0 + ΔL)`` for every ΔL with the graph engine (``L0, o, G, S`` of this machine:
+   a network profile from ``llamp calibrate`` or options).
+3. Run the application under the injector (:func:`llamp.injector.inject.run_injected`) at every
+   ΔL, ``repeat`` times, in a shuffled order per repetition so that a drift of the machine's
+   load spreads over all ΔL instead of biasing some.
+4. Report per ΔL the measured mean ± sd against the prediction and the relative root mean
+   square error over the ΔL list, ``RRMSE = sqrt(mean((T_pred − T_meas)²)) / mean(T_meas)``
+   (the paper's accuracy measure, its ref. [56]), and store it as an analysis of kind
+   ``validation`` of the run.
+
+Measured runtime = the injector's: end of ``MPI_Init`` to start of ``MPI_Finalize`` of the
+slowest rank, the span ``T`` covers. Each run also records the CPU other processes used while
+it ran; the result keeps the load so a reader can judge the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llamp.config import format_ns, llamp_home, parse_duration_ns
+from llamp.errors import InputError
+from llamp.injector.inject import InjectedRun, LoadProbe, run_injected, wait_for_quiet
+from llamp.params import LogGPS
+
+KIND = "validation"
+
+
+def parse_deltas(text: str) -> tuple[float, ...]:
+    """``"0,10,20,50,100us"`` → ns; a bare number takes the unit of the last item that has one
+    (µs if none has), so ``0,10,20us`` and ``0us,10us,20us`` mean the same."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise InputError("--deltas: give at least one ΔL, e.g. 0,10,20,50,100us")
+    unit = "us"
+    for item in reversed(items):
+        tail = item.lstrip("+-0123456789.eE")
+        if tail:
+            unit = tail.strip()
+            break
+    unit = {"µs": "us", "μs": "us"}.get(unit, unit)
+    values = []
+    for item in items:
+        bare = not item.lstrip("+-0123456789.eE")
+        value = (
+            parse_duration_ns(item, default_unit=unit)
+            if not bare
+            else parse_duration_ns(float(item), default_unit=unit)
+        )
+        if value < 0:
+            raise InputError(f"--deltas: ΔL must be ≥ 0, got {item!r}")
+        values.append(value)
+    if len(set(values)) != len(values):
+        raise InputError(f"--deltas: {text!r} repeats a value")
+    return tuple(values)
+
+
+def rrmse(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """Relative root mean square error: ``sqrt(mean((p − m)²)) / mean(m)`` (a fraction)."""
+    p = np.asarray(predicted, dtype=np.float64)
+    m = np.asarray(measured, dtype=np.float64)
+    if p.shape != m.shape or p.size == 0:
+        raise InputError("RRMSE needs as many predictions as measurements, at least one")
+    return float(np.sqrt(np.mean((p - m) ** 2)) / np.mean(m))
+
+
+@dataclass(frozen=True)
+class ValidationPoint:
+    """One ΔL: the prediction and the measured runs."""
+
+    delta_ns: float
+    predicted_ns: float
+    lambda_L: float
+    runs_ns: tuple[float, ...]
+
+    @property
+    def mean_ns(self) -> float:
+        return float(np.mean(self.runs_ns))
+
+    @property
+    def sd_ns(self) -> float:
+        return float(np.std(self.runs_ns, ddof=1)) if len(self.runs_ns) > 1 else 0.0
+
+    @property
+    def error_pct(self) -> float:
+        return (self.predicted_ns - self.mean_ns) / self.mean_ns * 100.0
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A validation of one application: per ΔL predicted vs measured, and how it was made."""
+
+    run: str
+    command: tuple[str, ...]
+    params: LogGPS  # base configuration: L0 = params.L
+    points: tuple[ValidationPoint, ...]
+    repeat: int
+    engine: str = "graph"
+    traced_runtime_ns: float = math.nan  # the traced run (tracer, ΔL = 0), graph span
+    mpi: str = ""
+    load: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    created: str = ""
+
+    @property
+    def rrmse(self) -> float:
+        return rrmse([p.predicted_ns for p in self.points], [p.mean_ns for p in self.points])
+
+    def table(self) -> pd.DataFrame:
+        """One row per ΔL, units in the column names."""
+        return pd.DataFrame(
+            {
+                "delta_L_ns": [p.delta_ns for p in self.points],
+                "L_ns": [self.params.L + p.delta_ns for p in self.points],
+                "predicted_ns": [p.predicted_ns for p in self.points],
+                "measured_mean_ns": [p.mean_ns for p in self.points],
+                "measured_sd_ns": [p.sd_ns for p in self.points],
+                "runs": [len(p.runs_ns) for p in self.points],
+                "error_pct": [p.error_pct for p in self.points],
+                "lambda_L": [p.lambda_L for p in self.points],
+            }
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "command": list(self.command),
+            "params": self.params.as_dict(),
+            "repeat": self.repeat,
+            "engine": self.engine,
+            "traced_runtime_ns": self.traced_runtime_ns,
+            "mpi": self.mpi,
+            "rrmse": self.rrmse,
+            "load": dict(self.load),
+            "counters": dict(self.counters),
+            "notes": list(self.notes),
+            "created": self.created,
+            "points": [
+                {
+                    "delta_ns": p.delta_ns,
+                    "predicted_ns": p.predicted_ns,
+                    "lambda_L": p.lambda_L,
+                    "runs_ns": list(p.runs_ns),
+                    "measured_mean_ns": p.mean_ns,
+                    "measured_sd_ns": p.sd_ns,
+                    "error_pct": p.error_pct,
+                }
+                for p in self.points
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Validation:
+        """Inverse of :meth:`as_dict` (the scalars of a stored ``validation`` analysis)."""
+        try:
+            p = data["params"]
+            params = LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=int(p["S_bytes"]))
+            points = tuple(
+                ValidationPoint(
+                    delta_ns=float(q["delta_ns"]),
+                    predicted_ns=float(q["predicted_ns"]),
+                    lambda_L=float(q.get("lambda_L", math.nan)),
+                    runs_ns=tuple(float(x) for x in q["runs_ns"]),
+                )
+                for q in data["points"]
+            )
+            return cls(
+                run=str(data["run"]),
+                command=tuple(data.get("command", ())),
+                params=params,
+                points=points,
+                repeat=int(data.get("repeat", 0)),
+                engine=str(data.get("engine", "graph")),
+                traced_runtime_ns=float(data.get("traced_runtime_ns", math.nan) or math.nan),
+                mpi=str(data.get("mpi", "")),
+                load={k: float(v) for k, v in (data.get("load") or {}).items()},
+                counters={k: float(v) for k, v in (data.get("counters") or {}).items()},
+                notes=tuple(data.get("notes", ())),
+                created=str(data.get("created", "")),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise InputError(f"not a validation result ({err})") from err
+
+    def summary(self) -> str:
+        """Human table: ΔL, predicted, measured mean ± sd, error; RRMSE and the load."""
+        from llamp.cli.base import table
+
+        rows = [
+            (
+                format_ns(p.delta_ns),
+                format_ns(p.predicted_ns),
+                f"{format_ns(p.mean_ns)} ± {format_ns(p.sd_ns)}",
+                len(p.runs_ns),
+                f"{p.error_pct:+.2f}%",
+                f"{p.lambda_L:g}",
+            )
+            for p in self.points
+        ]
+        text = table(rows, ("ΔL", "predicted T", "measured T (mean ± sd)", "runs", "error", "λ_L"))
+        load = self.load
+        lines = [
+            text,
+            f"RRMSE {self.rrmse * 100:.2f}% over {len(self.points)} values of ΔL "
+            f"(L0 = {format_ns(self.params.L)}, o = {format_ns(self.params.o)}, "
+            f"G = {self.params.G:.4g} ns/B, S = {self.params.S} B; engine {self.engine})",
+        ]
+        if load:
+            lines.append(
+                f"load: the traced run shared the machine with "
+                f"{load.get('trace_other_load_cores', math.nan):.2f} busy cores of other "
+                f"processes; other processes used {load.get('other_load_cores_mean', 0):.2f} cores on "
+                f"average (max {load.get('other_load_cores_max', 0):.2f}) while the "
+                f"{int(load.get('runs', 0))} runs ran; 1-min load average "
+                f"{load.get('loadavg_mean', 0):.2f}"
+                + (
+                    f"; {int(load['disturbed_runs'])} runs stayed above "
+                    f"{load['max_other_load_cores']:.2f} cores after retries"
+                    if load.get("disturbed_runs")
+                    else ""
+                )
+            )
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def predict_deltas(
+    graph, params: LogGPS, deltas: Sequence[float], *, engine: str = "auto"
+) -> pd.DataFrame:
+    """``T(L0 + ΔL)`` and ``λ_L`` for each ΔL (columns ``delta_L_ns``, ``runtime_ns``,
+    ``lambda_L``)."""
+    from llamp.lp import sweep
+
+    values = [params.L + d for d in deltas]
+    frame = sweep(graph, params, values, parameter="L", engine=engine)
+    frame.insert(0, "delta_L_ns", list(deltas))
+    return frame
+
+
+def measure(
+    command: Sequence[str],
+    deltas: Sequence[float],
+    *,
+    repeat: int,
+    base: LogGPS | None,
+    mpicc: str | None = None,
+    seed: int = 0,
+    max_other_load: float | None = None,
+    retries: int = 3,
+    quiet_timeout_s: float = 300.0,
+    times=None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    output=None,
+    log=None,
+) -> dict[float, list[InjectedRun]]:
+    """``repeat`` injected runs per ΔL, each repetition in its own shuffled order.
+
+    With ``max_other_load`` (cores), each run waits (up to ``quiet_timeout_s``, 30 s once a
+    wait has timed out) until other processes use at most that much CPU, and a run during
+    which they used more is disturbed and made again, up to ``retries`` more times; the last
+    try is kept.
+    """
+    if repeat < 1:
+        raise InputError(f"--repeat must be ≥ 1, got {repeat}")
+    runs: dict[float, list[InjectedRun]] = {d: [] for d in deltas}
+    total, done = repeat * len(deltas), 0
+    patience = quiet_timeout_s
+    for rep in range(repeat):
+        order = list(deltas)
+        random.Random(seed + rep).shuffle(order)
+        for delta in order:
+            for attempt in range(retries + 1):
+                if max_other_load is not None:
+                    seen = wait_for_quiet(max_other_load, timeout_s=patience, log=log)
+                    if seen is not None and seen > max_other_load:
+                        patience = min(patience, 30.0)  # persistently busy: wait less
+                run = run_injected(
+                    command,
+                    delta,
+                    base=base,
+                    times=times,
+                    mpicc=mpicc,
+                    cwd=cwd,
+                    timeout=timeout,
+                    output=output,
+                )
+                disturbed = max_other_load is not None and run.other_load_cores > max_other_load
+                if log is not None:
+                    log(
+                        f"[{done + 1}/{total}] ΔL = {format_ns(delta)}: T = "
+                        f"{format_ns(run.runtime_ns)} (other processes: "
+                        f"{run.other_load_cores:.2f} cores"
+                        + (", disturbed: again)" if disturbed and attempt < retries else ")")
+                    )
+                if not disturbed:
+                    break
+            runs[delta].append(run)
+            done += 1
+    return runs
+
+
+def _load_summary(
+    runs: dict[float, list[InjectedRun]], max_other_load: float | None
+) -> dict[str, float]:
+    every = [r for rs in runs.values() for r in rs]
+    other = np.array([r.other_load_cores for r in every])
+    return {
+        "runs": float(len(every)),
+        "disturbed_runs": float(np.sum(other > max_other_load)) if max_other_load else 0.0,
+        "max_other_load_cores": float(max_other_load or 0.0),
+        "other_load_cores_mean": float(other.mean()),
+        "other_load_cores_max": float(other.max()),
+        "loadavg_mean": float(np.mean([r.loadavg for r in every])),
+        "cpus": float(len(os.sched_getaffinity(0))),
+    }
+
+
+def _consistency(runs: dict[float, list[InjectedRun]], graph_messages: int) -> tuple[dict, list]:
+    """Counters of the runs, and notes where the runs or the graph disagree."""
+    notes = []
+    every = [r for rs in runs.values() for r in rs]
+    sent = {int(r.counters["messages_sent"] + r.counters["collective_messages"]) for r in every}
+    if len(sent) > 1:
+        notes.append(
+            f"the injected runs sent different numbers of messages ({min(sent)}–{max(sent)}): the "
+            "application's communication depends on timing (time-bounded loops, wildcards), "
+            "so no single execution graph describes every run"
+        )
+    injected = max(sent)
+    if injected != graph_messages:
+        notes.append(
+            f"the graph has {graph_messages} messages, an injected run {injected} (point-to-"
+            "point and collective): collectives the graph expands differently, or calls the "
+            "injector passed through"
+        )
+    passthrough = max(r.counters["passthrough_calls"] for r in every)
+    if passthrough:
+        notes.append(f"{int(passthrough)} MPI calls per run were not delayed (see llamp inject)")
+    mismatches = max(r.counters["header_mismatches"] for r in every)
+    if mismatches:
+        notes.append(f"{int(mismatches)} messages lost their send-time header pairing")
+    first = every[0].counters
+    counters = {
+        k: first[k]
+        for k in (
+            "messages_sent",
+            "bytes_sent",
+            "collectives",
+            "collective_messages",
+            "passthrough_calls",
+        )
+    }
+    return counters, notes
+
+
+def run_validation(
+    command: Sequence[str],
+    deltas: Sequence[float],
+    *,
+    params: LogGPS,
+    repeat: int = 5,
+    run_name: str | None = None,
+    trace_dir: Path | None = None,
+    mpicc: str | None = None,
+    collectives: dict[str, str] | None = None,
+    engine: str = "auto",
+    store_uri: str | None = None,
+    store: bool = True,
+    replace: bool = True,
+    seed: int = 0,
+    max_other_load: float | None = None,
+    quiet_timeout_s: float = 300.0,
+    times=None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    output=None,
+    log=None,
+) -> tuple[Validation, str | None]:
+    """Trace, predict, measure, compare (see the module doc); (result, stored analysis id)."""
+    from llamp.ingest import read
+    from llamp.ingest.trace import run_traced
+
+    if not command:
+        raise InputError("no command: llamp validate --deltas 0,10,20us -- mpirun -np 4 ./app")
+    deltas = tuple(sorted(float(d) for d in deltas))
+    name = run_name or f"validate-{Path(command[-1]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    directory = Path(trace_dir) if trace_dir else llamp_home() / "validation" / name / "trace"
+    for attempt in range(4 if max_other_load is not None else 1):
+        if max_other_load is not None:
+            wait_for_quiet(max_other_load, timeout_s=quiet_timeout_s, log=log)
+        if log:
+            log(f"tracing at ΔL = 0 into {directory}")
+        with LoadProbe() as probe:
+            traced = run_traced(
+                list(command),
+                directory,
+                mpicc=mpicc,
+                overwrite=True,
+                log=log,
+                cwd=cwd,
+                timeout=timeout,
+            )
+        trace_load = probe.cores
+        if max_other_load is None or trace_load <= max_other_load:
+            break
+        if log and attempt < 3:
+            log(f"the traced run was disturbed (other processes: {trace_load:.2f} cores): again")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
+    predicted = predict_deltas(graph, params, deltas, engine=engine)
+    if log:
+        log(
+            f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "
+            f"predicted T(L0) = {format_ns(float(predicted['runtime_ns'].iloc[0]))}"
+        )
+    runs = measure(
+        command,
+        deltas,
+        repeat=repeat,
+        base=params,
+        mpicc=mpicc,
+        seed=seed,
+        max_other_load=max_other_load,
+        quiet_timeout_s=quiet_timeout_s,
+        times=times,
+        cwd=cwd,
+        timeout=timeout,
+        output=output,
+        log=log,
+    )
+    counters, notes = _consistency(runs, int(graph.summary().messages))
+    zero = [r for d, rs in runs.items() if d == 0 for r in rs]
+    traced_T = _traced_runtime_ns(traced.files)
+    if zero and math.isfinite(traced_T):
+        overhead = np.mean([r.runtime_ns for r in zero]) / traced_T - 1.0
+        notes.append(
+            f"injector at ΔL = 0 vs the traced run: {overhead * 100:+.1f}% runtime (the traced "
+            f"run took {format_ns(traced_T)})"
+        )
+    points = tuple(
+        ValidationPoint(
+            delta_ns=d,
+            predicted_ns=float(row.runtime_ns),
+            lambda_L=float(row.lambda_L),
+            runs_ns=tuple(r.runtime_ns for r in runs[d]),
+        )
+        for d, row in zip(deltas, predicted.itertuples(index=False), strict=True)
+    )
+    result = Validation(
+        run=name,
+        command=tuple(command),
+        params=params,
+        points=points,
+        repeat=repeat,
+        engine=str(predicted["engine"].iloc[0]) if "engine" in predicted else engine,
+        traced_runtime_ns=traced_T,
+        mpi=traced.mpi.label,
+        load=_load_summary(runs, max_other_load) | {"trace_other_load_cores": trace_load},
+        counters=counters,
+        notes=tuple(notes),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    analysis_id = None
+    if store:
+        analysis_id = store_validation(result, graph=graph, store_uri=store_uri, replace=replace)
+    return result, analysis_id
+
+
+def _traced_runtime_ns(files: Sequence[Path]) -> float:
+    """End of MPI_Init to start of MPI_Finalize of the slowest rank, from the trace text."""
+    spans = []
+    for path in files:
+        init_end = fin_start = None
+        with open(path, encoding="latin-1") as fh:
+            for line in fh:
+                if line.startswith(("MPI_Init:", "MPI_Init_thread:")) and init_end is None:
+                    init_end = float(line.rstrip().rsplit(":", 1)[1])
+                elif line.startswith("MPI_Finalize:"):
+                    fin_start = float(line.split(":")[1])
+        if init_end is None or fin_start is None:
+            return math.nan
+        spans.append((fin_start - init_end) * 1e3)
+    return max(spans) if spans else math.nan
+
+
+def store_validation(
+    result: Validation, *, graph=None, store_uri: str | None = None, replace: bool = True
+) -> str:
+    """Store ``result`` as a ``validation`` analysis of its run (the graph is stored first if
+    given: as a new run, or replacing one of that name with ``replace``); the analysis id."""
+    from llamp.graphdb import open_store
+
+    with open_store(store_uri) as store:
+        if graph is not None and (replace or not store.has_run(result.run)):
+            store.put_run(graph, result.run, replace=replace)
+        params = {
+            **result.params.as_dict(),
+            "deltas_ns": [p.delta_ns for p in result.points],
+            "repeat": result.repeat,
+            "command": list(result.command),
+            "engine": result.engine,
+        }
+        return store.write_analysis(result.run, KIND, params, result.as_dict())
+
+
+def load_validations(
+    store_uri: str | None = None, run: str | None = None
+) -> list[tuple[str, Validation]]:
+    """Stored validations (of ``run``, or all), oldest first: (analysis id, result)."""
+    from llamp.graphdb import open_store
+
+    with open_store(store_uri, read_only=True) as store:
+        infos = [a for a in store.list_analyses(run) if a.kind == KIND]
+    return [(a.id, Validation.from_dict(a.scalars)) for a in infos]

@@ -1,0 +1,362 @@
+"""``llamp calibrate``, ``llamp inject``, ``llamp validate``: measure this machine's LogGP, run an
+application with injected latency, and check predictions against such runs (DESIGN §8).
+
+Each takes the launcher or application command after ``--``. ``--network NAME`` selects a
+network profile saved by ``llamp calibrate --save NAME`` (``$LLAMP_HOME/networks/NAME.json``);
+``--L/--o/--G/--S`` override its parameters. See :mod:`llamp.injector`.
+"""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+
+from llamp.cli.base import (
+    cli,
+    collectives_option,
+    emit_json,
+    engine_option,
+    json_option,
+    parse_collectives,
+    table,
+)
+from llamp.config import format_ns, llamp_home, parse_duration_ns, parse_size_bytes
+from llamp.errors import InputError
+from llamp.params import LogGPS
+
+_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+def network_options(func):
+    """``--network NAME --L --o --G --S``; the command gets ``network``, ``params`` (``None``
+    when none of them is given) and ``times`` (the profile's measured times, else ``None``)."""
+
+    @click.option(
+        "--network",
+        default=None,
+        metavar="NAME",
+        help="Network profile saved by `llamp calibrate --save NAME`.",
+    )
+    @click.option("--L", "L", default=None, help="Latency L (e.g. 500ns); overrides --network.")
+    @click.option("--o", "o", default=None, help="Overhead o per message (e.g. 100ns).")
+    @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.15ns/B or 50Gb/s).")
+    @click.option("--S", "S", default=None, help="Rendezvous threshold S (e.g. 4KiB).")
+    @functools.wraps(func)
+    def wrapper(*args, network, L, o, G, S, **kw):
+        from llamp.injector.profiles import load_profile, resolve_params
+
+        given = network is not None or any(v is not None for v in (L, o, G, S))
+        kw["network"] = network
+        kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S) if given else None
+        kw["times"] = load_profile(network).times() if network else None
+        return func(*args, **kw)
+
+    return wrapper
+
+
+def _mpicc_option(func):
+    return click.option(
+        "--mpicc",
+        default=None,
+        envvar="MPICC",
+        help="MPI C compiler wrapper to build with (default: mpicc on PATH). Env: MPICC.",
+    )(func)
+
+
+def _params_text(p: LogGPS) -> str:
+    from llamp.injector.calibrate import NO_SWITCH_S
+
+    S = "none (all eager)" if p.S >= NO_SWITCH_S else f"{p.S} B"
+    return f"L = {format_ns(p.L)}, o = {format_ns(p.o)}, G = {p.G:.6g} ns/B, S = {S}"
+
+
+# --------------------------------------------------------------------------- calibrate
+@cli.command("calibrate", context_settings=_COMMAND)
+@click.option("--save", "save_name", default=None, metavar="NAME", help="Save as network NAME.")
+@click.option(
+    "--sizes",
+    default=None,
+    help="Message sizes, e.g. 1,64,4KiB,1MiB (default: powers of two from 1 B to 4 MiB).",
+)
+@click.option("--iters", default=400, show_default=True, type=int, help="Round trips per size.")
+@click.option(
+    "--injected",
+    is_flag=True,
+    help="Ping-pong under the injector at ΔL = 0, so o and L include its per-message header.",
+)
+@click.option("--list", "list_only", is_flag=True, help="List the saved networks and exit.")
+@_mpicc_option
+@json_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def calibrate_cmd(
+    save_name: str | None,
+    sizes: str | None,
+    iters: int,
+    injected: bool,
+    list_only: bool,
+    mpicc: str | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Fit LogGP L, o, G (and S) with a ping-pong run by COMMAND (e.g. -- mpirun -n 2)."""
+    from llamp.injector.calibrate import DEFAULT_SIZES, calibrate
+    from llamp.injector.profiles import list_profiles, save_profile
+
+    if list_only:
+        profiles = list_profiles()
+        if as_json:
+            emit_json([p.as_dict() for p in profiles])
+            return
+        rows = [(p.name, _params_text(p.params), p.created, p.source) for p in profiles]
+        click.echo(
+            table(rows, ("network", "parameters", "created", "source"))
+            if rows
+            else f"no saved networks in {llamp_home() / 'networks'}"
+        )
+        return
+    if not command:
+        raise InputError("give the launcher after --, e.g. llamp calibrate -- mpirun -n 2")
+    size_list = (
+        tuple(parse_size_bytes(s.strip()) for s in sizes.split(",") if s.strip())
+        if sizes
+        else DEFAULT_SIZES
+    )
+    fit = calibrate(
+        list(command),
+        sizes=size_list,
+        iters=iters,
+        mpicc=mpicc,
+        injected=injected,
+        log=lambda m: click.echo(m, err=True),
+    )
+    result: dict[str, Any] = fit.as_dict()
+    if save_name:
+        path = save_profile(
+            save_name,
+            fit.params(),
+            source="llamp calibrate "
+            + ("--injected " if injected else "")
+            + "-- "
+            + shlex.join(command),
+            details=result,
+        )
+        result["saved"] = str(path)
+    if as_json:
+        emit_json(result)
+        return
+    res = fit.residuals()
+    rows = [
+        (
+            int(r.size_bytes),
+            r.protocol,
+            f"{r.one_way_ns:.1f}",
+            f"{r.model_ns:.1f}",
+            f"{r.residual_ns:+.1f}",
+            f"{r.residual_pct:+.1f}%",
+            f"{r.os_ns:.0f}",
+            f"{r.or_ns:.0f}",
+        )
+        for r in res.itertuples(index=False)
+    ]
+    click.echo(
+        table(
+            rows,
+            ("bytes", "protocol", "RTT/2 (ns)", "model (ns)", "residual", "rel.", "o_s", "o_r"),
+        )
+    )
+    click.echo(f"\nLogGP fit: {_params_text(fit.params())}")
+    click.echo(
+        f"  o = mean of send overhead {fit.os_ns:.0f} ns and receive overhead {fit.or_ns:.0f} ns"
+        f" (messages ≤ 256 B); slope below the switch {fit.G_small_ns_per_byte:.4g} ns/B"
+        + (f"; one-way time jumps by {fit.jump_ns:.0f} ns after S" if fit.jump_ns else "")
+    )
+    click.echo(f"  RMS residual {result['rms_residual_pct']:.1f}%")
+    for w in fit.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if save_name:
+        click.echo(f"saved network {save_name!r} → {result['saved']}")
+
+
+# --------------------------------------------------------------------------- inject
+@cli.command("inject", context_settings=_COMMAND)
+@click.option("--delta", required=True, help="ΔL added to every message, e.g. 20us.")
+@network_options
+@click.option(
+    "--report",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the per-rank reports (inject-rank-N.json) in this directory.",
+)
+@_mpicc_option
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def inject_cmd(
+    delta: str,
+    network: str | None,
+    params: LogGPS | None,
+    times,
+    report: Path | None,
+    mpicc: str | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND (e.g. -- mpirun -np 4 ./app) with ΔL added to every MPI message.
+
+    The network (--network, or --L/--o/--G/--S) sets S, above which messages also pay the
+    rendezvous handshake, and estimates when a message arrived at a receiver that was busy (a
+    calibrated network's measured times are used for that); without it every message is eager.
+    """
+    from llamp.injector.inject import run_injected
+
+    delta_ns = parse_duration_ns(delta, default_unit="us")
+    run = run_injected(
+        list(command),
+        delta_ns,
+        base=params,
+        times=times,
+        mpicc=mpicc,
+        report_dir=report,
+        log=lambda m: click.echo(m, err=True),
+    )
+    if as_json:
+        emit_json(run.as_dict() | {"network": network})
+        return
+    c = run.counters
+    click.echo(
+        f"ΔL = {format_ns(delta_ns)}: runtime {format_ns(run.runtime_ns)} (slowest of "
+        f"{run.ranks} ranks, end of MPI_Init to MPI_Finalize; {run.wall_s:.2f} s with launch)"
+    )
+    click.echo(
+        f"  {int(c['messages_sent'])} point-to-point messages ({int(c['bytes_sent'])} bytes), "
+        f"{int(c['collectives'])} collectives as {int(c['collective_messages'])} messages; "
+        f"{int(c['messages_delayed'])} receives held back, "
+        f"{format_ns(c['delay_added_ns'])} in all"
+    )
+    if c["passthrough_calls"]:
+        click.echo(
+            f"  {int(c['passthrough_calls'])} calls passed through undelayed "
+            "(intercommunicators, non-commutative reduce, alltoallw, …)"
+        )
+    if c["header_mismatches"] or c["orphaned_receives"]:
+        click.echo(
+            f"warning: {int(c['header_mismatches'])} messages lost their header pairing, "
+            f"{int(c['orphaned_receives'])} active receives were freed",
+            err=True,
+        )
+    click.echo(f"  other processes used {run.other_load_cores:.2f} cores during the run")
+
+
+# --------------------------------------------------------------------------- validate
+@cli.command("validate", context_settings=_COMMAND)
+@click.option("--deltas", required=True, help="ΔL values, e.g. 0,10,20,50,100us.")
+@click.option("--repeat", default=5, show_default=True, type=int, help="Runs per ΔL.")
+@click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
+@network_options
+@click.option(
+    "-o",
+    "--trace-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the ΔL = 0 trace goes (default: $LLAMP_HOME/validation/<run>/trace).",
+)
+@collectives_option
+@engine_option
+@click.option(
+    "--max-load",
+    type=float,
+    default=None,
+    metavar="CORES",
+    help="Before each run wait (up to 5 min) until other processes use at most CORES cores "
+    "(e.g. 0.3), and run again (up to 3 times) a measurement or trace they disturbed more.",
+)
+@click.option(
+    "--quiet-timeout",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="With --max-load: seconds to wait for a quiet machine before a run.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the run order.")
+@click.option("--timeout", type=float, default=None, help="Seconds one application run may take.")
+@click.option("--no-store", is_flag=True, help="Do not store the run and the result.")
+@click.option(
+    "--show-output",
+    is_flag=True,
+    help="Show the application's output (default: kept in $LLAMP_HOME/validation/<run>/runs.log).",
+)
+@_mpicc_option
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def validate_cmd(
+    ctx: click.Context,
+    deltas: str,
+    repeat: int,
+    run_name: str | None,
+    network: str | None,
+    params: LogGPS | None,
+    times,
+    trace_dir: Path | None,
+    collectives: str | None,
+    engine: str,
+    max_load: float | None,
+    quiet_timeout: float,
+    seed: int,
+    timeout: float | None,
+    no_store: bool,
+    show_output: bool,
+    mpicc: str | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Predict T(L0 + ΔL) from one trace and compare with runs under the injector (RRMSE)."""
+    import time
+
+    from llamp.injector.validate import parse_deltas, run_validation
+
+    if params is None:
+        raise InputError(
+            "the prediction needs this machine's LogGP: --network NAME (from `llamp calibrate "
+            "--save NAME -- mpirun -n 2`) or --L/--o/--G/--S"
+        )
+    values = parse_deltas(deltas)
+    algorithms = parse_collectives(collectives)
+    if algorithms:
+        from llamp.ingest.build import check_algorithms
+
+        check_algorithms(algorithms)
+    name = run_name or f"validate-{Path(command[-1]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    log_dir = llamp_home() / "validation" / name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
+    with open(log_dir / "runs.log", "w") as app_log:
+        result, analysis_id = run_validation(
+            list(command),
+            values,
+            params=params,
+            repeat=repeat,
+            run_name=name,
+            trace_dir=trace_dir,
+            mpicc=mpicc,
+            collectives=algorithms,
+            engine=engine,
+            store_uri=ctx.obj.get("store_uri") if ctx.obj else None,
+            store=not no_store,
+            seed=seed,
+            max_other_load=max_load,
+            quiet_timeout_s=quiet_timeout,
+            times=times,
+            timeout=timeout,
+            output=None if show_output else app_log,
+            log=say,
+        )
+    if as_json:
+        emit_json(result.as_dict() | {"analysis": analysis_id, "network": network})
+        return
+    click.echo(result.summary())
+    if analysis_id:
+        click.echo(f"stored as analysis {analysis_id} of run {result.run!r}")
