@@ -193,40 +193,58 @@ def build_tracer(
     the compiler's output when the build fails.
     """
     info = detect_mpi(mpicc)
-    dest = (home or llamp_home()) / "tracer" / info.id
-    library = dest / LIBRARY
-    stamp_file = dest / "build.sha256"
-    stamp = _stamp(info)
+    library = compile_cached(
+        info,
+        (home or llamp_home()) / "tracer" / info.id / LIBRARY,
+        [*CFLAGS, "-I", str(TRACER_DIR), *(str(TRACER_DIR / src) for src in SOURCES), *LIBS],
+        _stamp(info),
+        what="the tracer",
+        error=TracerError,
+        rebuild=rebuild,
+        log=log,
+    )
+    return library, info
+
+
+def compile_cached(
+    info: MPIInfo,
+    target: Path,
+    args: list[str],
+    stamp: str,
+    *,
+    what: str,
+    error: type[Exception],
+    rebuild: bool = False,
+    log=None,
+) -> Path:
+    """``mpicc args -o target``, unless ``target`` was built with the same ``stamp``.
+
+    The stamp (sources, flags, MPI) is kept beside the target; the output is written to a
+    temporary file and renamed, so concurrent builds never expose a half-written file. A failed
+    build raises ``error`` with the command and the compiler's output.
+    """
+    stamp_file = target.with_name(target.name + ".sha256")
     if (
         not rebuild
-        and library.is_file()
+        and target.is_file()
         and stamp_file.is_file()
         and stamp_file.read_text().strip() == stamp
     ):
-        return library, info
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = dest / f".{LIBRARY}.{os.getpid()}.tmp"
-    cmd = [
-        info.mpicc,
-        *CFLAGS,
-        "-I",
-        str(TRACER_DIR),
-        "-o",
-        str(tmp),
-        *(str(TRACER_DIR / s) for s in SOURCES),
-        *LIBS,
-    ]
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    cmd = [info.mpicc, *args, "-o", str(tmp)]
     if log is not None:
-        log(f"building the llamp tracer for {info.label} with {info.mpicc} → {library}")
+        log(f"building {what} for {info.label} with {info.mpicc} → {target}")
     started = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0 or not tmp.is_file():
         tmp.unlink(missing_ok=True)
-        raise TracerError(
-            f"building the tracer failed (exit {out.returncode}):\n$ {shlex.join(cmd)}\n"
+        raise error(
+            f"building {what} failed (exit {out.returncode}):\n$ {shlex.join(cmd)}\n"
             f"{(out.stderr + out.stdout).strip()}"
         )
-    os.replace(tmp, library)  # atomic: concurrent builds never expose a half-written library
+    os.replace(tmp, target)
     stamp_file.write_text(stamp + "\n")
     if log is not None:
         warnings = out.stderr.strip()
@@ -234,7 +252,7 @@ def build_tracer(
             f"built in {time.perf_counter() - started:.1f} s"
             + (f"\n{warnings}" if warnings else "")
         )
-    return library, info
+    return target
 
 
 # --------------------------------------------------------------------------- launch

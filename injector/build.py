@@ -14,16 +14,12 @@ or flags change (a hash stamp beside each):
 from __future__ import annotations
 
 import hashlib
-import os
-import shlex
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from llamp.config import llamp_home
 from llamp.errors import LlampError
-from llamp.ingest.trace import MPIInfo, detect_mpi
+from llamp.ingest.trace import MPIInfo, compile_cached, detect_mpi
 
 SOURCE_DIR = Path(__file__).resolve().parent
 HEADERS = ("llamp_inject.h",)
@@ -74,46 +70,16 @@ def build(
     ``print``-like callable) hears about a build.
     """
     info = detect_mpi(mpicc)
-    dest = (home or llamp_home()) / "injector" / info.id
-    target = dest / artefact.name
-    stamp_file = dest / f"{artefact.name}.sha256"
-    stamp = _stamp(artefact, info)
-    if (
-        not rebuild
-        and target.is_file()
-        and stamp_file.is_file()
-        and stamp_file.read_text().strip() == stamp
-    ):
-        return target, info
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = dest / f".{artefact.name}.{os.getpid()}.tmp"
-    cmd = [
-        info.mpicc,
-        *artefact.flags,
-        "-I",
-        str(SOURCE_DIR),
-        "-o",
-        str(tmp),
-        *(str(SOURCE_DIR / s) for s in artefact.sources),
-    ]
-    if log is not None:
-        log(f"building {artefact.name} for {info.label} with {info.mpicc} → {target}")
-    started = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if out.returncode != 0 or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        raise InjectorError(
-            f"building {artefact.name} failed (exit {out.returncode}):\n$ {shlex.join(cmd)}\n"
-            f"{(out.stderr + out.stdout).strip()}"
-        )
-    os.replace(tmp, target)  # atomic: a concurrent build never exposes a half-written file
-    stamp_file.write_text(stamp + "\n")
-    if log is not None:
-        warnings = out.stderr.strip()
-        log(
-            f"built in {time.perf_counter() - started:.1f} s"
-            + (f"\n{warnings}" if warnings else "")
-        )
+    target = compile_cached(
+        info,
+        (home or llamp_home()) / "injector" / info.id / artefact.name,
+        [*artefact.flags, "-I", str(SOURCE_DIR), *(str(SOURCE_DIR / src) for src in artefact.sources)],
+        _stamp(artefact, info),
+        what=artefact.name,
+        error=InjectorError,
+        rebuild=rebuild,
+        log=log,
+    )
     return target, info
 
 
