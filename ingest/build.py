@@ -788,23 +788,20 @@ class _Builder:
         comm = int(self.op_comm[i])
         tag = int(self.op_tag[i])
         me, peer = int(self.op_rank[i]), int(self.op_peer[i])
+
+        def count(ops: np.ndarray, rank: int, other: int) -> int:
+            """Ops among ``ops`` on ``rank`` toward ``other`` with this message's comm and tag."""
+            return int(
+                np.sum(
+                    (self.op_rank[ops] == rank)
+                    & (self.op_peer[ops] == other)
+                    & (self.op_comm[ops] == comm)
+                    & (self.op_tag[ops] == tag)
+                )
+            )
+
         if is_send:
-            n_s = int(
-                np.sum(
-                    (self.op_rank[s] == me)
-                    & (self.op_peer[s] == peer)
-                    & (self.op_comm[s] == comm)
-                    & (self.op_tag[s] == tag)
-                )
-            )
-            n_r = int(
-                np.sum(
-                    (self.op_rank[r] == peer)
-                    & (self.op_peer[r] == me)
-                    & (self.op_comm[r] == comm)
-                    & (self.op_tag[r] == tag)
-                )
-            )
+            n_s, n_r = count(s, me, peer), count(r, peer, me)
             reason = (
                 f"{self.call(e)} to rank {peer} (tag {tag}, {self.op_size[i]} bytes, "
                 f"{self.comm_name(comm)}) has no matching receive: rank {me} sends {n_s} "
@@ -816,22 +813,7 @@ class _Builder:
                 f"send left to match"
             )
         else:
-            n_s = int(
-                np.sum(
-                    (self.op_rank[s] == peer)
-                    & (self.op_peer[s] == me)
-                    & (self.op_comm[s] == comm)
-                    & (self.op_tag[s] == tag)
-                )
-            )
-            n_r = int(
-                np.sum(
-                    (self.op_rank[r] == me)
-                    & (self.op_peer[r] == peer)
-                    & (self.op_comm[r] == comm)
-                    & (self.op_tag[r] == tag)
-                )
-            )
+            n_s, n_r = count(s, peer, me), count(r, me, peer)
             reason = (
                 f"{self.call(e)} from rank {peer} (tag {tag}, {self.comm_name(comm)}) has no "
                 f"matching send: rank {peer} sends {n_s} such messages, rank {me} posts "
