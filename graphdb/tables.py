@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from llamp.errors import StoreError
-from llamp.graph import CALC, KIND_NAMES, MESSAGE, ExecutionGraph
+from llamp.graph import CALC, KIND_NAMES, MESSAGE, RECV, SEND, ExecutionGraph
 from llamp.graphdb.schema import EDGE_TYPES, MAX_VERTICES, op_key
 
 _KIND_VALUES = pa.array(KIND_NAMES)
@@ -39,7 +39,9 @@ def run_tables(graph: ExecutionGraph, run_id: int) -> RunTables:
     """The rows of ``graph`` stored as run ``run_id``."""
     n = graph.num_vertices
     if n >= MAX_VERTICES:
-        raise StoreError(f"{graph.name}: {n} vertices exceed the store's limit of {MAX_VERTICES - 1}")
+        raise StoreError(
+            f"{graph.name}: {n} vertices exceed the store's limit of {MAX_VERTICES - 1}"
+        )
     vid = np.arange(n, dtype=np.int64)
     bounds = graph.rank_bounds()
     seq = vid - bounds[graph.rank]
@@ -149,13 +151,12 @@ def graph_from_tables(
         message = edge_kind == MESSAGE
         matched[src[message]] = True
         matched[dst[message]] = True
-        orphan = (kind != CALC) & ~matched
+        orphan = ((kind == SEND) | (kind == RECV)) & ~matched
         kind = np.where(orphan, CALC, kind).astype(np.int8)
         cost = np.where(orphan, 0.0, cost)
-        calc = kind == CALC
-        size = np.where(calc, 0, size)
-        peer = np.where(calc, 0, peer)
-        tag = np.where(calc, 0, tag)
+        size = np.where(orphan, 0, size)
+        peer = np.where(orphan, 0, peer)
+        tag = np.where(orphan, 0, tag)
     return ExecutionGraph.from_arrays(
         num_ranks,
         rank=rank,

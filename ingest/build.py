@@ -40,6 +40,10 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   its call was. Round ``k``'s ops ``require`` the join of round ``k−1`` (or the calc before the
   call); a zero-cost join calc ``requires`` all ops of its round; the calc after the call requires
   the last join (no k×k edges). Messages inside an instance pair FIFO per ordered member pair.
+  Instead of an algorithm, an op may be given an analytic model (``dimemas``, ``thakur_gropp``
+  or ``thakur_gropp:ALGORITHM``, :mod:`llamp.lp.collective_models`): each member's call is
+  then one ``coll`` vertex between the calcs around it, and the instance's cost terms go to
+  ``meta["collective_costs"]`` (see :mod:`llamp.graph`).
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
 ``tag + c·2^32`` on communicator ``c`` (MPI tags are < 2^31), so messages of different
@@ -67,7 +71,17 @@ from numba import types
 from numba.typed import Dict
 
 from llamp.errors import InputError, TraceError
-from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import (
+    CALC,
+    COLLECTIVE_COSTS,
+    IREQUIRES,
+    MESSAGE,
+    RECV,
+    REQUIRES,
+    SEND,
+    ExecutionGraph,
+)
+from llamp.graph import COLL as COLL_VERTEX
 from llamp.ingest import collectives as coll_mod
 from llamp.ingest.events import (
     ANY_TAG,
@@ -94,6 +108,14 @@ from llamp.ingest.events import (
 )
 from llamp.ingest.events import RECV as EV_RECV
 from llamp.ingest.events import SEND as EV_SEND
+from llamp.lp.collective_models import (
+    ANALYTIC_MODELS,
+    AffineCost,
+    AnalyticChoice,
+    analytic_cost,
+    instance_bytes,
+    parse_analytic,
+)
 
 __all__ = ["COLL_TAG_BASE", "COMM_TAG_STRIDE", "build_graph", "check_algorithms"]
 
@@ -106,7 +128,12 @@ _NONBLOCKING = (ISEND, IRECV, START)
 
 
 def check_algorithms(collectives: dict[str, str] | None) -> dict[str, str]:
-    """Validate a user's ``{op: algorithm}`` choices against :mod:`collectives`; all ops filled."""
+    """Validate a user's ``{op: algorithm}`` choices against :mod:`collectives`; all ops filled.
+
+    A choice is an expansion algorithm of :mod:`collectives` or an analytic model
+    (:data:`~llamp.lp.collective_models.ANALYTIC_MODELS`, Thakur–Gropp optionally with
+    ``:ALGORITHM``).
+    """
     chosen = dict(coll_mod.DEFAULTS)
     for op, alg in (collectives or {}).items():
         if op not in coll_mod.ALGORITHMS:
@@ -114,10 +141,11 @@ def check_algorithms(collectives: dict[str, str] | None) -> dict[str, str]:
                 f"unknown collective {op!r} in the algorithm choices; known: "
                 f"{', '.join(coll_mod.ALGORITHMS)}"
             )
-        if alg not in coll_mod.ALGORITHMS[op]:
+        if alg not in coll_mod.ALGORITHMS[op] and parse_analytic(op, alg) is None:
             raise InputError(
                 f"unknown {op} algorithm {alg!r}; known for {op}: "
-                f"{', '.join(coll_mod.ALGORITHMS[op])}"
+                f"{', '.join(coll_mod.ALGORITHMS[op])}, or an analytic model: "
+                f"{', '.join(ANALYTIC_MODELS)} (thakur_gropp:ALGORITHM picks a formula)"
             )
         chosen[op] = alg
     return chosen
@@ -163,6 +191,7 @@ def build_graph(
         "build_seconds": round(time.perf_counter() - started, 3),
         "collectives": {op: algorithms[op] for op in sorted(b.ops_used)},
         "collective_algorithms": algorithms,
+        **b.collective_costs_meta(),
         "warnings": summary,
         "absorbed_calls": {k: v[0] for k, v in sorted(combined.absorbed.items())},
         "wildcards_resolved": b.wildcards,
@@ -458,6 +487,53 @@ def _template(
     )
 
 
+@lru_cache(maxsize=256)
+def _analytic_template(choice: str, n: int, root: int) -> _Template:
+    """One ``coll`` vertex per member between the calcs around its call; no messages."""
+    one = np.array([0], np.int64)
+    return _Template(
+        choice,
+        np.ones(n, np.int64),
+        tuple(np.array([COLL_VERTEX], np.int8) for _ in range(n)),
+        tuple(np.array([root], np.int64) for _ in range(n)),
+        tuple(np.zeros(1, np.int64) for _ in range(n)),  # sizes: set per member by the builder
+        tuple(np.array([PREV, 0], np.int64) for _ in range(n)),
+        tuple(np.array([0, NEXT], np.int64) for _ in range(n)),
+        one[:0],
+        one[:0],
+        one[:0],
+        one[:0],
+    )
+
+
+def _member_bytes(op: str, n: int, size: int, counts: tuple[int, ...] | None) -> np.ndarray:
+    """Bytes each member contributes to one instance (the ``size`` of its ``coll`` vertex)."""
+    if counts is None:
+        return np.full(n, size, np.int64)
+    c = np.asarray(counts, np.int64)
+    if op == "alltoallv":
+        return c.reshape(n, n).sum(axis=1)  # row i: what member i sends
+    return c
+
+
+def _instance_cost(
+    choice: AnalyticChoice, n: int, root: int, size: int, counts: tuple[int, ...] | None
+) -> AffineCost:
+    """Cost terms of one instance from the call's size or (v-variants) the members' counts."""
+    op = choice.op
+    s, total, first = float(size), 0.0, 0.0
+    if counts is not None:
+        c = np.asarray(counts, np.int64)
+        total = float(c.sum())
+        first = float(c.reshape(n, n)[:, 0].sum()) if op == "alltoallv" else total
+        if op in ("gatherv", "scatterv"):
+            s = float(c[root])
+        elif op == "allgatherv":
+            s = float(c[0])
+    sent, received, nbytes = (float(np.ravel(x)[0]) for x in instance_bytes(op, n, s, total, first))
+    return analytic_cost(choice, n, sent, received, nbytes)
+
+
 def _place(local: np.ndarray, base: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     """Template-local vertex ids → global ids for every instance (rows)."""
     out = base[:, None] + local[None, :]
@@ -474,6 +550,12 @@ class _CollGroup:
     events: np.ndarray  # (I, n) event ids
     instance: np.ndarray  # (I,) instance number on the communicator
     members: np.ndarray  # world ranks of the group
+    member_bytes: np.ndarray | None = None  # analytic: size of each member's coll vertex
+
+    @property
+    def tags(self) -> np.ndarray:
+        """Graph tag of every instance (shared by its messages or its coll vertices)."""
+        return COLL_TAG_BASE + self.comm * COMM_TAG_STRIDE + (self.instance % COMM_TAG_STRIDE)
 
 
 # --------------------------------------------------------------------------- the builder
@@ -830,6 +912,7 @@ class _Builder:
         ev = self.ev
         ce = np.flatnonzero(ev.kind == COLL)
         self.coll_groups: list[_CollGroup] = []
+        self.coll_costs: list[tuple[np.ndarray, str, float, float, str]] = []
         self.coll_nv = np.zeros(self.n, np.int64)
         if ce.size == 0:
             return
@@ -996,10 +1079,42 @@ class _Builder:
         instance: np.ndarray,
         members: np.ndarray,
     ) -> None:
-        tpl = _template(op, n, self.alg[op], root, size, counts)
+        choice = parse_analytic(op, self.alg[op])
         self.ops_used.add(op)
-        self.coll_groups.append(_CollGroup(c, tpl, E, instance, members))
+        if choice is None:
+            tpl = _template(op, n, self.alg[op], root, size, counts)
+            self.coll_groups.append(_CollGroup(c, tpl, E, instance, members))
+        else:
+            tpl = _analytic_template(choice.label, n, root)
+            grp = _CollGroup(c, tpl, E, instance, members, _member_bytes(op, n, size, counts))
+            self.coll_groups.append(grp)
+            cost = _instance_cost(choice, n, root, size, counts)
+            self.coll_costs.append(
+                (grp.tags, op, cost.latency_terms, cost.byte_terms, choice.label)
+            )
         self.coll_nv[E] = tpl.nv[None, :]
+
+    def collective_costs_meta(self) -> dict[str, Any]:
+        """``meta["collective_costs"]`` for the analytic instances (nothing when all expand)."""
+        if not self.coll_costs:
+            return {}
+        tags = np.concatenate([t for t, *_ in self.coll_costs])
+        reps = [t.size for t, *_ in self.coll_costs]
+        order = np.argsort(tags, kind="stable")
+
+        def column(i: int) -> list:
+            values = np.repeat(np.array([row[i] for row in self.coll_costs], dtype=object), reps)
+            return values[order].tolist()
+
+        return {
+            COLLECTIVE_COSTS: {
+                "tag": tags[order].tolist(),
+                "op": column(1),
+                "latency_terms": [float(x) for x in column(2)],
+                "byte_terms": [float(x) for x in column(3)],
+                "model": column(4),
+            }
+        }
 
     # ----------------------------------------------------------------- layout and arrays
     def assemble(self) -> dict[str, np.ndarray]:
@@ -1133,7 +1248,7 @@ class _Builder:
             B = calc_of[S] + 1
             prev_c = calc_of[S]
             next_c = next_calc[S]
-            ctag = COLL_TAG_BASE + grp.comm * COMM_TAG_STRIDE + (grp.instance % COMM_TAG_STRIDE)
+            ctag = grp.tags
             for j in range(grp.members.size):
                 nvj = int(tpl.nv[j])
                 if nvj == 0:
@@ -1141,7 +1256,8 @@ class _Builder:
                 v = B[:, j, None] + np.arange(nvj)[None, :]
                 kind[v] = tpl.v_kind[j][None, :]
                 comm_v = tpl.v_kind[j] != CALC
-                size[v] = np.where(comm_v, tpl.v_size[j], 0)[None, :]
+                sizes = tpl.v_size[j] if grp.member_bytes is None else grp.member_bytes[j : j + 1]
+                size[v] = np.where(comm_v, sizes, 0)[None, :]
                 peer[v] = np.where(comm_v, grp.members[tpl.v_peer[j]], 0)[None, :]
                 tag[v] = np.where(comm_v[None, :], ctag[:, None], 0)
                 ends = (B[:, j], prev_c[:, j], next_c[:, j])

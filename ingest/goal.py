@@ -89,7 +89,7 @@ from typing import Any
 import numpy as np
 
 from llamp.errors import GraphError, TraceError
-from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 
 __all__ = ["fifo_match", "parse_goal_text", "read_goal", "write_goal"]
 
@@ -830,11 +830,19 @@ def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> Path:
     """Write ``graph`` as a GOAL schedule that LogGOPSim's ``txt2bin`` and :func:`read_goal` read.
 
     Raises :class:`~llamp.errors.GraphError` if the graph cannot be expressed in GOAL (messages not
-    FIFO per source, destination and tag; a non-finite cost). Written atomically (temp + rename).
+    FIFO per source, destination and tag; a non-finite cost; analytic collectives). Written
+    atomically (temp + rename).
     """
     path = Path(path)
     n = graph.num_vertices
     kind, rank = graph.kind, graph.rank
+    coll = np.flatnonzero(kind == COLL)
+    if coll.size:
+        raise GraphError(
+            "cannot write GOAL: GOAL has no analytic collectives, and this graph charges "
+            f"{coll.size} collective vertices with a cost model (e.g. "
+            f"{graph.describe_vertex(coll[0])}); build it with the collectives expanded"
+        )
     calc = kind == CALC
     bad = np.flatnonzero(calc & ~np.isfinite(graph.cost_ns))
     if bad.size:

@@ -4,6 +4,15 @@ Vertices are ``calc`` (local computation of ``cost_ns``), ``send`` and ``recv`` 
 operations of ``size`` bytes with ``peer`` and ``tag``). Edges are ``requires`` (dst starts after
 src finishes), ``irequires`` (dst starts after src starts) and ``message`` (send → matched recv).
 
+A collective charged with an analytic model instead of being expanded into messages
+(Dimemas, Thakur–Gropp: :mod:`llamp.lp.collective_models`) is one ``coll`` vertex per member.
+Its members share ``tag`` (the instance); ``peer`` is the root's rank (member 0's for unrooted
+ops), ``size`` the bytes the member contributes, and ``cost_ns`` a constant part of the cost
+(0 unless a reduction cost is charged). The instance finishes, at every member, its cost
+``latency_terms · L + byte_terms · G + cost_ns`` after the last member entered it. The terms
+of every instance are in ``meta["collective_costs"]`` (:meth:`ExecutionGraph.collective_terms`)
+so they survive ``.npz`` files, the store and subgraphs unchanged.
+
 Vertex ids are positions in the columns. The vertices of one rank are stored contiguously
 (ranks in ascending order); within a rank, the order is the source's order (program order for
 traces, file order for GOAL). Nothing here is a Python object per vertex: 10^7 vertices fit in
@@ -21,8 +30,11 @@ import numpy as np
 
 from llamp.errors import GraphError, InputError
 
-CALC, SEND, RECV = 0, 1, 2
-KIND_NAMES = ("calc", "send", "recv")
+CALC, SEND, RECV, COLL = 0, 1, 2, 3
+KIND_NAMES = ("calc", "send", "recv", "coll")
+
+#: ``meta`` key of the per-instance cost terms of ``coll`` vertices.
+COLLECTIVE_COSTS = "collective_costs"
 
 REQUIRES, IREQUIRES, MESSAGE = 0, 1, 2
 EDGE_KIND_NAMES = ("requires", "irequires", "message")
@@ -48,6 +60,7 @@ class GraphSummary:
     calcs: int
     sends: int
     recvs: int
+    colls: int
     messages: int
     bytes: int
     edges: int
@@ -62,6 +75,7 @@ class GraphSummary:
             "calcs": self.calcs,
             "sends": self.sends,
             "recvs": self.recvs,
+            "colls": self.colls,
             "messages": self.messages,
             "bytes": self.bytes,
             "edges": self.edges,
@@ -159,13 +173,16 @@ class ExecutionGraph:
         """``rank 3 vertex 17 (send 8b to 2, label l5)`` for error messages."""
         v = int(v)
         k = int(self.kind[v])
-        what = KIND_NAMES[k] if 0 <= k < 3 else f"kind {k}"
+        what = KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else f"kind {k}"
         if k == CALC:
             what += f" {self.cost_ns[v]:g}ns"
         elif k == SEND:
             what += f" {self.size[v]}b to {self.peer[v]} tag {self.tag[v]}"
         elif k == RECV:
             what += f" {self.size[v]}b from {self.peer[v]} tag {self.tag[v]}"
+        elif k == COLL:
+            op = self._collective_ops().get(int(self.tag[v]), "collective")
+            what += f" {op} instance {self.tag[v]}, {self.size[v]}b"
         text = f"rank {self.rank[v]} vertex {v} ({what}"
         if self.label is not None:
             text += f", label {self.label[v]}"
@@ -203,11 +220,11 @@ class ExecutionGraph:
         if np.any(np.diff(self.rank) < 0):
             v = int(np.flatnonzero(np.diff(self.rank) < 0)[0]) + 1
             raise GraphError(f"vertices of each rank must be contiguous: {self.describe_vertex(v)}")
-        bad = np.flatnonzero((self.kind < CALC) | (self.kind > RECV))
+        bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
         if bad.size:
             raise GraphError(f"vertex {bad[0]} has unknown kind {self.kind[bad[0]]}")
         calc = self.kind == CALC
-        bad = np.flatnonzero(calc & ~(self.cost_ns >= 0.0))
+        bad = np.flatnonzero((calc | (self.kind == COLL)) & ~(self.cost_ns >= 0.0))
         if bad.size:
             raise GraphError(f"negative or NaN cost: {self.describe_vertex(bad[0])}")
         comm = ~calc
@@ -241,10 +258,11 @@ class ExecutionGraph:
                     f"{self.describe_vertex(self.edge_src[e])} → {self.describe_vertex(self.edge_dst[e])}"
                 )
         self._validate_messages()
+        self._validate_collectives()
 
     def _validate_messages(self) -> None:
         sends, recvs = self.messages()
-        comm = self.kind != CALC
+        comm = (self.kind == SEND) | (self.kind == RECV)
         if sends.size:
             wrong = (self.kind[sends] != SEND) | (self.kind[recvs] != RECV)
             if wrong.any():
@@ -274,11 +292,71 @@ class ExecutionGraph:
             state = "unmatched" if degree[v] == 0 else f"matched {degree[v]} times"
             raise GraphError(f"{state}: {self.describe_vertex(v)}")
 
+    def _validate_collectives(self) -> None:
+        colls = np.flatnonzero(self.kind == COLL)
+        if colls.size == 0:
+            return
+        tags, lat, byt = self.collective_terms()
+        where = np.searchsorted(tags, self.tag[colls])
+        known = where < tags.size
+        known[known] &= tags[where[known]] == self.tag[colls[known]]
+        if not known.all():
+            v = colls[np.flatnonzero(~known)[0]]
+            raise GraphError(
+                f"collective vertex without cost terms in meta[{COLLECTIVE_COSTS!r}]: "
+                f"{self.describe_vertex(v)}"
+            )
+        keys = np.stack([self.tag[colls], self.rank[colls].astype(np.int64)], axis=1)
+        order = np.lexsort(keys.T[::-1])
+        twice = np.flatnonzero(np.all(keys[order][1:] == keys[order][:-1], axis=1))
+        if twice.size:
+            v = colls[order[twice[0] + 1]]
+            raise GraphError(
+                "a rank enters one collective instance twice (it would wait for itself): "
+                f"{self.describe_vertex(v)}"
+            )
+
+    def collective_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(instance tags ascending, latency terms, byte terms) of the analytic collectives.
+
+        Empty arrays for a graph without ``coll`` vertices. Raises :class:`GraphError` when
+        ``meta["collective_costs"]`` is malformed.
+        """
+        table = self.meta.get(COLLECTIVE_COSTS)
+        if not table:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+        try:
+            tags = np.asarray(table["tag"], dtype=np.int64)
+            lat = np.asarray(table["latency_terms"], dtype=np.float64)
+            byt = np.asarray(table["byte_terms"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as err:
+            raise GraphError(f"meta[{COLLECTIVE_COSTS!r}] is malformed: {err}") from err
+        if not (tags.shape == lat.shape == byt.shape) or tags.ndim != 1:
+            raise GraphError(f"meta[{COLLECTIVE_COSTS!r}]: tag and term lists differ in length")
+        if not (
+            np.all(np.isfinite(lat))
+            and np.all(lat >= 0)
+            and np.all(np.isfinite(byt))
+            and np.all(byt >= 0)
+        ):
+            raise GraphError(f"meta[{COLLECTIVE_COSTS!r}]: cost terms must be finite and ≥ 0")
+        order = np.argsort(tags, kind="stable")
+        tags, lat, byt = tags[order], lat[order], byt[order]
+        if tags.size > 1 and np.any(tags[1:] == tags[:-1]):
+            raise GraphError(f"meta[{COLLECTIVE_COSTS!r}] lists an instance twice")
+        return tags, lat, byt
+
+    def _collective_ops(self) -> dict[int, str]:
+        table = self.meta.get(COLLECTIVE_COSTS) or {}
+        return dict(zip(table.get("tag", []), table.get("op", []), strict=False))
+
     # ------------------------------------------------------------------ statistics
     def summary(self) -> GraphSummary:
         """Ranks, vertices by kind, messages, bytes and calc time (total and per rank)."""
         calc = self.kind == CALC
-        per_rank = np.bincount(self.rank[calc], weights=self.cost_ns[calc], minlength=self.num_ranks)
+        per_rank = np.bincount(
+            self.rank[calc], weights=self.cost_ns[calc], minlength=self.num_ranks
+        )
         sends, _ = self.messages()
         return GraphSummary(
             name=self.name,
@@ -287,6 +365,7 @@ class ExecutionGraph:
             calcs=int(calc.sum()),
             sends=int((self.kind == SEND).sum()),
             recvs=int((self.kind == RECV).sum()),
+            colls=int((self.kind == COLL).sum()),
             messages=int(sends.size),
             bytes=int(self.size[sends].sum()),
             edges=self.num_edges,
@@ -339,9 +418,7 @@ class ExecutionGraph:
     def save(self, path: str | Path) -> Path:
         """Write an uncompressed ``.npz`` (fast: ~1 GB/s); metadata as JSON inside it."""
         path = Path(path)
-        arrays: dict[str, np.ndarray] = {
-            name: getattr(self, name) for name in _VERTEX_COLUMNS
-        }
+        arrays: dict[str, np.ndarray] = {name: getattr(self, name) for name in _VERTEX_COLUMNS}
         arrays.update(
             edge_src=self.edge_src,
             edge_dst=self.edge_dst,
@@ -370,7 +447,10 @@ class ExecutionGraph:
             missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in data]
             if missing:
                 raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")
-            columns = {name: data[name] for name in (*_VERTEX_COLUMNS, *("edge_" + c for c in _EDGE_COLUMNS))}
+            columns = {
+                name: data[name]
+                for name in (*_VERTEX_COLUMNS, *("edge_" + c for c in _EDGE_COLUMNS))
+            }
             meta = json.loads(bytes(data["meta"]).decode()) if "meta" in data else {}
             return cls.from_arrays(
                 int(data["num_ranks"]),

@@ -23,7 +23,8 @@ Here each configuration is an exact graph-engine evaluation with ``L`` = the net
   critical path) is laid out on the time axis backwards from ``b``. Within a message edge the
   order is sender overhead, latency ``L`` terms, bandwidth ``(s−1)·G`` terms, receiver overhead.
   The part of ``[a, b]`` covered by the latency (bandwidth) terms of messages *arriving at
-  rank r* (including a rendezvous' CTS and data legs) is ``latency_ns`` (``bandwidth_ns``);
+  rank r* (including a rendezvous' CTS and data legs; an analytic collective's cost counts as
+  a message arriving at each member, latency terms first) is ``latency_ns`` (``bandwidth_ns``);
   everything else — the peer still computing, its own waits, its overheads, messages between
   other ranks, and the final wait for the slowest rank — is ``wait_ns``.
 
@@ -47,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from llamp.errors import InputError
-from llamp.graph import CALC, RECV, SEND, ExecutionGraph
+from llamp.graph import CALC, COLL, RECV, SEND, ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, ALL_COLUMNS, REL_TOL, engine_for, forward_slopes
 from llamp.lp.events import COEF_G, COEF_L, COEF_O
 from llamp.params import LogGPS
@@ -238,24 +239,22 @@ def rank_counters(graph: ExecutionGraph, params: LogGPS) -> pd.DataFrame:
     finish = t[ev.finish_pos()]
     kind = graph.kind
     o = params.o
-    begin = np.where(kind == RECV, finish - o, start)
+    # An analytic collective is communication, not busy time: a zero-length mark at its end
+    # whose binding chain (through its sync) explains the wait before it.
+    coll = kind == COLL
+    begin = np.where((kind == RECV) | coll, finish - np.where(coll, 0.0, o), start)
     stop = np.where(kind == SEND, start + o, finish)
     stop = np.where(kind == CALC, finish, stop)
     begin = np.minimum(begin, stop)
-    anchor = np.where(kind == RECV, ev.finish_pos(), ev.start_pos())
+    anchor = np.where((kind == RECV) | coll, ev.finish_pos(), ev.start_pos())
     order = np.lexsort((np.arange(graph.num_vertices), begin, graph.rank)).astype(np.int64)
 
     # Owner rank of every event position (a rendezvous handshake belongs to the receiver).
-    recvs = graph.messages()[1]
     events = ev.event_of_pos
     V = graph.num_vertices
-    hs_msg = np.flatnonzero(ev.rendezvous)
-    owner_pos = np.empty(ev.num_events, dtype=np.int64)
-    is_vertex = events < 2 * V
-    owner_pos[is_vertex] = graph.rank[events[is_vertex] // 2]
-    owner_pos[~is_vertex] = graph.rank[recvs[hs_msg[events[~is_vertex] - 2 * V]]]
+    owner_pos = graph.rank[ev.owner_of_pos(np.arange(ev.num_events))].astype(np.int64)
     c = ev.coef
-    comm = ev.msg >= 0
+    comm = (ev.msg >= 0) | ev.collective_edges()
     dst_event = events[ev.dst]
     dst_vertex = np.where(dst_event < 2 * V, dst_event // 2, 0)
     ends_op = (dst_event < 2 * V) & (dst_event % 2 == 1) & (kind[dst_vertex] != CALC)

@@ -429,3 +429,131 @@ _TG_DEFAULTS = {
     "alltoall": "bruck",
     "reduce_scatter": "recursive_halving",
 }
+
+
+# --------------------------------------------------------------------------- graph lowering
+#: Choices a graph builder accepts in place of an expansion algorithm: ``dimemas``,
+#: ``thakur_gropp`` (MPICH's short-message algorithm) or ``thakur_gropp:ALGORITHM``.
+ANALYTIC_MODELS = ("dimemas", "thakur_gropp")
+
+#: The v-variants take the formula of their regular operation (``n`` = the total they move).
+_TG_BASE_OP = {
+    "allgatherv": "allgather",
+    "gatherv": "gather",
+    "scatterv": "scatter",
+    "alltoallv": "alltoall",
+}
+
+
+@dataclass(frozen=True)
+class AnalyticChoice:
+    """An analytic model chosen for one collective: ``model`` and, for Thakur–Gropp, the
+    algorithm whose formula is used (on ``formula_op``, the op itself or its regular form)."""
+
+    op: str
+    model: str
+    algorithm: str | None = None
+
+    @property
+    def formula_op(self) -> str:
+        return _TG_BASE_OP.get(self.op, self.op)
+
+    @property
+    def label(self) -> str:
+        return self.model if self.algorithm is None else f"{self.model}:{self.algorithm}"
+
+
+def parse_analytic(op: str, choice: str) -> AnalyticChoice | None:
+    """The analytic model ``choice`` names for ``op``, or None when it names an algorithm.
+
+    Raises :class:`InputError` when the model has no cost for ``op`` (Dimemas: not in
+    Table 3; Thakur–Gropp: no formula for that algorithm).
+    """
+    model, _, algorithm = choice.strip().lower().partition(":")
+    if model not in ANALYTIC_MODELS:
+        return None
+    if model == "dimemas":
+        if algorithm:
+            raise InputError(f"{op}={choice}: the Dimemas model takes no algorithm")
+        if op not in DIMEMAS_TABLE3:
+            raise InputError(
+                f"{op}={choice}: Girona et al.'s Table 3 has no Dimemas parameters for {op}; "
+                f"it has {', '.join(DIMEMAS_TABLE3)}"
+            )
+        return AnalyticChoice(op, model)
+    base = _TG_BASE_OP.get(op, op)
+    algorithm = algorithm or _TG_DEFAULTS.get(base, "")
+    if (base, algorithm) not in THAKUR_GROPP:
+        known = sorted(a for o, a in THAKUR_GROPP if o == base)
+        if not known:
+            raise InputError(f"{op}={choice}: Thakur et al. give no formula for {base}")
+        raise InputError(
+            f"{op}={choice}: no Thakur–Gropp formula for {base}/{algorithm or '?'}; known: "
+            + ", ".join(f"thakur_gropp:{a}" for a in known)
+        )
+    return AnalyticChoice(op, model, algorithm)
+
+
+def instance_bytes(
+    op: np.ndarray | str,
+    P: np.ndarray | int,
+    size: np.ndarray | float,
+    total: np.ndarray | float,
+    counts_sum: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per instance: bytes the root (member 0 for unrooted ops) sends and receives, as Dimemas
+    counts them, and Thakur et al.'s ``n`` (vectorised over instances).
+
+    ``size`` is the call's size (the root's for rooted ops, member 0's otherwise), ``total`` the
+    sum of the per-member counts of a v-variant, ``counts_sum`` member 0's count vector summed
+    (alltoallv: what it receives; reduce_scatter: the whole result). ``n`` is the message for
+    bcast, reduce, allreduce and scan, the total gathered, scattered or exchanged otherwise.
+    """
+    op = np.asarray(op)
+    P, s, total, counts = np.broadcast_arrays(
+        np.asarray(P, dtype=np.float64),
+        np.asarray(size, dtype=np.float64),
+        np.asarray(total, dtype=np.float64),
+        np.asarray(counts_sum, dtype=np.float64),
+    )
+    zero = np.zeros_like(s)
+    table = {
+        "barrier": (zero, zero, zero),
+        "bcast": (s, s, s),
+        "reduce": (s, s, s),
+        "allreduce": (s, s, s),
+        "scan": (s, s, s),
+        "allgather": (s, P * s, P * s),
+        "allgatherv": (s, total, total),
+        "alltoall": (P * s, P * s, P * s),
+        "alltoallv": (counts, counts, counts),
+        "gather": (s, P * s, P * s),
+        "gatherv": (s, total, total),
+        "scatter": (P * s, s, P * s),
+        "scatterv": (total, s, total),
+        "reduce_scatter": (counts, counts / np.maximum(P, 1), counts),
+    }
+    sent, received, n = (np.zeros(np.broadcast_shapes(op.shape, s.shape)) for _ in range(3))
+    for name, (a, b, c) in table.items():
+        sel = np.broadcast_to(op == name, sent.shape)
+        sent[sel] = np.broadcast_to(a, sent.shape)[sel]
+        received[sel] = np.broadcast_to(b, sent.shape)[sel]
+        n[sel] = np.broadcast_to(c, sent.shape)[sel]
+    return sent, received, n
+
+
+def analytic_cost(
+    choice: AnalyticChoice, P: int, sent: float, received: float, n_bytes: float
+) -> AffineCost:
+    """Cost of one instance of ``choice.op`` on ``P`` members under the chosen model."""
+    if choice.model == "dimemas":
+        return dimemas(choice.op, P, sent, received)
+    return thakur_gropp(choice.formula_op, str(choice.algorithm), P, n_bytes)
+
+
+def analytic_choices(op: str) -> list[str]:
+    """Every analytic model choice that prices ``op`` (for menus and error messages)."""
+    out = ["dimemas"] if op in DIMEMAS_TABLE3 else []
+    base = _TG_BASE_OP.get(op, op)
+    out += [f"thakur_gropp:{a}" for o, a in THAKUR_GROPP if o == base]
+    return out

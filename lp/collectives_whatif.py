@@ -6,6 +6,11 @@ doubling vs ring) to see how the choice changes the runtime ``T(L)``, the latenc
 rebuilt into one execution graph per *variant* (a set of ``{collective: algorithm}`` choices,
 :mod:`llamp.ingest.collectives`); every graph is analysed with the same LogGPS configuration.
 
+A variant may also charge a collective with an analytic model instead of expanding it
+(``allreduce=dimemas``, ``allreduce=thakur_gropp:ring``; :mod:`llamp.lp.collective_models`):
+its instances become synchronising ``coll`` vertices, so the expansion and the closed-form
+models are compared on the same graph.
+
 Only a trace can be re-expanded: an ``.npz`` or GOAL graph already has its collectives lowered
 to point-to-point messages, and which messages formed which collective is gone.
 """
@@ -73,7 +78,7 @@ class CollectiveComparison:
     ``sweep``: one row per (variant, L): ``variant``, ``L_ns``, ``runtime_ns``, ``lambda_L``,
     ``lambda_G``, ``rho_L``. ``summary``: one row per variant at the configured ``L``:
     ``variant``, ``algorithms`` (op=alg of every collective the trace uses), ``vertices``,
-    ``messages``, ``bytes``, ``runtime_ns``, ``lambda_L``, ``lambda_G``, ``rho_L``,
+    ``messages``, ``bytes``, ``analytic_collectives`` (coll vertices), ``runtime_ns``, ``lambda_L``, ``lambda_G``, ``rho_L``,
     ``tolerance_<x>pct_L_ns`` per level, and the differences to the first variant
     (``messages_vs_first``, ``runtime_vs_first``: relative, ``lambda_L_vs_first``).
     ``notes``: facts a reader should know (e.g. a variant changes an op the trace never calls).
@@ -209,6 +214,7 @@ def compare_collectives(
             "vertices": s.vertices,
             "messages": s.messages,
             "bytes": s.bytes,
+            "analytic_collectives": s.colls,
             "runtime_ns": point.runtime_ns,
             "lambda_L": point.right["L"],
             "lambda_G": point.right["G"],

@@ -1,8 +1,10 @@
 """The start/finish event graph of an execution graph under LogGPS (DESIGN §3.1).
 
 Both engines evaluate this graph, so they implement one semantics. Every vertex ``v`` has a
-start event ``2v`` and a finish event ``2v+1``; every rendezvous message ``j`` adds a handshake
-event ``2V + j`` (the RTS has arrived and the receive is posted). An event edge ``a → b``
+start event ``2v`` and a finish event ``2v+1``; the ``j``-th rendezvous message adds a
+handshake event ``2V + j`` (the RTS has arrived and the receive is posted), and the ``i``-th
+analytic collective instance (``coll`` vertices, see :mod:`llamp.graph`) a sync event
+``2V + H + i`` (every member has entered it; ``H`` handshakes). An event edge ``a → b``
 carries a weight that is affine in the parameters::
 
     w = const + cL·L + cG·G + co·o
@@ -24,9 +26,13 @@ CTS, data, receive          h → finish(r)               3o + 2L + B·G
 CTS received, data sent     h → finish(s)               2o + L
 requires u → v              finish(u) → start(v)        0
 irequires u → v             start(u) → start(v)         o if u is a send, else 0
+member c enters instance    start(c) → sync             0
+instance done at member c   sync → finish(c)            lat·L + bytes·G + cost
 send posts of a rank        start(s_i) → start(s_i+1)   o
 recvs joined by one wait    finish(r_i) → finish(r_i+1) o
 ==========================  ==========================  =================================
+
+(``lat``, ``bytes``: the instance's latency and byte terms, :meth:`ExecutionGraph.collective_terms`.)
 
 The last two rows are the CPU serialisation of DESIGN §3.1: a rank's sends are posted one
 after another, and receives completed by the same wait (the requires-predecessors of one
@@ -49,7 +55,7 @@ import numba
 import numpy as np
 
 from llamp.errors import GraphError
-from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
 
 #: Columns of :attr:`EventGraph.coef`.
 CONST, COEF_L, COEF_G, COEF_O = 0, 1, 2, 3
@@ -60,7 +66,9 @@ class EventGraph:
     """Event DAG with affine edge weights, in CSR form for both engines.
 
     Events are numbered by topological position ("positions"): ``event_of_pos[p]`` is the
-    event id (``2v``, ``2v+1`` or a handshake) at position ``p``, ``pos_of_event`` the inverse.
+    event id (``2v``, ``2v+1``, a handshake or a collective sync) at position ``p``,
+    ``pos_of_event`` the inverse. ``extra_owner[e − 2V]`` is the vertex an extra event belongs
+    to: the receive of a handshake's message, the lowest member vertex of a sync.
     ``src/dst`` are positions, edges sorted by ``dst`` so ``in_ptr[p]:in_ptr[p+1]`` are the
     in-edges of position ``p``; ``out_edge[out_ptr[p]:out_ptr[p+1]]`` its out-edges.
     ``coef[e] = (const, cL, cG, co)`` for edge ``e``; ``msg[e]`` is the index (into
@@ -80,6 +88,8 @@ class EventGraph:
     out_edge: np.ndarray
     rendezvous: np.ndarray  # bool per message: size > S
     S: int
+    num_handshakes: int
+    extra_owner: np.ndarray  # vertex of every extra event (handshake, then sync)
 
     @property
     def num_edges(self) -> int:
@@ -91,9 +101,28 @@ class EventGraph:
         return c[:, CONST] + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * o
 
     def vertex_of_pos(self, positions: np.ndarray) -> np.ndarray:
-        """Vertex id of the events at ``positions`` (−1 for handshake events)."""
+        """Vertex id of the events at ``positions`` (−1 for handshake and sync events)."""
         events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
         return np.where(events < 2 * self.num_vertices, events // 2, -1)
+
+    def owner_of_pos(self, positions: np.ndarray) -> np.ndarray:
+        """Vertex the events at ``positions`` belong to (extra events: see ``extra_owner``)."""
+        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
+        V2 = 2 * self.num_vertices
+        owner = events // 2
+        extra = events >= V2
+        if extra.any():
+            owner[extra] = self.extra_owner[events[extra] - V2]
+        return owner
+
+    def is_sync_pos(self, positions: np.ndarray) -> np.ndarray:
+        """True for the sync events of analytic collectives."""
+        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
+        return events >= 2 * self.num_vertices + self.num_handshakes
+
+    def collective_edges(self) -> np.ndarray:
+        """Mask of the edges that charge an analytic collective's cost (sync → finish)."""
+        return self.is_sync_pos(self.src)
 
     def start_pos(self) -> np.ndarray:
         """Position of every vertex's start event."""
@@ -104,7 +133,9 @@ class EventGraph:
         return self.pos_of_event[1 : 2 * self.num_vertices : 2]
 
 
-def _edges(src: list, dst: list, coefs: list, msgs: list, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None) -> None:
+def _edges(
+    src: list, dst: list, coefs: list, msgs: list, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None
+) -> None:
     n = len(s)
     if n == 0:
         return
@@ -129,9 +160,24 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
     msg_ids = np.arange(sends.size, dtype=np.int64)
     rdv_ids = np.flatnonzero(rdv)
-    num_events = 2 * V + rdv_ids.size
     handshake = np.full(sends.size, -1, dtype=np.int64)
     handshake[rdv_ids] = 2 * V + np.arange(rdv_ids.size)
+    colls = np.flatnonzero(kind == COLL)
+    instance = np.zeros(0, np.int64)
+    if colls.size:
+        tags, lat, byt = graph.collective_terms()
+        which = np.searchsorted(tags, graph.tag[colls])  # validated: every tag is listed
+        present, instance = np.unique(which, return_inverse=True)
+        instance = instance.reshape(-1)
+    sync_base = 2 * V + rdv_ids.size
+    num_syncs = int(instance.max()) + 1 if instance.size else 0
+    num_events = sync_base + num_syncs
+    extra_owner = np.empty(num_events - 2 * V, dtype=np.int64)
+    extra_owner[: rdv_ids.size] = recvs[rdv_ids]
+    if num_syncs:
+        first_member = np.full(num_syncs, V, dtype=np.int64)
+        np.minimum.at(first_member, instance, colls)
+        extra_owner[rdv_ids.size :] = first_member
 
     src: list[np.ndarray] = []
     dst: list[np.ndarray] = []
@@ -154,6 +200,12 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     add(2 * recvs[rdv], h)
     add(h, 2 * recvs[rdv] + 1, cL=2.0, cG=B[rdv], co=3.0, m=msg_ids[rdv])
     add(h, 2 * sends[rdv] + 1, cL=1.0, co=2.0, m=msg_ids[rdv])
+    # Analytic collectives: every member enters the instance's sync, which releases them all.
+    if colls.size:
+        sync = sync_base + instance
+        inst = present[instance]
+        add(2 * colls, sync)
+        add(sync, 2 * colls + 1, const=graph.cost_ns[colls], cL=lat[inst], cG=byt[inst])
     # Dependencies.
     ek = graph.edge_kind
     req = ek == REQUIRES
@@ -220,6 +272,8 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         out_edge=out_edge,
         rendezvous=rdv,
         S=int(S),
+        num_handshakes=int(rdv_ids.size),
+        extra_owner=extra_owner,
     )
 
 

@@ -40,7 +40,7 @@ from llamp.lp.topology import (
     route_derivatives,
     route_latency,
 )
-from llamp.lp.weighted import MessageModel, pair_matrices
+from llamp.lp.weighted import MessageModel, check_pairwise, pair_matrices
 from llamp.params import LogGPS
 
 #: Node pairs per chunk when building node-to-node matrices from a topology.
@@ -349,6 +349,7 @@ def pair_lp(
     """
     if solver not in ("glop", "highs", "pdlp"):
         raise InputError(f"unknown LP solver {solver!r}: choose glop, highs or pdlp")
+    check_pairwise(graph)
     P = graph.num_ranks
     if costs.num_ranks != P:
         raise InputError(f"{costs.source} is for {costs.num_ranks} ranks, the graph has {P}")

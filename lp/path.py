@@ -3,7 +3,7 @@
 Along the path, every event edge contributes ``const + cL·L + cG·G + co·o``; summing the four
 terms separately splits ``T`` exactly into compute, latency, bandwidth and overhead time. Each
 contribution is charged to the rank of the edge's destination vertex (a message to the
-receiver). Besides the path, :func:`rank_time_split` splits each rank's own timeline into
+receiver, an analytic collective's cost to the member it releases). Besides the path, :func:`rank_time_split` splits each rank's own timeline into
 compute, overhead and the time it spends blocked in communication.
 """
 
@@ -67,14 +67,14 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
     msg = msg[msg >= 0]
     if msg.size:
         msg = msg[np.concatenate(([True], msg[1:] != msg[:-1]))]
-    messages = np.stack([sends[msg], recvs[msg]], axis=1) if msg.size else np.zeros((0, 2), np.int64)
+    messages = (
+        np.stack([sends[msg], recvs[msg]], axis=1) if msg.size else np.zeros((0, 2), np.int64)
+    )
 
     coef = ev.coef[edges]
-    dst_vertex = ev.vertex_of_pos(ev.dst[edges])
-    # A handshake event belongs to no vertex: charge it to the receiver of its message.
-    hs = dst_vertex < 0
-    if hs.any():
-        dst_vertex[hs] = recvs[ev.msg[edges[hs]]]
+    # A handshake is charged to the receiver of its message; a collective's sync to the
+    # member whose cost edge follows (the edge into the sync weighs 0).
+    dst_vertex = ev.owner_of_pos(ev.dst[edges])
     ranks = graph.rank[dst_vertex] if dst_vertex.size else np.zeros(0, np.int32)
     parts = {
         "compute_ns": coef[:, CONST],
@@ -90,7 +90,9 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
         minlength=graph.num_ranks,
     )
     T = float(w[edges].sum()) if edges.size else 0.0
-    return CriticalPath(params=params, runtime_ns=T, vertices=vertex, messages=messages, split=split)
+    return CriticalPath(
+        params=params, runtime_ns=T, vertices=vertex, messages=messages, split=split
+    )
 
 
 def rank_time_split(graph: ExecutionGraph, evaluation: Evaluation) -> pd.DataFrame:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from llamp.graph import ExecutionGraph
+from llamp.errors import InputError
+from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, backtrack_path, engine_for
 from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST, EventGraph
 from llamp.params import LogGPS
@@ -88,6 +89,20 @@ def _runtime_batch(in_ptr, src, W):  # pragma: no cover - compiled
     return T
 
 
+PAIRWISE_NEEDS_EXPANSION = (
+    "this graph charges collectives with an analytic model (coll vertices), whose cost has no "
+    "sender/receiver pair: per-pair latencies and gaps (topologies, sensitivity matrices, "
+    "placement) cannot price it. Build the graph with the collectives expanded (no "
+    "OP=dimemas or OP=thakur_gropp choice)"
+)
+
+
+def check_pairwise(graph: ExecutionGraph) -> None:
+    """Refuse a graph with analytic collectives for a per-pair analysis (see above)."""
+    if np.any(graph.kind == COLL):
+        raise InputError(PAIRWISE_NEEDS_EXPANSION)
+
+
 @dataclass(frozen=True)
 class MessageModel:
     """Per-message latency and gap, and their derivatives along named variables.
@@ -95,6 +110,10 @@ class MessageModel:
     ``latency_ns[m]``, ``gap_ns_per_byte[m]`` for message ``m`` (in ``graph.messages()``
     order); ``dlatency[m, j] = ∂L_m/∂x_j`` and ``dgap[m, j] = ∂G_m/∂x_j`` for the variables
     ``names``. ``calc_scale`` multiplies calc costs (``None``: unchanged).
+
+    ``homogeneous``: every message at the configuration's ``L`` and ``G`` with variables
+    ``("L", "G")`` (:meth:`uniform`). Only such a model can price analytic collectives: their
+    cost has no sender/receiver pair to take a per-pair ``L_ij`` or a topology path from.
     """
 
     latency_ns: np.ndarray
@@ -102,6 +121,7 @@ class MessageModel:
     names: tuple[str, ...] = ()
     dlatency: np.ndarray | None = None
     dgap: np.ndarray | None = None
+    homogeneous: bool = False
 
     @classmethod
     def uniform(cls, graph: ExecutionGraph, params: LogGPS) -> MessageModel:
@@ -115,6 +135,7 @@ class MessageModel:
             names=("L", "G"),
             dlatency=np.hstack([ones, zeros]),
             dgap=np.hstack([zeros, ones]),
+            homogeneous=True,
         )
 
 
@@ -137,6 +158,13 @@ def edge_weights(
         dw += c[:, COEF_L, None] * np.where(has_msg[:, None], model.dlatency[msg], 0.0)
     if k and model.dgap is not None and model.dgap.size:
         dw += c[:, COEF_G, None] * np.where(has_msg[:, None], model.dgap[msg], 0.0)
+    coll = ev.collective_edges()
+    if coll.any():
+        if not model.homogeneous:
+            raise InputError(PAIRWISE_NEEDS_EXPANSION)
+        w[coll] += c[coll, COEF_L] * params.L + c[coll, COEF_G] * params.G
+        dw[coll, model.names.index("L")] = c[coll, COEF_L]
+        dw[coll, model.names.index("G")] = c[coll, COEF_G]
     return w, np.ascontiguousarray(dw)
 
 
@@ -201,13 +229,16 @@ def runtime_batch(
     return out
 
 
-def pair_matrices(graph: ExecutionGraph, params: LogGPS, model: MessageModel | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+def pair_matrices(
+    graph: ExecutionGraph, params: LogGPS, model: MessageModel | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Per-rank-pair sensitivities ``λ_L^{ij}``, ``λ_G^{ij}`` from one critical path (App. I).
 
     ``λ_L^{ij}`` counts the latency terms of messages from rank i to rank j on the path (a
     rendezvous message counts 3), ``λ_G^{ij}`` their bytes − 1. Their sums are ``λ_L``, ``λ_G``
     of that path. Returns (λ_L matrix, λ_G matrix, T).
     """
+    check_pairwise(graph)
     model = model or MessageModel.uniform(graph, params)
     point = evaluate_model(graph, params, model)
     ev = point.events

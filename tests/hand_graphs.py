@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from typing import Any
 
-_KINDS = {"calc": CALC, "send": SEND, "recv": RECV}
+from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+
+_KINDS = {"calc": CALC, "send": SEND, "recv": RECV, "coll": COLL}
 _EDGES = {"requires": REQUIRES, "irequires": IREQUIRES, "message": MESSAGE}
 
 
-def build(num_ranks: int, vertices: dict[str, tuple], edges: list[tuple[str, str, str]]) -> tuple[ExecutionGraph, dict[str, int]]:
-    """``vertices``: name → (rank, "calc", cost_ns) or (rank, "send"/"recv", size, peer[, tag]).
+def build(
+    num_ranks: int,
+    vertices: dict[str, tuple],
+    edges: list[tuple[str, str, str]],
+    meta: dict[str, Any] | None = None,
+) -> tuple[ExecutionGraph, dict[str, int]]:
+    """``vertices``: name → (rank, "calc", cost_ns) or (rank, "send"/"recv"/"coll", size,
+    peer[, tag]) (a coll's peer is its root, its tag the instance, its terms in ``meta``).
 
     ``edges``: (a, "requires"|"irequires"|"message", b). Vertices must be listed rank by rank.
     Returns the graph and the name → vertex id map.
@@ -37,7 +45,7 @@ def build(num_ranks: int, vertices: dict[str, tuple], edges: list[tuple[str, str
         edge_dst=[ids[b] for _, _, b in edges],
         edge_kind=[_EDGES[k] for _, k, _ in edges],
         label=list(vertices),
-        meta={"name": "hand"},
+        meta={"name": "hand", **(meta or {})},
     )
     return graph, ids
 

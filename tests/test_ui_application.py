@@ -215,6 +215,30 @@ def test_collective_variant_choice_and_layout(store_env, monkeypatch):
     assert shown[0]["layout"]["xaxis"]["type"] == "log"
 
 
+def test_collective_variant_with_an_analytic_model(store_env):
+    """A variant may charge allreduce with Thakur–Gropp's ring formula instead of expanding it:
+    the page shows the same numbers as the API, with fewer messages than the expansion."""
+    params = LogGPS()
+    at = page("collectives")
+    at.selectbox(key="coll_v1_allreduce").set_value("thakur_gropp:ring").run()
+    assert_clean(at)
+    variants = [
+        ",".join(f"{op}={alg}" for op, alg in sorted({**INGESTED, "allreduce": alg}.items()))
+        for alg in ("recursive_doubling", "thakur_gropp:ring")
+    ]
+    api = compare_collectives(SWEEP3D, variants, params, [params.L]).summary
+    for i, row in api.iterrows():
+        assert exact_ns(keyed(at, f"variant-{i}")) == pytest.approx(row["runtime_ns"], abs=1e-5)
+    shown = table(at, "runtime_vs_first")
+    assert list(shown["variant"]) == ["allreduce=recursive_doubling", "allreduce=thakur_gropp:ring"]
+    assert shown["messages"][1] < shown["messages"][0]
+    costs = table(at, "thakur_gropp_formula")
+    modelled = costs[
+        (costs["variant"] == "allreduce=thakur_gropp:ring") & (costs["op"] == "allreduce")
+    ]
+    assert set(modelled["algorithm"]) == {"ring"}
+
+
 def test_collectives_analytic_costs(store_env):
     """One Thakur–Gropp and one Dimemas row against :mod:`llamp.lp.collective_models`."""
     params = LogGPS()

@@ -40,7 +40,13 @@ from llamp.lp import (
     tolerance,
 )
 from llamp.lp.classify import Classification, Network, Thresholds, classify
-from llamp.lp.collective_models import THAKUR_GROPP, instance_costs, thakur_gropp
+from llamp.lp.collective_models import (
+    THAKUR_GROPP,
+    instance_bytes,
+    instance_costs,
+    parse_analytic,
+    thakur_gropp,
+)
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
@@ -556,30 +562,9 @@ def collective_instances(trace) -> pd.DataFrame:
     inst["counts"] = first["counts"].reindex(inst.index).fillna(0).to_numpy()
     op, P, s = inst["op"].to_numpy(), inst["P"].to_numpy(), inst["s"].to_numpy()
     s = np.where(np.isin(op, list(ROOTED_OPS)), inst["root_size"].to_numpy(), s)
-    total, counts = inst["total"].to_numpy(), inst["counts"].to_numpy()
-    # (root/member 0 sends, receives, Thakur's n) per op
-    table = {
-        "barrier": (0 * s, 0 * s, 0 * s),
-        "bcast": (s, s, s),
-        "reduce": (s, s, s),
-        "allreduce": (s, s, s),
-        "scan": (s, s, s),
-        "allgather": (s, P * s, P * s),
-        "allgatherv": (s, total, total),
-        "alltoall": (P * s, P * s, P * s),
-        "alltoallv": (counts, counts, counts),
-        "gather": (s, P * s, P * s),
-        "gatherv": (s, total, total),
-        "scatter": (P * s, s, P * s),
-        "scatterv": (total, s, total),
-        "reduce_scatter": (counts, counts / np.maximum(P, 1), counts),
-    }
-    sent = np.zeros(len(inst))
-    received = np.zeros(len(inst))
-    n = np.zeros(len(inst))
-    for name, (a, b, c) in table.items():
-        sel = op == name
-        sent[sel], received[sel], n[sel] = a[sel], b[sel], c[sel]
+    sent, received, n = instance_bytes(
+        op, P, s, inst["total"].to_numpy(), inst["counts"].to_numpy()
+    )
     out = pd.DataFrame(
         {
             "op": op,
@@ -612,6 +597,9 @@ def collective_costs(
         rows = []
         for r in dim.itertuples(index=False):
             algorithm = choices.get(r.op, "")
+            modelled = parse_analytic(r.op, algorithm) if algorithm else None
+            if modelled is not None and modelled.algorithm is not None:
+                algorithm = modelled.algorithm  # thakur_gropp:ALG prices with ALG's formula
             formula = THAKUR_GROPP.get((r.op, algorithm))
             tg = thakur_gropp(r.op, algorithm, int(r.P), float(r.n_bytes)) if formula else None
             dim_ns = r.latency_terms * L + r.byte_terms * G

@@ -16,12 +16,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from llamp.config import format_ns
-from llamp.graph import CALC, KIND_NAMES, RECV, SEND, ExecutionGraph
+from llamp.graph import CALC, COLL, KIND_NAMES, RECV, SEND, ExecutionGraph
 from llamp.lp import CriticalLatencies, Evaluation, Tolerance
 
 #: Tolerance zones, as in the LLAMP paper's Fig. 1: ≤1% green, 1–2% orange, 2–5% red.
 ZONE_COLORS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b")
-KIND_COLORS = {CALC: "#6baed6", SEND: "#31a354", RECV: "#fd8d3c"}
+KIND_COLORS = {CALC: "#6baed6", SEND: "#31a354", RECV: "#fd8d3c", COLL: "#de2d26"}
 SPLIT_COLORS = {
     "compute": "#6baed6",
     "overhead": "#9e9ac8",
@@ -291,7 +291,8 @@ def timeline_figure(
 ) -> tuple[go.Figure, int, int]:
     """Per-rank Gantt chart of the ops in [lo, hi]; critical ops opaque with a dark outline.
 
-    A receive's bar runs from its start to its finish, so it shows the time the rank waits.
+    A receive's bar runs from its start to its finish, so it shows the time the rank waits
+    (an analytic collective's bar too: its wait for the last member plus the modelled cost).
     Critical-path messages in the window are drawn as lines from send finish to receive finish.
     Returns the figure, the number of ops in the window and the number drawn (the first
     ``max_bars`` by start time).
@@ -303,7 +304,7 @@ def timeline_figure(
     tu, ts = time_unit(max(hi - lo, 1.0))
     fig = go.Figure()
     crit = ev.critical
-    for kind in (CALC, SEND, RECV):
+    for kind in (CALC, SEND, RECV, COLL):
         for on_path in (False, True):
             v = sel[(graph.kind[sel] == kind) & (crit[sel] == on_path)]
             if not v.size:

@@ -50,15 +50,21 @@ def collectives(
 
     TRACE is a trace directory (liballprof): it is read once and re-expanded per VARIANT.
     A VARIANT is OP=ALG[,OP=ALG…] (e.g. allreduce=ring) or 'default'; the first one is the
-    baseline of the differences. Example: llamp collectives TRACE --compare
-    allreduce=recursive_doubling allreduce=ring
+    baseline of the differences. ALG may also be an analytic model that charges each instance
+    one cost once all members entered it instead of expanding it into messages: dimemas
+    (Girona et al. Table 3), thakur_gropp (MPICH's algorithm) or thakur_gropp:ALGORITHM.
+    Example: llamp collectives TRACE --compare allreduce=recursive_doubling allreduce=ring
+    allreduce=dimemas allreduce=thakur_gropp:ring
     """
     from llamp.ingest.collectives import ALGORITHMS
     from llamp.lp.collectives_whatif import compare_collectives
 
     if not variants:
         known = "; ".join(f"{op}: {', '.join(algs)}" for op, algs in ALGORITHMS.items())
-        raise InputError(f"give at least one variant OP=ALG (or 'default'); algorithms: {known}")
+        raise InputError(
+            f"give at least one variant OP=ALG (or 'default'); algorithms: {known}; analytic "
+            "models for any op: dimemas, thakur_gropp[:ALG]"
+        )
     a, b = parse_range("L", lo, hi)
     result = compare_collectives(
         trace,

@@ -88,7 +88,10 @@ def collectives_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "--collectives",
         default=None,
         metavar="OP=ALG,...",
-        help="Collective algorithms when reading a trace, e.g. allreduce=ring,bcast=binomial.",
+        help=(
+            "Collective algorithms when reading a trace, e.g. allreduce=ring,bcast=binomial; "
+            "or an analytic model instead of expansion: OP=dimemas, OP=thakur_gropp[:ALG]."
+        ),
     )(func)
 
 

@@ -196,7 +196,9 @@ def info_cmd(ctx: click.Context, graph_spec: str, collectives: str | None, as_js
         (
             "vertices",
             f"{summary.vertices} ({summary.calcs} calc, {summary.sends} send, "
-            f"{summary.recvs} recv)",
+            f"{summary.recvs} recv"
+            + (f", {summary.colls} analytic collective" if summary.colls else "")
+            + ")",
         ),
         ("edges", summary.edges),
         ("messages", f"{summary.messages} ({summary.bytes} bytes)"),

@@ -13,6 +13,7 @@ from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
 from llamp.errors import InputError
 from llamp.ingest import FORMATS
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
+from llamp.lp.collective_models import analytic_choices
 from llamp.ui import analyses, controls, plots
 
 st.title("Collectives what-if")
@@ -91,13 +92,16 @@ if not ops:
         "nothing to re-expand. Use the Latency page for its T(L)."
     )
     st.stop()
-choosable = [op for op in ops if len(ALGORITHMS[op]) > 1]
+options = {op: [*ALGORITHMS[op], *analytic_choices(op)] for op in ops}
+choosable = [op for op in ops if len(options[op]) > 1]
 focus = "allreduce" if "allreduce" in choosable else (choosable[0] if choosable else ops[0])
 
 st.subheader("Variants")
 st.caption(
     "Each variant picks an algorithm for every collective the trace calls "
-    f"({', '.join(ops)}); the first one is the baseline of the differences."
+    f"({', '.join(ops)}); the first one is the baseline of the differences. The analytic "
+    "choices (dimemas, thakur_gropp:…) do not expand the collective: each instance costs its "
+    "model's latency and byte terms once all members have entered it."
 )
 count = st.number_input(
     "Variants to compare", 1, MAX_VARIANTS, 2 if choosable else 1, key="coll_count"
@@ -106,9 +110,12 @@ count = st.number_input(
 
 def _default(op: str, i: int) -> int:
     """Variant 1 as ingested; the others step through the other algorithms of ``focus``."""
-    algs = ALGORITHMS[op]
-    base = algs.index(ingested[op]) if ingested.get(op) in algs else 0
-    return (base + i) % len(algs) if op == focus else base
+    opts = options[op]
+    base = opts.index(ingested[op]) if ingested.get(op) in opts else 0
+    if op != focus:
+        return base
+    n = len(ALGORITHMS[op])  # step through the expansions; analytic models are picked by hand
+    return (base + i) % n if base < n else (base if i == 0 else (i - 1) % n)
 
 
 choices: list[dict[str, str]] = []
@@ -117,7 +124,7 @@ for i, col in enumerate(st.columns(int(count))):
         st.markdown(f"**Variant {i + 1}**")
         choices.append(
             {
-                op: st.selectbox(op, ALGORITHMS[op], index=_default(op, i), key=f"coll_v{i}_{op}")
+                op: st.selectbox(op, options[op], index=_default(op, i), key=f"coll_v{i}_{op}")
                 for op in ops
             }
         )
