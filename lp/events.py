@@ -133,31 +133,48 @@ class EventGraph:
         return self.pos_of_event[1 : 2 * self.num_vertices : 2]
 
 
-def _edges(
-    src: list, dst: list, coefs: list, msgs: list, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None
-) -> None:
-    n = len(s)
-    if n == 0:
-        return
-    src.append(np.asarray(s, dtype=np.int64))
-    dst.append(np.asarray(d, dtype=np.int64))
-    block = np.zeros((n, 4), dtype=np.float64)
-    block[:, CONST] = const
-    block[:, COEF_L] = cL
-    block[:, COEF_G] = cG
-    block[:, COEF_O] = co
-    coefs.append(block)
-    msgs.append(np.full(n, -1, dtype=np.int64) if m is None else np.asarray(m, dtype=np.int64))
+class _EdgeColumns:
+    """Preallocated edge columns filled block by block (no list of parts to concatenate:
+    at 10^7 vertices the parts and their concatenation would double the peak memory)."""
+
+    def __init__(self, capacity: int):
+        self.src = np.empty(capacity, dtype=np.int64)
+        self.dst = np.empty(capacity, dtype=np.int64)
+        self.coef = np.zeros((capacity, 4), dtype=np.float64)
+        self.msg = np.full(capacity, -1, dtype=np.int64)
+        self.size = 0
+
+    def add(self, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None) -> None:
+        n = np.size(s)
+        if n == 0:
+            return
+        a, b = self.size, self.size + n
+        if b > self.src.size:
+            raise RuntimeError(f"event graph: {b} edges exceed the {self.src.size} planned")
+        self.src[a:b] = s
+        self.dst[a:b] = d
+        block = self.coef[a:b]
+        for column, value in ((CONST, const), (COEF_L, cL), (COEF_G, cG), (COEF_O, co)):
+            if np.ndim(value) or value != 0.0:
+                block[:, column] = value
+        if m is not None:
+            self.msg[a:b] = m
+        self.size = b
 
 
 def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
-    """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)."""
+    """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S).
+
+    Memory: the edge columns are allocated once at their final size and sorted in place, so
+    the peak is the event graph plus one permutation (≈ 80 B per edge and 50 B per event).
+    """
     V = graph.num_vertices
     kind = graph.kind
     sends, recvs = graph.messages()
     nbytes = graph.size[sends]
     rdv = nbytes > S
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
+    del nbytes
     msg_ids = np.arange(sends.size, dtype=np.int64)
     rdv_ids = np.flatnonzero(rdv)
     handshake = np.full(sends.size, -1, dtype=np.int64)
@@ -179,19 +196,37 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         np.minimum.at(first_member, instance, colls)
         extra_owner[rdv_ids.size :] = first_member
 
-    src: list[np.ndarray] = []
-    dst: list[np.ndarray] = []
-    coefs: list[np.ndarray] = []
-    msgs: list[np.ndarray] = []
-
-    def add(s, d, **kw) -> None:
-        _edges(src, dst, coefs, msgs, s, d, **kw)
+    ek = graph.edge_kind
+    req = ek == REQUIRES
+    ireq = ek == IREQUIRES
+    calc = np.flatnonzero(kind == CALC)
+    send_v = np.flatnonzero(kind == SEND)
+    recv_pred = req & (kind[graph.edge_src] == RECV)
+    n_recv_pred = int(recv_pred.sum())
+    # Serialisation edges: one fewer than the sends of each rank, than the receives of each wait.
+    n_send_chain = send_v.size - np.unique(graph.rank[send_v]).size if send_v.size else 0
+    n_wait_chain = n_recv_pred - np.unique(graph.edge_dst[recv_pred]).size if n_recv_pred else 0
+    n_rdv = rdv_ids.size
+    n_eager = sends.size - n_rdv
+    capacity = (
+        calc.size
+        + 3 * n_eager
+        + 4 * n_rdv
+        + 2 * colls.size
+        + int(req.sum())
+        + int(ireq.sum())
+        + n_send_chain
+        + n_wait_chain
+    )
+    cols = _EdgeColumns(capacity)
+    add = cols.add
 
     # Vertex-internal edges.
-    calc = np.flatnonzero(kind == CALC)
     add(2 * calc, 2 * calc + 1, const=graph.cost_ns[calc])
+    del calc
     eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
     add(2 * eager_ops, 2 * eager_ops + 1, co=1.0)
+    del eager_ops
     # Messages.
     e = ~rdv
     add(2 * sends[e], 2 * recvs[e] + 1, cL=1.0, cG=B[e], co=2.0, m=msg_ids[e])
@@ -206,20 +241,17 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         inst = present[instance]
         add(2 * colls, sync)
         add(sync, 2 * colls + 1, const=graph.cost_ns[colls], cL=lat[inst], cG=byt[inst])
+    del B, msg_ids, handshake, h, e
     # Dependencies.
-    ek = graph.edge_kind
-    req = ek == REQUIRES
     add(2 * graph.edge_src[req] + 1, 2 * graph.edge_dst[req])
-    ireq = ek == IREQUIRES
     isrc = graph.edge_src[ireq]
     add(2 * isrc, 2 * graph.edge_dst[ireq], co=np.where(kind[isrc] == SEND, 1.0, 0.0))
+    del isrc, ireq
 
-    base_src = np.concatenate(src) if src else np.zeros(0, np.int64)
-    base_dst = np.concatenate(dst) if dst else np.zeros(0, np.int64)
-    depth = _depths(num_events, base_src, base_dst, graph)
+    base = cols.size
+    depth = _depths(num_events, cols.src[:base], cols.dst[:base], graph)
 
     # CPU serialisation of send posts, per rank, in (depth, id) order.
-    send_v = np.flatnonzero(kind == SEND)
     if send_v.size > 1:
         d = depth[2 * send_v]
         by_depth = _group_by(d, int(d.max()) + 1)
@@ -228,7 +260,6 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         same_rank = graph.rank[ordered[1:]] == graph.rank[ordered[:-1]]
         add(2 * ordered[:-1][same_rank], 2 * ordered[1:][same_rank], co=1.0)
     # Receives completed by the same wait: requires-predecessors of one vertex.
-    recv_pred = req & (kind[graph.edge_src] == RECV)
     r = graph.edge_src[recv_pred]
     w = graph.edge_dst[recv_pred]
     if r.size > 1:
@@ -240,24 +271,25 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         r, w = r[key], w[key]
         same_wait = w[1:] == w[:-1]
         add(2 * r[:-1][same_wait] + 1, 2 * r[1:][same_wait] + 1, co=1.0)
-
-    all_src = np.concatenate(src) if src else np.zeros(0, np.int64)
-    all_dst = np.concatenate(dst) if dst else np.zeros(0, np.int64)
-    coef = np.concatenate(coefs) if coefs else np.zeros((0, 4))
-    msg = np.concatenate(msgs) if msgs else np.zeros(0, np.int64)
+    if cols.size != capacity:
+        raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
 
     # Renumber events by topological position so both engines sweep arrays front to back,
-    # and sort edges by destination so the in-edges of an event are one contiguous run.
+    # and sort edges by destination so the in-edges of an event are one contiguous run
+    # (stable: in-edges keep the order above). Both in place.
     event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0)  # ties: by id
+    del depth
     pos_of_event = np.empty(num_events, dtype=np.int64)
     pos_of_event[event_of_pos] = np.arange(num_events, dtype=np.int64)
-    p_src = pos_of_event[all_src]
-    p_dst = pos_of_event[all_dst]
+    p_src, p_dst, coef, msg = cols.src, cols.dst, cols.coef, cols.msg
+    _renumber(p_src, pos_of_event)
+    _renumber(p_dst, pos_of_event)
     by_dst = _group_by(p_dst, num_events)
-    p_src, p_dst, coef, msg = p_src[by_dst], p_dst[by_dst], coef[by_dst], msg[by_dst]
+    _permute(by_dst, p_src, p_dst, msg, coef)
+    del by_dst
     in_ptr = _ptr(p_dst, num_events)
     out_edge = _group_by(p_src, num_events)
-    out_ptr = _ptr(p_src[out_edge], num_events)
+    out_ptr = _ptr(p_src, num_events)
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
@@ -296,10 +328,46 @@ def _group_by(keys, n):  # pragma: no cover - compiled
     return perm
 
 
-def _ptr(sorted_keys: np.ndarray, n: int) -> np.ndarray:
-    """Row pointer of a CSR whose rows are ``sorted_keys`` (already sorted)."""
+@numba.njit(cache=True)
+def _renumber(ids, new_id):  # pragma: no cover - compiled
+    """``ids[i] = new_id[ids[i]]`` in place."""
+    for i in range(ids.shape[0]):
+        ids[i] = new_id[ids[i]]
+
+
+@numba.njit(cache=True)
+def _permute(perm, a, b, c, rows):  # pragma: no cover - compiled
+    """Reorder ``a``, ``b``, ``c`` and the rows of ``rows`` in place: element ``i`` becomes
+    element ``perm[i]`` (``x[:] = x[perm]`` without a copy). Consumes ``perm`` (a moved
+    element is marked by ``perm[j] = j``)."""
+    n = perm.shape[0]
+    k_dim = rows.shape[1]
+    keep = np.empty(k_dim)
+    for start in range(n):
+        if perm[start] == start:
+            continue
+        ta, tb, tc = a[start], b[start], c[start]
+        for k in range(k_dim):
+            keep[k] = rows[start, k]
+        j = start
+        while True:
+            nxt = perm[j]
+            perm[j] = j
+            if nxt == start:
+                a[j], b[j], c[j] = ta, tb, tc
+                for k in range(k_dim):
+                    rows[j, k] = keep[k]
+                break
+            a[j], b[j], c[j] = a[nxt], b[nxt], c[nxt]
+            for k in range(k_dim):
+                rows[j, k] = rows[nxt, k]
+            j = nxt
+
+
+def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
+    """Row pointer of a CSR whose rows are ``keys`` (their counts: order does not matter)."""
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(sorted_keys, minlength=n), out=ptr[1:])
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
     return ptr
 
 
