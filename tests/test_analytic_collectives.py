@@ -120,48 +120,28 @@ def test_monte_carlo_collapses_to_the_deterministic_value():
 
 
 # ------------------------------------------------------------------------------ invariants
+def _with_meta(graph: ExecutionGraph, meta: dict) -> ExecutionGraph:
+    columns = ("rank", "kind", "cost_ns", "size", "peer", "tag", "edge_src", "edge_dst")
+    return ExecutionGraph.from_arrays(
+        graph.num_ranks,
+        **{k: getattr(graph, k) for k in columns},
+        edge_kind=graph.edge_kind,
+        meta=meta,
+    )
+
+
 def test_graph_checks_name_the_vertex():
     graph = two_ranks()
-    with pytest.raises(GraphError, match="without cost terms.*coll allreduce|without cost terms"):
-        ExecutionGraph.from_arrays(
-            2,
-            **{
-                k: getattr(graph, k)
-                for k in (
-                    "rank",
-                    "kind",
-                    "cost_ns",
-                    "size",
-                    "peer",
-                    "tag",
-                    "edge_src",
-                    "edge_dst",
-                    "edge_kind",
-                )
-            },
-            meta={},
-        )
+    with pytest.raises(
+        GraphError, match="without cost terms.*rank 0 vertex 1 .coll collective instance 7"
+    ):
+        _with_meta(graph, {COLLECTIVE_COSTS: {**TERMS[COLLECTIVE_COSTS], "tag": [8]}})
+    with pytest.raises(GraphError, match="without cost terms.*rank 0 vertex 1 .coll collective"):
+        _with_meta(graph, {})
     meta = json.loads(json.dumps(graph.meta))
     meta[COLLECTIVE_COSTS]["latency_terms"] = [-1.0]
     with pytest.raises(GraphError, match="finite and ≥ 0"):
-        ExecutionGraph.from_arrays(
-            2,
-            **{
-                k: getattr(graph, k)
-                for k in (
-                    "rank",
-                    "kind",
-                    "cost_ns",
-                    "size",
-                    "peer",
-                    "tag",
-                    "edge_src",
-                    "edge_dst",
-                    "edge_kind",
-                )
-            },
-            meta=meta,
-        )
+        _with_meta(graph, meta)
     with pytest.raises(GraphError, match="enters one collective instance twice.*label b"):
         build(
             1,
