@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
+import os
 import pkgutil
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,12 +20,40 @@ import benchmarks
 
 def _modules(only: list[str] | None) -> list[str]:
     names = sorted(
-        m.name for m in pkgutil.iter_modules([str(Path(benchmarks.__file__).parent)])
+        m.name
+        for m in pkgutil.iter_modules([str(Path(benchmarks.__file__).parent)])
         if m.name.startswith("bench_")
     )
     if only:
         names = [n for n in names if any(o in n for o in only)]
     return names
+
+
+def run_module(name: str, quick: bool, repeat: int, full: bool) -> list[dict]:
+    """The rows of ``benchmarks.<name>`` run in this process."""
+    module = importlib.import_module(f"benchmarks.{name}")
+    kwargs = {"quick": quick, "repeat": repeat}
+    if "full" in inspect.signature(module.run).parameters:
+        kwargs["full"] = full
+    return module.run(**kwargs)
+
+
+def _run_isolated(name: str, quick: bool, repeat: int, full: bool) -> list[dict]:
+    """Run one module in a fresh interpreter: its peak RSS rows are its own (freed memory is
+    not always returned to the system, so a module run after a large one would inherit it)."""
+    with tempfile.TemporaryDirectory(prefix="llamp-bench-") as tmp:
+        out = Path(tmp) / "rows.json"
+        code = (
+            "import json, sys; from benchmarks.__main__ import run_module; "
+            f"rows = run_module({name!r}, {quick!r}, {repeat!r}, {full!r}); "
+            f"open({str(out)!r}, 'w').write(json.dumps(rows))"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=Path(benchmarks.__file__).parent.parent, check=False
+        )
+        if proc.returncode != 0 or not out.exists():
+            raise SystemExit(f"benchmark module {name} failed (exit {proc.returncode})")
+        return json.loads(out.read_text())
 
 
 def _fmt(value: float) -> str:
@@ -33,6 +65,11 @@ def _fmt(value: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="also 10^7 vertices (end to end, graph engine): adds tens of minutes",
+    )
     parser.add_argument("--only", action="append", help="run modules whose name contains this")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
@@ -41,14 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     started = time.time()
     for name in _modules(args.only):
-        module = importlib.import_module(f"benchmarks.{name}")
         print(f"# {name} …", file=sys.stderr, flush=True)
-        rows.extend(module.run(quick=args.quick, repeat=args.repeat))
+        rows.extend(_run_isolated(name, args.quick, args.repeat, args.full))
     headers = ("benchmark", "case", "metric", "value", "unit")
     cells = [headers] + [tuple(_fmt(r[h]) for h in headers) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(headers))]
-    print(f"llamp benchmarks — {time.strftime('%Y-%m-%d')} — {platform.node()} "
-          f"({platform.machine()}, Python {platform.python_version()}), median of {args.repeat}")
+    print(
+        f"llamp benchmarks — {time.strftime('%Y-%m-%d')} — {platform.node()} "
+        f"({platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}), "
+        f"median of {args.repeat}"
+    )
     print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for c in cells[1:]:

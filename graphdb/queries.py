@@ -29,8 +29,15 @@ OP_RETURN = (
     "o.peer AS peer, o.tag AS tag, o.t_trace_ns AS t_trace_ns, o.label AS label"
 )
 OP_COLUMNS = {
-    "vid": "int64", "rank": "int32", "kind": "str", "cost_ns": "float64", "size": "int64",
-    "peer": "int32", "tag": "int64", "t_trace_ns": "float64", "label": "str",
+    "vid": "int64",
+    "rank": "int32",
+    "kind": "str",
+    "cost_ns": "float64",
+    "size": "int64",
+    "peer": "int32",
+    "tag": "int64",
+    "t_trace_ns": "float64",
+    "label": "str",
 }
 EDGE_COLUMNS = {"src": "int64", "dst": "int64", "kind": "int8"}
 
@@ -83,37 +90,58 @@ def _edges_among(pattern: str, where: str, carry: str = "a, b") -> str:
 
 
 def _selection(
-    name: str, doc: str, params: dict[str, str], *, ops: str, edges: str,
-    ops_ladybug: str | None = None, edges_ladybug: str | None = None,
+    name: str,
+    doc: str,
+    params: dict[str, str],
+    *,
+    ops: str,
+    edges: str,
+    ops_ladybug: str | None = None,
+    edges_ladybug: str | None = None,
 ) -> tuple[Query, Query]:
     return (
         Query(f"ops_{name}", f"Ops of {doc}.", ops, params, OP_COLUMNS, ladybug=ops_ladybug),
-        Query(f"edges_{name}", f"Edges among the ops of {doc}.", edges, params, EDGE_COLUMNS,
-              ladybug=edges_ladybug),
+        Query(
+            f"edges_{name}",
+            f"Edges among the ops of {doc}.",
+            edges,
+            params,
+            EDGE_COLUMNS,
+            ladybug=edges_ladybug,
+        ),
     )
 
 
+#: The edges of one relationship type leaving the ops of a page (keys in [$key_lo, $key_hi)).
+PAGE_EDGES: dict[str, str] = {
+    rel: f"MATCH (a:Op)-[:{rel}]->(b:Op) WHERE a.key >= $key_lo AND a.key < $key_hi "
+    f"RETURN a.vid AS src, b.vid AS dst, {kind} AS kind"
+    for rel, kind in EDGE_KINDS.items()
+}
+
 _PLAIN_EDGE = "(a:Op)-[:{rel}]->(b:Op)"
-_RESULT_EDGE = "(an:Analysis {{id: $analysis}})-[ra:RESULT]->(a:Op)-[:{rel}]->(b:Op)<-[rb:RESULT]-(an)"
+_RESULT_EDGE = (
+    "(an:Analysis {{id: $analysis}})-[ra:RESULT]->(a:Op)-[:{rel}]->(b:Op)<-[rb:RESULT]-(an)"
+)
 
 _SELECTIONS: tuple[Query, ...] = (
     *_selection(
-        "page", "one page of a whole run: op keys in [$key_lo, $key_hi) (Op.key = run·2^32 + vid)",
+        "page",
+        "one page of a whole run: op keys in [$key_lo, $key_hi) (Op.key = run·2^32 + vid)",
         {"key_lo": "first op key", "key_hi": "op key past the last"},
         ops=f"MATCH (o:Op) WHERE o.key >= $key_lo AND o.key < $key_hi RETURN {OP_RETURN}",
-        edges=" UNION ALL ".join(
-            f"MATCH (a:Op)-[:{rel}]->(b:Op) WHERE a.key >= $key_lo AND a.key < $key_hi "
-            f"RETURN a.vid AS src, b.vid AS dst, {kind} AS kind"
-            for rel, kind in EDGE_KINDS.items()
-        ),
+        edges=" UNION ALL ".join(PAGE_EDGES.values()),
     ),
     *_selection(
-        "in_ranks", "the ranks in $ranks", {"ranks": "list of rank ids"},
+        "in_ranks",
+        "the ranks in $ranks",
+        {"ranks": "list of rank ids"},
         ops=f"MATCH (o:Op) WHERE o.run = $run AND o.rank IN $ranks RETURN {OP_RETURN}",
         edges=_edges_among(_PLAIN_EDGE, "a.rank IN $ranks AND b.rank IN $ranks"),
     ),
     *_selection(
-        "in_trace_window", "the trace-time window [$t0_ns, $t1_ns) (Op.t_trace_ns)",
+        "in_trace_window",
+        "the trace-time window [$t0_ns, $t1_ns) (Op.t_trace_ns)",
         {"t0_ns": "window start (trace time, ns)", "t1_ns": "window end (exclusive)"},
         ops=f"MATCH (o:Op) WHERE o.run = $run AND o.t_trace_ns >= $t0_ns AND o.t_trace_ns < $t1_ns "
         f"RETURN {OP_RETURN}",
@@ -126,7 +154,11 @@ _SELECTIONS: tuple[Query, ...] = (
     *_selection(
         "in_start_window",
         "the window [$t0_ns, $t1_ns) of start times under the stored analysis $analysis",
-        {"analysis": "analysis id", "t0_ns": "window start (ns)", "t1_ns": "window end (exclusive)"},
+        {
+            "analysis": "analysis id",
+            "t0_ns": "window start (ns)",
+            "t1_ns": "window end (exclusive)",
+        },
         ops="MATCH (an:Analysis {id: $analysis})-[r:RESULT]->(o:Op) "
         f"WHERE o.run = $run AND r.start_ns >= $t0_ns AND r.start_ns < $t1_ns RETURN {OP_RETURN}",
         edges=_edges_among(
@@ -137,7 +169,8 @@ _SELECTIONS: tuple[Query, ...] = (
         ),
     ),
     *_selection(
-        "near_critical", "the critical-path candidates (slack ≤ $eps_ns) of analysis $analysis",
+        "near_critical",
+        "the critical-path candidates (slack ≤ $eps_ns) of analysis $analysis",
         {"analysis": "analysis id", "eps_ns": "slack bound (ns)"},
         ops="MATCH (an:Analysis {id: $analysis})-[r:RESULT]->(o:Op) "
         f"WHERE o.run = $run AND r.slack_ns <= $eps_ns RETURN {OP_RETURN}",
@@ -146,7 +179,8 @@ _SELECTIONS: tuple[Query, ...] = (
         ),
     ),
     *_selection(
-        "in_seq_ranges", "each rank r's program-order range [$lo[r], $hi[r]) (Op.seq)",
+        "in_seq_ranges",
+        "each rank r's program-order range [$lo[r], $hi[r]) (Op.seq)",
         {"lo": "per-rank first seq (list indexed by rank)", "hi": "per-rank end seq (exclusive)"},
         ops=f"MATCH (o:Op) WHERE o.run = $run AND o.seq >= $lo[o.rank] AND o.seq < $hi[o.rank] "
         f"RETURN {OP_RETURN}",
@@ -186,8 +220,17 @@ _TABLES: tuple[Query, ...] = (
         "o.size AS size, o.peer AS peer, r.start_ns AS start_ns, r.slack_ns AS slack_ns, "
         "r.critical AS critical ORDER BY start_ns, vid",
         {"analysis": "analysis id", "eps_ns": "slack bound (ns)"},
-        {"vid": "int64", "rank": "int32", "kind": "str", "cost_ns": "float64", "size": "int64",
-         "peer": "int32", "start_ns": "float64", "slack_ns": "float64", "critical": "bool"},
+        {
+            "vid": "int64",
+            "rank": "int32",
+            "kind": "str",
+            "cost_ns": "float64",
+            "size": "int64",
+            "peer": "int32",
+            "start_ns": "float64",
+            "slack_ns": "float64",
+            "critical": "bool",
+        },
     ),
     Query(
         "critical_messages",
@@ -200,8 +243,15 @@ _TABLES: tuple[Query, ...] = (
         "m.size AS size, ra.start_ns AS send_start_ns, rb.start_ns AS recv_start_ns "
         "ORDER BY send_start_ns, send_vid",
         {"analysis": "analysis id", "eps_ns": "slack bound (ns)"},
-        {"send_vid": "int64", "recv_vid": "int64", "src": "int32", "dst": "int32",
-         "size": "int64", "send_start_ns": "float64", "recv_start_ns": "float64"},
+        {
+            "send_vid": "int64",
+            "recv_vid": "int64",
+            "src": "int32",
+            "dst": "int32",
+            "size": "int64",
+            "send_start_ns": "float64",
+            "recv_start_ns": "float64",
+        },
     ),
     Query(
         "heaviest_messages",
@@ -210,8 +260,14 @@ _TABLES: tuple[Query, ...] = (
         "RETURN s.vid AS send_vid, d.vid AS recv_vid, s.rank AS src, d.rank AS dst, "
         "m.size AS size, s.tag AS tag ORDER BY size DESC, send_vid LIMIT $limit",
         {"limit": "number of messages"},
-        {"send_vid": "int64", "recv_vid": "int64", "src": "int32", "dst": "int32",
-         "size": "int64", "tag": "int64"},
+        {
+            "send_vid": "int64",
+            "recv_vid": "int64",
+            "src": "int32",
+            "dst": "int32",
+            "size": "int64",
+            "tag": "int64",
+        },
     ),
     Query(
         "rank_pair_traffic",
@@ -234,8 +290,15 @@ _TABLES: tuple[Query, ...] = (
         "sum(CASE WHEN o.kind = 'recv' THEN o.size ELSE 0 END) AS bytes_received "
         "ORDER BY rank",
         {},
-        {"rank": "int32", "ops": "int64", "calc_ns": "float64", "sends": "int64",
-         "recvs": "int64", "bytes_sent": "int64", "bytes_received": "int64"},
+        {
+            "rank": "int32",
+            "ops": "int64",
+            "calc_ns": "float64",
+            "sends": "int64",
+            "recvs": "int64",
+            "bytes_sent": "int64",
+            "bytes_received": "int64",
+        },
     ),
 )
 
@@ -244,7 +307,8 @@ CATALOGUE: dict[str, Query] = {q.name: q for q in (*_SELECTIONS, *_TABLES)}
 
 #: Selections usable with :meth:`GraphStore.select` (each has ``ops_``/``edges_`` queries).
 SELECTIONS: tuple[str, ...] = tuple(
-    q.name.removeprefix("ops_") for q in _SELECTIONS
+    q.name.removeprefix("ops_")
+    for q in _SELECTIONS
     if q.name.startswith("ops_") and q.name != "ops_page"
 )
 
@@ -258,4 +322,4 @@ def get(name: str) -> Query:
         raise InputError(f"no catalogue query named {name!r}; known: {known}") from None
 
 
-__all__ = ["CATALOGUE", "EDGE_COLUMNS", "OP_COLUMNS", "Query", "SELECTIONS", "get"]
+__all__ = ["CATALOGUE", "EDGE_COLUMNS", "OP_COLUMNS", "PAGE_EDGES", "Query", "SELECTIONS", "get"]

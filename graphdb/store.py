@@ -6,9 +6,10 @@ Bolt; anything else is the directory of an embedded store. Both backends share t
 logic and differ only in how rows get in and out (:mod:`llamp.graphdb.ladybug`,
 :mod:`llamp.graphdb.neo4j`).
 
-Atomicity: a run is written with ``Run.complete = false`` and flipped to ``true`` last (the
-embedded backend also wraps the whole load in one transaction); every read filters on the flag,
-so a run is visible only when fully loaded. A replaced run stays visible until its successor
+Atomicity: a run is written with ``Run.complete = false`` and flipped to ``true`` last, in one
+transaction with hiding the run it replaces; every read filters on the flag, so a run is
+visible only when fully loaded (both backends load the rows themselves outside any long
+transaction: the embedded one was twice as slow inside one, ``benchmarks/RESULTS.md``). A replaced run stays visible until its successor
 is complete. Leftovers of a failed or killed load are removed by :meth:`GraphStore.cleanup`,
 which opening a store runs.
 """
@@ -40,8 +41,12 @@ from llamp.graphdb.schema import KEY_SHIFT
 from llamp.graphdb.tables import RunTables, graph_from_tables, run_tables
 
 _ARROW_TYPES = {
-    "int64": pa.int64(), "int32": pa.int32(), "int8": pa.int8(), "float64": pa.float64(),
-    "bool": pa.bool_(), "str": pa.string(),
+    "int64": pa.int64(),
+    "int32": pa.int32(),
+    "int8": pa.int8(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
 }
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
@@ -135,7 +140,10 @@ class GraphStore(ABC):
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -211,7 +219,9 @@ class GraphStore(ABC):
                 f"query {query.name} needs parameter(s) {', '.join(missing)}: "
                 + "; ".join(f"{p}: {query.params.get(p, 'run id')}" for p in missing)
             )
-        return coerce(self._arrow(text, {k: v for k, v in params.items() if k in used}), query.columns)
+        return coerce(
+            self._arrow(text, {k: v for k, v in params.items() if k in used}), query.columns
+        )
 
     def run_query(self, name: str, run: str, **params: Any) -> pd.DataFrame:
         """Run the catalogue query ``name`` (:mod:`llamp.graphdb.queries`) on run ``run``."""
@@ -235,11 +245,17 @@ class GraphStore(ABC):
         for row in table.to_pylist():
             runs.append(
                 RunInfo(
-                    name=row["name"], id=int(row["id"]), ranks=int(row["ranks"]),
-                    vertices=int(row["vertices"]), edges=int(row["edges"]),
-                    messages=int(row["messages"]), bytes=int(row["bytes"]),
-                    format=row["format"] or "", created=row["created"] or "",
-                    has_t_trace=bool(row["has_t_trace"]), has_label=bool(row["has_label"]),
+                    name=row["name"],
+                    id=int(row["id"]),
+                    ranks=int(row["ranks"]),
+                    vertices=int(row["vertices"]),
+                    edges=int(row["edges"]),
+                    messages=int(row["messages"]),
+                    bytes=int(row["bytes"]),
+                    format=row["format"] or "",
+                    created=row["created"] or "",
+                    has_t_trace=bool(row["has_t_trace"]),
+                    has_label=bool(row["has_label"]),
                     meta=json.loads(row["meta"] or "{}"),
                 )
             )
@@ -282,16 +298,24 @@ class GraphStore(ABC):
         meta = dict(graph.meta)
         meta["name"] = name
         row = {
-            "name": name, "ranks": graph.num_ranks, "vertices": graph.num_vertices,
-            "edges": graph.num_edges, "messages": summary.messages, "bytes": summary.bytes,
-            "format": str(graph.meta.get("format", "")), "created": _now(), "meta": _json(meta),
-            "has_t_trace": graph.t_trace_ns is not None, "has_label": graph.label is not None,
+            "name": name,
+            "ranks": graph.num_ranks,
+            "vertices": graph.num_vertices,
+            "edges": graph.num_edges,
+            "messages": summary.messages,
+            "bytes": summary.bytes,
+            "format": str(graph.meta.get("format", "")),
+            "created": _now(),
+            "meta": _json(meta),
+            "has_t_trace": graph.t_trace_ns is not None,
+            "has_label": graph.label is not None,
         }
         run_id = self._new_run_id()
         row["id"] = run_id
         try:
-            self._load_run(row, run_tables(graph, run_id), existing[0].id if existing else None,
-                           progress)
+            self._load_run(
+                row, run_tables(graph, run_id), existing[0].id if existing else None, progress
+            )
         except BaseException:
             self._discard(run_id)
             raise
@@ -304,8 +328,13 @@ class GraphStore(ABC):
         info = self.run_info(name)
         ops, edges = self._run_pages(info)
         return graph_from_tables(
-            info.ranks, ops, edges, meta=info.meta, vertices=info.vertices,
-            with_t_trace=info.has_t_trace, with_label=info.has_label,
+            info.ranks,
+            ops,
+            edges,
+            meta=info.meta,
+            vertices=info.vertices,
+            with_t_trace=info.has_t_trace,
+            with_label=info.has_label,
         )
 
     #: Vertices per read-back page (one page for the embedded store).
@@ -367,12 +396,16 @@ class GraphStore(ABC):
             rank_list = sorted({int(r) for r in ranks})
             bad = [r for r in rank_list if not 0 <= r < info.ranks]
             if bad or not rank_list:
-                raise InputError(f"ranks {bad or '(none)'} not in run {run!r} (0..{info.ranks - 1})")
+                raise InputError(
+                    f"ranks {bad or '(none)'} not in run {run!r} (0..{info.ranks - 1})"
+                )
             chosen.append(("in_ranks", {"ranks": rank_list}))
             described.append(f"ranks {_ranges(rank_list)}")
         if trace_window_ns is not None:
             if not info.has_t_trace:
-                raise InputError(f"run {run!r} has no trace times (t_trace_ns): use an analysis window")
+                raise InputError(
+                    f"run {run!r} has no trace times (t_trace_ns): use an analysis window"
+                )
             t0, t1 = _window(trace_window_ns, "trace_window_ns")
             chosen.append(("in_trace_window", {"t0_ns": t0, "t1_ns": t1}))
             described.append(f"trace time [{t0:g}, {t1:g}) ns")
@@ -381,7 +414,9 @@ class GraphStore(ABC):
                 raise InputError("start_window_ns and slack_le_ns need analysis=<analysis id>")
             self._check_analysis(analysis, info)
         elif analysis is not None:
-            raise InputError("analysis= selects nothing by itself: add start_window_ns or slack_le_ns")
+            raise InputError(
+                "analysis= selects nothing by itself: add start_window_ns or slack_le_ns"
+            )
         if start_window_ns is not None:
             t0, t1 = _window(start_window_ns, "start_window_ns")
             chosen.append(("in_start_window", {"analysis": analysis, "t0_ns": t0, "t1_ns": t1}))
@@ -394,8 +429,10 @@ class GraphStore(ABC):
             chosen.append(("in_seq_ranges", {"lo": lo, "hi": hi}))
             described.append(f"collectives [{collectives[0]}, {collectives[1]}) on comm {comm}")
         if not chosen:
-            raise InputError("select() needs at least one of ranks, trace_window_ns, "
-                             "start_window_ns, slack_le_ns, collectives")
+            raise InputError(
+                "select() needs at least one of ranks, trace_window_ns, "
+                "start_window_ns, slack_le_ns, collectives"
+            )
         first, first_params = chosen[0]
         ops = self._catalogue(queries.get(f"ops_{first}"), {"run": info.id, **first_params})
         edges = self._catalogue(queries.get(f"edges_{first}"), {"run": info.id, **first_params})
@@ -405,14 +442,20 @@ class GraphStore(ABC):
             ops = ops.filter(keep)
         if len(chosen) > 1:
             vids = ops.column("vid")
-            both = pc.and_(pc.is_in(edges.column("src"), value_set=vids),
-                           pc.is_in(edges.column("dst"), value_set=vids))
+            both = pc.and_(
+                pc.is_in(edges.column("src"), value_set=vids),
+                pc.is_in(edges.column("dst"), value_set=vids),
+            )
             edges = edges.filter(both)
         meta = dict(info.meta)
         meta.update(name=f"{run}[{'; '.join(described)}]", parent=run, selection=described)
         return graph_from_tables(
-            info.ranks, ops, edges, meta=meta,
-            with_t_trace=info.has_t_trace, with_label=info.has_label,
+            info.ranks,
+            ops,
+            edges,
+            meta=meta,
+            with_t_trace=info.has_t_trace,
+            with_label=info.has_label,
         )
 
     def _iteration_bounds(
@@ -461,8 +504,13 @@ class GraphStore(ABC):
         table = _result_table(info, per_vertex)
         analysis_id = f"{kind}-{uuid.uuid4().hex[:12]}"
         row = {
-            "id": analysis_id, "run": info.id, "kind": kind, "params": _json(params),
-            "scalars": _json(scalars), "created": _now(), "vertices": table.num_rows,
+            "id": analysis_id,
+            "run": info.id,
+            "kind": kind,
+            "params": _json(params),
+            "scalars": _json(scalars),
+            "created": _now(),
+            "vertices": table.num_rows,
         }
         self._load_results(row, table)
         return analysis_id
@@ -478,8 +526,12 @@ class GraphStore(ABC):
         )
         return [
             AnalysisInfo(
-                id=row["id"], run=row["run"], kind=row["kind"], params=json.loads(row["params"]),
-                scalars=json.loads(row["scalars"]), created=row["created"],
+                id=row["id"],
+                run=row["run"],
+                kind=row["kind"],
+                params=json.loads(row["params"]),
+                scalars=json.loads(row["scalars"]),
+                created=row["created"],
                 vertices=int(row["vertices"]),
             )
             for row in table.to_pylist()
@@ -501,7 +553,9 @@ class GraphStore(ABC):
     def _check_analysis(self, analysis_id: str, info: RunInfo) -> None:
         found = self.analysis_info(analysis_id)
         if found.run != info.name:
-            raise InputError(f"analysis {analysis_id!r} belongs to run {found.run!r}, not {info.name!r}")
+            raise InputError(
+                f"analysis {analysis_id!r} belongs to run {found.run!r}, not {info.name!r}"
+            )
 
     def load_analysis(self, analysis_id: str) -> tuple[AnalysisInfo, pd.DataFrame]:
         """An analysis and its per-vertex results (``vid, start_ns, slack_ns, critical``,
@@ -512,8 +566,10 @@ class GraphStore(ABC):
             "x.start_ns AS start_ns, x.slack_ns AS slack_ns, x.critical AS critical",
             {"id": analysis_id},
         )
-        table = coerce(table, {"vid": "int64", "start_ns": "float64", "slack_ns": "float64",
-                               "critical": "bool"})
+        table = coerce(
+            table,
+            {"vid": "int64", "start_ns": "float64", "slack_ns": "float64", "critical": "bool"},
+        )
         frame = table.to_pandas().sort_values("vid", kind="stable").reset_index(drop=True)
         return info, frame
 
@@ -546,31 +602,43 @@ def _ranges(values: list[int]) -> str:
 def _result_table(info: RunInfo, per_vertex: pd.DataFrame | None) -> pa.Table:
     columns = ("vid", "start_ns", "slack_ns", "critical")
     if per_vertex is None:
-        return pa.table({"key": pa.array([], pa.int64()), "start_ns": pa.array([], pa.float64()),
-                         "slack_ns": pa.array([], pa.float64()), "critical": pa.array([], pa.bool_())})
+        return pa.table(
+            {
+                "key": pa.array([], pa.int64()),
+                "start_ns": pa.array([], pa.float64()),
+                "slack_ns": pa.array([], pa.float64()),
+                "critical": pa.array([], pa.bool_()),
+            }
+        )
     missing = [c for c in columns if c not in per_vertex.columns]
     if missing:
-        raise InputError(f"per_vertex lacks column(s) {', '.join(missing)}; needs {', '.join(columns)}")
+        raise InputError(
+            f"per_vertex lacks column(s) {', '.join(missing)}; needs {', '.join(columns)}"
+        )
     vid = per_vertex["vid"].to_numpy()
     if not np.issubdtype(vid.dtype, np.integer):
         raise InputError(f"per_vertex.vid must be integer vertex ids, got {vid.dtype}")
     vid = vid.astype(np.int64)
     bad = np.flatnonzero((vid < 0) | (vid >= info.vertices))
     if bad.size:
-        raise InputError(f"per_vertex.vid {vid[bad[0]]} is not a vertex of run {info.name!r} "
-                         f"(0..{info.vertices - 1})")
+        raise InputError(
+            f"per_vertex.vid {vid[bad[0]]} is not a vertex of run {info.name!r} "
+            f"(0..{info.vertices - 1})"
+        )
     if np.unique(vid).size != vid.size:
         raise InputError("per_vertex.vid has duplicate vertex ids")
     start = per_vertex["start_ns"].to_numpy(dtype=np.float64)
     slack = per_vertex["slack_ns"].to_numpy(dtype=np.float64)
     if np.isnan(start).any() or np.isnan(slack).any():
         raise InputError("per_vertex start_ns/slack_ns contain NaN")
-    return pa.table({
-        "key": (np.int64(info.id) << KEY_SHIFT) + vid,
-        "start_ns": start,
-        "slack_ns": slack,
-        "critical": per_vertex["critical"].to_numpy(dtype=bool),
-    })
+    return pa.table(
+        {
+            "key": (np.int64(info.id) << KEY_SHIFT) + vid,
+            "start_ns": start,
+            "slack_ns": slack,
+            "critical": per_vertex["critical"].to_numpy(dtype=bool),
+        }
+    )
 
 
 def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore:
@@ -582,12 +650,16 @@ def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore
     uri = uri if uri is not None else store_uri()
     if uri is None:
         uri = str(llamp_home() / "store")
-    if uri.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
+    if uri.startswith(
+        ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
+    ):
         from llamp.graphdb.neo4j import Neo4jStore
 
         return Neo4jStore(uri, read_only=read_only)
     if "://" in uri:
-        raise InputError(f"unknown store URI {uri!r}: use a directory or bolt://user:pass@host:7687")
+        raise InputError(
+            f"unknown store URI {uri!r}: use a directory or bolt://user:pass@host:7687"
+        )
     from llamp.graphdb.ladybug import LadybugStore
 
     return LadybugStore(Path(uri), read_only=read_only)

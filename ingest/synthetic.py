@@ -12,11 +12,16 @@ The pattern is an iterative stencil code, as LULESH/MILC-like applications are:
 
 The graph is built with numpy from a per-iteration template: no Python loop per vertex, so
 10^7 vertices take a few seconds. Same seed, same graph.
+
+:func:`write_liballprof` writes the same program as the liballprof trace it would leave
+(``Irecv``/``Isend``/``Waitall``, ``MPI_Allreduce``, ``MPI_Alltoall``, compute as the gaps
+between calls), so the benchmarks can time ingest and the whole pipeline on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -54,7 +59,12 @@ def _neighbours(ranks: int, dims: int) -> np.ndarray:
     py = ranks // px
     x, y = r % px, r // px
     return np.stack(
-        [((x - 1) % px) + y * px, ((x + 1) % px) + y * px, x + ((y - 1) % py) * px, x + ((y + 1) % py) * px],
+        [
+            ((x - 1) % px) + y * px,
+            ((x + 1) % px) + y * px,
+            x + ((y - 1) % py) * px,
+            x + ((y + 1) % py) * px,
+        ],
         axis=1,
     )
 
@@ -90,8 +100,16 @@ def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> Executi
     K = nb.shape[1]
 
     it = np.arange(n_iter)
-    has_ar = (it % p.allreduce_every == p.allreduce_every - 1) if p.allreduce_every else np.zeros(n_iter, bool)
-    has_a2a = (it % p.alltoall_every == p.alltoall_every - 1) if p.alltoall_every else np.zeros(n_iter, bool)
+    has_ar = (
+        (it % p.allreduce_every == p.allreduce_every - 1)
+        if p.allreduce_every
+        else np.zeros(n_iter, bool)
+    )
+    has_a2a = (
+        (it % p.alltoall_every == p.alltoall_every - 1)
+        if p.alltoall_every
+        else np.zeros(n_iter, bool)
+    )
     # Local layout of one iteration: [compute, K recvs, K sends, interior, boundary,
     #   (allreduce: per round send, recv, join), (alltoall: P−1 recvs, P−1 sends, join)]
     halo_block = 3 + 2 * K
@@ -211,3 +229,102 @@ def stencil_with_vertices(target: int, *, ranks: int = 16, **overrides) -> Execu
     per_iter = vertices_per_iteration(pattern) * ranks
     iterations = max(1, int(round(target / per_iter)))
     return stencil_graph(pattern, iterations=iterations)
+
+
+def _pattern(pattern: StencilPattern | None, overrides: dict) -> StencilPattern:
+    p = pattern or StencilPattern()
+    return StencilPattern(**(asdict(p) | overrides)) if overrides else p
+
+
+def _us(t_us: float, ns: float) -> str:
+    """A liballprof timestamp: µs with ns resolution."""
+    return f"{t_us + ns / 1000.0:.3f}"
+
+
+#: Duration of a nonblocking call and of a blocking one (Waitall, collectives) in the trace.
+_POST_NS, _BLOCK_NS = 300.0, 1_000.0
+_DOUBLE = "1,8,8"  # liballprof datatype: id, size, extent
+_SUM = 3
+
+
+def write_liballprof(
+    directory: str | Path, pattern: StencilPattern | None = None, **overrides
+) -> int:
+    """Write :class:`StencilPattern` as a liballprof trace in ``directory`` (one
+    ``pmpi-trace-rank-<r>.txt`` per rank); return its number of MPI call lines.
+
+    Per iteration and rank: the first part of the compute, an ``MPI_Irecv`` and an
+    ``MPI_Isend`` per neighbour (tags as in :func:`stencil_graph`), the interior compute, one
+    ``MPI_Waitall``, the boundary compute; then ``MPI_Allreduce`` and ``MPI_Alltoall`` as the
+    pattern says. The compute gaps carry the same imbalance and noise draws as
+    :func:`stencil_graph` (same seed, same trace). Ingest expands the collectives with its
+    algorithms, so the graph has the stencil's shape, not exactly its vertex count.
+    """
+    p = _pattern(pattern, overrides)
+    P, n_iter = p.ranks, p.iterations
+    if P < 2 or n_iter < 1:
+        raise InputError("a stencil trace needs at least 2 ranks and 1 iteration")
+    if p.dims not in (1, 2):
+        raise InputError("dims must be 1 or 2")
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(p.seed)  # the draws of stencil_graph, in its order
+    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
+    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
+    work = np.maximum(p.compute_ns * load * jitter, 0.0)
+    edge = work * (1 - p.interior_fraction) / 2
+    inner = work * p.interior_fraction
+    nb = _neighbours(P, p.dims)
+    K = nb.shape[1]
+    it = np.arange(n_iter)
+    has_ar = (it % p.allreduce_every == p.allreduce_every - 1) if p.allreduce_every else it < 0
+    has_a2a = (it % p.alltoall_every == p.alltoall_every - 1) if p.alltoall_every else it < 0
+    halo_count = max(p.halo_bytes // 8, 1)
+    a2a_count = max(p.alltoall_bytes // 8, 1)
+    requests = 140737488339000  # base of the request array (Open MPI stride: 8 bytes)
+    lines_total = 0
+    for r in range(P):
+        comm = f"140737354006016,{r},{P}"
+        t = 1_000_000.0 + r  # µs
+
+        lines = [
+            "# htor's PMPI Tracer 1.0 Output File",
+            "# clockdiff: 0.000000 s (relative to rank 0)",
+            "",
+            f"MPI_Init:-:140737488343500:140737488344604:{t:.3f}",
+        ]
+        for i in range(n_iter):
+            ns = float(edge[r, i])
+            for k in range(K):
+                lines.append(
+                    f"MPI_Irecv:{_us(t, ns)}:94000000:{halo_count}:{_DOUBLE}:{nb[r, k]}:{k ^ 1}:"
+                    f"{comm}:{requests + 8 * k}:{_us(t, ns + _POST_NS)}"
+                )
+                ns += _POST_NS
+            for k in range(K):
+                lines.append(
+                    f"MPI_Isend:{_us(t, ns)}:94100000:{halo_count}:{_DOUBLE}:{nb[r, k]}:{k}:"
+                    f"{comm}:{requests + 8 * (K + k)}:{_us(t, ns + _POST_NS)}"
+                )
+                ns += _POST_NS
+            ns += float(inner[r, i])
+            lines.append(f"MPI_Waitall:{_us(t, ns)}:{2 * K}:{requests}:1:{_us(t, ns + _BLOCK_NS)}")
+            ns += _BLOCK_NS + float(edge[r, i])
+            if has_ar[i]:
+                lines.append(
+                    f"MPI_Allreduce:{_us(t, ns)}:94200000:94300000:{max(p.allreduce_bytes // 8, 1)}:"
+                    f"{_DOUBLE}:{_SUM}:{comm}:{_us(t, ns + _BLOCK_NS)}"
+                )
+                ns += _BLOCK_NS
+            if has_a2a[i]:
+                lines.append(
+                    f"MPI_Alltoall:{_us(t, ns)}:94400000:{a2a_count}:{_DOUBLE}:94500000:{a2a_count}:"
+                    f"{_DOUBLE}:{comm}:{_us(t, ns + _BLOCK_NS)}"
+                )
+                ns += _BLOCK_NS
+            t += ns / 1000.0
+        lines.append("# Finalize clockdiff: 0.000000")
+        lines.append(f"MPI_Finalize:{t + 1:.3f}:-")
+        (out / f"pmpi-trace-rank-{r}.txt").write_text("\n".join(lines) + "\n")
+        lines_total += sum(1 for line in lines if line.startswith("MPI_"))
+    return lines_total

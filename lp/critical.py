@@ -6,6 +6,14 @@ exactly from values and one-sided slopes: intersect the tangents at both ends of
 if ``T`` touches the intersection, it is the interval's only breakpoint; otherwise split there
 and recurse. With the graph engine this takes ``2k+1`` evaluations for ``k`` breakpoints.
 
+The number of breakpoints grows with the trace: a noisy stencil has about one per iteration
+(228 at 10^5 vertices, ~2,300 at 10^6, ~23,000 expected at 10^7, each evaluation then taking
+~0.3 s), so the search takes an optional budget of evaluations. When it runs out, the intervals
+not yet resolved are returned as such (``unresolved``: T and λ at both ends, at least one
+critical value inside) and ``complete`` is false; the breakpoints found are exact either way.
+:func:`evaluation_budget` sizes the budget to one or two minutes of sweeps on the benchmark
+machine; waves are breadth first, so a spent budget leaves evenly refined intervals.
+
 LP basis ranges (the paper's SALBLow) are not used: the LLAMP LP is highly degenerate and its
 basis range is much narrower than a linear piece of ``T`` (DESIGN §3.2). The LP path uses the
 same tangent walk with LP objective values and reduced costs (any subgradient works).
@@ -41,8 +49,23 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Unresolved:
+    """An interval [start, end] the search had no budget left to resolve: ``T`` is convex
+    there, with slope ``slope_start`` right of ``start`` and ``slope_end`` left of ``end``
+    (larger), so it holds at least one critical value."""
+
+    start: float
+    end: float
+    slope_start: float
+    slope_end: float
+    runtime_start_ns: float
+    runtime_end_ns: float
+
+
+@dataclass(frozen=True)
 class CriticalLatencies:
-    """All breakpoints of ``T(parameter)`` in [lo, hi] and the linear pieces between them."""
+    """All breakpoints of ``T(parameter)`` in [lo, hi] and the linear pieces between them
+    (with a budget: those found, and the intervals left unresolved)."""
 
     parameter: str
     lo: float
@@ -52,6 +75,13 @@ class CriticalLatencies:
     evaluations: int
     engine: str
     params: LogGPS = field(repr=False)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    max_evaluations: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True if every critical value in [lo, hi] was found."""
+        return not self.unresolved
 
     def as_dict(self) -> dict[str, Any]:
         """The stable ``critical --json`` shape (``*_ns`` for L; G in ns/B)."""
@@ -72,26 +102,49 @@ class CriticalLatencies:
                 for s in self.segments
             ],
             "evaluations": self.evaluations,
+            "max_evaluations": self.max_evaluations,
+            "complete": self.complete,
+            "unresolved": [
+                {
+                    f"from_{unit}": u.start,
+                    f"to_{unit}": u.end,
+                    f"{slope}_from": u.slope_start,
+                    f"{slope}_to": u.slope_end,
+                    "runtime_from_ns": u.runtime_start_ns,
+                    "runtime_to_ns": u.runtime_end_ns,
+                }
+                for u in self.unresolved
+            ],
             "engine": self.engine,
             "params": self.params.as_dict(),
         }
 
 
+#: A breakpoint ``(x, T(x), slope left of x, slope right of x)``.
+Point = tuple[float, float, float, float]
+#: An open interval ``(x0, T(x0), slope right of x0, x1, T(x1), slope left of x1)``.
+Interval = tuple[float, float, float, float, float, float]
+
+
 def tangent_breakpoints(
-    probe: ProbeMany, lo: float, hi: float
-) -> tuple[list[tuple[float, float, float, float]], int]:
+    probe: ProbeMany, lo: float, hi: float, max_probes: int | None = None
+) -> tuple[list[Point], list[Interval], int, Interval]:
     """Breakpoints of a convex piecewise-linear function on [lo, hi] by tangent intersection.
 
     Works in waves: the tangent intersections of all open intervals are probed together (one
-    batched sweep of the graph engine). Returns ``[(x, T(x), slope left of x, slope right of
-    x), …]`` sorted by x, and the number of probes. Slopes are sums of integer coefficients
-    (message counts, bytes), so slope comparisons are exact up to the rounding of the probe.
+    batched sweep of the graph engine). Returns the breakpoints sorted by x, the intervals
+    left open when ``max_probes`` probes are spent (the widest are probed first; empty
+    without a budget), the number of probes, and ``(lo, T(lo), slope right of lo, hi,
+    T(hi), slope left of hi)``. Slopes are sums of integer coefficients (message counts,
+    bytes), so slope comparisons are exact up to the rounding of the probe.
     """
     T, left, right = probe([lo, hi])
     calls = 2
-    found: dict[float, tuple[float, float, float, float]] = {}
+    found: dict[float, Point] = {}
+    unresolved: list[Interval] = []
     scale = max(abs(lo), abs(hi), 1.0)
-    pending = [(lo, float(T[0]), float(right[0]), hi, float(T[1]), float(left[1]))]
+    ends = (lo, float(T[0]), float(right[0]), hi, float(T[1]), float(left[1]))
+    pending = [ends]
     while pending:
         work = []
         for x0, T0, s0, x1, T1, s1 in pending:
@@ -99,6 +152,11 @@ def tangent_breakpoints(
                 continue
             x = (T1 - T0 + s0 * x0 - s1 * x1) / (s0 - s1)
             work.append((x0, T0, s0, x1, T1, s1, min(max(x, x0), x1)))
+        if max_probes is not None and calls + len(work) > max_probes:
+            work.sort(key=lambda w: w[3] - w[0], reverse=True)
+            room = max(0, max_probes - calls)
+            unresolved.extend(w[:6] for w in work[room:])
+            work = work[:room]
         if not work:
             break
         Tx, sl, sr = probe([w[-1] for w in work])
@@ -116,19 +174,48 @@ def tangent_breakpoints(
                 found.setdefault(round(x, 9), (float(x), float(Tv), float(a), float(b)))
             pending.append((x0, T0, s0, x, float(Tv), float(a)))
             pending.append((x, float(Tv), float(b), x1, T1, s1))
-    return sorted(found.values()), calls
+    return sorted(found.values()), sorted(unresolved), calls, ends
 
 
-def _segments(lo: float, hi: float, T_lo: float, s_lo: float, T_hi: float, points) -> list[Segment]:
-    segments = []
-    start, T_start, slope = lo, T_lo, s_lo
-    for x, T, _left, right in points:
-        if x <= lo or x >= hi:
-            continue
-        segments.append(Segment(start, x, slope, T_start, T))
-        start, T_start, slope = x, T, right
-    segments.append(Segment(start, hi, slope, T_start, T_hi))
-    return segments
+def _pieces(
+    lo: float, hi: float, ends: Interval, points: list[Point], open_: list[Interval]
+) -> tuple[list[Segment], list[Unresolved]]:
+    """The linear pieces of ``T`` between the breakpoints, around the unresolved intervals."""
+    segments: list[Segment] = []
+    unresolved: list[Unresolved] = []
+    start, T_start = lo, ends[1]
+    knots: list[tuple[float, int, tuple]] = [(p[0], 0, p) for p in points if lo < p[0] < hi]
+    knots += [(iv[0], 1, iv) for iv in open_]
+    for _, is_interval, knot in sorted(knots, key=lambda k: (k[0], k[1])):
+        if is_interval:
+            x0, T0, s0, x1, T1, s1 = knot
+            if x0 > start:
+                segments.append(Segment(start, x0, s0, T_start, T0))
+            unresolved.append(Unresolved(x0, x1, s0, s1, T0, T1))
+            start, T_start = x1, T1
+        else:
+            x, T, slope_left, _ = knot
+            if x > start:
+                segments.append(Segment(start, x, slope_left, T_start, T))
+            start, T_start = x, T
+    if hi > start:
+        segments.append(Segment(start, hi, ends[5], T_start, ends[4]))
+    return segments, unresolved
+
+
+#: Edge visits (evaluations × event-graph edges) of an ``auto`` budget: one to two minutes of
+#: batched sweeps on the 2-core benchmark machine (measured: 381 evaluations in 92 s on the
+#: 10^7-vertex stencil, 3.2·10^7 event edges).
+AUTO_EDGE_VISITS = 1.2e10
+#: The smallest ``auto`` budget.
+AUTO_MIN_EVALUATIONS = 101
+
+
+def evaluation_budget(graph: ExecutionGraph, params: LogGPS) -> int:
+    """An evaluation budget of one to two minutes for :func:`critical_latencies` on ``graph``:
+    unlimited in practice up to ~10^5 vertices, ~4,000 at 10^6, ~400 at 10^7."""
+    edges = max(engine_for(graph).events(params.S).num_edges, 1)
+    return max(AUTO_MIN_EVALUATIONS, int(AUTO_EDGE_VISITS / edges))
 
 
 def critical_latencies(
@@ -139,27 +226,35 @@ def critical_latencies(
     *,
     parameter: str = "L",
     engine: str = "auto",
+    max_evaluations: int | None = None,
 ) -> CriticalLatencies:
-    """Every critical value of ``parameter`` (default L) in [lo, hi], with λ on each piece."""
+    """Every critical value of ``parameter`` (default L) in [lo, hi], with λ on each piece.
+
+    ``max_evaluations`` bounds the search (at least 2; ``None``: find them all); see the
+    module doc and :func:`evaluation_budget`.
+    """
     if parameter not in PARAMETER_COLUMNS:
         raise InputError(f"cannot search critical values of {parameter!r}: choose L, G or o")
     if not 0.0 <= lo <= hi:
         raise InputError(f"interval [{lo}, {hi}] must satisfy 0 ≤ from ≤ to")
+    if max_evaluations is not None and max_evaluations < 2:
+        raise InputError(f"max_evaluations must be at least 2 (both ends), got {max_evaluations}")
     chosen = resolve_engine(engine)
     probe = _probe(graph, params, parameter, chosen)
-    points, calls = tangent_breakpoints(probe, lo, hi)
-    (T_lo, T_hi), _, (s_lo, _) = probe([lo, hi])
-    T_lo, T_hi, s_lo = float(T_lo), float(T_hi), float(s_lo)
+    points, open_, calls, ends = tangent_breakpoints(probe, lo, hi, max_evaluations)
     inner = [p for p in points if lo < p[0] < hi]
+    segments, unresolved = _pieces(lo, hi, ends, inner, open_)
     return CriticalLatencies(
         parameter=parameter,
         lo=lo,
         hi=hi,
         critical=[float(p[0]) for p in inner],
-        segments=_segments(lo, hi, T_lo, s_lo, T_hi, inner),
+        segments=segments,
         evaluations=calls,
         engine=chosen,
         params=params,
+        unresolved=unresolved,
+        max_evaluations=max_evaluations,
     )
 
 

@@ -238,13 +238,38 @@ class GraphEngine:
         T = 0.0
         for sign in (1.0, -1.0) if left else (1.0,):
             t, d, _ = forward_slopes(
-                ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, cols, sign, REL_TOL, ABS_TOL_NS
+                ev.in_ptr,
+                ev.src,
+                ev.coef,
+                params.L,
+                params.G,
+                params.o,
+                cols,
+                sign,
+                REL_TOL,
+                ABS_TOL_NS,
             )
             T = float(t.max())
             tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
             agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
             sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
         return Point(params, T, sides[1.0], sides.get(-1.0, {}))
+
+    def points(
+        self,
+        configs: list[LogGPS],
+        directions: tuple[str, ...] = ("L", "G", "o"),
+        *,
+        left: bool = True,
+    ) -> list[Point]:
+        """:meth:`point` at each configuration, spread over the machine's cores (the sweeps
+        release the GIL; each thread holds one sweep's arrays, ~40 B per event)."""
+        for S in {c.S for c in configs}:
+            self.events(S)  # lower once, before the threads
+        if len(configs) <= 1 or WORKERS == 1:
+            return [self.point(c, directions, left=left) for c in configs]
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(configs))) as pool:
+            return list(pool.map(lambda c: self.point(c, directions, left=left), configs))
 
     def probe_many(
         self, params: LogGPS, parameter: str, values
@@ -263,15 +288,23 @@ class GraphEngine:
         def one(i: int) -> None:
             theta = {"L": params.L, "G": params.G, "o": params.o, parameter: float(values[i])}
             T, right, left = _forward_pair(
-                ev.in_ptr, ev.src, ev.coef, theta["L"], theta["G"], theta["o"], col, REL_TOL, ABS_TOL_NS
+                ev.in_ptr,
+                ev.src,
+                ev.coef,
+                theta["L"],
+                theta["G"],
+                theta["o"],
+                col,
+                REL_TOL,
+                ABS_TOL_NS,
             )
             out[:, i] = (T, _round_slope(right), _round_slope(left))
 
-        if values.size == 1 or _WORKERS == 1:
+        if values.size == 1 or WORKERS == 1:
             for i in range(values.size):
                 one(i)
         else:
-            with ThreadPoolExecutor(max_workers=min(_WORKERS, values.size)) as pool:
+            with ThreadPoolExecutor(max_workers=min(WORKERS, values.size)) as pool:
                 list(pool.map(one, range(values.size)))
         return out[0], out[1], out[2]
 
@@ -280,10 +313,20 @@ class GraphEngine:
         ev = self.events(params.S)
         if ev.num_events == 0:
             empty = np.zeros(0)
-            return Evaluation(params, 0.0, 0.0, 0.0, 0.0, 0.0, empty, empty, empty,
-                              np.zeros(0, dtype=bool))
+            return Evaluation(
+                params, 0.0, 0.0, 0.0, 0.0, 0.0, empty, empty, empty, np.zeros(0, dtype=bool)
+            )
         t, d, _ = forward_slopes(
-            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, ALL_COLUMNS, 1.0, REL_TOL, ABS_TOL_NS
+            ev.in_ptr,
+            ev.src,
+            ev.coef,
+            params.L,
+            params.G,
+            params.o,
+            ALL_COLUMNS,
+            1.0,
+            REL_TOL,
+            ABS_TOL_NS,
         )
         T = float(t.max())
         tol = REL_TOL * abs(T) + ABS_TOL_NS
@@ -309,7 +352,9 @@ class GraphEngine:
             critical=slack <= tol,
         )
 
-    def critical_events(self, params: LogGPS) -> tuple[EventGraph, np.ndarray, np.ndarray, np.ndarray]:
+    def critical_events(
+        self, params: LogGPS
+    ) -> tuple[EventGraph, np.ndarray, np.ndarray, np.ndarray]:
         """One critical path as event positions (source → sink) and the edges taken.
 
         Ties are broken toward the larger latency slope, so the path is the one whose message
@@ -320,7 +365,16 @@ class GraphEngine:
         if ev.num_events == 0:
             return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
         t, d, pred = forward_slopes(
-            ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, ALL_COLUMNS, 1.0, REL_TOL, ABS_TOL_NS
+            ev.in_ptr,
+            ev.src,
+            ev.coef,
+            params.L,
+            params.G,
+            params.o,
+            ALL_COLUMNS,
+            1.0,
+            REL_TOL,
+            ABS_TOL_NS,
         )
         T = float(t.max())
         tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
@@ -348,7 +402,10 @@ def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
     return positions, edges
 
 
-_WORKERS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1))
+#: Threads for independent sweeps: the cores this process may run on.
+WORKERS = max(
+    1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+)
 ALL_COLUMNS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
 
 

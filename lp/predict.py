@@ -48,11 +48,64 @@ class Prediction:
         }
 
 
+#: Largest graph (vertices) whose LP GLOP builds and solves in reasonable time — one build
+#: plus one solve within about 5 s on the 2-core benchmark machine. Measured on the synthetic
+#: stencil (``benchmarks/RESULTS.md``): 0.8 s at 10^5, 2.4 s at 3·10^5, 13 s at 10^6 (and a
+#: report through the LP needs four builds and 25+ solves: minutes at 10^6, against about 2 s
+#: for the graph engine). Above it ``auto`` says that the LP is too large and answers with the
+#: graph engine.
+LP_MAX_VERTICES = 500_000
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine an analysis uses, the one asked for, and why (``note``: ``None`` when there
+    is nothing to say)."""
+
+    requested: str
+    engine: str
+    vertices: int
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``engine`` object of ``report --json``."""
+        return {
+            "requested": self.requested,
+            "engine": self.engine,
+            "vertices": self.vertices,
+            "lp_max_vertices": LP_MAX_VERTICES,
+            "note": self.note,
+        }
+
+
 def resolve_engine(engine: str, question: str = "point") -> str:
     """``auto`` → the graph engine (exact and fastest for every single-parameter question)."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
     return "graph" if engine == "auto" else engine
+
+
+def choose_engine(engine: str, graph: ExecutionGraph) -> EngineChoice:
+    """The engine for analyses of ``graph`` (:func:`resolve_engine`), with a note when the
+    graph is too large for the LP (:data:`LP_MAX_VERTICES`): ``auto`` then says that it uses
+    the graph engine because of the size; an explicit LP engine runs, warned that it is slow.
+    """
+    chosen = resolve_engine(engine)
+    n = graph.num_vertices
+    note = None
+    if n > LP_MAX_VERTICES:
+        size = f"{n:,} vertices > {LP_MAX_VERTICES:,}"
+        if engine == "auto":
+            note = (
+                f"the LP of this graph is too large for GLOP in reasonable time ({size}); "
+                "every number comes from the graph engine (exact longest paths)"
+            )
+        elif chosen != "graph":
+            note = (
+                f"the LP of this graph is large ({size}): {chosen} may take minutes per solve; "
+                "--engine auto answers with the exact graph engine"
+            )
+    return EngineChoice(requested=engine, engine=chosen, vertices=n, note=note)
 
 
 def predict(graph: ExecutionGraph, params: LogGPS, *, engine: str = "auto") -> Prediction:
@@ -96,20 +149,23 @@ def sweep(
         raise InputError(f"cannot sweep {parameter!r}: choose L, G or o")
     chosen = resolve_engine(engine)
     values = np.asarray(values, dtype=np.float64)
-    rows = []
-    lp = None
-    for value in values:
-        p = params.with_(**{parameter: float(value)})
-        if chosen == "graph":
-            point = engine_for(graph).point(p, left=False)
-            T, lam = point.runtime_ns, point.right
-        else:
-            from llamp.lp.model import LinearProgram
+    configs = [params.with_(**{parameter: float(value)}) for value in values]
+    if chosen == "graph":
+        points = engine_for(graph).points(configs, left=False)
+        results = [(pt.runtime_ns, pt.right) for pt in points]
+    else:
+        from llamp.lp.model import LinearProgram
 
+        results = []
+        lp = None
+        for p in configs:
             if lp is None:
                 lp = LinearProgram(engine_for(graph).events(p.S), p, solver=chosen)
             sol = lp.solve(p)
-            T, lam = sol.runtime_ns, {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
+            lam = {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
+            results.append((sol.runtime_ns, lam))
+    rows = []
+    for value, p, (T, lam) in zip(values, configs, results, strict=True):
         rows.append(
             {
                 PARAMETER_COLUMNS[parameter]: float(value),

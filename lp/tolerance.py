@@ -10,13 +10,14 @@ land on it exactly after one step per linear piece crossed.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.engine import ABS_TOL_NS, REL_TOL, WORKERS, engine_for
 from llamp.lp.predict import resolve_engine
 from llamp.params import LogGPS
 
@@ -127,24 +128,25 @@ def tolerance(
     if any(v < 0 for v in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     chosen = resolve_engine(engine)
+    parameters = ("L", "G") if bandwidth else ("L",)
+    searches = [(p, v) for p in parameters for v in levels]
     if chosen == "graph":
-        T0 = engine_for(graph).runtime(params)
+        T0 = engine_for(graph).runtime(params)  # also lowers the graph, once
 
-        def solve(bound: float, parameter: str) -> float:
-            return max_parameter_within(graph, params, bound, parameter=parameter)
+        def solve(search: tuple[str, float]) -> float:
+            parameter, v = search
+            return max_parameter_within(graph, params, (1 + v) * T0, parameter=parameter)
+
+        # The searches are independent walks whose sweeps release the GIL: one per core.
+        with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(searches)))) as pool:
+            values = list(pool.map(solve, searches))
     else:
         from llamp.lp.model import LinearProgram
 
         lp = LinearProgram(engine_for(graph).events(params.S), params, solver=chosen)
         T0 = lp.solve().runtime_ns
-
-        def solve(bound: float, parameter: str) -> float:
-            return lp.tolerance(bound, parameter=parameter)
-
-    latency = [ToleranceLevel(v, (1 + v) * T0, solve((1 + v) * T0, "L")) for v in levels]
-    band = (
-        [ToleranceLevel(v, (1 + v) * T0, solve((1 + v) * T0, "G")) for v in levels]
-        if bandwidth
-        else []
-    )
+        values = [lp.tolerance((1 + v) * T0, parameter=p) for p, v in searches]
+    found = dict(zip(searches, values, strict=True))
+    latency = [ToleranceLevel(v, (1 + v) * T0, found["L", v]) for v in levels]
+    band = [ToleranceLevel(v, (1 + v) * T0, found["G", v]) for v in levels] if bandwidth else []
     return Tolerance(baseline_ns=T0, latency=latency, bandwidth=band, engine=chosen, params=params)

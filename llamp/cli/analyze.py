@@ -91,11 +91,15 @@ def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window,
 
     if Path(spec).exists():
         if iterations:
-            raise InputError("--iterations selects by collective calls of a stored run; ingest it with --name")
+            raise InputError(
+                "--iterations selects by collective calls of a stored run; ingest it with --name"
+            )
         graph = load_graph_spec(spec, collectives=parse_collectives(collectives))
         return select(graph, ranks, window)
     if collectives:
-        raise InputError(f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)")
+        raise InputError(
+            f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)"
+        )
     from llamp.graphdb import open_store
 
     with open_store(ctx.obj.get("store_uri")) as store:
@@ -114,7 +118,9 @@ def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window,
             try:
                 kwargs["collectives"] = (int(a), int(b) if b.strip() else None)
             except ValueError as err:
-                raise InputError(f"--iterations: {iterations!r} is not K:M (collective calls)") from err
+                raise InputError(
+                    f"--iterations: {iterations!r} is not K:M (collective calls)"
+                ) from err
         return store.select(spec, **kwargs)
 
 
@@ -123,7 +129,9 @@ def graph_argument(func):
 
     @functools.wraps(func)
     def wrapper(graph_spec: str, collectives: str | None, ranks, window, iterations, **kw):
-        graph = _load(click.get_current_context(), graph_spec, collectives, ranks, window, iterations)
+        graph = _load(
+            click.get_current_context(), graph_spec, collectives, ranks, window, iterations
+        )
         return func(graph=graph, graph_spec=graph_spec, **kw)
 
     wrapper = click.option(
@@ -149,7 +157,14 @@ def _save_option(func):
     )(func)
 
 
-def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, Any], per_vertex=None, graph: ExecutionGraph | None = None) -> str:
+def _write_back(
+    graph_spec: str,
+    kind: str,
+    params: LogGPS,
+    scalars: dict[str, Any],
+    per_vertex=None,
+    graph: ExecutionGraph | None = None,
+) -> str:
     from llamp.graphdb import open_store
 
     if per_vertex is not None and graph is not None and "parent" in graph.meta:
@@ -161,7 +176,9 @@ def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, A
     with open_store(ctx.obj.get("store_uri")) as store:
         if not store.has_run(graph_spec):
             raise InputError(f"--save: {graph_spec!r} is not a stored run (ingest it with --name)")
-        return store.write_analysis(graph_spec, kind, params.as_dict(), scalars, per_vertex=per_vertex)
+        return store.write_analysis(
+            graph_spec, kind, params.as_dict(), scalars, per_vertex=per_vertex
+        )
 
 
 # ---------------------------------------------------------------------- predict
@@ -171,13 +188,16 @@ def _write_back(graph_spec: str, kind: str, params: LogGPS, scalars: dict[str, A
 @engine_option
 @json_option
 @_save_option
-def predict(graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str, as_json: bool, save: bool) -> None:
+def predict(
+    graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str, as_json: bool, save: bool
+) -> None:
     """Runtime T and sensitivities λ_L, λ_G, λ_o, ρ_L at one configuration."""
     from llamp.lp import evaluate
     from llamp.lp import predict as run_predict
 
+    choice = _engine_choice(engine, graph)
     result = run_predict(graph, params, engine=engine)
-    payload = result.as_dict()
+    payload = result.as_dict() | {"engine_note": choice.note}
     if save:
         ev = evaluate(graph, params)
         import pandas as pd
@@ -190,7 +210,9 @@ def predict(graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str,
                 "critical": ev.critical,
             }
         )
-        payload["analysis_id"] = _write_back(graph_spec, "predict", params, result.as_dict(), per_vertex, graph)
+        payload["analysis_id"] = _write_back(
+            graph_spec, "predict", params, result.as_dict(), per_vertex, graph
+        )
     if as_json:
         emit_json(payload)
         return
@@ -204,6 +226,19 @@ def predict(graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str,
     ]
     click.echo(_params_line(params))
     click.echo(table(rows, ("quantity", "value")))
+    _echo_note(choice)
+
+
+def _engine_choice(engine: str, graph: ExecutionGraph):
+    """The engine of an analysis and its note (``llamp.lp.predict.choose_engine``)."""
+    from llamp.lp.predict import choose_engine
+
+    return choose_engine(engine, graph)
+
+
+def _echo_note(choice) -> None:
+    if choice.note:
+        click.echo(f"note: {choice.note}")
 
 
 def _params_line(params: LogGPS) -> str:
@@ -219,8 +254,12 @@ def _params_line(params: LogGPS) -> str:
 @params_options
 @engine_option
 @json_option
-@click.option("--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True)
-@click.option("--from", "lo", default="0", show_default=True, help="First value (L/o: 0us; G: ns/B).")
+@click.option(
+    "--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True
+)
+@click.option(
+    "--from", "lo", default="0", show_default=True, help="First value (L/o: 0us; G: ns/B)."
+)
 @click.option("--to", "hi", default="100us", show_default=True, help="Last value.")
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
 def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
@@ -228,14 +267,21 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     from llamp.lp import sweep as run_sweep
 
     a, b = parse_range(parameter, lo, hi)
+    choice = _engine_choice(engine, graph)
     frame = run_sweep(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
     if as_json:
-        emit_json({"parameter": parameter, "points": frame.to_dict(orient="records")})
+        emit_json(
+            {
+                "parameter": parameter,
+                "points": frame.to_dict(orient="records"),
+                "engine_note": choice.note,
+            }
+        )
         return
     col = frame.columns[0]
     rows = [
         (
-            f"{r[col]:g}",
+            f"{getattr(r, col):g}",
             format_ns(r.runtime_ns),
             f"{r.lambda_L:g}",
             f"{r.lambda_G:g}",
@@ -244,6 +290,8 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         for r in frame.itertuples(index=False)
     ]
     click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+    click.echo(f"engine: {choice.engine}")
+    _echo_note(choice)
 
 
 def parse_range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
@@ -258,38 +306,108 @@ def parse_range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
     return a, b
 
 
+def _budget_option(default: str):
+    return click.option(
+        "--max-evaluations",
+        "budget",
+        default=default,
+        show_default=True,
+        metavar="N|auto|all",
+        help="Budget of T evaluations for the critical-value search: all (exact, however "
+        "long), auto (one to two minutes on a 2-core machine) or a number. Intervals left "
+        "unresolved are listed.",
+    )
+
+
+def parse_budget(text: str, graph: ExecutionGraph, params: LogGPS) -> int | None:
+    """``all`` → no budget, ``auto`` → :func:`llamp.lp.critical.evaluation_budget`, or N ≥ 2."""
+    value = text.strip().lower()
+    if value == "all":
+        return None
+    if value == "auto":
+        from llamp.lp.critical import evaluation_budget
+
+        return evaluation_budget(graph, params)
+    try:
+        budget = int(value)
+    except ValueError:
+        raise InputError(f"--max-evaluations: {text!r} is not all, auto or a number") from None
+    if budget < 2:
+        raise InputError(f"--max-evaluations: {budget} < 2 (both ends of the range)")
+    return budget
+
+
 # ---------------------------------------------------------------------- critical
 @cli.command()
 @graph_argument
 @params_options
 @engine_option
 @json_option
-@click.option("--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True)
+@click.option(
+    "--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True
+)
 @click.option("--from", "lo", default="0", show_default=True)
 @click.option("--to", "hi", default="100us", show_default=True)
-def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi) -> None:
+@_budget_option("all")
+def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi, budget) -> None:
     """Every critical latency in [FROM, TO] and λ_L on each linear piece (exact)."""
     from llamp.lp import critical_latencies
 
     a, b = parse_range(parameter, lo, hi)
-    result = critical_latencies(graph, params, a, b, parameter=parameter, engine=engine)
+    choice = _engine_choice(engine, graph)
+    result = critical_latencies(
+        graph,
+        params,
+        a,
+        b,
+        parameter=parameter,
+        engine=engine,
+        max_evaluations=parse_budget(budget, graph, params),
+    )
     if as_json:
-        emit_json(result.as_dict())
+        emit_json(result.as_dict() | {"engine_note": choice.note})
         return
     _print_critical(result)
+    _echo_note(choice)
 
 
 def _print_critical(result) -> None:
     fmt = format_ns if result.parameter in ("L", "o") else (lambda v: f"{v:g} ns/B")
+    found = "" if result.complete else " found"
     click.echo(
-        f"{len(result.critical)} critical value(s) of {result.parameter} in "
+        f"{len(result.critical)} critical value(s) of {result.parameter}{found} in "
         f"[{fmt(result.lo)}, {fmt(result.hi)}] ({result.evaluations} evaluations, {result.engine})"
     )
+    if not result.complete:
+        width = sum(u.end - u.start for u in result.unresolved)
+        click.echo(
+            f"incomplete: the budget of {result.max_evaluations} evaluations ran out with "
+            f"{len(result.unresolved)} interval(s) unresolved ({fmt(width)} of the range), each "
+            f"holding at least one more critical value (--max-evaluations all finds them all)"
+        )
     rows = [
-        (fmt(s.start), fmt(s.end), f"{s.slope:g}", format_ns(s.runtime_start_ns), format_ns(s.runtime_end_ns))
+        (
+            fmt(s.start),
+            fmt(s.end),
+            f"{s.slope:g}",
+            format_ns(s.runtime_start_ns),
+            format_ns(s.runtime_end_ns),
+        )
         for s in result.segments
     ]
-    click.echo(table(rows, ("from", "to", f"λ_{result.parameter}", "T(from)", "T(to)")))
+    if rows:
+        click.echo(table(rows, ("from", "to", f"λ_{result.parameter}", "T(from)", "T(to)")))
+    if result.unresolved:
+        name = f"λ_{result.parameter}"
+        rows = [
+            (fmt(u.start), fmt(u.end), f"{u.slope_start:g} → {u.slope_end:g}")
+            for u in result.unresolved[:20]
+        ]
+        more = len(result.unresolved) - len(rows)
+        click.echo(
+            f"unresolved intervals (first {len(rows)}{f' of {len(rows) + more}' if more else ''}):"
+        )
+        click.echo(table(rows, ("from", "to", name)))
 
 
 # ---------------------------------------------------------------------- tolerance
@@ -304,8 +422,9 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
     """x% latency and bandwidth tolerance relative to T at the configured L, G."""
     from llamp.lp import tolerance as run_tolerance
 
+    choice = _engine_choice(engine, graph)
     result = run_tolerance(graph, params, parse_levels(levels), engine=engine)
-    payload = result.as_dict()
+    payload = result.as_dict() | {"engine_note": choice.note}
     if save:
         scalars = {"baseline_ns": result.baseline_ns}
         for t in result.latency:
@@ -317,6 +436,7 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
         emit_json(payload)
         return
     _print_tolerance(result)
+    _echo_note(choice)
 
 
 def parse_levels(text: str) -> list[float]:
@@ -329,13 +449,17 @@ def parse_levels(text: str) -> list[float]:
 def _print_tolerance(result) -> None:
     click.echo(f"baseline T = {format_ns(result.baseline_ns)} ({result.engine})")
     rows = []
-    for lat, bw in zip(result.latency, result.bandwidth or [None] * len(result.latency), strict=True):
+    for lat, bw in zip(
+        result.latency, result.bandwidth or [None] * len(result.latency), strict=True
+    ):
         rows.append(
             (
                 f"{lat.x:.0%}",
                 format_ns(lat.bound_ns),
                 format_ns(lat.value),
-                "—" if bw is None else ("∞" if bw.value == float("inf") else f"{bw.value:.6g} ns/B"),
+                "—"
+                if bw is None
+                else ("∞" if bw.value == float("inf") else f"{bw.value:.6g} ns/B"),
             )
         )
     click.echo(table(rows, ("x", "T bound", "max L", "max G")))
@@ -359,26 +483,43 @@ def path(graph, graph_spec, params, as_json, save, top) -> None:
         import pandas as pd
 
         per_vertex = pd.DataFrame(
-            {"vid": np.arange(graph.num_vertices), "start_ns": ev.start_ns, "slack_ns": ev.slack_ns, "critical": ev.critical}
+            {
+                "vid": np.arange(graph.num_vertices),
+                "start_ns": ev.start_ns,
+                "slack_ns": ev.slack_ns,
+                "critical": ev.critical,
+            }
         )
-        payload["analysis_id"] = _write_back(graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex, graph)
+        payload["analysis_id"] = _write_back(
+            graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex, graph
+        )
     if as_json:
         emit_json(payload)
         return
     _print_path(graph, cp, top)
 
 
-def _print_path(graph: ExecutionGraph, cp, top: int) -> None:
+def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) -> None:
     totals = cp.totals
     click.echo(
         f"critical path: T = {format_ns(cp.runtime_ns)}, {len(cp.vertices)} vertices, "
-        f"{len(cp.messages)} messages"
+        f"{len(cp.messages)} messages" + (f" [{engine}]" if engine else "")
     )
-    rows = [(k.removesuffix("_ns"), format_ns(v), f"{v / cp.runtime_ns:.2%}" if cp.runtime_ns else "—") for k, v in totals.items()]
+    rows = [
+        (k.removesuffix("_ns"), format_ns(v), f"{v / cp.runtime_ns:.2%}" if cp.runtime_ns else "—")
+        for k, v in totals.items()
+    ]
     click.echo(table(rows, ("part", "time", "share")))
     split = cp.split
     rows = [
-        (int(r.rank), format_ns(r.compute_ns), format_ns(r.overhead_ns), format_ns(r.latency_ns), format_ns(r.bandwidth_ns), int(r.messages_in))
+        (
+            int(r.rank),
+            format_ns(r.compute_ns),
+            format_ns(r.overhead_ns),
+            format_ns(r.latency_ns),
+            format_ns(r.bandwidth_ns),
+            int(r.messages_in),
+        )
         for r in split.itertuples(index=False)
         if r.compute_ns + r.overhead_ns + r.latency_ns + r.bandwidth_ns > 0
     ]
@@ -387,7 +528,12 @@ def _print_path(graph: ExecutionGraph, cp, top: int) -> None:
         sizes = graph.size[cp.messages[:, 0]]
         order = np.argsort(-sizes, kind="stable")[:top]
         rows = [
-            (int(graph.rank[cp.messages[i, 0]]), int(graph.rank[cp.messages[i, 1]]), int(sizes[i]), int(graph.tag[cp.messages[i, 0]]))
+            (
+                int(graph.rank[cp.messages[i, 0]]),
+                int(graph.rank[cp.messages[i, 1]]),
+                int(sizes[i]),
+                int(graph.tag[cp.messages[i, 0]]),
+            )
             for i in order
         ]
         click.echo(f"largest {len(rows)} of {len(cp.messages)} messages on the path:")
@@ -403,8 +549,11 @@ def _print_path(graph: ExecutionGraph, cp, top: int) -> None:
 @click.option("--from", "lo", default="0", show_default=True, help="Sweep/critical interval start.")
 @click.option("--to", "hi", default="100us", show_default=True, help="Sweep/critical interval end.")
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-@click.option("--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent.")
-def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -> None:
+@click.option(
+    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
+)
+@_budget_option("auto")
+def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, budget) -> None:
     """Everything at once: summary, prediction, sweep, critical latencies, tolerance, path."""
     from llamp.lp import critical_latencies, critical_path
     from llamp.lp import predict as run_predict
@@ -412,6 +561,7 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
     from llamp.lp import tolerance as run_tolerance
 
     a, b = parse_range("L", lo, hi)
+    choice = _engine_choice(engine, graph)
     timings: dict[str, float] = {}
 
     def timed(name, fn):
@@ -421,9 +571,19 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
         return out
 
     pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
-    frame = timed("sweep", lambda: run_sweep(graph, params, np.linspace(a, b, points), engine=engine))
-    crit = timed("critical", lambda: critical_latencies(graph, params, a, b, engine=engine))
-    tol = timed("tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine))
+    frame = timed(
+        "sweep", lambda: run_sweep(graph, params, np.linspace(a, b, points), engine=engine)
+    )
+    max_evaluations = parse_budget(budget, graph, params)
+    crit = timed(
+        "critical",
+        lambda: critical_latencies(
+            graph, params, a, b, engine=engine, max_evaluations=max_evaluations
+        ),
+    )
+    tol = timed(
+        "tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine)
+    )
     cp = timed("path", lambda: critical_path(graph, params))
     if as_json:
         emit_json(
@@ -433,7 +593,10 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
                 "sweep": frame.to_dict(orient="records"),
                 "critical": crit.as_dict(),
                 "tolerance": tol.as_dict(),
-                "path": {k: v for k, v in cp.as_dict().items() if k != "vertices"},
+                # The critical path always comes from the graph engine.
+                "path": {k: v for k, v in cp.as_dict().items() if k != "vertices"}
+                | {"engine": "graph"},
+                "engine": choice.as_dict(),
                 "seconds": timings,
             }
         )
@@ -444,16 +607,23 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels) -
         f"{s.recvs} recv), {s.messages} messages, {s.bytes} bytes"
     )
     click.echo(_params_line(params))
+    click.echo(f"engine: {choice.engine} (--engine {choice.requested}; the critical path: graph)")
+    _echo_note(choice)
     click.echo("")
-    click.echo(f"T = {format_ns(pred.runtime_ns)}   λ_L = {pred.lambda_L:g}   λ_G = {pred.lambda_G:g}   "
-               f"λ_o = {pred.lambda_o:g}   ρ_L = {pred.rho_L:.3%}   [{pred.engine}]")
-    click.echo("\nsweep of L:")
-    rows = [(format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}") for r in frame.itertuples(index=False)]
+    click.echo(
+        f"T = {format_ns(pred.runtime_ns)}   λ_L = {pred.lambda_L:g}   λ_G = {pred.lambda_G:g}   "
+        f"λ_o = {pred.lambda_o:g}   ρ_L = {pred.rho_L:.3%}   [{pred.engine}]"
+    )
+    click.echo(f"\nsweep of L [{', '.join(sorted(set(frame['engine'])))}]:")
+    rows = [
+        (format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}")
+        for r in frame.itertuples(index=False)
+    ]
     click.echo(table(rows, ("L", "T", "λ_L", "ρ_L")))
     click.echo("")
     _print_critical(crit)
     click.echo("")
     _print_tolerance(tol)
     click.echo("")
-    _print_path(graph, cp, 5)
+    _print_path(graph, cp, 5, engine="graph")
     click.echo("\n" + "  ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
