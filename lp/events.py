@@ -204,8 +204,10 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     recv_pred = req & (kind[graph.edge_src] == RECV)
     n_recv_pred = int(recv_pred.sum())
     # Serialisation edges: one fewer than the sends of each rank, than the receives of each wait.
-    n_send_chain = send_v.size - np.unique(graph.rank[send_v]).size if send_v.size else 0
-    n_wait_chain = n_recv_pred - np.unique(graph.edge_dst[recv_pred]).size if n_recv_pred else 0
+    ranks_sending = np.count_nonzero(np.bincount(graph.rank[send_v], minlength=graph.num_ranks))
+    waits = np.count_nonzero(np.bincount(graph.edge_dst[recv_pred], minlength=V))
+    n_send_chain = send_v.size - ranks_sending
+    n_wait_chain = n_recv_pred - waits
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
     capacity = (
