@@ -49,7 +49,7 @@ import pandas as pd
 
 from llamp.errors import InputError
 from llamp.graph import CALC, COLL, RECV, SEND, ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, ALL_COLUMNS, REL_TOL, engine_for, forward_slopes
+from llamp.lp.engine import engine_for, slopes_at
 from llamp.lp.events import COEF_G, COEF_L, COEF_O
 from llamp.params import LogGPS
 
@@ -222,18 +222,7 @@ def rank_counters(graph: ExecutionGraph, params: LogGPS) -> pd.DataFrame:
         frame = pd.DataFrame(0.0, index=np.arange(P), columns=cols)
         frame["rank"] = np.arange(P)
         return frame
-    t, _, pred = forward_slopes(
-        ev.in_ptr,
-        ev.src,
-        ev.coef,
-        params.L,
-        params.G,
-        params.o,
-        ALL_COLUMNS,
-        1.0,
-        REL_TOL,
-        ABS_TOL_NS,
-    )
+    t, _, pred = slopes_at(ev, params)
     T = float(t.max())
     start = t[ev.start_pos()]
     finish = t[ev.finish_pos()]

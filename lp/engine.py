@@ -195,6 +195,28 @@ class Evaluation:
     engine: str = "graph"
 
 
+ALL_COLUMNS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
+
+
+def slopes_at(
+    ev: EventGraph, params: LogGPS, columns: np.ndarray = ALL_COLUMNS, sign: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Event times, one-sided slopes along ``columns`` (right for ``sign`` 1, left for −1;
+    default L, G, o) and the chosen in-edges at θ = ``params``."""
+    return forward_slopes(
+        ev.in_ptr,
+        ev.src,
+        ev.coef,
+        params.L,
+        params.G,
+        params.o,
+        columns,
+        sign,
+        REL_TOL,
+        ABS_TOL_NS,
+    )
+
+
 class GraphEngine:
     """Evaluates one execution graph at many configurations (one lowering per threshold S)."""
 
@@ -237,18 +259,7 @@ class GraphEngine:
         sides = {}
         T = 0.0
         for sign in (1.0, -1.0) if left else (1.0,):
-            t, d, _ = forward_slopes(
-                ev.in_ptr,
-                ev.src,
-                ev.coef,
-                params.L,
-                params.G,
-                params.o,
-                cols,
-                sign,
-                REL_TOL,
-                ABS_TOL_NS,
-            )
+            t, d, _ = slopes_at(ev, params, cols, sign)
             T = float(t.max())
             tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
             agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
@@ -316,18 +327,7 @@ class GraphEngine:
             return Evaluation(
                 params, 0.0, 0.0, 0.0, 0.0, 0.0, empty, empty, empty, np.zeros(0, dtype=bool)
             )
-        t, d, _ = forward_slopes(
-            ev.in_ptr,
-            ev.src,
-            ev.coef,
-            params.L,
-            params.G,
-            params.o,
-            ALL_COLUMNS,
-            1.0,
-            REL_TOL,
-            ABS_TOL_NS,
-        )
+        t, d, _ = slopes_at(ev, params)
         T = float(t.max())
         tol = REL_TOL * abs(T) + ABS_TOL_NS
         lam = d[t >= T - tol].max(axis=0)
@@ -364,18 +364,7 @@ class GraphEngine:
         w = ev.weights(params.L, params.G, params.o)
         if ev.num_events == 0:
             return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
-        t, d, pred = forward_slopes(
-            ev.in_ptr,
-            ev.src,
-            ev.coef,
-            params.L,
-            params.G,
-            params.o,
-            ALL_COLUMNS,
-            1.0,
-            REL_TOL,
-            ABS_TOL_NS,
-        )
+        t, d, pred = slopes_at(ev, params)
         T = float(t.max())
         tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
         sink = int(tight[np.argmax(d[tight, 0])])
@@ -406,7 +395,6 @@ def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
 WORKERS = max(
     1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 )
-ALL_COLUMNS = np.array([COEF_L, COEF_G, COEF_O], dtype=np.int64)
 
 
 def _round_slope(value: float) -> float:
