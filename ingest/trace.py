@@ -45,6 +45,7 @@ __all__ = [
     "check_rank_files",
     "detect_mpi",
     "launch_command",
+    "preloaded_command",
     "prepare_directory",
     "run_traced",
 ]
@@ -298,8 +299,36 @@ def launch_command(
     command: list[str] | tuple[str, ...], library: Path, directory: Path, mpi: MPIInfo
 ) -> tuple[list[str], dict[str, str]]:
     """(argv, environment) that run ``command`` with the tracer preloaded into every rank."""
+    return preloaded_command(
+        command,
+        library,
+        {"LLAMP_TRACE_DIR": str(directory)},
+        mpi,
+        tool="tracer",
+        error=TracerError,
+        usage="llamp trace [OPTIONS] -- mpirun -np 4 ./app",
+    )
+
+
+def preloaded_command(
+    command: list[str] | tuple[str, ...],
+    library: Path,
+    variables: dict[str, str],
+    mpi: MPIInfo,
+    *,
+    tool: str,
+    error: type[Exception],
+    usage: str,
+) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) that run ``command`` with ``library`` preloaded into every rank and
+    ``variables`` in every rank's environment (the tracer's and the injector's launch).
+
+    Open MPI's and MPICH's launchers get the settings as ``-x``/``-genv`` arguments; a singleton
+    run or a launcher that forwards its environment (srun, …) gets them in the environment.
+    ``error`` is raised when the launcher belongs to another MPI than ``tool`` was built for.
+    """
     if not command:
-        raise InputError("no command to trace: llamp trace [OPTIONS] -- mpirun -np 4 ./app")
+        raise InputError(f"no command to run: {usage}")
     env = dict(os.environ)
     preload = str(library)
     if env.get("LD_PRELOAD"):
@@ -307,17 +336,18 @@ def launch_command(
     flavour = launcher_flavour(command[0])
     if flavour is not None and flavour != mpi.flavour:
         names = {"openmpi": "Open MPI", "mpich": "MPICH"}
-        raise TracerError(
-            f"{command[0]} is {names[flavour]}'s launcher but the tracer is built for "
+        raise error(
+            f"{command[0]} is {names[flavour]}'s launcher but the {tool} is built for "
             f"{mpi.label} ({mpi.mpicc}); use the mpicc of the MPI the application runs on "
             f"(--mpicc mpicc.{flavour} or $MPICC) or that MPI's launcher"
         )
-    env["LLAMP_TRACE_DIR"] = str(directory)
+    settings = {"LD_PRELOAD": preload, **variables}
+    env.update(variables)
     if flavour == "openmpi":
-        extra = ["-x", f"LD_PRELOAD={preload}", "-x", f"LLAMP_TRACE_DIR={directory}"]
+        extra = [arg for k, v in settings.items() for arg in ("-x", f"{k}={v}")]
     elif flavour == "mpich":
-        extra = ["-genv", "LD_PRELOAD", preload, "-genv", "LLAMP_TRACE_DIR", str(directory)]
-    else:  # singleton run or a launcher that forwards its environment (srun, …)
+        extra = [arg for k, v in settings.items() for arg in ("-genv", k, v)]
+    else:
         env["LD_PRELOAD"] = preload
         return list(command), env
     return [command[0], *extra, *command[1:]], env

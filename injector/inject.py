@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from llamp.errors import InputError
-from llamp.ingest.trace import MPIInfo, launcher_flavour
+from llamp.ingest.trace import MPIInfo, preloaded_command
 from llamp.injector.build import InjectorError, build_library
 from llamp.params import LogGPS
 
@@ -125,30 +125,15 @@ def launch_command(
 ) -> tuple[list[str], dict[str, str]]:
     """(argv, environment) that run ``command`` with ``library`` preloaded into every rank and
     ``variables`` in every rank's environment."""
-    if not command:
-        raise InputError("no command to run: llamp inject --delta 20us -- mpirun -np 4 ./app")
-    env = dict(os.environ)
-    preload = str(library)
-    if env.get("LD_PRELOAD"):
-        preload = f"{preload}:{env['LD_PRELOAD']}"
-    flavour = launcher_flavour(command[0])
-    if flavour is not None and flavour != mpi.flavour:
-        names = {"openmpi": "Open MPI", "mpich": "MPICH"}
-        raise InjectorError(
-            f"{command[0]} is {names[flavour]}'s launcher but the injector is built for "
-            f"{mpi.label} ({mpi.mpicc}); use the mpicc of the MPI the application runs on "
-            f"(--mpicc mpicc.{flavour} or $MPICC) or that MPI's launcher"
-        )
-    settings = {"LD_PRELOAD": preload, **variables}
-    env.update(variables)
-    if flavour == "openmpi":
-        extra = [arg for k, v in settings.items() for arg in ("-x", f"{k}={v}")]
-    elif flavour == "mpich":
-        extra = [arg for k, v in settings.items() for arg in ("-genv", k, v)]
-    else:  # a singleton run or a launcher that forwards its environment
-        env["LD_PRELOAD"] = preload
-        return list(command), env
-    return [command[0], *extra, *command[1:]], env
+    return preloaded_command(
+        command,
+        library,
+        variables,
+        mpi,
+        tool="injector",
+        error=InjectorError,
+        usage="llamp inject --delta 20us -- mpirun -np 4 ./app",
+    )
 
 
 def read_reports(directory: Path) -> list[dict[str, Any]]:

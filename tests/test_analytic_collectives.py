@@ -293,7 +293,7 @@ def test_every_trace_collective_has_a_model_or_says_why():
         assert analytic_choices(op), op
 
 
-def test_analytic_graph_keeps_the_kind_in_json(tmp_path):
+def test_analytic_graph_keeps_the_kind_in_npz_files(tmp_path):
     graph = read(SWEEP3D, collectives={"allreduce": "thakur_gropp"})
     path: Path = graph.save(tmp_path / "s.npz")
     back = ExecutionGraph.load(path)

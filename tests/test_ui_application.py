@@ -8,8 +8,6 @@ store (``LLAMP_HOME``).
 
 from __future__ import annotations
 
-import base64
-import json
 import shutil
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_ui_apptest import arr, exact_ns, figures, table
 
 from llamp.config import format_ns
 from llamp.ingest import read
@@ -93,32 +92,6 @@ def keyed(at: AppTest, key: str):
             return node
         stack.extend(getattr(node, "children", {}).values())
     raise AssertionError(f"no element with key {key!r}")
-
-
-def exact_ns(block) -> float:
-    """The exact value a metric's first caption shows, ``"2936850.544516 ns"`` → float."""
-    text = block.caption[0].value
-    assert text.endswith(" ns"), text
-    return float(text.removesuffix(" ns"))
-
-
-def table(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table shown with ``column``."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise AssertionError(f"no table with a {column!r} column")
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
-def arr(value) -> np.ndarray:
-    """A Plotly data array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-    return np.asarray(value)
 
 
 def downloads(at: AppTest) -> set[str]:
