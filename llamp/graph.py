@@ -50,6 +50,19 @@ _VERTEX_COLUMNS = {
 _EDGE_COLUMNS = {"src": np.int64, "dst": np.int64, "kind": np.int8}
 
 
+def _stream_column(values: Any) -> np.ndarray | None:
+    """A ``cpu``/``nic`` column as int16, or ``None`` when absent or all zero (one per rank)."""
+    if values is None:
+        return None
+    column = np.asarray(values)
+    if column.size and not np.issubdtype(column.dtype, np.integer):
+        raise GraphError(f"cpu/nic numbers must be integers, got {column.dtype}")
+    if column.size and (column.max() > np.iinfo(np.int16).max):
+        raise GraphError(f"cpu/nic number {column.max()} is too large (at most 32767)")
+    column = np.ascontiguousarray(column, dtype=np.int16)
+    return column if column.size and column.any() else None
+
+
 @dataclass(frozen=True)
 class GraphSummary:
     """Summary statistics of an execution graph (``llamp info``)."""
@@ -104,6 +117,8 @@ class ExecutionGraph:
     edge_kind: np.ndarray
     t_trace_ns: np.ndarray | None = None
     label: np.ndarray | None = None
+    cpu: np.ndarray | None = None
+    nic: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
@@ -123,10 +138,17 @@ class ExecutionGraph:
         edge_kind: Any,
         t_trace_ns: Any = None,
         label: Any = None,
+        cpu: Any = None,
+        nic: Any = None,
         meta: dict[str, Any] | None = None,
         validate: bool = True,
     ) -> ExecutionGraph:
-        """Build a graph from array-likes, casting to the canonical dtypes, and validate it."""
+        """Build a graph from array-likes, casting to the canonical dtypes, and validate it.
+
+        ``cpu`` / ``nic`` (optional, one small integer per vertex) name the CPU stream and the
+        NIC of a rank that a vertex runs on (GOAL's ``cpu``/``nic``); ``None`` — or a column of
+        zeros, which is stored as ``None`` — is one CPU and one NIC per rank.
+        """
         graph = cls(
             num_ranks=int(num_ranks),
             rank=np.ascontiguousarray(rank, dtype=np.int32),
@@ -140,6 +162,8 @@ class ExecutionGraph:
             edge_kind=np.ascontiguousarray(edge_kind, dtype=np.int8),
             t_trace_ns=None if t_trace_ns is None else np.ascontiguousarray(t_trace_ns, np.float64),
             label=None if label is None else np.asarray(label, dtype=object),
+            cpu=_stream_column(cpu),
+            nic=_stream_column(nic),
             meta=dict(meta or {}),
         )
         if validate:
@@ -163,6 +187,11 @@ class ExecutionGraph:
         """(send vertex ids, recv vertex ids) of every message edge, in edge order."""
         mask = self.edge_kind == MESSAGE
         return self.edge_src[mask], self.edge_dst[mask]
+
+    def streams(self, name: str) -> np.ndarray:
+        """The ``cpu`` or ``nic`` column, zeros when the graph has one CPU / NIC per rank."""
+        column = getattr(self, name)
+        return np.zeros(self.num_vertices, np.int16) if column is None else column
 
     def rank_bounds(self) -> np.ndarray:
         """``bounds[r]:bounds[r+1]`` is the vertex-id range of rank ``r``."""
@@ -200,10 +229,15 @@ class ExecutionGraph:
             column = getattr(self, name)
             if column.shape != (n,):
                 raise GraphError(f"vertex column {name} has shape {column.shape}, expected ({n},)")
-        for name in ("t_trace_ns", "label"):
+        for name in ("t_trace_ns", "label", "cpu", "nic"):
             column = getattr(self, name)
             if column is not None and column.shape != (n,):
                 raise GraphError(f"vertex column {name} has shape {column.shape}, expected ({n},)")
+        for name in ("cpu", "nic"):
+            column = getattr(self, name)
+            if column is not None and n and column.min() < 0:
+                v = int(np.argmin(column))
+                raise GraphError(f"negative {name} number {column[v]}: {self.describe_vertex(v)}")
         m = self.num_edges
         for name in ("edge_src", "edge_dst", "edge_kind"):
             if getattr(self, name).shape != (m,):
@@ -411,6 +445,8 @@ class ExecutionGraph:
             edge_kind=self.edge_kind[edge_keep],
             t_trace_ns=None if self.t_trace_ns is None else self.t_trace_ns[keep],
             label=None if self.label is None else self.label[keep],
+            cpu=None if self.cpu is None else self.cpu[keep],
+            nic=None if self.nic is None else self.nic[keep],
             meta=meta,
         )
 
@@ -430,6 +466,9 @@ class ExecutionGraph:
             arrays["t_trace_ns"] = self.t_trace_ns
         if self.label is not None:
             arrays["label"] = self.label.astype(str)
+        for name in ("cpu", "nic"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez(tmp, **arrays)
         tmp.replace(path)
@@ -457,6 +496,8 @@ class ExecutionGraph:
                 **columns,
                 t_trace_ns=data["t_trace_ns"] if "t_trace_ns" in data else None,
                 label=data["label"].astype(object) if "label" in data else None,
+                cpu=data["cpu"] if "cpu" in data else None,
+                nic=data["nic"] if "nic" in data else None,
                 meta=meta,
                 validate=validate,
             )
@@ -470,6 +511,9 @@ class ExecutionGraph:
                 return False
         if labels and not np.array_equal(self.label, other.label):
             return False
+        for name in ("cpu", "nic"):
+            if not np.array_equal(self.streams(name), other.streams(name)):
+                return False
 
         def edge_keys(g: ExecutionGraph) -> np.ndarray:
             keys = np.stack([g.edge_src, g.edge_dst, g.edge_kind.astype(np.int64)], axis=1)
