@@ -21,6 +21,18 @@ DEFAULT_L_NS = 3000.0
 DEFAULT_O_NS = 1500.0
 DEFAULT_G_NS_PER_BYTE = 0.018
 DEFAULT_S_BYTES = 256 * 1024
+#: LogGP's gap per message g (the NIC's minimum time between two injections): 0, as in the
+#: LLAMP paper; only the NIC model ``serial`` charges it.
+DEFAULT_GAP_NS = 0.0
+
+#: Receive-progress models (docs/model.md): ``async`` charges a non-blocking receive's ``o`` at
+#: ``max(post, arrival)``; ``wait`` inside the MPI call that completes it.
+PROGRESS_MODELS = ("async", "wait")
+#: NIC models: ``overlap`` lets concurrent transfers overlap; ``serial`` makes G a gap (LogGP):
+#: each NIC injects and accepts one message after another.
+NIC_MODELS = ("overlap", "serial")
+DEFAULT_PROGRESS = "async"
+DEFAULT_NIC = "overlap"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -23,6 +23,9 @@ configs = st.builds(
     o=st.floats(0.0, 500.0),
     G=st.floats(0.0, 2.0),
     S=st.sampled_from([0, 512, 4096, 1 << 30]),
+    g=st.sampled_from([0.0, 200.0]),
+    progress=st.sampled_from(["async", "wait"]),
+    nic=st.sampled_from(["overlap", "serial"]),
 )
 
 

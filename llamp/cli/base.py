@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from llamp import config
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -33,8 +34,35 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     ctx.obj["store_uri"] = store_uri
 
 
+def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--g --progress --nic``: LogGP's gap per message and the two model choices."""
+    func = click.option(
+        "--nic",
+        "nic",
+        type=click.Choice(config.NIC_MODELS),
+        default=None,
+        help="NIC model: overlap (concurrent transfers overlap) or serial (G is LogGP's gap: "
+        f"a NIC sends and receives one message after another). Default {config.DEFAULT_NIC}.",
+    )(func)
+    func = click.option(
+        "--progress",
+        "progress",
+        type=click.Choice(config.PROGRESS_MODELS),
+        default=None,
+        help="Receive progress: async (a receive's o overlaps computation) or wait (charged "
+        f"inside the MPI call that completes it). Default {config.DEFAULT_PROGRESS}.",
+    )(func)
+    return click.option(
+        "--g",
+        "g",
+        default=None,
+        help="Gap per message g (e.g. 50ns; used by --nic serial). Default 0.",
+    )(func)
+
+
 def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--network --L --o --G --S`` with units; the command receives ``params: LogGPS``.
+    """``--network --L --o --G --S --g --progress --nic`` with units; the command receives
+    ``params: LogGPS``.
 
     ``--network NAME`` starts from a profile saved by ``llamp calibrate --save NAME``; the
     other options override it; without either, the defaults of :class:`LogGPS`.
@@ -51,17 +79,19 @@ def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--o", "o", default=None, help="CPU overhead o per message (e.g. 1.5us).")
     @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.018ns/B or 56Gb/s).")
     @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (e.g. 256KiB).")
+    @model_options
     @functools.wraps(func)
     def wrapper(
         *args: Any, network: str | None, L: str | None, o: str | None, G: str | None,
-        S: str | None, **kw: Any,
+        S: str | None, g: str | None, progress: str | None, nic: str | None, **kw: Any,
     ):
+        models = {"g": g, "progress": progress, "nic": nic}
         if network:
             from llamp.injector.profiles import resolve_params
 
-            kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S)
+            kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models)
         else:
-            kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S)
+            kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S, **models)
         return func(*args, **kw)
 
     return wrapper
