@@ -56,12 +56,14 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   model). ``serial``: G is LogGP's gap: the NIC of a (rank, nic) injects one message after
   another, a send starting no earlier than the previous send's start + g + B·G (LogGOPSim
   books the NIC when the send starts, for eager and rendezvous messages alike), and accepts
-  one after another, in the order the receives complete (program position of the vertex that
-  completes them, then posting order): a receive finishes no earlier than the previous one's
-  finish + g + its own B·G. The receiving CPU is charged B·G too (LogGOPSim: "message is only
-  received after G is charged"): the receives of one wait are ``o + B·G`` apart.
-  Receives are ordered by completion, not posting: posting order closes a cycle on
-  ``Irecv A; Irecv B; Wait B; Send; Wait A`` when A's message answers the send.
+  one after another: a receive finishes no earlier than the previous one's finish + g + its
+  own B·G. The receiving CPU is charged B·G too (LogGOPSim: "message is only received after
+  G is charged"): the receives of one wait are ``o + B·G`` apart. The NIC accepts messages
+  in the order their receives can first finish — the depth of ``finish(r)`` in the event
+  graph without this chain, ties by id — a static stand-in for LogGOPSim's arrival order
+  that follows program order within a wait, puts a reduction's leaf messages before its
+  subtrees' and can never close a cycle (posting order would, on ``Irecv A; Irecv B;
+  Wait B; Send; Wait A`` when A's message answers the send).
 
 Every chain follows the program, so in a graph built from a trace none can close a cycle.
 The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
@@ -366,14 +368,28 @@ def _serialisation_chains(
 
     recv_nic = empty
     if nic == "serial":
+        # Placeholder pairs of the right count: the order needs the event depths (see below).
         recvs = np.flatnonzero(kind == RECV)
-        # Completion: the program position of the first vertex that requires the receive.
-        rq = req & (kind[graph.edge_src] == RECV)
-        done = _min_at(V, V, graph.edge_src[rq], position[graph.edge_dst[rq]])
-        recvs = in_program_order(recvs)
-        recvs = recvs[_group_by(done[recvs], V + 1)]
         recv_nic = _chain(*by_stream(recvs, "nic"))
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
+
+
+def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
+    """Receives of each (rank, nic) in the order their finish events can first happen: by
+    the depth of ``finish(r)`` in the event graph without this chain, ties by vertex id.
+
+    Depth is a static stand-in for arrival order (a leaf's message before a subtree's in a
+    reduction) and can never close a cycle: an edge between two events of equal depth cannot
+    lie on a path between them, and a deeper event cannot precede a shallower one.
+    """
+    recvs = np.flatnonzero(graph.kind == RECV)
+    d = depth[2 * recvs + 1]
+    recvs = recvs[_group_by(d, int(d.max()) + 1)] if recvs.size else recvs
+    stream = graph.streams("nic")[recvs].astype(np.int64)
+    width = int(stream.max()) + 1 if stream.size else 1
+    key = graph.rank[recvs].astype(np.int64) * width + stream
+    regroup = _group_by(key, graph.num_ranks * width)
+    return _chain(recvs[regroup], key[regroup])
 
 
 def build_event_graph(
@@ -481,8 +497,11 @@ def build_event_graph(
     )
     m = msg_of[send_nic.a]
     add(2 * send_nic.a, 2 * send_nic.b, cg=1.0, cG=B[m], m=m)
-    m = msg_of[recv_nic.b]
-    add(2 * recv_nic.a + 1, 2 * recv_nic.b + 1, cg=1.0, cG=B[m], m=m)
+    if recv_nic.size:
+        base = cols.size
+        recv_nic = _receive_nic_chain(graph, _depths(num_events, cols.src[:base], cols.dst[:base], graph))
+        m = msg_of[recv_nic.b]
+        add(2 * recv_nic.a + 1, 2 * recv_nic.b + 1, cg=1.0, cG=B[m], m=m)
     del B, msg_of, chains, send_cpu, wait_chain, wait_start, send_nic, recv_nic
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")

@@ -283,6 +283,33 @@ def test_receives_are_accepted_in_completion_order_not_posting_order():
     assert _runtime_both_engines(graph, params) == pytest.approx(3 * 1207.0)
 
 
+def test_a_reduction_accepts_the_leaf_message_before_the_subtree_message():
+    """Schedgen's binomial reduce lists the root's receives deepest subtree first. Messages of
+    1001 B at G = 1 take 2o + L + B·G = 2200 ns: the leaf's (rank 3) reaches the root at 2200,
+    the subtree's (2 → 1 → 0) at 4400. The NIC takes them in the order they can finish (event
+    depth): r3 then r1, so T = 4400 (LogGOPSim's arrival order); in listing order r1 would go
+    first and r3 finish at 4400 + B·G = 5400."""
+    vertices = {
+        "r1": (0, "recv", 1001, 1),
+        "r3": (0, "recv", 1001, 3),
+        "s1": (1, "send", 1001, 0),
+        "r2": (1, "recv", 1001, 2),
+        "s2": (2, "send", 1001, 1),
+        "s3": (3, "send", 1001, 0),
+    }
+    edges = [
+        ("r2", "requires", "s1"),
+        ("s1", "message", "r1"),
+        ("s2", "message", "r2"),
+        ("s3", "message", "r3"),
+    ]
+    graph, ids = build(4, vertices, edges)
+    params = BASE.with_(G=1.0, nic="serial")
+    ev = evaluate(graph, params)
+    np.testing.assert_allclose(ev.finish_ns[[ids["r3"], ids["r1"]]], [2200.0, 4400.0])
+    assert _runtime_both_engines(graph, params) == pytest.approx(4400.0)
+
+
 # ------------------------------------------------------------------------------ CPU streams
 def test_sends_on_two_cpus_of_one_rank_are_not_serialised():
     """GOAL `cpu 0`/`cpu 1`: rank 0 computes 50 µs on each CPU, then sends 1 KiB from each;
