@@ -75,7 +75,10 @@ def _params_text(p: LogGPS) -> str:
     from llamp.injector.calibrate import NO_SWITCH_S
 
     S = "none (all eager)" if p.S >= NO_SWITCH_S else f"{p.S} B"
-    return f"L = {format_ns(p.L)}, o = {format_ns(p.o)}, G = {p.G:.6g} ns/B, S = {S}"
+    return (
+        f"L = {format_ns(p.L)}, o = {format_ns(p.o)}, G = {p.G:.6g} ns/B, S = {S}, "
+        f"g = {format_ns(p.g)}"
+    )
 
 
 # --------------------------------------------------------------------------- calibrate
