@@ -1658,15 +1658,6 @@ def _detect_mpi(
         return "mpich", "send to MPI_PROC_NULL = -1"
     if neg == {-2}:
         return "openmpi", "send to MPI_PROC_NULL = -2"
-    if len(neg) > 1:
-        d = next(d for d in ranks if np.any(d.cols["peer"][_send_rows(d)] < 0))
-        e = int(np.flatnonzero(_send_rows(d) & (d.cols["peer"] < 0))[0])
-        diag.problem(
-            f"sends to both -1 and -2: one of them is neither a rank nor MPI_PROC_NULL under "
-            f"either MPI library; {_HEADER_HINT}",
-            d.path,
-            int(d.cols["line"][e]),
-        )
     reading = _wildcard_reading(ranks, comms, comm_index, stride, call_names, diag)
     if reading is not None:
         return reading
@@ -1737,35 +1728,48 @@ def _wildcard_reading(
     neither is ambiguous: an error naming the first such receive and the header that settles
     it (lenient: a warning, then the weaker hints).
     """
+    recv_kinds = (RECV, IRECV, RECV_INIT, SR_RECV)
+    if not any(
+        np.any(
+            kind_in(d.cols["kind"], recv_kinds) & ((d.cols["peer"] == -1) | (d.cols["peer"] == -2))
+        )
+        for d in ranks
+    ):
+        return None
     P = len(ranks)
     known = np.array([c.members is not None for c in comms], bool)
     slots = len(comms) * P
-    sent = np.zeros(slots, np.int64)
-    named = np.zeros(slots, np.int64)
-    from_m1 = np.zeros(slots, np.int64)
-    from_m2 = np.zeros(slots, np.int64)
+    # per destination slot (communicator, rank in it): what arrives, what is received
+    keys: dict[str, list[np.ndarray]] = {"sent": [], "named": [], "m1": [], "m2": []}
+    weights: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     first = None  # (rank data, row) of the first receive from a negative source
     for d, cidx in zip(ranks, comm_index, strict=True):
         kind, peer = d.cols["kind"], d.cols["peer"]
         csize, crank = d.cols["comm_size"], d.cols["comm_rank"]
         valid = (cidx >= 0) & known[np.maximum(cidx, 0)] & (crank >= 0) & (crank < csize)
-        recv = valid & kind_in(kind, (RECV, IRECV, RECV_INIT, SR_RECV))
+        recv = valid & kind_in(kind, recv_kinds)
         negative = np.flatnonzero(recv & ((peer == -1) | (peer == -2)))
         if negative.size and first is None:
             first = (d, int(negative[0]))
         many = _messages_per_row(d, stride)
+        base = cidx.astype(np.int64) * P
         send = valid & _send_rows(d) & (peer >= 0) & (peer < csize)
-        key = cidx.astype(np.int64) * P
-        sent += np.bincount(key[send] + peer[send], many[send], minlength=slots).astype(np.int64)
-        here = key + crank
-        for mask, total in (
-            (recv & (peer >= 0), named),
-            (recv & (peer == -1), from_m1),
-            (recv & (peer == -2), from_m2),
+        for name, mask, slot in (
+            ("sent", send, base + peer),
+            ("named", recv & (peer >= 0), base + crank),
+            ("m1", recv & (peer == -1), base + crank),
+            ("m2", recv & (peer == -2), base + crank),
         ):
-            total += np.bincount(here[mask], many[mask], minlength=slots).astype(np.int64)
-    if first is None:
+            keys[name].append(slot[mask])
+            weights[name].append(many[mask])
+    if first is None:  # the only ones are on communicators of unknown membership (absorbed)
         return None
+    sent, named, from_m1, from_m2 = (
+        np.bincount(np.concatenate(keys[k]), np.concatenate(weights[k]), minlength=slots).astype(
+            np.int64
+        )
+        for k in ("sent", "named", "m1", "m2")
+    )
     excess = sent - named
     openmpi = bool(np.array_equal(excess, from_m1))
     mpich = bool(np.array_equal(excess, from_m2))
