@@ -1695,7 +1695,7 @@ def _messages_per_row(d: _RankData, stride: int) -> np.ndarray:
         return out
     # (address id, row) as one sortable key: the init a start refers to is the last one at the
     # same address before it
-    uniq, ids = np.unique(np.concatenate((d.req_base[init], s_addr)), return_inverse=True)
+    _, ids = np.unique(np.concatenate((d.req_base[init], s_addr)), return_inverse=True)
     span = np.int64(kind.size + 1)
     init_key = ids[: init.size].astype(np.int64) * span + init
     start_key = ids[init.size :].astype(np.int64) * span + s_rows

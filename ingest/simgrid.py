@@ -4,15 +4,16 @@ A TI trace is what SMPI writes with ``-trace-ti`` and what ``smpi_replay`` repla
 line, ``<rank> <action> <args…>`` (``../shared/traces/FORMATS.md``). It has no timestamps: the
 computation between two MPI calls is the ``compute <flops>`` (and ``sleep <s>``) actions, which
 this reader turns into time with the host speed ``flops_per_s`` (``--host-speed``, SimGrid's
-notation ``1Gf``; :data:`DEFAULT_FLOPS_PER_S` = 1 Gf/s, the host speed of SimGrid's cluster
-platforms and replay examples). ``smpi_replay`` runs a compute action for ``flops / speed`` of
-the platform host it replays on, so that speed is what to give; to get the measured time of the
-traced run back instead, give the ``smpi/host-speed`` it was traced with (SMPI records
-``flops = measured seconds × smpi/host-speed``; SimGrid's default there, 20 kf/s, is a
-placeholder it warns about, and would make the shared 32-rank trace compute for 42 days
+notation ``1Gf``; :data:`DEFAULT_FLOPS_PER_S` = 1 Gf/s, the host speed of SimGrid's example
+clusters, e.g. ``cluster_backbone.xml``). ``smpi_replay`` runs a compute action for
+``flops / speed`` of the platform host it replays on, so that speed is what to give; to get the
+measured time of the traced run back instead, give the ``smpi/host-speed`` it was traced with
+(SMPI records ``flops = measured seconds × smpi/host-speed``; SimGrid's default there, 20 kf/s,
+is a placeholder it warns about, and would make the shared 32-rank trace compute for 42 days
 instead of 73 s). The speed is recorded in ``meta["flops_per_s"]`` and ``meta["host_speed"]``.
-MPI calls take 0 ns in the trace time; their cost comes from the LogGPS model. The flops of ``reduce``/``allreduce``/``reducescatter`` are executed after the
-collective, as ``smpi_replay`` does.
+MPI calls take 0 ns in the trace time; their cost comes from the LogGPS model. The flops of
+``reduce``/``allreduce``/``reducescatter`` are executed after the collective, as
+``smpi_replay`` does.
 
 Layouts (how SimGrid's replay maps ranks to files, ``smpirun -replay``):
 

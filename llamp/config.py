@@ -126,7 +126,7 @@ def parse_size_bytes(text: str | int) -> int:
 
 
 #: Default host speed (flop/s) that turns a SimGrid TI trace's ``compute <flops>`` into time:
-#: 1 Gf/s, the speed of the hosts in SimGrid's own cluster platforms and replay examples (a TI
+#: 1 Gf/s, the speed of the hosts of SimGrid's example clusters (``cluster_backbone.xml``; a TI
 #: trace is replayed on a platform, and its flops take ``flops / host speed`` there). SMPI's
 #: ``smpi/host-speed`` default (20 kf/s, which SimGrid itself warns is a placeholder) would make
 #: the shared 32-rank trace's rank 0 compute for 42 days instead of 73 s.

@@ -108,7 +108,7 @@ def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
             "SimGrid TI traces: host speed that turns their compute flops into time, in "
             "SimGrid's notation (f, kf, Mf, Gf, Tf; e.g. 1Gf, 500Mf, or 1e9 flop/s). Default "
             f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)}, the hosts of SimGrid's example "
-            "platforms; give the smpi/host-speed the trace was recorded with to get the traced "
+            "clusters; give the smpi/host-speed the trace was recorded with to get the traced "
             "run's compute times back."
         ),
     )(func)

@@ -151,7 +151,7 @@ with left:
         placeholder=f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)} (default); e.g. 500Mf, 20kf",
         help="The flop rate that turns a SimGrid time-independent trace's compute flops into "
         "time, in SimGrid's notation (f, kf, Mf, Gf, Tf, or flop/s as a number). The default "
-        "is the host speed of SimGrid's example platforms; give the smpi/host-speed the trace "
+        "is the host speed of SimGrid's example clusters; give the smpi/host-speed the trace "
         "was recorded with to get the traced run's compute times back. Other formats carry "
         "times, not flops: leave it empty for them.",
     )
