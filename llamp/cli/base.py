@@ -125,6 +125,25 @@ def collectives_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--host-speed`` (SimGrid notation, e.g. 1Gf); the command receives the text or None."""
+    from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
+
+    return click.option(
+        "--host-speed",
+        "host_speed",
+        default=None,
+        metavar="SPEED",
+        help=(
+            "SimGrid TI traces: host speed that turns their compute flops into time, in "
+            "SimGrid's notation (f, kf, Mf, Gf, Tf; e.g. 1Gf, 500Mf, or 1e9 flop/s). Default "
+            f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)}, the hosts of SimGrid's example "
+            "clusters; give the smpi/host-speed the trace was recorded with to get the traced "
+            "run's compute times back."
+        ),
+    )(func)
+
+
 def parse_collectives(text: str | None) -> dict[str, str]:
     """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``."""
     if not text:
@@ -172,13 +191,16 @@ def load_graph_spec(
     collectives: dict[str, str] | None = None,
     store_uri: str | None = None,
     fmt: str = "auto",
+    host_speed: str | None = None,
 ) -> ExecutionGraph:
     """Resolve GRAPH: an ``.npz`` file, a ``.goal`` file, a trace directory, or a stored run name."""
     from llamp.ingest import read
 
     path = Path(spec)
     if path.exists():
-        return read(path, fmt=fmt, collectives=collectives or {})
+        return read(path, fmt=fmt, collectives=collectives or {}, host_speed=host_speed)
+    if host_speed is not None:
+        refuse_host_speed_for_run(spec)
     try:
         from llamp.graphdb import open_store
     except ImportError:  # pragma: no cover - graph store not installed
@@ -188,3 +210,12 @@ def load_graph_spec(
             if store.has_run(spec):
                 return store.load_run(spec)
     raise InputError(f"{spec}: no such file, directory or stored run")
+
+
+def refuse_host_speed_for_run(spec: str) -> None:
+    """--host-speed applies when a trace is read; a stored run keeps the speed it was read with."""
+    raise InputError(
+        f"--host-speed converts a SimGrid trace's flops when it is read; {spec!r} is not a "
+        "trace path (a stored run keeps the host speed it was ingested with: re-ingest the "
+        "trace with --host-speed)"
+    )

@@ -15,7 +15,7 @@ import click
 import pandas as pd
 
 from llamp.cli.base import cli, emit_json, json_option, table
-from llamp.config import format_ns
+from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError
 
 #: Rows printed as a table before the rest is elided (``--json`` prints everything).
@@ -108,6 +108,8 @@ def runs_show(ctx: click.Context, name: str, as_json: bool) -> None:
         ("trace times", "yes" if info.has_t_trace else "no"),
         ("collectives", ", ".join(f"{k}={v}" for k, v in (meta.get("collectives") or {}).items()) or "-"),
     ]
+    if meta.get("flops_per_s") is not None:
+        lines.append(("host speed", format_flop_rate(meta["flops_per_s"])))
     click.echo(table(lines, ("run", "")))
     click.echo()
     click.echo(table(
