@@ -224,6 +224,7 @@ def info_cmd(
         ),
         ("edges", summary.edges),
         ("messages", f"{summary.messages} ({summary.bytes} bytes)"),
+        ("CPUs, NICs per rank", f"{summary.cpus}, {summary.nics} (at most)"),
         ("calc total", format_ns(summary.calc_ns_total)),
     ]
     if speed is not None:
