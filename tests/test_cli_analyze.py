@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from hand_graphs import paper_example
 
 from llamp.ingest import read
 from llamp.lp import predict, tolerance
@@ -28,13 +27,6 @@ def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedPro
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
-
-
-@pytest.fixture(scope="module")
-def paper_npz(tmp_path_factory):
-    path = tmp_path_factory.mktemp("graphs") / "paper.npz"
-    paper_example().save(path)
-    return path
 
 
 def test_predict_json_on_the_paper_example(paper_npz, tmp_path):

@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-from test_ui_apptest import (
+from apptest_pages import (
     RUN,
-    SWEEP3D,
     arr,
     assert_clean,
     exact_ns,
@@ -23,9 +21,9 @@ from test_ui_apptest import (
     page,
     table,
 )
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from llamp.config import format_ns
-from llamp.ingest import read
 from llamp.lp import predict
 from llamp.lp.matrix import from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import (
@@ -56,29 +54,9 @@ EDGE_LIST = b"h0 s0 terminal\nh1 s0 terminal\nh2 s1 terminal\nh3 s1 terminal\ns0
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return read(SWEEP3D)
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
-        yield path
-
-
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
+def graph(sweep3d):
+    """The Sweep3D graph that ``home`` (conftest) stores as run ``sweep3d``."""
+    return sweep3d
 
 
 @pytest.fixture
