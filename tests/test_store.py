@@ -1,5 +1,5 @@
 """The graph store on every backend: exact round trips, run management, analyses write-back,
-read-only Cypher, and failures that leave nothing corrupted (DESIGN §6)."""
+read-only Cypher, and failures that leave nothing corrupted (docs/architecture.md §Graph store)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The web UI under Streamlit's AppTest: every page renders, its widgets exist, and the numbers
-it shows are those of the Python API on the Sweep3D trace (LLAMP §II, DESIGN §7).
+it shows are those of the Python API on the Sweep3D trace (LLAMP §II, docs/architecture.md §UI).
 
 The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run ``sweep3d``.
 """

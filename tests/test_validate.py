@@ -1,4 +1,4 @@
-"""The validation harness (DESIGN §8, LLAMP §III-B): RRMSE, predictions over ΔL, results in the
+"""The validation harness (docs/architecture.md §Injector and validation, LLAMP §III-B): RRMSE, predictions over ΔL, results in the
 graph store, the ``llamp validate`` command.
 
 Without MPI: RRMSE by hand, ΔL parsing, predictions equal ``llamp.lp.sweep`` at ``L0 + ΔL`` on
