@@ -26,14 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hand_graphs import paper_example
 from store_graphs import BACKENDS, SWEEP3D, backend_uri, tiny_graph
 
-from llamp.errors import StoreError
 from llamp.graph import ExecutionGraph
-from llamp.graphdb import GraphStore, open_store
+
+if TYPE_CHECKING:  # the store (LadybugDB) is imported only by the tests that use it
+    from llamp.graphdb import GraphStore
 
 
 # ------------------------------------------------------------------------------------ graphs
@@ -62,6 +64,7 @@ def paper_npz(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def bolt_server() -> Iterator[str]:
     """URI of a FalkorDB Bolt server on a free loopback port, for the whole session."""
+    from llamp.errors import StoreError
     from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
 
     if falkordb_binaries() is None:
@@ -89,6 +92,8 @@ def store_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> s
 
 @pytest.fixture
 def store(store_uri: str) -> Iterator[GraphStore]:
+    from llamp.graphdb import open_store
+
     with open_store(store_uri) as opened:
         yield opened
 
@@ -97,6 +102,8 @@ def store(store_uri: str) -> Iterator[GraphStore]:
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
     """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
+    from llamp.graphdb import open_store
+
     path = tmp_path_factory.mktemp("llamp-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LLAMP_HOME", str(path))

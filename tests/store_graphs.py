@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
-from llamp.graphdb import open_store
 
 TRACES = Path(__file__).parent / "data" / "traces"
 SWEEP3D = TRACES / "liballprof" / "sweep3d-2x2"
@@ -30,6 +29,7 @@ BACKENDS = [
 
 def wipe(uri: str) -> None:
     """Remove every llamp node (and its relationships) from a Bolt store."""
+    from llamp.graphdb import open_store
     from llamp.graphdb.neo4j import Neo4jStore
 
     with open_store(uri) as store:
