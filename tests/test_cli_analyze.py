@@ -55,6 +55,7 @@ def test_tolerance_json_matches_the_api_on_sweep3d(tmp_path):
     assert data["bandwidth"][2]["G_ns_per_byte"] == pytest.approx(ref.bandwidth[2].value, rel=1e-12)
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
     llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
     full = json.loads(llamp("predict", "s3d", "--json", home=tmp_path).stdout)
@@ -67,6 +68,7 @@ def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
     assert "critical value(s) of L" in report and "max L" in report
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_save_writes_an_analysis_back(tmp_path):
     llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
     data = json.loads(llamp("predict", "s3d", "--save", "--json", home=tmp_path).stdout)

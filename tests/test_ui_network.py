@@ -200,6 +200,7 @@ def test_changing_a_latency_recomputes_and_a_plot_option_does_not(store_env, gra
     assert figures(at)[0]["layout"]["yaxis"]["title"]["text"] == "value·λ / T (%)"
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_torus_ranks_per_node_and_class_latencies(store_env, graph):
     """Three topologies, 2 ranks per node, a slower core: the API's numbers; l_wire has no
     single value on the fat tree any more, so its sweep says so and the others still run."""
@@ -227,6 +228,7 @@ def test_torus_ranks_per_node_and_class_latencies(store_env, graph):
     assert curves == specs[1:]
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_uploaded_graph_and_mapping_files(store_env, graph, tmp_path):
     """An edge-list topology and a mapping file, uploaded: the numbers of the same files
     given to compare_topologies."""
