@@ -1,4 +1,4 @@
-"""The graph-store schema (DESIGN §6), one definition for both backends.
+"""The graph-store schema (docs/architecture.md §Graph store), one definition for both backends.
 
 Nodes::
 
@@ -22,7 +22,7 @@ never points at a half-loaded graph. ``Op.key = Run.id · 2^32 + vid`` is unique
 Cypher reads naturally: ``MATCH (o:Op {kind: 'send'}) WHERE o.run = 3 AND o.seq < 10``.
 
 A run or analysis is visible only when ``complete = true``; every catalogue query and every
-listing filters on it (atomic ingest, DESIGN §6). ``touched`` (milliseconds since the epoch,
+listing filters on it (atomic ingest, docs/architecture.md §Graph store). ``touched`` (milliseconds since the epoch,
 the server's clock in Neo4j) lets the Neo4j backend tell a load that is still running from one
 that died.
 """

@@ -1,4 +1,4 @@
-"""The graph store interface (DESIGN §6): runs, Cypher, catalogue queries, selections, results.
+"""The graph store interface (docs/architecture.md §Graph store): runs, Cypher, catalogue queries, selections, results.
 
 :func:`open_store` picks the backend from a URI: ``None`` → ``$LLAMP_STORE``, else the
 embedded LadybugDB store in ``$LLAMP_HOME/store``; ``bolt://…``/``neo4j://…`` → Neo4j 5 over

@@ -1,4 +1,4 @@
-"""Ingestion: trace files → :class:`~llamp.graph.ExecutionGraph` (DESIGN §4).
+"""Ingestion: trace files → :class:`~llamp.graph.ExecutionGraph` (docs/architecture.md §Ingest).
 
 ``read(path)`` detects the format, runs its reader and, for traces, the trace→graph rules of
 :mod:`llamp.ingest.build`. Formats live in :data:`FORMATS`: a new one is one module plus one

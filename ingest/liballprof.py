@@ -3,7 +3,7 @@
 Files: one per rank, ``pmpi-trace-rank-<N>.txt`` (``N`` zero-padded or not) or
 ``<prefix>-<N>.dat`` (LogGOPSim's older samples). Ranks ``0..P−1`` must all be present.
 
-Lines (``../shared/traces/FORMATS.md``): ``<MPI_Name>:<t_start>:<arg>:…:<arg>:<t_end>``, µs
+Lines (``docs/formats.md``): ``<MPI_Name>:<t_start>:<arg>:…:<arg>:<t_end>``, µs
 timestamps, C-prototype argument order, a datatype as ``id,size,extent``, a communicator as
 ``handle,rank,size``, pointers as addresses, ``sendcounts``-like arrays as ``<ptr>:<c0>,<c1>,…``.
 Every call in :data:`CALLS` is checked field by field (count and ``:``/``,`` separators); other
@@ -24,7 +24,7 @@ Completion calls: liballprof prints every pointer once, so its ``Waitany``/``Wai
 its ``Test``/``Testall`` records not whether anything did (absorbed as computation). llamp's
 tracer prints each out-value after its address, one field more per value; the reader tells the
 layouts apart by their number of fields (:attr:`CallSpec.alt`) and accepts both. Positions count
-every ``:`` and ``,`` as a separator, 1 = ``t_start`` (as in FORMATS.md; ``…*`` is an address)::
+every ``:`` and ``,`` as a separator, 1 = ``t_start`` (as in docs/formats.md; ``…*`` is an address)::
 
     MPI_Test     2 request*, 3 flag*, 4 <flag>, 5 status*, 6 t_end
     MPI_Testall  2 count, 3 requests*, 4 flag*, 5 <flag>, 6 statuses*, 7 t_end

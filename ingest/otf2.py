@@ -1,7 +1,7 @@
 """Reader for OTF2 traces (Score-P and other OTF2 writers) → :class:`~llamp.ingest.events.Trace`.
 
 An OTF2 archive is an anchor file ``<name>.otf2`` with global definitions ``<name>.def`` and one
-event stream per location in ``<name>/<location>.evt`` (``../shared/traces/FORMATS.md``).
+event stream per location in ``<name>/<location>.evt`` (``docs/formats.md``).
 ``read_otf2`` takes the anchor or its folder and reads it with the ``otf2`` package (PyPI
 ``otf2`` ≥ 3.0): definitions through ``otf2.reader.open``, events through the package's
 binding of OTF2's global event reader (``_otf2``, one function per C function) with callbacks

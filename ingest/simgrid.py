@@ -1,7 +1,7 @@
 """Reader for SimGrid time-independent (TI) traces → :class:`~llamp.ingest.events.Trace`.
 
 A TI trace is what SMPI writes with ``-trace-ti`` and what ``smpi_replay`` replays: one action per
-line, ``<rank> <action> <args…>`` (``../shared/traces/FORMATS.md``). It has no timestamps: the
+line, ``<rank> <action> <args…>`` (``docs/formats.md``). It has no timestamps: the
 computation between two MPI calls is the ``compute <flops>`` (and ``sleep <s>``) actions, which
 this reader turns into time with the host speed ``flops_per_s`` (``--host-speed``, SimGrid's
 notation ``1Gf``; :data:`DEFAULT_FLOPS_PER_S` = 1 Gf/s, the host speed of SimGrid's example

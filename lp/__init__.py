@@ -1,4 +1,4 @@
-"""Analyses of execution graphs under LogGPS (DESIGN §5): two engines, one semantics.
+"""Analyses of execution graphs under LogGPS (docs/analyses.md): two engines, one semantics.
 
 ``evaluate``/``predict``/``sweep``/``critical_latencies``/``tolerance``/``critical_path`` take
 an :class:`~llamp.graph.ExecutionGraph` and a :class:`~llamp.params.LogGPS` configuration and

@@ -1,4 +1,4 @@
-"""The LogGPS cost semantics of DESIGN §3.1 on hand-computed graphs (graph engine).
+"""The LogGPS cost semantics of docs/model.md §Cost semantics on hand-computed graphs (graph engine).
 
 Each test derives its expected numbers in the docstring; all times in ns.
 """

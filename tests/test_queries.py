@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from test_store_fixtures import BACKENDS, tiny_graph, wipe
+from store_graphs import BACKENDS, tiny_graph, wipe
 
 from llamp.errors import InputError, QueryError
 from llamp.graph import MESSAGE, RECV, SEND, ExecutionGraph
@@ -22,8 +22,6 @@ from llamp.graphdb.queries import CATALOGUE, SELECTIONS
 from llamp.ingest.build import COLL_TAG_BASE
 from llamp.lp import evaluate
 from llamp.params import LogGPS
-
-pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
 
 
 # ---------------------------------------------------------------------------- read-only check
@@ -87,7 +85,7 @@ class Loaded:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:  # noqa: F811
+def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:
     """Sweep3D stored once per backend, with a critical-path analysis written back."""
     if request.param == "ladybug":
         uri = str(tmp_path_factory.mktemp("queries") / "store")

@@ -1,5 +1,5 @@
 """The graph store on every backend: exact round trips, run management, analyses write-back,
-read-only Cypher, and failures that leave nothing corrupted (DESIGN §6)."""
+read-only Cypher, and failures that leave nothing corrupted (docs/architecture.md §Graph store)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_store_fixtures import chain_graph
+from store_graphs import chain_graph
 
 from llamp.errors import InputError, QueryError, StoreError
 from llamp.graphdb import open_store
 from llamp.graphdb.boltserver import free_port
-
-pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
 
 TESTS = Path(__file__).parent
 
@@ -244,7 +242,7 @@ def _wait_for(child: subprocess.Popen[str], marker: str) -> None:
 
 
 _LOADER = """
-from test_store_fixtures import chain_graph
+from store_graphs import chain_graph
 from llamp.graphdb import open_store
 from llamp.graphdb.ladybug import LadybugStore
 from llamp.graphdb.neo4j import Neo4jStore

@@ -11,8 +11,6 @@ import pytest
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import open_store
 
-pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
-
 
 def llamp(capsys, *argv: str) -> tuple[int, str, str]:
     from llamp.cli import main
@@ -30,7 +28,7 @@ def backend() -> str:
 
 
 @pytest.fixture
-def stored(store_uri, sweep3d) -> str:  # noqa: F811
+def stored(store_uri, sweep3d) -> str:
     with open_store(store_uri) as store:
         store.put_run(sweep3d, "sweep3d")
     return store_uri

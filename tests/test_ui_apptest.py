@@ -1,12 +1,11 @@
 """The web UI under Streamlit's AppTest: every page renders, its widgets exist, and the numbers
-it shows are those of the Python API on the Sweep3D trace (LLAMP §II, DESIGN §7).
+it shows are those of the Python API on the Sweep3D trace (LLAMP §II, docs/architecture.md §UI).
 
 The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run ``sweep3d``.
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import socket
@@ -17,7 +16,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_pages import (
+    RUN,
+    SWEEP3D,
+    arr,
+    assert_clean,
+    exact_ns,
+    figures,
+    keyed,
+    metric,
+    page,
+    table,
+)
 
 from llamp.config import format_ns
 from llamp.errors import InputError
@@ -31,97 +41,13 @@ from llamp.lp import (
     tolerance,
 )
 from llamp.params import LogGPS
-from llamp.ui import APP_PATH, analyses, uploads
-
-SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
-RUN = "sweep3d"
-TIMEOUT = 120
+from llamp.ui import analyses, uploads
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return read(SWEEP3D)
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
-        yield path
-
-
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
-
-
-def page(view: str | None = None) -> AppTest:
-    """The app, run once, then switched to ``views/<view>.py`` and run again."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
-    at.run()
-    if view is not None:
-        at.switch_page(f"views/{view}.py")
-        at.run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def keyed(at: AppTest, key: str):
-    """The block an element was given ``key`` for (``st.container(key=...)``)."""
-    found = [b for b in at.main.children.values() if getattr(b, "key", None) == key]
-    stack = list(at.main.children.values())
-    while stack and not found:
-        node = stack.pop()
-        if getattr(node, "key", None) == key:
-            found.append(node)
-        stack.extend(getattr(node, "children", {}).values())
-    assert found, f"no element with key {key!r}"
-    return found[0]
-
-
-def exact_ns(block) -> float:
-    """The exact value a metric's caption shows, ``"2936850.544516 ns"`` → float."""
-    text = block.caption[0].value
-    assert text.endswith(" ns"), text
-    return float(text.removesuffix(" ns"))
-
-
-def table(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table shown with ``column``."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise AssertionError(f"no table with a {column!r} column")
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
-def arr(value) -> np.ndarray:
-    """A Plotly data array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-    return np.asarray(value)
-
-
-def metric(at: AppTest, label: str):
-    found = [m for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r} in {[m.label for m in at.metric]}"
-    return found[0]
+def graph(sweep3d):
+    """The Sweep3D graph that ``home`` (conftest) stores as run ``sweep3d``."""
+    return sweep3d
 
 
 # ---------------------------------------------------------------------- Runs

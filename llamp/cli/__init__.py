@@ -24,7 +24,7 @@ from llamp.errors import InputError, LlampError
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point with the exit-code contract of DESIGN §9."""
+    """Console entry point with the exit-code contract of docs/architecture.md §CLI."""
     try:
         code = cli.main(args=argv, standalone_mode=False, prog_name="llamp")
     except click.exceptions.Abort:

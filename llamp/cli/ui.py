@@ -1,4 +1,4 @@
-"""``llamp ui``: serve the Streamlit web UI (DESIGN §7) on the configured graph store."""
+"""``llamp ui``: serve the Streamlit web UI (docs/architecture.md §UI) on the configured graph store."""
 
 from __future__ import annotations
 
