@@ -1,4 +1,4 @@
-"""The execution graph (LLAMP §II-A, DESIGN §3): columnar, one numpy row per vertex / edge.
+"""The execution graph (LLAMP §II-A, docs/model.md §Execution graph): columnar, one numpy row per vertex / edge.
 
 Vertices are ``calc`` (local computation of ``cost_ns``), ``send`` and ``recv`` (point-to-point
 operations of ``size`` bytes with ``peer`` and ``tag``). Edges are ``requires`` (dst starts after
@@ -223,7 +223,7 @@ class ExecutionGraph:
 
     # ------------------------------------------------------------------ invariants
     def validate(self) -> None:
-        """Check the invariants of DESIGN §3; raise :class:`GraphError` naming rank and vertex.
+        """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
 
         Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
         engines build anyway; here: column shapes, ranks, kinds, edge ends, message matching.

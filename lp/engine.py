@@ -1,4 +1,4 @@
-"""The graph engine: exact longest paths of the event graph (DESIGN §3.2).
+"""The graph engine: exact longest paths of the event graph (docs/architecture.md §Two engines).
 
 ``T(θ)`` is the longest path of the event DAG whose edge weights are affine in θ = (L, G, o).
 One forward sweep over events in topological position (numba over CSR, no Python loop per
@@ -7,7 +7,7 @@ derivatives ∂T/∂L, ∂T/∂G, ∂T/∂o (toward the smaller slope: the left 
 sweep gives the latest time of every event that keeps ``T``, hence slack.
 
 ``T`` is convex and piecewise linear in each parameter (a max of affine path lengths, LLAMP
-Eq. 3/4), which the analyses in :mod:`llamp.lp.analyses` exploit.
+Eq. 3/4), which the analyses in :mod:`llamp.lp.critical` and :mod:`llamp.lp.tolerance` exploit.
 """
 
 from __future__ import annotations

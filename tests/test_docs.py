@@ -14,15 +14,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 TEXT_SUFFIXES = {".py", ".md", ".sh", ".c", ".h", ".toml", ".yaml", ".yml", ".txt", ""}
-#: Files still citing "DESIGN §…" until the model-core rewrite lands (they are edited in
-#: another branch; at merge their references move to docs/ and this set must become empty).
-DESIGN_CITATIONS_PENDING = {
-    "lp/events.py",
-    "lp/engine.py",
-    "lp/model.py",
-    "llamp/params.py",
-    "llamp/graph.py",
-}
 
 
 def _tracked() -> list[Path]:
@@ -149,4 +140,4 @@ def test_no_citation_of_the_old_design_numbering():
         for path in _tracked()
         if "DESIGN §" in path.read_text(errors="replace") and path.name != "test_docs.py"
     }
-    assert citing <= DESIGN_CITATIONS_PENDING, sorted(citing - DESIGN_CITATIONS_PENDING)
+    assert not citing, sorted(citing)
