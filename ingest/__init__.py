@@ -96,7 +96,7 @@ def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
 
 
 def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
-    return ExecutionGraph.load(path)
+    return ExecutionGraph.load(path, lazy=True)
 
 
 FORMATS: dict[str, Format] = {
@@ -156,7 +156,9 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    for fmt in FORMATS.values():
+    # Graph files are told by their suffix: check them before the trace readers, whose
+    # detection imports the reader (and the trace→graph rules).
+    for fmt in sorted(FORMATS.values(), key=lambda f: f.kind != "graph"):
         if fmt.detect(path):
             return fmt.name
     known = "; ".join(f.description for f in FORMATS.values())

@@ -6,23 +6,63 @@ return typed results. The graph engine (:mod:`llamp.lp.engine`) is exact and fas
 engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
 """
 
-from llamp.graph import ExecutionGraph
-from llamp.lp.classify import classify
-from llamp.lp.collectives_whatif import compare_collectives
-from llamp.lp.critical import CriticalLatencies, Segment, critical_latencies
-from llamp.lp.engine import Evaluation, GraphEngine, engine_for
-from llamp.lp.matrix import pair_sensitivity
-from llamp.lp.path import CriticalPath, critical_path, rank_time_split
-from llamp.lp.placement import place
-from llamp.lp.predict import Prediction, predict, sweep
-from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
-from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
-from llamp.lp.variability import monte_carlo
-from llamp.params import LogGPS
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, imported on first use (a CLI process imports one analysis)
+    from llamp.graph import ExecutionGraph
+    from llamp.lp.engine import Evaluation
+    from llamp.params import LogGPS
+
+#: Public name → module that defines it (PEP 562: ``llamp.lp.X`` imports only X's module, so
+#: ``predict`` does not import OR-Tools, pandas or the what-if analyses).
+_EXPORTS = {
+    "classify": "classify",
+    "compare_collectives": "collectives_whatif",
+    "CriticalLatencies": "critical",
+    "Segment": "critical",
+    "critical_latencies": "critical",
+    "Evaluation": "engine",
+    "GraphEngine": "engine",
+    "engine_for": "engine",
+    "pair_sensitivity": "matrix",
+    "CriticalPath": "path",
+    "critical_path": "path",
+    "rank_time_split": "path",
+    "place": "placement",
+    "Prediction": "predict",
+    "predict": "predict",
+    "sweep": "predict",
+    "Tolerance": "tolerance",
+    "ToleranceLevel": "tolerance",
+    "max_parameter_within": "tolerance",
+    "tolerance": "tolerance",
+    "analyze_topology": "topology",
+    "compare_topologies": "topology",
+    "sweep_topologies": "topology",
+    "monte_carlo": "variability",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llamp.lp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"llamp.lp.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
 
 
 def evaluate(graph: ExecutionGraph, params: LogGPS) -> Evaluation:
     """Runtime, exact right derivatives, and per-vertex start/finish/slack/critical flags."""
+    from llamp.lp.engine import engine_for
+
     return engine_for(graph).evaluate(params)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from llamp.graph import ExecutionGraph
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, EventGraph, build_event_graph
+from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
 from llamp.params import LogGPS
 
 #: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
@@ -235,16 +236,17 @@ class GraphEngine:
 
     def events(self, params: LogGPS) -> EventGraph:
         """The event graph for ``params``' threshold S, progress and NIC models (cached: the
-        weights depend on L, G, o, g; the structure only on the rendezvous set and models)."""
-        sizes = self.graph.size[self.graph.messages()[0]]
-        rendezvous = int(np.count_nonzero(sizes > params.S))  # same set ⇔ same count (monotone)
-        key = (rendezvous, *params.lowering)
+        weights depend on L, G, o, g; the structure only on the rendezvous set and models).
+        Taken from the graph's file when it was saved with one (:mod:`llamp.lp.lowered`)."""
+        key = lowering_key(rendezvous_count(self.graph, params.S), params)
         cached = self._events.get(key)
+        if cached is None:
+            cached = persisted(self.graph, key)
         if cached is None:
             cached = build_event_graph(
                 self.graph, params.S, progress=params.progress, nic=params.nic
             )
-            self._events[key] = cached
+        self._events[key] = cached
         return cached
 
     # ------------------------------------------------------------------ evaluations

@@ -288,30 +288,24 @@ def _params_line(params: LogGPS) -> str:
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
 def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
     """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
-    from llamp.lp import sweep as run_sweep
+    from llamp.lp.predict import sweep_rows
 
     a, b = parse_range(parameter, lo, hi)
     choice = _engine_choice(engine, graph)
-    frame = run_sweep(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
+    points_ = sweep_rows(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
     if as_json:
-        emit_json(
-            {
-                "parameter": parameter,
-                "points": frame.to_dict(orient="records"),
-                "engine_note": choice.note,
-            }
-        )
+        emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
         return
-    col = frame.columns[0]
+    col = next(iter(points_[0]))
     rows = [
         (
-            f"{getattr(r, col):g}",
-            format_ns(r.runtime_ns),
-            f"{r.lambda_L:g}",
-            f"{r.lambda_G:g}",
-            f"{r.rho_L:.3%}",
+            f"{r[col]:g}",
+            format_ns(r["runtime_ns"]),
+            f"{r['lambda_L']:g}",
+            f"{r['lambda_G']:g}",
+            f"{r['rho_L']:.3%}",
         )
-        for r in frame.itertuples(index=False)
+        for r in points_
     ]
     click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")

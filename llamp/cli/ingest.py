@@ -59,7 +59,9 @@ def _read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
 def _write(graph: ExecutionGraph, out: Path) -> None:
     suffix = out.suffix.lower()
     if suffix == ".npz":
-        graph.save(out)
+        from llamp.lp.lowered import save_graph
+
+        save_graph(graph, out)
     elif suffix == ".goal":
         from llamp.ingest.goal import write_goal
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
 from llamp.cli.base import cli, emit_json, json_option, table
 from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Rows printed as a table before the rest is elided (``--json`` prints everything).
 MAX_TABLE_ROWS = 200
@@ -226,7 +228,9 @@ def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> Non
     with _open(ctx) as store:
         graph = store.load_run(run)
     if suffix == ".npz":
-        graph.save(output)
+        from llamp.lp.lowered import save_graph
+
+        save_graph(graph, output)
     else:
         from llamp.ingest.goal import write_goal
 
