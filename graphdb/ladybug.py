@@ -129,7 +129,7 @@ class LadybugStore(GraphStore):
             if text.startswith(_QUERY_ERRORS):
                 raise QueryError(f"Cypher error: {text}") from None
             if "read-only" in text.lower() or "read only" in text.lower():
-                raise QueryError(f"the store was opened read-only: {text}") from None
+                raise QueryError(f"this query writes, and was run read-only: {text}") from None
             raise StoreError(f"{self.location}: {text}") from None
         if isinstance(result, list):  # several statements: the last one's result
             result = result[-1]
@@ -145,7 +145,23 @@ class LadybugStore(GraphStore):
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         if write and self.read_only:
             raise QueryError(f"the store {self.location} was opened read-only")
-        return self._arrow(cypher, params).to_pandas()
+        if write or self.read_only:
+            return self._arrow(cypher, params).to_pandas()
+        # A read on a writer's connection: the database refuses writes in this transaction.
+        self._execute("BEGIN TRANSACTION READ ONLY", {})
+        try:
+            frame = self._arrow(cypher, params).to_pandas()
+        except BaseException:
+            self._rollback()
+            raise
+        self._execute("COMMIT", {})
+        return frame
+
+    def _rollback(self) -> None:
+        try:
+            self._execute("ROLLBACK", {})
+        except (QueryError, StoreError):
+            pass
 
     def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
         if self.read_only:

@@ -243,6 +243,8 @@ class GraphStore(ABC):
         )
         runs = []
         for row in table.to_pylist():
+            if any(row[k] is None for k in ("id", "name", "ranks", "vertices", "edges")):
+                continue  # not a run llamp stored (an ad hoc --write made it): not listed
             runs.append(
                 RunInfo(
                     name=row["name"],
@@ -250,8 +252,8 @@ class GraphStore(ABC):
                     ranks=int(row["ranks"]),
                     vertices=int(row["vertices"]),
                     edges=int(row["edges"]),
-                    messages=int(row["messages"]),
-                    bytes=int(row["bytes"]),
+                    messages=int(row["messages"] or 0),
+                    bytes=int(row["bytes"] or 0),
                     format=row["format"] or "",
                     created=row["created"] or "",
                     has_t_trace=bool(row["has_t_trace"]),

@@ -174,7 +174,7 @@ def test_bad_per_vertex_results_are_refused_and_nothing_is_written(store, tiny):
 # ---------------------------------------------------------------------------- Cypher
 def test_cypher_is_read_only_unless_write(store, tiny):
     store.put_run(tiny, "tiny")
-    with pytest.raises(QueryError, match=r"changes the store \(CREATE\).*--write"):
+    with pytest.raises(QueryError, match=r"not an allowed read \(CREATE\).*--write"):
         store.query("CREATE (:Run {id: 99, name: 'x', complete: true})")
     assert [r.name for r in store.list_runs()] == ["tiny"]
     frame = store.query("MATCH (r:Run) WHERE r.complete = true RETURN r.name AS name, 'SET x' AS s")

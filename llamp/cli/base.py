@@ -154,7 +154,7 @@ def load_graph_spec(
     except ImportError:  # pragma: no cover - graph store not installed
         open_store = None
     if open_store is not None:
-        with open_store(store_uri) as store:
+        with open_store(store_uri, read_only=True) as store:
             if store.has_run(spec):
                 return store.load_run(spec)
     raise InputError(f"{spec}: no such file, directory or stored run")

@@ -1,7 +1,7 @@
 """Cypher console: read-only ad hoc queries on the graph store, results as a table and CSV.
 
-Write clauses are refused before the query reaches the store (:mod:`llamp.graphdb.readonly`);
-the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
+Anything but a graph read (writes, files, extensions, settings) is refused before the query
+reaches the store (:mod:`llamp.graphdb.readonly`); the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
 here (and ``$run`` to its integer id when the store reports one).
 """
 
@@ -94,8 +94,9 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
     found = write_clauses(cypher)
     if found:
         st.error(
-            f"Refused: this query would change the store ({', '.join(found)}). The console runs "
-            "read-only queries only; use `llamp cypher --write` for changes."
+            f"Refused: this query would change the store or reach outside it ({', '.join(found)}). "
+            "The console runs read-only graph queries only (no writes, files, extensions or "
+            "settings); use `llamp cypher --write` for changes."
         )
     elif not cypher.strip():
         st.error("Enter a query first.")
