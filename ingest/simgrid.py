@@ -75,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from llamp.errors import InputError, TraceError
+from llamp.ingest import confine
 from llamp.ingest.events import (
     ANY_SOURCE,
     ANY_TAG,
@@ -172,11 +173,11 @@ def _list_entries(path: Path) -> list[Path] | None:
     if not names or any("\x00" in name for name in names):
         return None
     out = []
-    for name in names:
+    for i, name in enumerate(names):
         found = _resolve_entry(path.parent, name)
         if found is None:
             return None
-        out.append(found)
+        out.append(confine.check(found, named_in=path, line=i + 1))
     return out
 
 

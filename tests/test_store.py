@@ -299,18 +299,20 @@ def test_a_killed_load_leaves_nothing_and_can_be_redone(store_uri, backend, tiny
 
 
 @pytest.mark.slow
-def test_a_second_writer_during_a_load_gets_a_clear_error(tmp_path):
+def test_a_second_writer_during_a_load_waits_with_a_message_then_proceeds(tmp_path):
     path = str(tmp_path / "store")
     child = _child(_LOADER.format(after="COPY Op", ranks=8, steps=25_000, uri=path))
+    notes: list[str] = []
     try:
         _wait_for(child, "OPENED")
-        with pytest.raises(StoreError, match="in use by another llamp process"):
-            open_store(path)
+        with open_store(path, notify=notes.append) as store:  # waits for the loader
+            assert store.has_run("big")
         out, err = child.communicate(timeout=300)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
     assert child.returncode == 0, err
+    assert notes and "being written by process" in notes[0] and "waiting" in notes[0]
     with open_store(path) as store:
         assert store.load_run("big").equals(chain_graph(8, 25_000))

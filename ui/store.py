@@ -9,7 +9,6 @@ the UI is open. Loaded graphs are cached per store location, run name and run id
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,9 +24,7 @@ from llamp.graph import ExecutionGraph
 RUN_COLUMNS = ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created")
 
 
-def redact(uri: str) -> str:
-    """``bolt://neo4j:secret@host:7687`` → ``bolt://neo4j@host:7687``: never show a password."""
-    return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1@", uri, flags=re.IGNORECASE)
+redact = config.redact
 
 
 def location() -> str:
@@ -45,8 +42,22 @@ def connect(*, write: bool = False) -> Iterator[Any]:
         from llamp.graphdb import open_store
     except ImportError as err:
         raise StoreError(f"the graph store is not available in this installation ({err})") from err
-    with open_store(config.store_uri(), read_only=not write) as store:
+    with open_store(config.store_uri(), read_only=not write, notify=_notify) as store:
         yield store
+
+
+def _notify(message: str) -> None:
+    """Why the store keeps the page waiting (another writer, a checkpoint), as a toast."""
+    try:
+        st.toast(message, icon=":material/hourglass_top:")
+    except Exception:  # noqa: BLE001 - outside a page (cached loader): stderr will do
+        config_stderr(message)
+
+
+def config_stderr(message: str) -> None:
+    from llamp.graphdb.locking import stderr_notify
+
+    stderr_notify(message)
 
 
 def run_record(info: Any) -> dict[str, Any]:
