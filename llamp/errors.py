@@ -5,6 +5,25 @@ The CLI maps :class:`InputError` subclasses to exit code 2 and anything else to 
 
 from __future__ import annotations
 
+#: Characters of quoted input shown in an error message (issue 16: ~100).
+QUOTE_LIMIT = 100
+
+
+def quote(text: str | bytes, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` fit for a one-line message: control characters escaped (``\\x1b``, ``\\n``),
+    cut to ``limit`` characters with the length that was cut."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="backslashreplace")
+    total = len(text)
+    head = text[:limit]
+    shown = "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in head
+    )
+    if total > limit:
+        shown += f"… ({total} characters)"
+    return shown
+
 
 class LlampError(Exception):
     """Base class of every error llamp raises on purpose."""
@@ -24,7 +43,7 @@ class TraceError(InputError):
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
         where = ""
         if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
+            where = f"{quote(str(path), 300)}:{line}: " if line is not None else f"{quote(str(path), 300)}: "
         super().__init__(where + message)
         self.path = path
         self.line = line

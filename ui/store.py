@@ -46,6 +46,11 @@ def connect(*, write: bool = False) -> Iterator[Any]:
         yield store
 
 
+def _check_writable() -> None:
+    if config.ui_settings().read_only:
+        raise StoreError("this UI is read-only (LLAMP_UI_READ_ONLY): use the llamp CLI to write")
+
+
 def _notify(message: str) -> None:
     """Why the store keeps the page waiting (another writer, a checkpoint), as a toast."""
     try:
@@ -111,6 +116,7 @@ def load_graph(name: str, token: str) -> ExecutionGraph:
 
 def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any]:
     """Store ``graph`` as run ``name``; refuses to overwrite unless ``replace``."""
+    _check_writable()
     with connect(write=True) as store:
         if not replace and store.has_run(name):
             raise StoreError(
@@ -122,11 +128,17 @@ def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any
 
 
 def delete_run(name: str) -> None:
+    _check_writable()
     with connect(write=True) as store:
         store.delete_run(name)
 
 
-def query(cypher: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-    """A read-only Cypher query (the store refuses writes, too)."""
-    with connect() as store:
-        return store.query(cypher, params=params or None, write=False)
+def query(
+    cypher: str, params: dict[str, Any] | None = None, *, write: bool = False
+) -> pd.DataFrame:
+    """A Cypher query: read-only (the store refuses writes, too) unless ``write``, which only
+    the admin setting ``LLAMP_UI_ADMIN`` permits."""
+    if write and not config.ui_settings().admin:
+        raise StoreError("writes from the UI need the admin setting LLAMP_UI_ADMIN=1")
+    with connect(write=write) as store:
+        return store.query(cypher, params=params or None, write=write)
