@@ -341,6 +341,10 @@ def _scan(buf, max_records, max_tokens):  # pragma: no cover - compiled
                     d = np.int64(buf[i]) - 48
                     if d < 0 or d > 9:
                         break
+                    if val > np.uint64(1844674407370955161) or (
+                        val == np.uint64(1844674407370955161) and d > 5
+                    ):
+                        bad = True  # beyond 64 bits: never wrap to a small count (2^64 → 0)
                     val = val * np.uint64(10) + np.uint64(d)
                     digits += 1
                     i += 1

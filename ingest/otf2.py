@@ -649,8 +649,6 @@ def read_otf2(path: str | Path, *, lenient: bool = False, progress: bool = False
         with otf2.reader.open(where) as tr:
             defs = _definitions(tr, where)
             records = _read_records(tr, defs.loc_name)
-    except otf2.TraceReaderError as err:
-        raise TraceError(f"OTF2 reader: {err}", path=where) from err
     except Exception as err:  # the C library reports damaged archives as its own errors
         if type(err).__module__.startswith(("_otf2", "otf2")):
             raise TraceError(f"OTF2 reader: {err}", path=where) from err

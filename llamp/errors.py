@@ -5,6 +5,8 @@ The CLI maps :class:`InputError` subclasses to exit code 2 and anything else to 
 
 from __future__ import annotations
 
+import re
+
 #: Characters of quoted input shown in an error message (issue 16: ~100).
 QUOTE_LIMIT = 100
 
@@ -25,8 +27,33 @@ def quote(text: str | bytes, limit: int = QUOTE_LIMIT) -> str:
     return shown
 
 
+#: A message longer than this is cut (a 200 MB trace line must not reach the terminal).
+MESSAGE_LIMIT = 1000
+_LONG_RUN = re.compile(r"\S{121,}")
+
+
+def tidy(message: str) -> str:
+    """A message fit for one terminal line: control characters escaped, every unbroken run
+    of more than 120 characters (a quoted line, a junk field) cut to 100, the whole to
+    :data:`MESSAGE_LIMIT` characters."""
+    if message.isprintable() and len(message) <= 120:
+        return message
+    text = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in message
+    )
+    text = _LONG_RUN.sub(lambda m: f"{m.group()[:100]}…({len(m.group())} characters)", text)
+    if len(text) > MESSAGE_LIMIT:
+        text = text[:MESSAGE_LIMIT] + f"… ({len(text)} characters)"
+    return text
+
+
 class LlampError(Exception):
-    """Base class of every error llamp raises on purpose."""
+    """Base class of every error llamp raises on purpose; its message is :func:`tidy`."""
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (tidy(args[0]),)
+        super().__init__(*args)
 
 
 class InputError(LlampError):

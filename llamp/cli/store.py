@@ -14,7 +14,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from llamp.cli.base import cli, emit_json, json_option, table
+from llamp.cli.base import check_output, cli, emit_json, json_option, table
 from llamp.config import format_ns
 from llamp.errors import InputError
 
@@ -219,9 +219,8 @@ def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items
 @click.pass_context
 def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> None:
     """Write the stored RUN to a graph file."""
+    check_output(output)
     suffix = output.suffix.lower()
-    if suffix not in (".npz", ".goal"):
-        raise InputError(f"-o {output}: the output must end in .npz or .goal")
     with _open(ctx) as store:
         graph = store.load_run(run)
     if suffix == ".npz":
