@@ -169,3 +169,18 @@ def test_wrong_bolt_credentials_are_a_readable_error(bolt_server):
     with pytest.raises(StoreError, match="check the user name and password") as err:
         open_store(f"bolt://intruder:s3cr%2Fet@{host}", read_only=True)
     assert "s3cr" not in str(err.value)
+
+
+def test_stored_upload_names_its_files_as_uploaded(tmp_path, monkeypatch):
+    from llamp.graphdb import open_store
+
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path))
+    monkeypatch.delenv("LLAMP_STORE", raising=False)
+    goal = SWEEP3D.parent.parent / "goal" / "blocking.goal"
+    at = page()
+    at.file_uploader(key="ingest_files").set_value((goal.name, goal.read_bytes(), "text/plain")).run()
+    at.button(key="ingest_button").click().run()
+    assert_clean(at)
+    with open_store(None, read_only=True) as store:
+        files = store.run_info("blocking").meta["files"]
+    assert files == ["blocking.goal"]

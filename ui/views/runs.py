@@ -80,7 +80,10 @@ def server_source(text: str, roots: tuple[Path, ...]) -> tuple[Path, Path]:
     return resolved, root
 
 
-def _ingest(source: Path, name: str, collectives: str, lenient: bool, replace: bool, bar) -> None:
+def _ingest(
+    source: Path, name: str, collectives: str, lenient: bool, replace: bool, bar,
+    staging: str | None = None,
+) -> None:
     from llamp.ingest import read
     from llamp.ingest.events import IngestWarning
 
@@ -90,6 +93,8 @@ def _ingest(source: Path, name: str, collectives: str, lenient: bool, replace: b
         graph = read(source, collectives=parse_collectives(collectives), lenient=lenient, name=name)
     lines = [str(w.message) for w in caught if not issubclass(w.category, IngestWarning)]
     lines += list(graph.meta.get("warnings", []) or [])
+    if staging and isinstance(graph.meta.get("files"), list):  # as uploaded, not staged
+        graph.meta["files"] = [str(f).replace(staging + os.sep, "") for f in graph.meta["files"]]
     summary = graph.summary()
     bar.progress(60, text=f"Storing {summary.vertices:,} vertices and {summary.edges:,} edges…")
     store.put_run(graph, name, replace=replace)
@@ -176,7 +181,8 @@ else:
                 else:
                     source, root = server_source(server_path, settings.server_roots)
                 with confine.confined_to(root):  # every path a reader follows stays inside
-                    _ingest(source, run_name, collectives, lenient, replace, bar)
+                    staging = tmp if source_kind == "Upload files" else None
+                    _ingest(source, run_name, collectives, lenient, replace, bar, staging)
             except LlampError as err:
                 # Name uploaded files as the user knows them, not by the staging directory.
                 raise InputError(str(err).replace(tmp + os.sep, "")) from None
