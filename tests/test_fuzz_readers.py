@@ -233,3 +233,15 @@ def test_cli_damaged_inputs_exit_2_with_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
         assert "\x1b" not in done.stderr and "Traceback" not in done.stderr
         assert len(lines[0]) < 400
+
+
+def test_a_huge_line_is_refused_before_it_is_scanned(tmp_path):
+    from llamp.ingest.liballprof import MAX_LINE_BYTES
+
+    trace = tmp_path / "t"
+    trace.mkdir()
+    (trace / "pmpi-trace-rank-0.txt").write_bytes(
+        b"MPI_Init:1.0:0:0:2.0\nMPI_Send:" + b"," * (MAX_LINE_BYTES + 1) + b"\n"
+    )
+    with pytest.raises(TraceError, match=r"pmpi-trace-rank-0.txt:2: line is \d+ bytes long"):
+        read(trace)
