@@ -33,7 +33,7 @@ from llamp.errors import QueryError
 DENIED_WORDS = frozenset(
     {
         "CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "COPY", "ALTER",
-        "LOAD", "INSTALL", "UNINSTALL", "ATTACH", "DETACH", "USE", "IMPORT", "EXPORT",
+        "LOAD", "INSTALL", "UNINSTALL", "ATTACH", "USE", "IMPORT", "EXPORT",
         "CHECKPOINT", "BEGIN", "COMMIT", "ROLLBACK", "FOREACH", "GRANT", "REVOKE", "DENY",
         "UPDATE", "COMMENT", "ANALYZE", "EXTENSION", "PROJECT", "TERMINATE", "STOP", "START",
         "SHOW", "ENABLE", "DISABLE", "RENAME", "TRUNCATE", "INSERT", "UPSERT", "PERIODIC",

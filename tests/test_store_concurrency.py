@@ -23,7 +23,7 @@ HERE = Path(__file__).parent
 
 
 def _python(code: str, *args: str) -> subprocess.Popen:
-    script = "import sys; sys.path.insert(0, %r)\n" % str(HERE) + textwrap.dedent(code)
+    script = f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + textwrap.dedent(code)
     return subprocess.Popen(
         [sys.executable, "-c", script, *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
