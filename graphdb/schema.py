@@ -128,7 +128,10 @@ NEO4J_DDL: tuple[str, ...] = (
     "CREATE CONSTRAINT llamp_op_key IF NOT EXISTS FOR (o:Op) REQUIRE o.key IS UNIQUE",
     "CREATE CONSTRAINT llamp_analysis_id IF NOT EXISTS FOR (a:Analysis) REQUIRE a.id IS UNIQUE",
     "CREATE INDEX llamp_op_run IF NOT EXISTS FOR (o:Op) ON (o.run)",
-    "CREATE INDEX llamp_run_name IF NOT EXISTS FOR (r:Run) ON (r.name)",
+    # Run names are unique (concurrent ingests of one name cannot both succeed): a
+    # constraint, which replaces the plain index of earlier versions.
+    "DROP INDEX llamp_run_name IF EXISTS",
+    "CREATE CONSTRAINT llamp_run_name_unique IF NOT EXISTS FOR (r:Run) REQUIRE r.name IS UNIQUE",
     "CREATE INDEX llamp_analysis_run IF NOT EXISTS FOR (a:Analysis) ON (a.run)",
 )
 

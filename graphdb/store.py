@@ -243,6 +243,8 @@ class GraphStore(ABC):
         )
         runs = []
         for row in table.to_pylist():
+            if any(row[k] is None for k in ("id", "name", "ranks", "vertices", "edges")):
+                continue  # not a run llamp stored (an ad hoc --write made it): not listed
             runs.append(
                 RunInfo(
                     name=row["name"],
@@ -250,8 +252,8 @@ class GraphStore(ABC):
                     ranks=int(row["ranks"]),
                     vertices=int(row["vertices"]),
                     edges=int(row["edges"]),
-                    messages=int(row["messages"]),
-                    bytes=int(row["bytes"]),
+                    messages=int(row["messages"] or 0),
+                    bytes=int(row["bytes"] or 0),
                     format=row["format"] or "",
                     created=row["created"] or "",
                     has_t_trace=bool(row["has_t_trace"]),
@@ -360,8 +362,12 @@ class GraphStore(ABC):
     def delete_run(self, name: str) -> None:
         """Delete run ``name`` with its analyses; it disappears at once, the rows follow."""
         info = self.run_info(name)
-        self._write("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": info.id})
+        self._hide_run(info.id)
         self._delete_run_rows(info.id)
+
+    def _hide_run(self, run_id: int) -> None:
+        """Make a run invisible at once (before its rows are deleted)."""
+        self._write("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": run_id})
 
     # ------------------------------------------------------------------ selections
     def select(
@@ -641,11 +647,15 @@ def _result_table(info: RunInfo, per_vertex: pd.DataFrame | None) -> pa.Table:
     )
 
 
-def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore:
+def open_store(
+    uri: str | None = None, *, read_only: bool = False, notify: Any = None
+) -> GraphStore:
     """Open the graph store at ``uri`` (see the module doc); create it on first use.
 
-    ``read_only`` opens the embedded store without taking the writer's lock (several readers
-    may run beside one writer) and refuses writes.
+    ``read_only`` opens the store for reading only (the database refuses writes); any number
+    of readers run beside one writer and see the last complete state. A writer of the embedded
+    store waits for another writer to finish (:mod:`llamp.graphdb.locking`); ``notify(text)``
+    tells the person why it waits (default: a line on stderr).
     """
     uri = uri if uri is not None else store_uri()
     if uri is None:
@@ -655,14 +665,14 @@ def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore
     ):
         from llamp.graphdb.neo4j import Neo4jStore
 
-        return Neo4jStore(uri, read_only=read_only)
+        return Neo4jStore(uri, read_only=read_only, notify=notify)
     if "://" in uri:
         raise InputError(
             f"unknown store URI {uri!r}: use a directory or bolt://user:pass@host:7687"
         )
     from llamp.graphdb.ladybug import LadybugStore
 
-    return LadybugStore(Path(uri), read_only=read_only)
+    return LadybugStore(Path(uri), read_only=read_only, notify=notify)
 
 
 __all__ = ["AnalysisInfo", "GraphStore", "RunInfo", "coerce", "open_store"]

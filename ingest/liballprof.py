@@ -350,6 +350,10 @@ def _scan(buf, max_records, max_tokens):  # pragma: no cover - compiled
                     d = np.int64(buf[i]) - 48
                     if d < 0 or d > 9:
                         break
+                    if val > np.uint64(1844674407370955161) or (
+                        val == np.uint64(1844674407370955161) and d > 5
+                    ):
+                        bad = True  # beyond 64 bits: never wrap to a small count (2^64 → 0)
                     val = val * np.uint64(10) + np.uint64(d)
                     digits += 1
                     i += 1
@@ -459,12 +463,26 @@ class _Scan:
         return bytes(self.buf[start:stop]).decode("latin-1").rstrip("\r")
 
 
+#: Longest line a rank file may have (an Alltoallv's count arrays of 10^5 ranks take ~3 MB);
+#: a longer one is damage, and scanning it would need ~13 bytes of memory per byte.
+MAX_LINE_BYTES = 16 << 20
+
+
 def _scan_file(path: Path) -> _Scan:
     try:
         buf = np.fromfile(path, dtype=np.uint8)
     except OSError as err:
         raise TraceError(f"cannot read ({err.strerror or err})", path=str(path)) from err
-    max_records = int(np.count_nonzero(buf == 10)) + 1
+    newlines = np.flatnonzero(buf == 10)
+    max_records = int(newlines.size) + 1
+    ends = np.concatenate([[-1], newlines, [buf.size]])
+    longest = int(np.argmax(np.diff(ends))) if buf.size else 0
+    if buf.size and int(ends[longest + 1] - ends[longest] - 1) > MAX_LINE_BYTES:
+        raise TraceError(
+            f"line is {int(ends[longest + 1] - ends[longest] - 1)} bytes long, more than "
+            f"{MAX_LINE_BYTES >> 20} MiB: not a liballprof trace, or damaged",
+            path=str(path), line=longest + 1,
+        )
     max_tokens = int(np.count_nonzero(buf == 58) + np.count_nonzero(buf == 44)) + 1
     (
         status,

@@ -36,12 +36,14 @@ from llamp.params import LogGPS
         ("DROP TABLE Op", ["DROP"]),
         ("COPY Op FROM 'ops.csv'", ["COPY"]),
         ("LOAD CSV FROM 'file:///x' AS row RETURN row", ["LOAD"]),
-        ("MATCH (n) RETURN n; CREATE (m)", ["CREATE"]),
+        ("MATCH (n) RETURN n; CREATE (m)", ["several statements", "CREATE"]),
         ("MATCH (n) RETURN n /* harmless */ // SET\nSET n.x = 1", ["SET"]),
         # keywords that are not clauses
         ("MATCH (o:Op) WHERE o.label = 'CREATE (x)' RETURN o", []),
-        ('RETURN "DELETE everything" AS s, \'it\\\'s SET\' AS t', []),
-        ("MATCH (o:Op) RETURN o.set, o.delete AS merge", []),
+        ('RETURN "DELETE everything" AS s, \'it\\\'s SET\' AS t', ["SET"]),  # quotes read with and without escapes
+        ('RETURN "DELETE everything" AS s, \'its SET\' AS t', []),
+        ("MATCH (o:Op) RETURN o.set, o.delete AS merge", ["MERGE"]),  # aliases are quoted
+        ("MATCH (o:Op) RETURN o.set, o.delete AS `merge`", []),
         ("MATCH (c:Create)-[:SET]->(d) RETURN {remove: 1, drop: 2} AS m", []),
         ("MATCH (o:Op) WHERE o.kind = $delete RETURN `create`", []),
         ("// CREATE in a comment\nMATCH (n) RETURN n", []),

@@ -60,7 +60,7 @@ def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
     assert code == 0
     assert [row["ops"] for row in json.loads(out)] == [6022, 6026, 6018, 6018]
     code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (r:Run) SET r.name = 'x'")
-    assert code == 2 and "read-only unless you pass --write" in err
+    assert code == 2 and "not an allowed read (SET)" in err and "--write" in err
     code, _, _ = llamp(capsys, "--store", stored, "cypher", "--write",
                        "MATCH (r:Run) SET r.format = 'edited'")
     assert code == 0

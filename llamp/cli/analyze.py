@@ -116,7 +116,7 @@ def _load(
         )
     from llamp.graphdb import open_store
 
-    with open_store(ctx.obj.get("store_uri")) as store:
+    with open_store(ctx.obj.get("store_uri"), read_only=True) as store:
         if not store.has_run(spec):
             raise InputError(f"{spec}: no such file, directory or stored run")
         if not (ranks or window or iterations):

@@ -185,6 +185,17 @@ def table(rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def check_output(path: Path, suffixes: tuple[str, ...] = (".npz", ".goal")) -> None:
+    """Refuse an output file that cannot be written before any work is done."""
+    if path.suffix.lower() not in suffixes:
+        raise InputError(f"-o {path}: the output must end in {' or '.join(suffixes)}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"-o {path}: the directory {parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"-o {path}: is a directory")
+
+
 def load_graph_spec(
     spec: str,
     *,
@@ -206,7 +217,7 @@ def load_graph_spec(
     except ImportError:  # pragma: no cover - graph store not installed
         open_store = None
     if open_store is not None:
-        with open_store(store_uri) as store:
+        with open_store(store_uri, read_only=True) as store:
             if store.has_run(spec):
                 return store.load_run(spec)
     raise InputError(f"{spec}: no such file, directory or stored run")

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from llamp.cli.base import (
+    check_output,
     cli,
     collectives_option,
     emit_json,
@@ -127,6 +128,8 @@ def ingest_cmd(
     as_json: bool,
 ) -> None:
     """Read the trace or graph at PATH into an execution graph; write it to OUT or the store."""
+    if output is not None:
+        check_output(output)
     if progress is None:
         progress = _input_bytes(path) >= PROGRESS_BYTES
     started = time.perf_counter()
