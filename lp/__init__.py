@@ -9,6 +9,8 @@ engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below, imported on first use (a CLI process imports one analysis)
@@ -44,6 +46,20 @@ _EXPORTS = {
     "sweep_topologies": "topology",
     "monte_carlo": "variability",
 }
+
+
+class _Package(types.ModuleType):
+    """``import llamp.lp.predict`` makes the import system set ``llamp.lp.predict`` to the
+    submodule; the function of the same name (``predict``, ``tolerance``, ``classify``) must
+    stay the package's attribute, as it was when everything was imported eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,10 @@ in a temporary ``LLAMP_HOME``) comes from the ``home``/``store_env`` fixtures in
 from __future__ import annotations
 
 import base64
+import io
 import json
+import tarfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +84,19 @@ def metric(at: AppTest, label: str):
     found = [m for m in at.metric if m.label == label]
     assert found, f"no metric {label!r} in {[m.label for m in at.metric]}"
     return found[0]
+
+
+def archive_bytes(kind: str, members: dict[str, bytes]) -> bytes:
+    """A .zip or .tar.gz holding ``members`` (name → bytes), as a user would upload it."""
+    buffer = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buffer, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_store_fixtures import tiny_graph
+from store_graphs import tiny_graph
 
 from llamp.errors import InputError, TraceError
 from llamp.ingest import read
 
-pytest_plugins = ["test_store_fixtures"]
 pytestmark = pytest.mark.filterwarnings("ignore::llamp.ingest.events.IngestWarning")
 
 TRACES = Path(__file__).parent / "data" / "traces"

@@ -18,8 +18,6 @@ from llamp.errors import QueryError
 from llamp.graphdb import open_store, write_clauses
 from llamp.graphdb.queries import CATALOGUE
 
-pytest_plugins = ["test_store_fixtures"]
-
 #: Attempts to write, read a server file, load an extension, change a setting or crash.
 BYPASSES = [
     "UNWIND [1] AS as CREATE (:Run {id: 908, name: 'x', complete: true})",

@@ -12,12 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_store_fixtures import chain_graph, tiny_graph
+from store_graphs import chain_graph, tiny_graph
 
 from llamp.graphdb import open_store
 from llamp.graphdb.locking import WriterLock, writer_active
-
-pytest_plugins = ["test_store_fixtures"]
 
 HERE = Path(__file__).parent
 
@@ -59,7 +57,7 @@ def test_four_predictions_and_pipeline_reads_run_at_once(stored):
 def test_readers_during_an_ingest_see_the_last_complete_state(stored):
     writer = _python(
         """
-        from test_store_fixtures import chain_graph
+        from store_graphs import chain_graph
         from llamp.graphdb import open_store
         graph = chain_graph(8, 30000)
         with open_store(sys.argv[1]) as store:
@@ -125,7 +123,7 @@ def test_a_killed_ingest_is_cleaned_by_the_next_writer_only(stored):
         """
         import os, signal
         import llamp.graphdb.ladybug as lb
-        from test_store_fixtures import chain_graph
+        from store_graphs import chain_graph
         from llamp.graphdb import open_store
         original = lb.LadybugStore._write
         def write(self, cypher, params=None):

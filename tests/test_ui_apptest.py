@@ -6,11 +6,8 @@ The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run 
 
 from __future__ import annotations
 
-import io
 import json
 import socket
-import tarfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +16,7 @@ import pytest
 from apptest_pages import (
     RUN,
     SWEEP3D,
+    archive_bytes,
     arr,
     assert_clean,
     exact_ns,
@@ -129,12 +127,13 @@ def test_ingest_from_a_server_path(store_env, graph, monkeypatch):
     assert "from-path" not in list(at.dataframe[0].value["name"])
 
 
-def test_ingest_simgrid_with_a_host_speed(store_env):
+def test_ingest_simgrid_with_a_host_speed(store_env, monkeypatch):
     """The ingest form's host speed reaches the reader and is stored with the run; a SimGrid
     list file is named after itself by default; a bad speed is a readable error."""
     from llamp.graphdb import open_store
 
     TI = Path(__file__).parent / "data" / "traces" / "simgrid-ti" / "actions" / "split_traces"
+    monkeypatch.setenv("LLAMP_UI_SERVER_ROOTS", str(TI.parent))  # server paths are opt-in
     at = page()
     assert at.text_input(key="ingest_host_speed").placeholder.startswith("1Gf (default)")
     at.radio(key="ingest_source").set_value("Path on the server").run()
@@ -386,19 +385,6 @@ def test_unreachable_neo4j_is_a_readable_error(monkeypatch, tmp_path):
 
 
 # ---------------------------------------------------------------------- uploads
-def _archive_bytes(kind: str, members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    if kind == "zip":
-        with zipfile.ZipFile(buffer, "w") as zf:
-            for name, data in members.items():
-                zf.writestr(name, data)
-    else:
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
-            for name, data in members.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tf.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 @pytest.mark.parametrize("kind,suffix", [("zip", ".zip"), ("tar", ".tar.gz")])
@@ -406,7 +392,7 @@ def test_archive_upload_finds_the_trace_directory(tmp_path, kind, suffix, graph)
     members = {
         f"sweep3d-2x2/{f.name}": f.read_bytes() for f in SWEEP3D.glob("pmpi-trace-rank-*.txt")
     }
-    upload = uploads.Upload(f"sweep3d{suffix}", _archive_bytes(kind, members))
+    upload = uploads.Upload(f"sweep3d{suffix}", archive_bytes(kind, members))
     assert uploads.default_run_name([upload]) == "sweep3d"
     source = uploads.stage([upload], tmp_path, "sweep3d")
     assert source.is_dir() and len(list(source.glob("pmpi-trace-rank-*.txt"))) == 4
@@ -414,7 +400,7 @@ def test_archive_upload_finds_the_trace_directory(tmp_path, kind, suffix, graph)
 
 
 def test_archive_with_escaping_member_is_refused(tmp_path):
-    upload = uploads.Upload("evil.zip", _archive_bytes("zip", {"../pmpi-trace-rank-0.txt": b"x"}))
+    upload = uploads.Upload("evil.zip", archive_bytes("zip", {"../pmpi-trace-rank-0.txt": b"x"}))
     with pytest.raises(InputError, match="outside the archive"):
         uploads.stage([upload], tmp_path, "evil")
     assert not (tmp_path.parent / "pmpi-trace-rank-0.txt").exists()

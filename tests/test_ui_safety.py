@@ -7,15 +7,13 @@ import io
 import zipfile
 
 import pytest
-from test_ui_apptest import RUN, SWEEP3D, _archive_bytes, assert_clean, page
+from apptest_pages import RUN, SWEEP3D, archive_bytes, assert_clean, page
 
 from llamp.config import redact, ui_settings
 from llamp.errors import InputError, ParameterError, TraceError
 from llamp.ingest import read
 from llamp.ingest.confine import confined_to
 from llamp.ui import uploads
-
-pytest_plugins = ["test_ui_apptest", "test_store_fixtures"]
 
 
 def _bomb(unpacked_mb: int) -> bytes:
@@ -47,7 +45,7 @@ def test_upload_size_and_file_count_limits(tmp_path, monkeypatch):
     monkeypatch.setenv("LLAMP_UI_MAX_FILES", "3")
     many = {f"t/pmpi-trace-rank-{i}.txt": b"" for i in range(4)}
     with pytest.raises(InputError, match=r"more than 3 files \(LLAMP_UI_MAX_FILES\)"):
-        uploads.stage([uploads.Upload("many.zip", _archive_bytes("zip", many))], tmp_path, "m")
+        uploads.stage([uploads.Upload("many.zip", archive_bytes("zip", many))], tmp_path, "m")
     with pytest.raises(InputError, match="more than 3"):
         uploads.stage(
             [uploads.Upload(f"pmpi-trace-rank-{i}.txt", b"") for i in range(4)], tmp_path, "m"

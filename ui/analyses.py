@@ -595,7 +595,8 @@ def collective_costs(
     variant's algorithm (no row cost where the paper has no formula for it). One row per
     (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""
     instances = collective_instances(trace_at(path, lenient))
-    L, _, G, _ = params
+    p = params_of(params)
+    L, G = p.L, p.G
     if instances.empty:
         return pd.DataFrame()
     dim = instance_costs(instances, model="dimemas")
