@@ -38,7 +38,7 @@ from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
 from llamp.graphdb.readonly import check_read_only
 from llamp.graphdb.schema import KEY_SHIFT
-from llamp.graphdb.tables import RunTables, graph_from_tables, run_tables
+from llamp.graphdb.tables import STREAMS, RunTables, encode_streams, graph_from_tables, run_tables
 
 _ARROW_TYPES = {
     "int64": pa.int64(),
@@ -70,7 +70,14 @@ class RunInfo:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The run's fields; the encoded CPU/NIC columns in ``meta`` are summarised, not shown."""
+        out = asdict(self)
+        if STREAMS in out["meta"]:
+            meta = dict(out["meta"])
+            meta[STREAMS] = sorted(meta[STREAMS])  # which columns are kept: ["cpu", "nic"]
+            meta.pop("vertices_total", None)
+            out["meta"] = meta
+        return out
 
 
 @dataclass(frozen=True)
@@ -299,6 +306,10 @@ class GraphStore(ABC):
         summary = graph.summary()
         meta = dict(graph.meta)
         meta["name"] = name
+        streams = encode_streams(graph)
+        if streams:
+            meta[STREAMS] = streams
+            meta["vertices_total"] = graph.num_vertices
         row = {
             "name": name,
             "ranks": graph.num_ranks,

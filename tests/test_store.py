@@ -16,6 +16,7 @@ import pytest
 from store_graphs import chain_graph
 
 from llamp.errors import InputError, QueryError, StoreError
+from llamp.graph import ExecutionGraph
 from llamp.graphdb import open_store
 from llamp.graphdb.boltserver import free_port
 
@@ -314,3 +315,24 @@ def test_a_second_writer_during_a_load_waits_with_a_message_then_proceeds(tmp_pa
     assert notes and "being written by process" in notes[0] and "waiting" in notes[0]
     with open_store(path) as store:
         assert store.load_run("big").equals(chain_graph(8, 25_000))
+
+
+def test_cpu_and_nic_streams_survive_the_store(store, tiny):
+    """GOAL's cpu/nic columns are kept with the run (whole run and a rank selection)."""
+    graph = tiny
+    cpu = np.arange(graph.num_vertices, dtype=np.int16) % 2
+    nic = (np.arange(graph.num_vertices, dtype=np.int16) // 2) % 3
+    names = ("rank", "kind", "cost_ns", "size", "peer", "tag", "edge_src", "edge_dst", "edge_kind")
+    streams = ExecutionGraph.from_arrays(
+        graph.num_ranks, **{k: getattr(graph, k) for k in names}, cpu=cpu, nic=nic, meta=graph.meta
+    )
+    store.put_run(streams, "streams")
+    back = store.load_run("streams")
+    np.testing.assert_array_equal(back.cpu, cpu)
+    np.testing.assert_array_equal(back.nic, nic)
+    assert "streams" not in back.meta
+    assert store.run_info("streams").as_dict()["meta"]["streams"] == ["cpu", "nic"]
+    part = store.select("streams", ranks=[0])
+    keep = graph.rank == 0
+    np.testing.assert_array_equal(part.streams("cpu"), cpu[keep])
+    np.testing.assert_array_equal(part.streams("nic"), nic[keep])
