@@ -63,7 +63,7 @@ def forward_sweep(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - c
 
 
 @numba.njit(cache=True, nogil=True)
-def _runtime_batch(in_ptr, src, W):  # pragma: no cover - compiled
+def runtime_columns(in_ptr, src, W):  # pragma: no cover - compiled
     """``T`` for each column of the edge-weight matrix ``W`` (E × m), in one sweep."""
     n = in_ptr.shape[0] - 1
     m = W.shape[1]
@@ -225,7 +225,7 @@ def runtime_batch(
     for start in range(0, m, batch):
         scale = calc_scales[:, start : start + batch]
         W = np.ascontiguousarray(base[:, None] + const[:, None] * scale)
-        out[start : start + scale.shape[1]] = _runtime_batch(ev.in_ptr, ev.src, W)
+        out[start : start + scale.shape[1]] = runtime_columns(ev.in_ptr, ev.src, W)
     return out
 
 
