@@ -42,15 +42,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 import pandas as pd
 
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, WORKERS, backtrack_path, engine_for
+from llamp.lp.engine import ABS_TOL_NS, REL_TOL, WORKERS, engine_for
 from llamp.lp.events import COEF_G, COEF_L, COEF_O, EventGraph
-from llamp.lp.weighted import MessageModel, edge_weights, forward_sweep, runtime_columns
+from llamp.lp.weighted import MessageModel, edge_weights, forward_lanes, runtime_columns
 from llamp.params import LogGPS
 
 #: The homogeneous LogGPS variables a region may span, and their event-graph columns.
@@ -64,6 +65,10 @@ FAR = {NS: 1e15, NS_PER_BYTE: 1e9}
 DEFAULT_SPAN = {NS: 100_000.0, NS_PER_BYTE: 1.0}
 #: Margin of the automatic box over the largest intercept.
 BOX_MARGIN = 1.25
+#: Points per pass of :func:`~llamp.lp.weighted.forward_lanes`. Measured on the 10^5-vertex
+#: stencil (2-core machine): 1.5 ms for one lane, 1.9 ms for two, and no further gain per
+#: lane beyond (wider rows of ``t`` and ``pred`` cost as much as they save).
+LANES = 2
 #: Evaluations after which the search gives up (a safety net: regions of the benchmark
 #: stencils take tens).
 MAX_EVALUATIONS = 20_000
@@ -115,6 +120,23 @@ class LinkVariables:
         return Axis(name, value, self.units[name])
 
 
+@numba.njit(cache=True, nogil=True)
+def path_sums(pred, lane, src, sink, c0, du, dv):  # pragma: no cover - compiled
+    """Sums of ``c0``, ``du``, ``dv`` over the edges of the path that ``pred[:, lane]`` leads
+    back from ``sink``: the affine length of one critical path."""
+    a = 0.0
+    b = 0.0
+    c = 0.0
+    p = sink
+    while pred[p, lane] >= 0:
+        k = pred[p, lane]
+        a += c0[k]
+        b += du[k]
+        c += dv[k]
+        p = src[k]
+    return a, b, c
+
+
 class Plane:
     """``T`` over two variables: edge weights ``w = c0 + u·du + v·dv`` (``c0``: every other
     variable at its configured value, both axes at 0). One evaluation is one forward sweep
@@ -126,7 +148,6 @@ class Plane:
         self.c0 = np.ascontiguousarray(c0, dtype=np.float64)
         self.du = np.ascontiguousarray(du, dtype=np.float64)
         self.dv = np.ascontiguousarray(dv, dtype=np.float64)
-        self._no_slopes = np.zeros((events.num_edges, 0))
 
     @classmethod
     def of_parameters(cls, graph: ExecutionGraph, params: LogGPS, axes: tuple[str, str]) -> Plane:
@@ -157,27 +178,43 @@ class Plane:
         w += self.dv * v
         return w
 
-    def piece(self, u: float, v: float) -> tuple[float, float, float, float]:
-        """``(T, a, b, c)`` at ``(u, v)``: ``T`` and the affine length ``a + b·u + c·v`` of one
-        critical path there (a lower bound of ``T`` everywhere, equal to it at ``(u, v)``)."""
+    def pieces(
+        self, points: Sequence[tuple[float, float]], *, memory_bytes: int = 1 << 28
+    ) -> list[tuple[float, float, float, float]]:
+        """``(T, a, b, c)`` at each point: ``T`` and the affine length ``a + b·u + c·v`` of one
+        critical path there (a lower bound of ``T`` everywhere, equal to it at the point).
+
+        Points go through :func:`~llamp.lp.weighted.forward_lanes` in lanes (as many as fit
+        in ``memory_bytes``), the batches spread over the machine's cores."""
         ev = self.events
         if ev.num_events == 0:
-            return 0.0, 0.0, 0.0, 0.0
-        w = self.weights(u, v)
-        t, _, pred = forward_sweep(
-            ev.in_ptr, ev.src, w, self._no_slopes, 1.0, REL_TOL, ABS_TOL_NS
-        )
-        sink = int(np.argmax(t))
-        _, edges = backtrack_path(pred, ev.src, sink)
-        return (
-            float(t[sink]),
-            float(self.c0[edges].sum()),
-            float(self.du[edges].sum()),
-            float(self.dv[edges].sum()),
-        )
+            return [(0.0, 0.0, 0.0, 0.0)] * len(points)
+        lanes = int(max(1, min(LANES, memory_bytes // (16 * ev.num_events))))
+        per = -(-len(points) // max(1, min(WORKERS, -(-len(points) // lanes))))
+        per = min(per, lanes)
+        batches = [list(points[s : s + per]) for s in range(0, len(points), per)]
+
+        def run(batch: list[tuple[float, float]]) -> list[tuple[float, float, float, float]]:
+            us = np.array([p[0] for p in batch], dtype=np.float64)
+            vs = np.array([p[1] for p in batch], dtype=np.float64)
+            t, pred = forward_lanes(ev.in_ptr, ev.src, self.c0, self.du, self.dv, us, vs)
+            out = []
+            for j in range(us.size):
+                sink = int(np.argmax(t[:, j]))
+                a, b, c = path_sums(pred, j, ev.src, sink, self.c0, self.du, self.dv)
+                out.append((float(t[sink, j]), a, b, c))
+            return out
+
+        if len(batches) > 1 and WORKERS > 1:
+            with ThreadPoolExecutor(max_workers=min(WORKERS, len(batches))) as pool:
+                results = list(pool.map(run, batches))
+        else:
+            results = [run(b) for b in batches]
+        return [r for batch in results for r in batch]
 
     def runtime(self, u: float, v: float) -> float:
-        return self.piece(u, v)[0]
+        """``T`` at ``(u, v)``."""
+        return self.pieces([(u, v)])[0][0]
 
     def runtime_grid(
         self, us: Sequence[float], vs: Sequence[float], *, memory_bytes: int = 1 << 28
@@ -275,7 +312,10 @@ class _Polygon:
         su, sv = self.scale
         while k < len(self.u) and len(self.u) > 3:
             j = (k + 1) % len(self.u)
-            if abs(self.u[k] - self.u[j]) <= 1e-13 * su and abs(self.v[k] - self.v[j]) <= 1e-13 * sv:
+            if (
+                abs(self.u[k] - self.u[j]) <= 1e-13 * su
+                and abs(self.v[k] - self.v[j]) <= 1e-13 * sv
+            ):
                 keep = self.runtime[k] if self.runtime[k] is not None else self.runtime[j]
                 del self.u[j], self.v[j], self.runtime[j], self.lines[k]
                 if j < k:
@@ -311,26 +351,22 @@ class _Search:
     def room(self) -> int:
         return max(0, self.max_evaluations - self.evaluations)
 
-    def evaluate(self, points: list[tuple[float, float]]) -> list[tuple[float, Piece]]:
-        """``T`` and one critical path's piece at each point, a sweep per core."""
+    def evaluate(self, points: list[tuple[float, float]]) -> list[tuple[float, int]]:
+        """``T`` and (the id of) one critical path's piece at each point."""
         if self._hard_cap and self.evaluations + len(points) > self.max_evaluations:
             raise LlampError(
                 f"joint tolerance region: more than {self.max_evaluations} evaluations "
                 "without converging (pass max_evaluations to stop early with a partial result)"
             )
         self.evaluations += len(points)
-        if len(points) > 1 and WORKERS > 1:
-            with ThreadPoolExecutor(max_workers=min(WORKERS, len(points))) as pool:
-                raw = list(pool.map(lambda p: self.plane.piece(*p), points))
-        else:
-            raw = [self.plane.piece(*p) for p in points]
+        raw = self.plane.pieces(points)
         out = []
         for T, a, b, c in raw:
             key = (round(a, 6), b, c)
             if key not in self._index:
                 self._index[key] = len(self.pieces)
                 self.pieces.append(Piece(a, b, c))
-            out.append((T, self.pieces[self._index[key]]))
+            out.append((T, self._index[key]))
         return out
 
 
@@ -345,8 +381,8 @@ def _intercepts(
     while any(x is not None for x in at):
         active = [k for k in (0, 1) if at[k] is not None]
         points = [(at[k], 0.0) if k == 0 else (0.0, at[k]) for k in active]
-        for k, (T, piece) in zip(active, search.evaluate(points), strict=True):
-            x = at[k]
+        for k, (T, pid) in zip(active, search.evaluate(points), strict=True):
+            x, piece = at[k], search.pieces[pid]
             slope = piece.b if k == 0 else piece.c
             if T <= bound_ns + tol:
                 found[k] = math.inf if x == FAR[axes[k].unit] else x
@@ -359,7 +395,9 @@ def _intercepts(
             else:
                 nxt = max((bound_ns - piece.a) / slope, 0.0)
                 if not nxt < x:
-                    raise LlampError(f"joint tolerance region: the walk along {axes[k].name} stalled")
+                    raise LlampError(
+                        f"joint tolerance region: the walk along {axes[k].name} stalled"
+                    )
                 at[k] = nxt
     return found
 
@@ -370,12 +408,18 @@ def _solve(
     """The polygon of every bound inside ``box`` (outer approximation, see the module doc).
     Returns the polygons and whether every vertex is verified (False: budget spent)."""
     polys = [_Polygon.box(*box) for _ in bounds]
+    # Pieces each polygon still has to be cut with: all known ones at first, then the new
+    # ones and those found again at a vertex created after their cut (float rounding).
+    pending: list[set[int]] = [set(range(len(search.pieces))) for _ in bounds]
+    known = len(search.pieces)
     while True:
-        for poly, B in zip(polys, bounds, strict=True):
+        for poly, B, cuts in zip(polys, bounds, pending, strict=True):
             eps = _tol(B)
-            for pid, piece in enumerate(search.pieces):
+            for pid in sorted(cuts):
+                piece = search.pieces[pid]
                 excess = [piece.excess(B, u, v) for u, v in zip(poly.u, poly.v, strict=True)]
                 poly.clip(excess, eps, SIDES + pid)
+            cuts.clear()
         todo: dict[tuple[float, float], list[tuple[int, int]]] = {}
         for li, poly in enumerate(polys):
             for i, T in enumerate(poly.runtime):
@@ -389,19 +433,24 @@ def _solve(
             if not points:
                 return polys, False
         progress = False
-        for point, (T, piece) in zip(points, search.evaluate(points), strict=True):
+        for point, (T, pid) in zip(points, search.evaluate(points), strict=True):
+            piece = search.pieces[pid]
             for li, i in todo[point]:
                 B = bounds[li]
                 if T <= B + _tol(B):
                     polys[li].runtime[i] = T
                     progress = True
                 elif piece.excess(B, *point) > _tol(B):
+                    pending[li].add(pid)
                     progress = True  # the next clip removes the vertex
                 else:
                     raise LlampError(
                         f"joint tolerance region: T = {T!r} ns > {B!r} ns at {point} but the "
                         "critical path found there does not exceed the bound"
                     )
+        for cuts in pending:
+            cuts.update(range(known, len(search.pieces)))
+        known = len(search.pieces)
         if not progress:  # pragma: no cover - defensive
             raise LlampError("joint tolerance region: no progress")
 
@@ -443,8 +492,9 @@ class RegionLevel:
     def contains(self, u: float, v: float) -> bool:
         """True if ``(u, v)`` lies in the polygon (boundary included, relative 1e-12)."""
         n = self.u.size
-        scale = max(float(np.abs(self.u).max(initial=0.0)), 1e-300), max(
-            float(np.abs(self.v).max(initial=0.0)), 1e-300
+        scale = (
+            max(float(np.abs(self.u).max(initial=0.0)), 1e-300),
+            max(float(np.abs(self.v).max(initial=0.0)), 1e-300),
         )
         for i in range(n):
             j = (i + 1) % n
@@ -518,7 +568,9 @@ class Region:
                 {
                     ku: float(level.u[i]),
                     kv: float(level.v[i]),
-                    "runtime_ns": None if math.isnan(level.runtime_ns[i]) else float(level.runtime_ns[i]),
+                    "runtime_ns": None
+                    if math.isnan(level.runtime_ns[i])
+                    else float(level.runtime_ns[i]),
                     "on_bound": bool(level.on_bound[i]),
                 }
                 for i in range(level.u.size)
@@ -565,8 +617,12 @@ def _level(
     order = [(start + k) % n for k in range(n)]
     runtime = np.array([np.nan if poly.runtime[i] is None else poly.runtime[i] for i in order])
     edges = []
-    sides = {U_MIN: f"{axes[0].name}_min", V_MIN: f"{axes[1].name}_min",
-             U_MAX: f"{axes[0].name}_max", V_MAX: f"{axes[1].name}_max"}
+    sides = {
+        U_MIN: f"{axes[0].name}_min",
+        V_MIN: f"{axes[1].name}_min",
+        U_MAX: f"{axes[0].name}_max",
+        V_MAX: f"{axes[1].name}_max",
+    }
     for i in order:
         line = poly.lines[i]
         if line < SIDES:
@@ -626,7 +682,9 @@ def tolerance_region(
                     f"unknown variable {a!r}: choose two of L, G, o (or link-class variables "
                     "with a topology or a two-level machine)"
                 )
-        pair = tuple(Axis(a, float(getattr(params, a)), NS_PER_BYTE if a == "G" else NS) for a in axes)
+        pair = tuple(
+            Axis(a, float(getattr(params, a)), NS_PER_BYTE if a == "G" else NS) for a in axes
+        )
         plane = Plane.of_parameters(graph, params, axes)
         source = "LogGPS"
     else:
@@ -634,7 +692,7 @@ def tolerance_region(
         plane = Plane.of_model(graph, params, variables, pair)
         source = variables.source
     search = _Search(plane, max_evaluations)
-    (T0, _), = search.evaluate([(pair[0].value, pair[1].value)])
+    ((T0, _),) = search.evaluate([(pair[0].value, pair[1].value)])
     bounds = [(1.0 + v) * T0 for v in levels]
     given = dict(box or {})
     unknown = set(given) - {a.name for a in pair}
