@@ -37,7 +37,7 @@ that (an axis that no path pays is unbounded: its box falls back to :data:`DEFAU
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,9 +139,9 @@ def path_sums(pred, lane, src, sink, c0, du, dv):  # pragma: no cover - compiled
 
 class Plane:
     """``T`` over two variables: edge weights ``w = c0 + u·du + v·dv`` (``c0``: every other
-    variable at its configured value, both axes at 0). One evaluation is one forward sweep
-    (the per-message kernel of :mod:`llamp.lp.weighted`) plus the walk back along one
-    critical path."""
+    variable at its configured value, both axes at 0). Points are evaluated in lanes of
+    :func:`llamp.lp.weighted.forward_lanes`, then one critical path per point is walked back
+    (:func:`path_sums`)."""
 
     def __init__(self, events: EventGraph, c0: np.ndarray, du: np.ndarray, dv: np.ndarray):
         self.events = events
@@ -171,12 +171,6 @@ class Plane:
         j = [variables.model.names.index(a.name) for a in axes]
         du, dv = dw[:, j[0]], dw[:, j[1]]
         return cls(ev, w - axes[0].value * du - axes[1].value * dv, du, dv)
-
-    def weights(self, u: float, v: float) -> np.ndarray:
-        w = self.du * u
-        w += self.c0
-        w += self.dv * v
-        return w
 
     def pieces(
         self, points: Sequence[tuple[float, float]], *, memory_bytes: int = 1 << 28
