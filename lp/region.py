@@ -37,7 +37,7 @@ that (an axis that no path pays is unbounded: its box falls back to :data:`DEFAU
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -334,8 +334,14 @@ class Piece:
 class _Search:
     """Shared state of one region computation: the pieces found and the evaluations spent."""
 
-    def __init__(self, plane: Plane, max_evaluations: int | None):
+    def __init__(
+        self,
+        plane: Plane,
+        max_evaluations: int | None,
+        progress: Callable[[int], None] | None = None,
+    ):
         self.plane = plane
+        self.progress = progress
         self.pieces: list[Piece] = []
         self._index: dict[tuple[float, float, float], int] = {}
         self.evaluations = 0
@@ -361,6 +367,8 @@ class _Search:
                 self._index[key] = len(self.pieces)
                 self.pieces.append(Piece(a, b, c))
             out.append((T, self._index[key]))
+        if self.progress is not None:
+            self.progress(self.evaluations)
         return out
 
 
@@ -499,7 +507,8 @@ class RegionLevel:
         return True
 
 
-def _pct_key(x: float) -> str:
+def level_key(x: float) -> str:
+    """Column suffix of level ``x``: ``1pct`` for 0.01, ``0_5pct`` for 0.005."""
     return f"{x * 100:g}".replace(".", "_") + "pct"
 
 
@@ -546,7 +555,7 @@ class Region:
                 "slowdown": T / self.baseline_ns - 1.0 if self.baseline_ns > 0 else 0.0,
             }
             for level in self.levels:
-                key = _pct_key(level.x)
+                key = level_key(level.x)
                 row[f"slack_{key}_ns"] = level.bound_ns - T
                 row[f"inside_{key}"] = bool(T <= level.bound_ns + _tol(level.bound_ns))
             rows.append(row)
@@ -650,6 +659,7 @@ def tolerance_region(
     box: Mapping[str, float] | None = None,
     variables: LinkVariables | None = None,
     max_evaluations: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Region:
     """Exact regions ``T(u, v) ≤ (1+x)·T0`` over the two variables ``axes`` (module doc).
 
@@ -658,7 +668,8 @@ def tolerance_region(
     variables. ``T0`` is ``T`` at the configured values. ``box``: the largest value of an
     axis (its smallest is 0); axes not given get an automatic side (module doc).
     ``max_evaluations``: stop after that many evaluations with the vertices verified so far
-    (the others flagged); ``None``: run to the exact answer.
+    (the others flagged); ``None``: run to the exact answer. ``progress(evaluations)`` is
+    called after each batch of evaluations.
     """
     levels = sorted({float(v) for v in x})
     if not levels:
@@ -685,7 +696,7 @@ def tolerance_region(
         pair = (variables.axis(axes[0]), variables.axis(axes[1]))
         plane = Plane.of_model(graph, params, variables, pair)
         source = variables.source
-    search = _Search(plane, max_evaluations)
+    search = _Search(plane, max_evaluations, progress)
     ((T0, _),) = search.evaluate([(pair[0].value, pair[1].value)])
     bounds = [(1.0 + v) * T0 for v in levels]
     given = dict(box or {})
