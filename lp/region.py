@@ -382,6 +382,12 @@ def _intercepts(
     tol = _tol(bound_ns)
     while any(x is not None for x in at):
         active = [k for k in (0, 1) if at[k] is not None]
+        if not search._hard_cap and search.room() < len(active):
+            # Budget spent: the walks come from the right, so each point reached is at or
+            # beyond its intercept (the box still holds the regions unless it is still far).
+            for k in active:
+                found[k] = math.inf if at[k] == FAR[axes[k].unit] else at[k]
+            break
         points = [(at[k], 0.0) if k == 0 else (0.0, at[k]) for k in active]
         for k, (T, pid) in zip(active, search.evaluate(points), strict=True):
             x, piece = at[k], search.pieces[pid]
