@@ -46,7 +46,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from llamp.config import DEFAULT_TOLERANCES
+from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, WORKERS, engine_for
@@ -92,6 +92,39 @@ class Axis:
     def key(self) -> str:
         """JSON/DataFrame column of the variable: ``L_ns``, ``G_ns_per_byte``, ``core_ns``…"""
         return f"{self.name}_{self.unit}"
+
+    def parse(self, text: str | float, what: str = "") -> float:
+        """A value of this variable from user text: a duration (``3us``) for ns, a gap or a
+        bandwidth (``0.01ns/B``, ``100Gb/s``) for ns/B; finite and ≥ 0."""
+        value = parse_gap_ns_per_byte(text) if self.unit == NS_PER_BYTE else parse_duration_ns(text)
+        if not (math.isfinite(value) and value >= 0):
+            raise InputError(f"{what or self.name}: {text!r} is not finite and ≥ 0")
+        return value
+
+
+def parameter_axis(name: str, params: LogGPS) -> Axis:
+    """The axis of LogGPS parameter ``name`` (L, G or o) at its configured value."""
+    if name not in PARAMETERS:
+        raise InputError(
+            f"unknown variable {name!r}: choose two of L, G, o (or link-class variables "
+            "with a topology or a two-level machine)"
+        )
+    return Axis(name, float(getattr(params, name)), NS_PER_BYTE if name == "G" else NS)
+
+
+def parse_design(text: str, axes: tuple[Axis, Axis]) -> tuple[str, tuple[float, float]]:
+    """``"cheap switch = 3.4us, 0.009ns/B"`` → ``("cheap switch", (3400.0, 0.009))``."""
+    name, sep, rest = text.partition("=")
+    parts = [x.strip() for x in rest.split(",")]
+    if not sep or not name.strip() or len(parts) != 2 or not all(parts):
+        raise InputError(
+            f"design {text!r} is not NAME = {axes[0].name}, {axes[1].name} "
+            "(e.g. cheap = 3.4us, 0.009ns/B)"
+        )
+    name = name.strip()
+    u = axes[0].parse(parts[0], f"design {name}")
+    v = axes[1].parse(parts[1], f"design {name}")
+    return name, (u, v)
 
 
 @dataclass(frozen=True)
@@ -687,15 +720,7 @@ def tolerance_region(
     if max_evaluations is not None and max_evaluations < 1:
         raise InputError(f"max_evaluations must be at least 1, got {max_evaluations}")
     if variables is None:
-        for a in axes:
-            if a not in PARAMETERS:
-                raise InputError(
-                    f"unknown variable {a!r}: choose two of L, G, o (or link-class variables "
-                    "with a topology or a two-level machine)"
-                )
-        pair = tuple(
-            Axis(a, float(getattr(params, a)), NS_PER_BYTE if a == "G" else NS) for a in axes
-        )
+        pair = (parameter_axis(axes[0], params), parameter_axis(axes[1], params))
         plane = Plane.of_parameters(graph, params, axes)
         source = "LogGPS"
     else:
@@ -811,3 +836,30 @@ def topology_variables(
     values = dict(zip(base.names, latencies.values(topology), strict=True)) | {"G": params.G}
     units = dict.fromkeys(base.names, NS) | {"G": NS_PER_BYTE}
     return LinkVariables(model, values, units, f"{topology.spec} ({mapping.source})")
+
+
+# ---------------------------------------------------------------------- designs
+def network_designs(
+    params: LogGPS,
+    axes: tuple[str, str],
+    profiles: Sequence[tuple[str, LogGPS]] = (),
+    *,
+    builtin: bool = True,
+) -> dict[str, tuple[float, float]]:
+    """Named LogGPS designs as points of a region over two of L, G, o: the built-in networks
+    (:data:`llamp.lp.classify.NETWORKS`: their L and G, the rest from ``params``; unless
+    ``builtin`` is false) and the given ``(name, params)`` profiles (e.g. calibrated ones)."""
+    from llamp.lp.classify import NETWORKS
+
+    if not set(axes) <= set(PARAMETERS):
+        raise InputError(
+            f"network designs are LogGPS configurations: the axes must be among L, G, o, "
+            f"not {', '.join(axes)}"
+        )
+    points = {}
+    for net in NETWORKS.values() if builtin else ():
+        p = net.params(params)
+        points[net.name] = (float(getattr(p, axes[0])), float(getattr(p, axes[1])))
+    for name, p in profiles:
+        points[name] = (float(getattr(p, axes[0])), float(getattr(p, axes[1])))
+    return points

@@ -467,17 +467,6 @@ def _print_tolerance(result) -> None:
 
 
 # ---------------------------------------------------------------------- region
-def _parse_value(unit: str, text: str, what: str) -> float:
-    """A value of a region axis: a duration for ns axes, a gap (or bandwidth) for ns/B."""
-    from llamp.config import parse_gap_ns_per_byte
-    from llamp.lp.region import NS_PER_BYTE
-
-    value = parse_gap_ns_per_byte(text) if unit == NS_PER_BYTE else parse_duration_ns(text)
-    if not (np.isfinite(value) and value >= 0):
-        raise InputError(f"{what}: {text!r} is not finite and ≥ 0")
-    return value
-
-
 def _region_variables(graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter,
                       latencies):
     """``None`` (L, G, o) or the link variables of a topology or a two-level machine."""
@@ -525,27 +514,20 @@ def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
     designs: dict[str, tuple[float, float]] = {}
     names = [a.name for a in region.axes]
     if networks:
-        if not set(names) <= {"L", "G", "o"}:
-            raise InputError("--networks marks LogGPS designs: use it with axes among L, G, o")
         from llamp.injector.profiles import list_profiles
-        from llamp.lp.classify import NETWORKS
+        from llamp.lp.region import network_designs
 
-        for net in NETWORKS.values():
-            p = net.params(region.params)
-            designs[net.name] = (getattr(p, names[0]), getattr(p, names[1]))
-        for prof in list_profiles():
-            designs[prof.name] = (getattr(prof.params, names[0]), getattr(prof.params, names[1]))
-    for text in texts:
-        name, sep, rest = text.partition("=")
-        parts = [x.strip() for x in rest.split(",")]
-        if not sep or not name.strip() or len(parts) != 2:
-            raise InputError(
-                f"--design: {text!r} is not NAME={names[0]},{names[1]} (e.g. cheap=3.4us,0.009ns/B)"
+        designs.update(
+            network_designs(
+                region.params,
+                (names[0], names[1]),
+                [(prof.name, prof.params) for prof in list_profiles()],
             )
-        designs[name.strip()] = tuple(
-            _parse_value(a.unit, part, f"--design {name.strip()}")
-            for a, part in zip(region.axes, parts, strict=True)
         )
+    if texts:
+        from llamp.lp.region import parse_design
+
+        designs.update(parse_design(text, region.axes) for text in texts)
     return designs
 
 
@@ -639,7 +621,7 @@ def region(
     """
     from tqdm import tqdm
 
-    from llamp.lp.region import NS, NS_PER_BYTE, tolerance_region
+    from llamp.lp.region import parameter_axis, tolerance_region
 
     variables = _region_variables(
         graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
@@ -647,20 +629,20 @@ def region(
     names = [a.strip() for a in (axes or _default_axes(variables)).split(",")]
     if len(names) != 2 or not all(names):
         raise InputError(f"--axes: {axes!r} is not two variables U,V (e.g. L,G)")
-    units = (
-        {"L": NS, "o": NS, "G": NS_PER_BYTE} if variables is None else dict(variables.units)
-    )
+    axis = {}
+    for name in names:
+        axis[name] = parameter_axis(name, params) if variables is None else variables.axis(name)
     box: dict[str, float] = {}
     for name, text in (("L", L_max), ("G", G_max), ("o", o_max)):
         if text is not None:
             if name not in names:
                 raise InputError(f"--{name}-max: {name} is not an axis (--axes {','.join(names)})")
-            box[name] = _parse_value(units[name], text, f"--{name}-max")
+            box[name] = axis[name].parse(text, f"--{name}-max")
     for item in maxima:
         name, sep, text = (p.strip() for p in item.partition("="))
         if not sep or name not in names:
             raise InputError(f"--max: {item!r} is not VAR=VALUE for an axis ({', '.join(names)})")
-        box[name] = _parse_value(units.get(name, NS), text, f"--max {name}")
+        box[name] = axis[name].parse(text, f"--max {name}")
     max_evaluations = None
     if budget.strip().lower() != "all":
         try:
