@@ -65,10 +65,11 @@ FAR = {NS: 1e15, NS_PER_BYTE: 1e9}
 DEFAULT_SPAN = {NS: 100_000.0, NS_PER_BYTE: 1.0}
 #: Margin of the automatic box over the largest intercept.
 BOX_MARGIN = 1.25
-#: Points per pass of :func:`~llamp.lp.weighted.forward_lanes`. Measured on the 10^5-vertex
-#: stencil (2-core machine): 1.5 ms for one lane, 1.9 ms for two, and no further gain per
-#: lane beyond (wider rows of ``t`` and ``pred`` cost as much as they save).
-LANES = 2
+#: Points per pass of :func:`~llamp.lp.weighted.forward_lanes`. Measured on the 16-rank
+#: noisy stencil (2-core machine, loaded): at 10^5 vertices 1.5 ms for one lane, 1.9 ms for
+#: two, 9–16 ms for four (the rows of ``t`` and ``pred`` leave the cache); at 10^6 vertices
+#: 45–49 ms per lane whatever the width. One lane per core it is.
+LANES = 1
 #: Evaluations after which the search gives up (a safety net: regions of the benchmark
 #: stencils take tens).
 MAX_EVALUATIONS = 20_000
