@@ -298,3 +298,21 @@ def test_cli_region_bad_input_is_one_line(two_paths_npz, tmp_path):
     assert "unknown variable 'S'" in out.stderr and "Traceback" not in out.stderr
     out = llamp("region", str(two_paths_npz), "--G-max", "1ns/B", "--axes", "L,o", home=tmp_path, check=False)
     assert out.returncode == 2 and "G is not an axis" in out.stderr
+
+
+def test_sweep3d_regions_are_exact():
+    from test_cli_analyze import SWEEP3D
+
+    from llamp.ingest import read
+
+    graph = read(SWEEP3D)
+    params = LogGPS()
+    eng = engine_for(graph)
+    for axes in (("L", "G"), ("L", "o")):
+        region = tolerance_region(graph, params, axes=axes)
+        assert region.complete
+
+        def runtime(u, v, axes=axes):
+            return eng.runtime(params.with_(**{axes[0]: float(u), axes[1]: float(v)}))
+
+        _check_exact(region, runtime, np.random.default_rng(1), samples=40)
