@@ -1,4 +1,4 @@
-"""Analysis subcommands: predict, sweep, critical, tolerance, path, report.
+"""Analysis subcommands: predict, sweep, critical, tolerance, region, path, report.
 
 GRAPH is an ``.npz`` graph, a ``.goal`` file, a trace directory, or the name of a stored run.
 ``--ranks``/``--window`` restrict the analysis to a subgraph; ``--save`` writes the result
