@@ -316,3 +316,24 @@ def test_sweep3d_regions_are_exact():
             return eng.runtime(params.with_(**{axes[0]: float(u), axes[1]: float(v)}))
 
         _check_exact(region, runtime, np.random.default_rng(1), samples=40)
+
+
+@pytest.mark.parametrize("seed", [5, 21])
+def test_lp_tolerance_agrees_at_every_vertex(seed):
+    """The LP engine (LLAMP Alg. 1's tolerance LP, ``max l s.t. t ≤ bound``) at the G of each
+    boundary vertex gives back its L: an independent check of the polygon."""
+    from llamp.lp.model import LinearProgram
+
+    graph = random_graph(seed, ranks=3, steps=40)
+    params = LogGPS(L=1500.0, o=300.0, G=0.5, S=256)
+    region = tolerance_region(graph, params, x=[0.05])
+    level = region.levels[0]
+    events = engine_for(graph).critical_events(params)[0]
+    checked = 0
+    for u, v, on in zip(level.u, level.v, level.on_bound, strict=True):
+        if not on or u <= 0.0:
+            continue
+        lp = LinearProgram(events, params.with_(L=0.0, G=float(v)))
+        assert lp.tolerance(level.bound_ns, parameter="L") == pytest.approx(u, rel=1e-6, abs=1e-3)
+        checked += 1
+    assert checked >= 1
