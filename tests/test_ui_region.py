@@ -103,6 +103,22 @@ def test_design_space_user_designs_and_axes(store_env, graph):
     assert "o_ns" in table(at, "L_ns").columns
 
 
+def test_design_space_box_around_the_designs(store_env, graph):
+    at = page("region")
+    at.checkbox(key="region_profiles").uncheck()
+    at.checkbox(key="region_fit").check()
+    at.run()
+    assert_clean(at)
+    (fig,) = figures(at)
+    # 1GbE has the largest L (50 µs) and G (8 ns/B) of the built-in networks.
+    assert fig["layout"]["xaxis"]["range"] == pytest.approx([0.0, 1.25 * 50.0])  # µs
+    assert fig["layout"]["yaxis"]["range"] == pytest.approx([0.0, 1.25 * 8.0])
+    region = tolerance_region(graph, LogGPS(), axes=("L", "G"), box={"L": 62_500.0, "G": 10.0})
+    shown = table(at, "L_ns")
+    rows = shown[shown["x_percent"] == 5]
+    np.testing.assert_allclose(rows["L_ns"], region.levels[-1].u, rtol=1e-12, atol=1e-9)
+
+
 def test_design_space_bad_design_is_a_readable_error(store_env):
     at = page("region")
     at.text_area(key="region_designs").input("broken = 2us")

@@ -52,9 +52,16 @@ with st.expander("Box and designs", expanded=False):
         b1.text_input(f"Largest {names[0]} (blank: automatic)", "", key=f"region_max_{names[0]}"),
         b2.text_input(f"Largest {names[1]} (blank: automatic)", "", key=f"region_max_{names[1]}"),
     )
-    d1, d2 = st.columns(2)
+    d1, d2, d3 = st.columns(3)
     show_networks = d1.checkbox("Built-in networks (1GbE … NDR)", value=True, key="region_nets")
     show_profiles = d2.checkbox("Calibrated network profiles", value=True, key="region_profiles")
+    fit = d3.checkbox(
+        "Box around the designs",
+        value=False,
+        key="region_fit",
+        help="1.25 × the largest design (and baseline) value on each axis not given above: "
+        "zooms in when the regions are much larger than the designs.",
+    )
     designs_text = st.text_area(
         f"Your designs, one per line: NAME = {names[0]}, {names[1]}",
         "",
@@ -66,20 +73,25 @@ with st.expander("Box and designs", expanded=False):
 rmap = frame = None
 with controls.readable_errors("Design space"):
     levels = _levels(levels_text)
-    box = tuple(
-        (a.name, a.parse(text, f"largest {a.name}"))
-        for a, text in zip(axes, box_text, strict=True)
-        if text.strip()
-    )
-    graph = sel.graph()
-    with st.spinner("Computing the exact regions and the heat map…"):
-        rmap = analyses.region_map(sel.run, graph, sel.key, names, levels, box, int(cells))
     profiles = [(p.name, p.params) for p in list_profiles()] if show_profiles else []
     designs = network_designs(sel.params, names, profiles, builtin=show_networks)
     for line in designs_text.splitlines():
         if line.strip():
             name, point = parse_design(line, axes)
             designs[name] = point
+    sides = {}
+    if fit and designs:
+        for k, a in enumerate(axes):
+            top = max([a.value, *(point[k] for point in designs.values())])
+            if top > 0:
+                sides[a.name] = 1.25 * top
+    for a, text in zip(axes, box_text, strict=True):
+        if text.strip():
+            sides[a.name] = a.parse(text, f"largest {a.name}")
+    box = tuple(sorted(sides.items()))
+    graph = sel.graph()
+    with st.spinner("Computing the exact regions and the heat map…"):
+        rmap = analyses.region_map(sel.run, graph, sel.key, names, levels, box, int(cells))
     frame = rmap.region.designs(designs) if designs else None
 
 if rmap is None:
