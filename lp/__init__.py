@@ -15,6 +15,7 @@ from llamp.lp.matrix import pair_sensitivity
 from llamp.lp.path import CriticalPath, critical_path, rank_time_split
 from llamp.lp.placement import place
 from llamp.lp.predict import Prediction, predict, sweep
+from llamp.lp.region import Region, tolerance_region
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
 from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
 from llamp.lp.variability import monte_carlo
@@ -32,6 +33,7 @@ __all__ = [
     "Evaluation",
     "GraphEngine",
     "Prediction",
+    "Region",
     "Segment",
     "Tolerance",
     "analyze_topology",
@@ -52,4 +54,5 @@ __all__ = [
     "sweep",
     "sweep_topologies",
     "tolerance",
+    "tolerance_region",
 ]
