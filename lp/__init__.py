@@ -34,6 +34,8 @@ _EXPORTS = {
     "critical_path": "path",
     "rank_time_split": "path",
     "place": "placement",
+    "Region": "region",
+    "tolerance_region": "region",
     "Prediction": "predict",
     "predict": "predict",
     "sweep": "predict",
@@ -88,6 +90,7 @@ __all__ = [
     "Evaluation",
     "GraphEngine",
     "Prediction",
+    "Region",
     "Segment",
     "Tolerance",
     "analyze_topology",
@@ -108,4 +111,5 @@ __all__ = [
     "sweep",
     "sweep_topologies",
     "tolerance",
+    "tolerance_region",
 ]
