@@ -16,6 +16,7 @@ which opening a store runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -33,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from llamp.config import llamp_home, store_uri
-from llamp.errors import InputError, StoreError
+from llamp.errors import InputError, LlampError, StoreError
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
 from llamp.graphdb.readonly import check_read_only
@@ -337,10 +338,24 @@ class GraphStore(ABC):
         return self.run_info(name)
 
     def load_run(self, name: str) -> ExecutionGraph:
-        """The stored run ``name`` as an ExecutionGraph, identical to the one stored."""
+        """The stored run ``name`` as an ExecutionGraph, identical to the one stored.
+
+        The first read-back also writes the run, with its event graph for the default
+        configuration, to a graph file the store keeps for it (:meth:`lowered_path`); later
+        reads (any process) map that file instead of reading the database and lowering again.
+        The file is best effort: if it cannot be written or read, the store is read.
+        """
         info = self.run_info(name)
+        cached = self.lowered_path(info)
+        if cached.is_file():
+            from llamp.ingest.npz import read_npz
+
+            try:
+                return read_npz(cached, lazy=True)
+            except (InputError, OSError):
+                cached.unlink(missing_ok=True)  # damaged: read the store, write it again
         ops, edges = self._run_pages(info)
-        return graph_from_tables(
+        graph = graph_from_tables(
             info.ranks,
             ops,
             edges,
@@ -349,6 +364,23 @@ class GraphStore(ABC):
             with_t_trace=info.has_t_trace,
             with_label=info.has_label,
         )
+        try:
+            from llamp.lp.lowered import save_graph
+
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            save_graph(graph, cached)
+        except (OSError, LlampError):
+            pass  # a read-only home: analyses lower in memory, as before
+        return graph
+
+    def lowered_path(self, info: RunInfo) -> Path:
+        """The graph file kept for run ``info`` (``$LLAMP_HOME/lowered/<store>/run-<id>-….npz``):
+        named by the store's location and the run's id, creation time and size, so a replaced
+        or re-created run never reads another's file."""
+        store = hashlib.sha1(str(self.location).encode()).hexdigest()[:16]
+        stamp = f"{info.id}:{info.created}:{info.vertices}:{info.edges}:{info.messages}"
+        digest = hashlib.sha1(stamp.encode()).hexdigest()[:16]
+        return llamp_home() / "lowered" / store / f"run-{info.id}-{digest}.npz"
 
     #: Vertices per read-back page (one page for the embedded store).
     page_vertices: ClassVar[int] = 1 << 62
@@ -375,6 +407,8 @@ class GraphStore(ABC):
         info = self.run_info(name)
         self._hide_run(info.id)
         self._delete_run_rows(info.id)
+        for old in self.lowered_path(info).parent.glob(f"run-{info.id}-*.npz"):
+            old.unlink(missing_ok=True)
 
     def _hide_run(self, run_id: int) -> None:
         """Make a run invisible at once (before its rows are deleted)."""

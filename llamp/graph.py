@@ -22,6 +22,7 @@ a few hundred MB.
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -601,7 +602,7 @@ class ExecutionGraph:
         stamp = {"version": GRAPH_FILE_VERSION, "validated": True}
         arrays[_STAMP] = np.frombuffer(json.dumps(stamp).encode(), dtype=np.uint8)
         arrays.update(extra or {})
-        tmp = path.with_name(path.name + ".tmp.npz")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # writers may race
         np.savez(tmp, **arrays)
         tmp.replace(path)
         return path

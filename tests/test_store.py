@@ -336,3 +336,27 @@ def test_cpu_and_nic_streams_survive_the_store(store, tiny):
     keep = graph.rank == 0
     np.testing.assert_array_equal(part.streams("cpu"), cpu[keep])
     np.testing.assert_array_equal(part.streams("nic"), nic[keep])
+
+
+def test_a_stored_run_is_read_back_once_then_from_its_graph_file(store, tiny, monkeypatch):
+    """The first read-back writes the run and its event graph to the file the store keeps for
+    it; the next read maps that file (no database query, no lowering); deleting the run
+    removes it."""
+    from llamp.lp import engine_for
+    from llamp.params import LogGPS
+
+    store.put_run(tiny, "kept")
+    first = store.load_run("kept")
+    path = store.lowered_path(store.run_info("kept"))
+    assert path.is_file()
+
+    def no_database(*args, **kwargs):
+        raise AssertionError("read the database again")
+
+    monkeypatch.setattr(type(store), "_run_pages", no_database)
+    again = store.load_run("kept")
+    assert again.equals(first, labels=True) and again.source == path
+    params = LogGPS()
+    assert engine_for(again).point(params).runtime_ns == engine_for(tiny).point(params).runtime_ns
+    store.delete_run("kept")
+    assert not path.exists()
