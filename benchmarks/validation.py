@@ -59,7 +59,9 @@ def _applications(halo: Path, quick: bool) -> list[tuple[str, int, list[str]]]:
     return apps
 
 
-def run(repeat: int = 3, quick: bool = False, log=print) -> tuple[dict, list[tuple[str, int, Validation]]]:
+def run(
+    repeat: int = 3, quick: bool = False, max_load: float | None = None, log=print
+) -> tuple[dict, list[tuple[str, int, Validation]]]:
     """Calibrate, then validate every application; (calibration dict, results)."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -88,6 +90,9 @@ def run(repeat: int = 3, quick: bool = False, log=print) -> tuple[dict, list[tup
             store=False,
             cwd=work,
             engine="graph",
+            max_other_load=max_load,
+            quiet_timeout_s=120.0,
+            log=None,
         )
         log(f"  {time.perf_counter() - started:.0f} s; RRMSE by model: {result.rrmse_by_model()}")
         results.append((name, ranks, result))
@@ -153,8 +158,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per ΔL (default 3)")
     parser.add_argument("--quick", action="store_true", help="halo only, 3 ΔL, 1 run each")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here")
+    parser.add_argument(
+        "--max-load",
+        type=float,
+        default=None,
+        help="wait (up to 2 min) until other processes use at most this many cores before a run",
+    )
     args = parser.parse_args()
-    calibration, results = run(repeat=args.repeat, quick=args.quick)
+    calibration, results = run(repeat=args.repeat, quick=args.quick, max_load=args.max_load)
     text = markdown(calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else ""))
     print(text)
     if args.out:

@@ -83,7 +83,7 @@ import numba
 import numpy as np
 
 from llamp.errors import GraphError
-from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.params import LogGPS
 
 #: Columns of :attr:`EventGraph.coef` (and of the pattern tables).
@@ -285,6 +285,16 @@ def _chain(ordered: np.ndarray, group: np.ndarray) -> _Chain:
     return _Chain(ordered[:-1][same], ordered[1:][same])
 
 
+def _stream_chain(graph: ExecutionGraph, ordered: np.ndarray, column: str) -> _Chain:
+    """Consecutive pairs of ``ordered`` within each (rank, ``cpu``/``nic`` stream), keeping
+    the order within a stream."""
+    stream = graph.streams(column)[ordered].astype(np.int64)
+    width = int(stream.max()) + 1 if stream.size else 1
+    key = graph.rank[ordered].astype(np.int64) * width + stream
+    regroup = _group_by(key, graph.num_ranks * width)
+    return _chain(ordered[regroup], key[regroup])
+
+
 def program_position(graph: ExecutionGraph) -> np.ndarray:
     """Position of every vertex in its rank's program order (a global order, ranks contiguous).
 
@@ -292,7 +302,7 @@ def program_position(graph: ExecutionGraph) -> np.ndarray:
     otherwise the stable topological order of the rank-local edges, ties by vertex id.
     """
     V = graph.num_vertices
-    local = graph.edge_kind != 2  # requires and irequires (message edges join ranks)
+    local = graph.edge_kind != MESSAGE  # requires and irequires (messages join ranks)
     src, dst = graph.edge_src[local], graph.edge_dst[local]
     if not np.any(src > dst):
         return np.arange(V, dtype=np.int64)
@@ -371,28 +381,19 @@ def _serialisation_chains(
 ) -> tuple[_Chain, _Chain, _Chain, _Chain, _Chain]:
     """(send CPU chain, wait chain, wait-start edges, send NIC chain, receive NIC chain).
 
-    The wait-start "chain" pairs the calc a wait starts after with the wait's first receive.
+    The wait-start "chain" pairs the CPU's last activity before a wait (a calc or a send) with
+    the wait's first receive. The receive NIC chain is ordered later (it needs event depths,
+    :func:`_receive_nic_chain`); here its pairs in vertex order give the edge count.
     """
     V = graph.num_vertices
     kind = graph.kind
     position = program_position(graph)
-    ranks = graph.rank.astype(np.int64)
     empty = _Chain(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
-    def in_program_order(vertices: np.ndarray) -> np.ndarray:
-        return vertices[_group_by(position[vertices], V)]
-
-    def by_stream(ordered: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """``ordered`` grouped by (rank, stream), program order kept within a group."""
-        stream = graph.streams(column)[ordered].astype(np.int64)
-        width = int(stream.max()) + 1 if stream.size else 1
-        key = ranks[ordered] * width + stream
-        regroup = _group_by(key, graph.num_ranks * width)
-        return ordered[regroup], key[regroup]
-
-    sends = in_program_order(np.flatnonzero(kind == SEND))
-    send_cpu = _chain(*by_stream(sends, "cpu"))
-    send_nic = _chain(*by_stream(sends, "nic")) if nic == "serial" else empty
+    sends = np.flatnonzero(kind == SEND)
+    sends = sends[_group_by(position[sends], V)]  # program order
+    send_cpu = _stream_chain(graph, sends, "cpu")
+    send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
     ek = graph.edge_kind
@@ -426,11 +427,7 @@ def _serialisation_chains(
             last = np.concatenate((cw[1:] != cw[:-1], [True]))
             wait_start = _Chain(c[last], first_recv[cw[last]])
 
-    recv_nic = empty
-    if nic == "serial":
-        # Placeholder pairs of the right count: the order needs the event depths (see below).
-        recvs = np.flatnonzero(kind == RECV)
-        recv_nic = _chain(*by_stream(recvs, "nic"))
+    recv_nic = _stream_chain(graph, np.flatnonzero(kind == RECV), "nic") if nic == "serial" else empty
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
@@ -445,11 +442,7 @@ def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
     recvs = np.flatnonzero(graph.kind == RECV)
     d = depth[2 * recvs + 1]
     recvs = recvs[_group_by(d, int(d.max()) + 1)] if recvs.size else recvs
-    stream = graph.streams("nic")[recvs].astype(np.int64)
-    width = int(stream.max()) + 1 if stream.size else 1
-    key = graph.rank[recvs].astype(np.int64) * width + stream
-    regroup = _group_by(key, graph.num_ranks * width)
-    return _chain(recvs[regroup], key[regroup])
+    return _stream_chain(graph, recvs, "nic")
 
 
 def build_event_graph(
@@ -642,16 +635,6 @@ def _group_by(keys, n):  # pragma: no cover - compiled
         perm[count[k]] = i
         count[k] += 1
     return perm
-
-
-@numba.njit(cache=True)
-def _min_at(n, initial, index, values):  # pragma: no cover - compiled
-    """``out[i] = min(initial, values[k] for index[k] == i)`` (``np.minimum.at``, 30× faster)."""
-    out = np.full(n, initial, dtype=np.int64)
-    for k in range(index.shape[0]):
-        if values[k] < out[index[k]]:
-            out[index[k]] = values[k]
-    return out
 
 
 @numba.njit(cache=True)

@@ -7,6 +7,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from random_graphs import random_graph
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
@@ -14,7 +15,6 @@ from llamp.lp import engine_for, predict
 from llamp.lp.events import LOWERING_VERSION
 from llamp.lp.lowered import INDEX, persisted, rendezvous_count, save_graph
 from llamp.params import LogGPS
-from tests.random_graphs import random_graph
 
 BASE = LogGPS(L=2000.0, o=150.0, G=0.3, S=2048)
 

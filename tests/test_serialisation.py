@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hand_graphs import build
 
 from llamp.graph import CALC, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp import evaluate, predict
+from llamp.lp.engine import engine_for
 from llamp.lp.events import build_event_graph, program_position
 from llamp.lp.model import LinearProgram
-from llamp.lp.engine import engine_for
 from llamp.params import LogGPS
-from tests.hand_graphs import build
 
 BIG_S = 1 << 30
 BASE = LogGPS(L=1000.0, o=100.0, G=0.0, S=BIG_S)

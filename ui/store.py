@@ -81,6 +81,11 @@ def list_runs() -> pd.DataFrame:
     with connect() as store:
         records = [run_record(info) for info in store.list_runs()]
     frame = pd.DataFrame.from_records(records)
+    if "meta" in frame.columns:  # GOAL's cpu/nic columns, kept with the run when it has them
+        frame["streams"] = [
+            ", ".join((meta or {}).get("streams") or []) or "one CPU, one NIC per rank"
+            for meta in frame["meta"]
+        ]
     frame = frame.drop(columns=[c for c in ("meta",) if c in frame.columns])
     if frame.empty:
         return pd.DataFrame(columns=list(RUN_COLUMNS))

@@ -17,11 +17,11 @@ import click
 
 from llamp.cli.base import (
     cli,
-    model_options,
     collectives_option,
     emit_json,
     engine_option,
     json_option,
+    model_options,
     parse_collectives,
     table,
 )
