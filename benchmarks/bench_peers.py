@@ -78,20 +78,35 @@ def find_tools(loggopsim: str | None = None) -> tuple[Path, Path] | None:
 
 def run_process(argv: list[Any]) -> tuple[float, float, bytes]:
     """Run ``argv`` (strings, paths, numbers) to completion: (wall seconds, peak RSS in MB,
-    stdout). Fails loudly."""
+    stdout). Fails loudly.
+
+    The peak RSS comes from GNU time (``/usr/bin/time -f %M``), which forks the program from its
+    own small process: Linux carries a process's high-water mark across ``fork`` and ``exec``,
+    so a program started straight from this (large) Python process would report this process's
+    peak instead of its own.
+    """
     args = [str(a) if isinstance(a, int) else os.fspath(a) for a in argv]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}: {tail}")
-        return seconds, usage.ru_maxrss / 1024.0, out.read()
+    with tempfile.TemporaryDirectory(prefix="llamp-peers-run-") as tmp:
+        rss_file = Path(tmp) / "maxrss"
+        out_file, err_file = Path(tmp) / "out", Path(tmp) / "err"
+        with open(out_file, "wb") as out, open(err_file, "wb") as err:
+            start = time.perf_counter()
+            code = subprocess.call(
+                [_gnu_time(), "-f", "%M", "-o", rss_file, *args], stdout=out, stderr=err
+            )
+            seconds = time.perf_counter() - start
+        if code != 0:
+            tail = err_file.read_text(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(f"{' '.join(args)} exited {code}: {tail}")
+        peak_kib = int(rss_file.read_text().split()[-1])
+        return seconds, peak_kib / 1024.0, out_file.read_bytes()
+
+
+def _gnu_time() -> str:
+    path = "/usr/bin/time"
+    if not os.access(path, os.X_OK):
+        raise SystemExit("bench_peers needs GNU time at /usr/bin/time (apt-get install time)")
+    return path
 
 
 def loggopsim_runtime(stdout: bytes) -> int:
