@@ -164,7 +164,7 @@ def peers_table(rows: list[dict[str, Any]]) -> str:
 
         out.append(
             [case]
-            + pair("ingest (.goal → .npz | .bin)", "txt2bin")
+            + pair("ingest (.goal → .npz or .bin)", "txt2bin")
             + pair("one point", "LogGOPSim")
             + pair("11-point sweep", "LogGOPSim")
             + [
@@ -172,7 +172,7 @@ def peers_table(rows: list[dict[str, Any]]) -> str:
                 f"{_fmt(m['11-point sweep: LogGOPSim peak RSS']['value'], 'MB')}",
                 _fmt(m["11-point sweep: llamp / LogGOPSim memory"]["value"]),
                 f"{m['T at L=3 µs: llamp / LogGOPSim − 1']['value']:+.2%}",
-                f"{worst['value']:.2%} {worst['metric'].split('(')[-1].rstrip(')')}",
+                f"{worst['value']:+.2%} {worst['metric'].split('(')[-1].rstrip(')')}",
             ]
         )
     headers = [
@@ -185,8 +185,8 @@ def peers_table(rows: list[dict[str, Any]]) -> str:
         "LogGOPSim / llamp",
         "peak RSS sweep llamp / LogGOPSim (MB)",
         "llamp / LogGOPSim",
-        "T at 3 µs: llamp vs LogGOPSim",
-        "largest |ΔT| / T over the sweep",
+        "T at 3 µs: llamp / LogGOPSim − 1",
+        "farthest from LogGOPSim over the sweep",
     ]
     return _table(headers, out)
 
