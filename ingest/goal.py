@@ -53,8 +53,8 @@ Message matching (static; the graph holds no wildcards):
 ``cpu <c>``/``nic <n>`` are LogGOPSim's multi-CPU/NIC annotations (a rank runs several CPU
 streams and owns several NICs; LogGOPSim counts them from the largest number in the file). They
 fill the graph's ``cpu`` and ``nic`` vertex columns (``None`` when a file has none; a calc has no
-NIC, its ``nic`` is 0); the model charges overheads per (rank, cpu) and message gaps per
-(rank, nic). Numbers above 255 are refused: ``txt2bin`` stores them in 8 bits.
+NIC, its ``nic`` is 0), which the cost model reads as the CPU stream and the NIC an op runs
+on. Numbers above 255 are refused: ``txt2bin`` stores them in 8 bits.
 
 ``lenient=True`` turns per-line problems into one warning with a count (the first 100 are kept
 in ``meta["warnings"]``): a line with an unknown operation, a malformed op or a bad number is
