@@ -8,7 +8,9 @@ Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_
 (2-D Isend/Irecv/Waitall halo exchange, a recursive-doubling allreduce every iteration, a
 linear alltoall every 10th, 10 % load imbalance, 5 % noise, seed 0) at 10^5 and 10^6 vertices
 (``quick``: 10^5 only; ``full``: also 3·10^6), written once with :func:`write_goal` (calc costs
-rounded to integral ns, as txt2bin needs; both tools then read that one file).
+rounded to integral ns, as txt2bin needs; both tools then read that one file); and, when
+``schedgen`` is next to LogGOPSim (not in ``quick``), the shipped 4-rank Sweep3D trace that
+Schedgen extrapolates ×32 to 128 ranks (~8·10^5 vertices).
 
 Every measurement is a whole process as a user runs it (interpreter start-up and imports
 included), wall time, peak RSS from the kernel (``os.wait4``'s ``ru_maxrss``), median of
@@ -19,6 +21,8 @@ so background load on the shared machine hits both alike:
 - one point: ``llamp predict X.npz`` vs one ``LogGOPSim -f X.bin`` run;
 - 11-point sweep of L over [0, 100 µs]: ``llamp sweep X.npz --points 11`` vs 11 LogGOPSim runs
   (their times added, their peak RSS the largest).
+
+``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.
 
 Parameters: o = 1500 ns, G = 0, S = 65535 B, LogGOPSim's g = 0 and O = 0 (its defaults are
 g = 1000, G = 6). Ratios are LogGOPSim / llamp for time (above 1: llamp is faster) and llamp /
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,12 +50,15 @@ from benchmarks.timing import row
 from llamp.ingest.goal import write_goal
 from llamp.ingest.synthetic import stencil_with_vertices
 
+SWEEP3D = Path(__file__).resolve().parent.parent / "tests/data/traces/liballprof/sweep3d-2x2"
 O_NS, G_NS, S_BYTES = 1500, 0, 65535
 SWEEP_L_NS = [10_000 * i for i in range(11)]  # 0 … 100 µs, what `llamp sweep --points 11` takes
 POINT_L_NS = 3000
 _T_RE = re.compile(rb"Maximum finishing time at host \d+: (\d+)")
 _LLAMP = [sys.executable, "-m", "llamp"]
 _NETWORK = ["--o", f"{O_NS}ns", "--G", f"{G_NS}ns/B", "--S", str(S_BYTES)]
+#: Extra options for ``llamp predict``/``sweep`` (e.g. model choices), from the environment.
+_LLAMP_OPTIONS = shlex.split(os.environ.get("LLAMP_PEERS_OPTIONS", ""))
 
 
 def find_tools(loggopsim: str | None = None) -> tuple[Path, Path] | None:
@@ -149,17 +157,31 @@ def _log(message: str) -> None:
     print(f"#   peers: {message}", file=sys.stderr, flush=True)
 
 
-def compare(
-    vertices: int, tools: tuple[Path, Path], repeat: int, workdir: Path
-) -> list[dict[str, Any]]:
-    """All measurements for the stencil of about ``vertices`` vertices."""
-    sim, t2b = tools
+def stencil_goal(vertices: int, workdir: Path) -> tuple[str, Path, float]:
+    """The noisy stencil of about ``vertices`` vertices as GOAL: (case, file, total rounding)."""
     graph = stencil_with_vertices(vertices, ranks=16, alltoall_every=10)
     case = f"stencil {graph.num_vertices:.3g} vertices"
-    goal, npz, binfile = (workdir / f"stencil.{ext}" for ext in ("goal", "npz", "bin"))
-    written = write_goal(graph, goal)
-    del graph
-    _log(f"{case}: GOAL {goal.stat().st_size / 1e6:.0f} MB; {written.describe()}")
+    written = write_goal(graph, workdir / "stencil.goal")
+    _log(f"{case}: {written.describe()}")
+    return case, written.path, written.rounding_total_ns
+
+
+def sweep3d_goal(schedgen: Path, workdir: Path) -> tuple[str, Path, float]:
+    """The shipped 4-rank Sweep3D trace extrapolated ×32 to 128 ranks by Schedgen
+    (``schedgen -p trace --traces-extr 32``: 32 copies of the program, collectives over all)."""
+    rank0 = SWEEP3D / "pmpi-trace-rank-0.txt"
+    goal = workdir / "sweep3d128.goal"
+    run_process([schedgen, "-p", "trace", "--traces", rank0, "--traces-extr", 32, "-o", goal])
+    return "sweep3d ×32 = 128 ranks (Schedgen)", goal, 0.0
+
+
+def compare(
+    case: str, goal: Path, rounding_ns: float, tools: tuple[Path, Path], repeat: int
+) -> list[dict[str, Any]]:
+    """All measurements on the GOAL file ``goal`` (removed afterwards, with its .npz/.bin)."""
+    sim, t2b = tools
+    npz, binfile = goal.with_suffix(".npz"), goal.with_suffix(".bin")
+    _log(f"{case}: GOAL {goal.stat().st_size / 1e6:.0f} MB")
 
     ingest, point, sweep = _Pair(), _Pair(), _Pair()
     llamp_T: list[float] = []
@@ -180,7 +202,16 @@ def compare(
 
         def llamp_point():
             s, m, out = run_process(
-                [*_LLAMP, "predict", npz, "--L", f"{POINT_L_NS}ns", *_NETWORK, "--json"]
+                [
+                    *_LLAMP,
+                    "predict",
+                    npz,
+                    "--L",
+                    f"{POINT_L_NS}ns",
+                    *_NETWORK,
+                    *_LLAMP_OPTIONS,
+                    "--json",
+                ]
             )
             return s, m, out
 
@@ -195,7 +226,7 @@ def compare(
         def llamp_sweep():
             return run_process(
                 [*_LLAMP, "sweep", npz, "--points", "11", "--from", "0us", "--to", "100us"]
-                + [*_NETWORK, "--json"]
+                + [*_NETWORK, *_LLAMP_OPTIONS, "--json"]
             )
 
         def peer_sweep():
@@ -238,7 +269,7 @@ def compare(
             "peers",
             case,
             "GOAL calc-cost rounding, total (bounds ΔT)",
-            written.rounding_total_ns,
+            rounding_ns,
             "ns",
         ),
     ]
@@ -269,8 +300,13 @@ def run(
         _log(note)
         return [row("peers", note, "—", "—", "")]
     sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000] if full else [])
+    schedgen = None if quick else tools[0].with_name("schedgen")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="llamp-peers-") as tmp:
         for n in sizes:
-            rows += compare(n, tools, repeat, Path(tmp))
+            rows += compare(*stencil_goal(n, Path(tmp)), tools, repeat)
+        if schedgen is not None and schedgen.is_file():
+            rows += compare(*sweep3d_goal(schedgen, Path(tmp)), tools, repeat)
+        elif schedgen is not None:
+            _log(f"no schedgen next to {tools[0]}: the Sweep3D ×128 case is left out")
     return rows

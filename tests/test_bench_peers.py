@@ -62,7 +62,7 @@ def test_run_process_gives_wall_time_peak_rss_and_stdout():
 @pytest.mark.skipif(not os.environ.get("LOGGOPSIM"), reason="set LOGGOPSIM to a LogGOPSim binary")
 def test_a_small_comparison_end_to_end(tmp_path):
     tools = bench_peers.find_tools(None)
-    rows = bench_peers.compare(3000, tools, repeat=1, workdir=tmp_path)
+    rows = bench_peers.compare(*bench_peers.stencil_goal(3000, tmp_path), tools, repeat=1)
     by_metric = {r["metric"]: r for r in rows}
     worst = next(r for r in rows if r["metric"].startswith("T, 11 points"))
     assert len(worst["llamp_T"]) == len(worst["loggopsim_T"]) == 11
