@@ -29,7 +29,7 @@ def _evaluations(n: int, repeat: int) -> list[dict[str, Any]]:
     case = f"stencil {graph.num_vertices:.2g} vertices"
     eng = engine_for(graph)
     rows = []
-    lower, runs, _ = median_time(lambda: eng.events(PARAMS.S), 1)
+    lower, runs, _ = median_time(lambda: eng.events(PARAMS), 1)
     rows.append(row("engine", case, "lowering to events", lower, "s", runs))
     eng.runtime(PARAMS)  # compile/warm
     t, runs, _ = median_time(lambda: eng.runtime(PARAMS), max(repeat, 5))

@@ -28,7 +28,7 @@ SPEC = dict(spatial_cv=0.05, temporal_cv=0.02, slow_ranks=(3, 7), slowdown=1.5, 
 def _monte_carlo(n: int, samples: int, repeat: int) -> list[dict[str, Any]]:
     graph = stencil_with_vertices(n, ranks=16, alltoall_every=10)
     case = f"stencil {graph.num_vertices:.2g} vertices, {samples} samples"
-    engine_for(graph).events(PARAMS.S)
+    engine_for(graph).events(PARAMS)
     monte_carlo(graph, PARAMS, samples=2, **SPEC)  # compile/warm
     rows = []
     t, runs, result = median_time(
@@ -66,7 +66,7 @@ def _monte_carlo(n: int, samples: int, repeat: int) -> list[dict[str, Any]]:
 def _runtime_batch(n: int, samples: int, repeat: int) -> list[dict[str, Any]]:
     graph = stencil_with_vertices(n, ranks=16, alltoall_every=10)
     case = f"stencil {graph.num_vertices:.2g} vertices, {samples} samples"
-    ev = engine_for(graph).events(PARAMS.S)
+    ev = engine_for(graph).events(PARAMS)
     edges, vertices = calc_edges(graph, ev)
     sampler = _Sampler(graph, VariabilitySpec(samples=samples, **SPEC))
     column = np.searchsorted(sampler.calc_vertices, vertices)

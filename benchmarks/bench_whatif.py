@@ -32,7 +32,7 @@ def _graph(n: int):
 
 def _topologies(n: int, repeat: int) -> list[dict[str, Any]]:
     graph = _graph(n)
-    engine_for(graph).events(PARAMS.S)  # lowering is measured by bench_engine
+    engine_for(graph).events(PARAMS)  # lowering is measured by bench_engine
     case = f"stencil {graph.num_vertices:.2g} vertices"
     rows = []
     for spec in TOPOLOGIES:

@@ -16,7 +16,7 @@ from pathlib import Path
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 
-__all__ = ["FORMATS", "Format", "detect_format", "read", "read_trace"]
+__all__ = ["FORMATS", "Format", "default_name", "detect_format", "read", "read_trace"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,10 @@ class Format:
     load: Callable[..., object]
     detect: Callable[[Path], bool]
     description: str
+    #: Reader-specific keyword options of ``load`` (e.g. ``host_speed``), beyond lenient/progress.
+    options: frozenset[str] = frozenset()
+    #: The default run name of a path in this format (``None``: the trace folder's name).
+    name_of: Callable[[Path], str] | None = None
 
 
 def _liballprof(path: Path, *, lenient: bool, progress: bool):
@@ -42,10 +46,17 @@ def _is_liballprof(path: Path) -> bool:
     return is_liballprof(path)
 
 
-def _simgrid(path: Path, *, lenient: bool, progress: bool):
-    from llamp.ingest.simgrid import read_simgrid
+def _simgrid(path: Path, *, lenient: bool, progress: bool, host_speed: float | None = None):
+    from llamp.ingest.simgrid import DEFAULT_FLOPS_PER_S, read_simgrid
 
-    return read_simgrid(path, lenient=lenient, progress=progress)
+    speed = DEFAULT_FLOPS_PER_S if host_speed is None else host_speed
+    return read_simgrid(path, flops_per_s=speed, lenient=lenient, progress=progress)
+
+
+def _simgrid_name(path: Path) -> str:
+    from llamp.ingest.simgrid import trace_name
+
+    return trace_name(path)
 
 
 def _is_simgrid(path: Path) -> bool:
@@ -119,6 +130,8 @@ FORMATS: dict[str, Format] = {
             _is_simgrid,
             "SimGrid time-independent trace: an action file, a list of per-rank files, or a "
             "directory of <prefix><N>.txt rank files",
+            options=frozenset({"host_speed"}),
+            name_of=_simgrid_name,
         ),
         Format(
             "goal",
@@ -150,10 +163,48 @@ def detect_format(path: str | Path) -> str:
     raise InputError(f"{path}: format not recognised (known: {known})")
 
 
+def _reader_options(path: Path, spec: Format, host_speed: float | str | None) -> dict:
+    """The reader-specific options given (``None`` = not given), checked against the format."""
+    options: dict[str, object] = {}
+    if host_speed is not None:
+        if "host_speed" not in spec.options:
+            takes = ", ".join(f.name for f in FORMATS.values() if "host_speed" in f.options)
+            raise InputError(
+                f"{path}: a host speed (--host-speed) converts the flops of a trace whose "
+                f"computation is in flops ({takes}); this input is {spec.name}, whose "
+                "computation is already time"
+            )
+        from llamp.config import parse_flop_rate
+
+        options["host_speed"] = parse_flop_rate(host_speed)
+    return options
+
+
+def default_name(path: str | Path, *, fmt: str = "auto") -> str:
+    """The default run name of ``path``: the format's own rule (a SimGrid list file or one-file
+    trace: its stem), a graph file's stem, else the trace folder's name."""
+    path = Path(path)
+    spec = FORMATS.get(detect_format(path) if fmt == "auto" else fmt)
+    if spec is not None and spec.name_of is not None:
+        return spec.name_of(path)
+    if spec is not None and spec.kind == "graph" and path.is_file():
+        return path.stem
+    return (path.parent if path.is_file() else path).resolve().name
+
+
 def read_trace(
-    path: str | Path, *, fmt: str = "auto", lenient: bool = False, progress: bool = False
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    lenient: bool = False,
+    progress: bool = False,
+    host_speed: float | str | None = None,
 ):
-    """Read a trace into the common event model (:class:`~llamp.ingest.events.Trace`)."""
+    """Read a trace into the common event model (:class:`~llamp.ingest.events.Trace`).
+
+    ``host_speed`` (flop/s, or text such as ``"1Gf"``) converts the flops of a SimGrid TI trace
+    into time (default :data:`llamp.config.DEFAULT_HOST_SPEED_FLOPS`); other formats refuse it.
+    """
     path = Path(path)
     name = detect_format(path) if fmt == "auto" else fmt
     spec = FORMATS.get(name)
@@ -163,7 +214,8 @@ def read_trace(
         raise InputError(f"{path}: {name} is a graph format, not a trace")
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    return spec.load(path, lenient=lenient, progress=progress)
+    options = _reader_options(path, spec, host_speed)
+    return spec.load(path, lenient=lenient, progress=progress, **options)
 
 
 def read(
@@ -174,13 +226,16 @@ def read(
     lenient: bool = False,
     progress: bool = False,
     name: str | None = None,
+    host_speed: float | str | None = None,
 ) -> ExecutionGraph:
     """Read ``path`` (trace directory, ``.goal`` or ``.npz``) into an :class:`ExecutionGraph`.
 
     ``fmt``: ``"auto"`` (from the path) or a key of :data:`FORMATS`. ``collectives`` maps a
     collective to its algorithm (e.g. ``{"allreduce": "ring"}``; defaults as Schedgen).
     ``lenient`` turns per-line problems into a warning with counts; ``progress`` shows tqdm bars
-    on stderr. ``name`` defaults to the trace directory's or file's name.
+    on stderr. ``name`` defaults to :func:`default_name` (the trace's own name). ``host_speed``
+    (flop/s or text such as ``"1Gf"``) converts a SimGrid TI trace's flops into time; it is an
+    error for a format whose computation is already time.
     """
     path = Path(path)
     chosen = detect_format(path) if fmt == "auto" else fmt
@@ -189,6 +244,7 @@ def read(
         raise InputError(f"unknown format {fmt!r}; known: auto, {', '.join(FORMATS)}")
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    options = _reader_options(path, spec, host_speed)
     if spec.kind == "graph":
         if collectives:
             from llamp.ingest.build import check_algorithms
@@ -201,10 +257,13 @@ def read(
     from llamp.ingest.build import build_graph
 
     started = time.perf_counter()
-    trace = spec.load(path, lenient=lenient, progress=progress)
-    default = (path.parent if path.is_file() else path).resolve().name
+    trace = spec.load(path, lenient=lenient, progress=progress, **options)
     graph = build_graph(
-        trace, collectives=collectives, lenient=lenient, name=name or default, progress=progress
+        trace,
+        collectives=collectives,
+        lenient=lenient,
+        name=name or default_name(path, fmt=spec.name),
+        progress=progress,
     )
     graph.meta["ingest_seconds"] = round(time.perf_counter() - started, 3)
     return graph

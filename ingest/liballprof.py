@@ -62,12 +62,21 @@ Communicators without a ``# llamp comm`` line: one whose size is the number of r
 communicator rank = world rank; size 1 is ``MPI_COMM_SELF``; any other size is a
 sub-communicator of unknown membership: its calls are absorbed with a warning naming file/line.
 
-MPI library (decides ``MPI_ANY_SOURCE`` −2 vs −1, ``MPI_PROC_NULL`` −1 vs −2, and the request
-stride in request arrays, 4 vs 8 bytes): ``# llamp mpi`` if present; else a send to a negative
-destination (which can only be ``MPI_PROC_NULL``); else the stride under which request-array
-entries (``Waitall``, ``Startall``, a completed index > 0) hit requests created earlier (tried
-4 and 8); else an MPICH ``MPI_COMM_WORLD`` handle (0x44000000); else MPICH, with a warning when
-it matters. The stride itself is always taken from the data when such entries allow it.
+MPI library (decides ``MPI_ANY_SOURCE`` −2 vs −1 and ``MPI_PROC_NULL`` −1 vs −2; ``MPI_ANY_TAG``
+is −1 under both): ``# llamp mpi`` if present; else a send to a negative destination (which can
+only be ``MPI_PROC_NULL``); else, when receives name source −1 or −2, the reading under which
+the whole trace's sends and receives balance: per destination, the sends that no receive naming
+their source takes must be exactly the receives from the reading's ``MPI_ANY_SOURCE`` (a −1
+receive answered by such sends is a wildcard; one with none to take is ``MPI_PROC_NULL``). When
+both readings balance, or neither does, that is an error naming the first such receive and the
+``# llamp mpi openmpi|mpich`` header that settles it (lenient: a warning, then the hints below).
+The request stride is no evidence for this: Fortran handles are 4-byte integers under Open MPI
+too (LogGOPSim's ``sphot`` trace: stride 4, Open MPI's −1 wildcards). Only when no receive
+names a negative source, so that the choice changes nothing in the graph, is the library
+guessed from the stride under which request-array entries (``Waitall``, ``Startall``, a
+completed index > 0) hit requests created earlier (tried 4 and 8), else an MPICH
+``MPI_COMM_WORLD`` handle (0x44000000), else MPICH. The stride itself is always taken from the
+data when such entries allow it (else 4 under MPICH, 8 under Open MPI).
 
 Clocks (used only to resolve ``MPI_ANY_SOURCE``/``MPI_ANY_TAG``): when any rank's Init clockdiff
 is non-zero, rank ``r``'s time ``t`` is mapped onto rank 0's clock as ``t + d(t)``, ``d``
@@ -1551,22 +1560,15 @@ def read_liballprof(path: str | Path, *, lenient: bool = False, progress: bool =
             line=int(d.cols["line"][e]),
         )
     stride, stride_evidence = _detect_stride(ranks)
-    mpi, mpi_reason = _detect_mpi(ranks, stride_evidence, stride)
+    comms, comm_index = _communicators(ranks, P, diag)
+    mpi, mpi_reason = _detect_mpi(
+        ranks, stride_evidence, stride, comms, comm_index, tuple(call_ids), diag
+    )
     if stride_evidence is None:
         stride = 4 if mpi == "mpich" else 8
-    comms, comm_index = _communicators(ranks, P, diag)
     events = Events.from_parts(
         [_finish_rank(d, cidx, mpi, stride) for d, cidx in zip(ranks, comm_index, strict=True)]
     )
-    uses_wild = bool(
-        np.any((events.peer < 0) & kind_in(events.kind, (RECV, IRECV, RECV_INIT, SR_RECV)))
-    )
-    if mpi_reason == "default" and uses_wild:
-        diag.note(
-            "MPI library not recognisable from the trace; assumed MPICH "
-            "(MPI_ANY_SOURCE = -2, MPI_PROC_NULL = -1); add '# llamp mpi openmpi' if wrong",
-            None,
-        )
     offset, scale, alignment = _clocks(ranks)
     headers = sorted({d.header or "none" for d in ranks})
     meta = {
@@ -1629,8 +1631,17 @@ def _detect_stride(ranks: list[_RankData]) -> tuple[int, str | None]:
 
 
 def _detect_mpi(
-    ranks: list[_RankData], stride_evidence: str | None, stride: int
+    ranks: list[_RankData],
+    stride_evidence: str | None,
+    stride: int,
+    comms: list[Communicator],
+    comm_index: list[np.ndarray],
+    call_names: tuple[str, ...],
+    diag: Diagnostics,
 ) -> tuple[str, str]:
+    """(flavour, reason): the header, else a send to a negative rank, else the reading of the
+    receives from −1/−2 under which the whole trace's sends and receives balance
+    (:func:`_wildcard_reading`), else the weaker hints (request stride, MPICH's world handle)."""
     explicit = {d.mpi for d in ranks if d.mpi}
     if len(explicit) > 1:
         d = next(d for d in ranks if d.mpi)
@@ -1647,6 +1658,9 @@ def _detect_mpi(
         return "mpich", "send to MPI_PROC_NULL = -1"
     if neg == {-2}:
         return "openmpi", "send to MPI_PROC_NULL = -2"
+    reading = _wildcard_reading(ranks, comms, comm_index, stride, call_names, diag)
+    if reading is not None:
+        return reading
     if stride_evidence is not None:
         return ("mpich" if stride == 4 else "openmpi"), "request stride"
     for d in ranks:
@@ -1654,6 +1668,147 @@ def _detect_mpi(
         if world.size and np.any(world == _MPICH_WORLD):
             return "mpich", "MPICH MPI_COMM_WORLD handle"
     return "mpich", "default"
+
+
+_HEADER_HINT = "add the line '# llamp mpi openmpi' or '# llamp mpi mpich' to a rank file's header"
+
+
+def _send_rows(d: _RankData) -> np.ndarray:
+    return kind_in(d.cols["kind"], (SEND, ISEND, SEND_INIT, SR_SEND))
+
+
+def _messages_per_row(d: _RankData, stride: int) -> np.ndarray:
+    """Messages each row sends or receives: 1, except a persistent ``*_init``, which counts
+    the ``Start``/``Startall`` entries that start it (up to the next init at its address)."""
+    kind = d.cols["kind"]
+    out = np.ones(kind.size, np.int64)
+    init = np.flatnonzero(kind_in(kind, (SEND_INIT, RECV_INIT)))
+    if init.size == 0:
+        return out
+    out[init] = 0
+    count = d.req_count.astype(np.int64)
+    rows = np.repeat(np.arange(kind.size), count)
+    addr = np.repeat(d.req_base, count) + d.req_offset * stride
+    started = kind[rows] == START
+    s_rows, s_addr = rows[started], addr[started]
+    if s_rows.size == 0:
+        return out
+    # (address id, row) as one sortable key: the init a start refers to is the last one at the
+    # same address before it
+    _, ids = np.unique(np.concatenate((d.req_base[init], s_addr)), return_inverse=True)
+    span = np.int64(kind.size + 1)
+    init_key = ids[: init.size].astype(np.int64) * span + init
+    start_key = ids[init.size :].astype(np.int64) * span + s_rows
+    order = np.argsort(init_key, kind="stable")
+    pos = np.searchsorted(init_key[order], start_key) - 1
+    hit = pos >= 0
+    hit[hit] = (init_key[order][pos[hit]] // span) == (start_key[hit] // span)
+    np.add.at(out, init[order][pos[hit]], 1)
+    return out
+
+
+def _wildcard_reading(
+    ranks: list[_RankData],
+    comms: list[Communicator],
+    comm_index: list[np.ndarray],
+    stride: int,
+    call_names: tuple[str, ...],
+    diag: Diagnostics,
+) -> tuple[str, str] | None:
+    """The MPI library under which the trace's receives from −1/−2 make sends and receives
+    balance, or ``None`` when no receive names a negative source (nothing to decide).
+
+    −1 is ``MPI_ANY_SOURCE`` under Open MPI and ``MPI_PROC_NULL`` under MPICH, −2 the reverse
+    (``MPI_ANY_TAG`` is −1 under both). A wildcard receive takes a message that no receive
+    naming its source takes; a ``PROC_NULL`` receive takes none. So for every destination
+    (communicator, rank in it), a reading is consistent when the sends to it minus the
+    receives there that name a source (≥ 0) equal its receives from the reading's wildcard
+    value, over the whole trace (persistent requests count once per start; sub-communicators
+    of unknown membership are left out). Exactly one consistent reading decides; both or
+    neither is ambiguous: an error naming the first such receive and the header that settles
+    it (lenient: a warning, then the weaker hints).
+    """
+    recv_kinds = (RECV, IRECV, RECV_INIT, SR_RECV)
+    if not any(
+        np.any(
+            kind_in(d.cols["kind"], recv_kinds) & ((d.cols["peer"] == -1) | (d.cols["peer"] == -2))
+        )
+        for d in ranks
+    ):
+        return None
+    P = len(ranks)
+    known = np.array([c.members is not None for c in comms], bool)
+    slots = len(comms) * P
+    # per destination slot (communicator, rank in it): what arrives, what is received
+    keys: dict[str, list[np.ndarray]] = {"sent": [], "named": [], "m1": [], "m2": []}
+    weights: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    first = None  # (rank data, row) of the first receive from a negative source
+    for d, cidx in zip(ranks, comm_index, strict=True):
+        kind, peer = d.cols["kind"], d.cols["peer"]
+        csize, crank = d.cols["comm_size"], d.cols["comm_rank"]
+        valid = (cidx >= 0) & known[np.maximum(cidx, 0)] & (crank >= 0) & (crank < csize)
+        recv = valid & kind_in(kind, recv_kinds)
+        negative = np.flatnonzero(recv & ((peer == -1) | (peer == -2)))
+        if negative.size and first is None:
+            first = (d, int(negative[0]))
+        many = _messages_per_row(d, stride)
+        base = cidx.astype(np.int64) * P
+        send = valid & _send_rows(d) & (peer >= 0) & (peer < csize)
+        for name, mask, slot in (
+            ("sent", send, base + peer),
+            ("named", recv & (peer >= 0), base + crank),
+            ("m1", recv & (peer == -1), base + crank),
+            ("m2", recv & (peer == -2), base + crank),
+        ):
+            keys[name].append(slot[mask])
+            weights[name].append(many[mask])
+    if first is None:  # the only ones are on communicators of unknown membership (absorbed)
+        return None
+    sent, named, from_m1, from_m2 = (
+        np.bincount(np.concatenate(keys[k]), np.concatenate(weights[k]), minlength=slots).astype(
+            np.int64
+        )
+        for k in ("sent", "named", "m1", "m2")
+    )
+    excess = sent - named
+    openmpi = bool(np.array_equal(excess, from_m1))
+    mpich = bool(np.array_equal(excess, from_m2))
+    wild = {"openmpi": int(from_m1.sum()), "mpich": int(from_m2.sum())}
+    null = {"openmpi": int(from_m2.sum()), "mpich": int(from_m1.sum())}
+    if openmpi != mpich:
+        flavour = "openmpi" if openmpi else "mpich"
+        w, n = (-1, -2) if openmpi else (-2, -1)
+        reason = (
+            f"sends and receives balance only with MPI_ANY_SOURCE = {w}: {wild[flavour]} "
+            f"receives from {w} are wildcards"
+            + (f", {null[flavour]} from {n} are MPI_PROC_NULL" if null[flavour] else "")
+        )
+        return flavour, reason
+    d, e = first
+    call = call_names[int(d.cols["call"][e])] if len(call_names) else "receive"
+    value = int(d.cols["peer"][e])
+    if openmpi:
+        why = "the trace's sends and receives balance under either reading"
+    else:
+        both_fail = np.flatnonzero((excess != from_m1) & (excess != from_m2))
+        bad = int(both_fail[0]) if both_fail.size else int(np.flatnonzero(excess != from_m1)[0])
+        comm, rank = divmod(bad, P)
+        members = comms[comm].members or ()
+        where = f"rank {members[rank] if rank < len(members) else rank}"
+        if comm:
+            where += f" of {comms[comm].name}"
+        why = (
+            f"the sends and receives balance under neither reading ({where}: "
+            f"{int(sent[bad])} messages sent to it, {int(named[bad])} receives naming a "
+            f"source, {int(from_m1[bad])} from -1, {int(from_m2[bad])} from -2)"
+        )
+    diag.problem(
+        f"{call} from {value}: MPI_ANY_SOURCE or MPI_PROC_NULL? (-1 is MPI_ANY_SOURCE under "
+        f"Open MPI and MPI_PROC_NULL under MPICH, -2 the reverse): {why}; {_HEADER_HINT}",
+        d.path,
+        int(d.cols["line"][e]),
+    )
+    return None
 
 
 def _communicators(ranks: list[_RankData], P: int, diag: Diagnostics):

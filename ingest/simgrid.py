@@ -3,12 +3,17 @@
 A TI trace is what SMPI writes with ``-trace-ti`` and what ``smpi_replay`` replays: one action per
 line, ``<rank> <action> <args…>`` (``../shared/traces/FORMATS.md``). It has no timestamps: the
 computation between two MPI calls is the ``compute <flops>`` (and ``sleep <s>``) actions, which
-this reader turns into time with ``flops_per_s`` (:data:`DEFAULT_FLOPS_PER_S` = 20 000 flop/s,
-SimGrid's default ``smpi/host-speed``, which the shared 32-rank set was captured with; SMPI
-records ``flops = measured seconds × smpi/host-speed``, so dividing by the capture speed gives
-the measured seconds back). MPI calls take 0 ns in the trace time; their cost comes from the
-LogGPS model. The flops of ``reduce``/``allreduce``/``reducescatter`` are executed after the
-collective, as ``smpi_replay`` does.
+this reader turns into time with the host speed ``flops_per_s`` (``--host-speed``, SimGrid's
+notation ``1Gf``; :data:`DEFAULT_FLOPS_PER_S` = 1 Gf/s, the host speed of SimGrid's example
+clusters, e.g. ``cluster_backbone.xml``). ``smpi_replay`` runs a compute action for
+``flops / speed`` of the platform host it replays on, so that speed is what to give; to get the
+measured time of the traced run back instead, give the ``smpi/host-speed`` it was traced with
+(SMPI records ``flops = measured seconds × smpi/host-speed``; SimGrid's default there, 20 kf/s,
+is a placeholder it warns about, and would make the shared 32-rank trace compute for 42 days
+instead of 73 s). The speed is recorded in ``meta["flops_per_s"]`` and ``meta["host_speed"]``.
+MPI calls take 0 ns in the trace time; their cost comes from the LogGPS model. The flops of
+``reduce``/``allreduce``/``reducescatter`` are executed after the collective, as
+``smpi_replay`` does.
 
 Layouts (how SimGrid's replay maps ranks to files, ``smpirun -replay``):
 
@@ -74,6 +79,7 @@ from typing import Any
 
 import numpy as np
 
+from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, TraceError
 from llamp.ingest.events import (
     ANY_SOURCE,
@@ -103,11 +109,11 @@ __all__ = [
     "find_trace_files",
     "is_simgrid",
     "read_simgrid",
+    "trace_name",
 ]
 
-#: SimGrid's default ``smpi/host-speed`` (flop/s): SMPI converts measured compute time to flops
-#: with it when tracing, so it is the speed that turns a TI trace's flops back into time.
-DEFAULT_FLOPS_PER_S = 20_000.0
+#: Default host speed (flop/s) turning ``compute <flops>`` into time (see the module docstring).
+DEFAULT_FLOPS_PER_S = DEFAULT_HOST_SPEED_FLOPS
 
 #: Bytes of SimGrid's predefined datatypes by TI id (``Datatype::encode``, ids 0…59, LP64):
 #: 0 DOUBLE, 1 INT, 2 CHAR, 3 SHORT, 4 LONG, 5 FLOAT, 6 BYTE, 7 LONG_LONG, … 59 COUNT.
@@ -947,8 +953,8 @@ def read_simgrid(
 ) -> Trace:
     """Read a SimGrid TI trace (file, list file or folder) into a :class:`Trace`.
 
-    ``flops_per_s`` is the host speed the trace was captured with (``smpi/host-speed``): compute
-    actions become ``flops / flops_per_s`` of calc. Raises :class:`TraceError` naming file,
+    ``flops_per_s`` is the host speed (flop/s): compute actions become ``flops / flops_per_s``
+    of calc (module docstring). Raises :class:`TraceError` naming file,
     line and reason for malformed input; ``lenient`` drops bad lines with a counted warning.
     """
     if not flops_per_s > 0 or not np.isfinite(flops_per_s):
@@ -1035,6 +1041,7 @@ def read_simgrid(
     meta: dict[str, Any] = {
         "tracer": "SimGrid time-independent trace",
         "flops_per_s": float(flops_per_s),
+        "host_speed": format_flop_rate(float(flops_per_s)),
         "ti_variant": variant,
         "time_model": "calc = compute flops / flops_per_s (+ sleep seconds); MPI calls 0 ns",
         "clock_alignment": "all ranks start at 0 at 'init' (no timestamps in TI traces)",
@@ -1051,6 +1058,19 @@ def read_simgrid(
         diagnostics=diag,
         meta=meta,
     )
+
+
+def trace_name(path: str | Path) -> str:
+    """The trace's default run name: a list file or a one-file trace is named by its stem
+    (several list files may share one folder), a folder or a rank file standing for its folder
+    by the folder."""
+    path = Path(path).resolve()
+    if path.is_file():
+        match = _RANK_FILE_RE.match(path.name)
+        if not (_looks_like_actions(path) and match and _is_rank_set_member(path, match)):
+            return path.stem
+        path = path.parent
+    return path.name
 
 
 def _check_finalize(lines: _Lines, events: Events, P: int, diag: Diagnostics) -> None:

@@ -302,7 +302,7 @@ def launch_command(
     return preloaded_command(
         command,
         library,
-        {"LLAMP_TRACE_DIR": str(directory)},
+        {"LLAMP_TRACE_DIR": str(Path(directory).resolve())},
         mpi,
         tool="tracer",
         error=TracerError,
@@ -330,7 +330,7 @@ def preloaded_command(
     if not command:
         raise InputError(f"no command to run: {usage}")
     env = dict(os.environ)
-    preload = str(library)
+    preload = str(Path(library).resolve())  # the ranks may run in another directory (cwd=…)
     if env.get("LD_PRELOAD"):
         preload = f"{preload}:{env['LD_PRELOAD']}"
     flavour = launcher_flavour(command[0])

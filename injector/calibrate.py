@@ -20,7 +20,12 @@ overhead ``o_s(s)`` (duration of ``MPI_Send`` while the receiver waits) and the 
   pairs ≥ 64 KiB), "the slope over large messages", robust to a few disturbed sizes;
 - ``L`` = ``y`` of the smallest message minus the overheads: ``y(s_min) − 2o − (s_min−1)·G_small``
   (clamped at 0, with a warning: on shared memory the receive overhead measured on an arrived
-  message can exceed what a waiting receiver pays).
+  message can exceed what a waiting receiver pays);
+- ``g`` (LogGP's gap per message, the NIC model ``serial``'s message rate): rank 0 sends a
+  burst of ``B`` one-byte messages back to back and waits for one ack; the burst takes
+  ``T(B) = T(1) + (B−1)·max(o, g)`` (lower quartiles), so ``g = (T(B) − T(1)) / (B−1)``: the
+  time between two messages a sender can inject. Where the CPU is the limit (``g ≤ o``) this
+  is ≈ o, and the model's ``max(o, g)`` is the same either way.
 
 Residuals (measured − model, per size) come with the fit, so a reader sees where LogGPS does
 not describe the machine (caches, protocol details).
@@ -88,6 +93,8 @@ class Calibration:
     jump_ns: float | None  # rise of the one-way time at the switch
     samples: tuple[PingPongSample, ...]
     warnings: tuple[str, ...] = field(default=())
+    g_ns: float = 0.0  # gap per message from the burst (0 without burst data)
+    burst_ns: dict[int, float] = field(default_factory=dict)  # burst length → time
 
     def params(self) -> LogGPS:
         """The fit as LogGPS parameters (no switch → every message eager)."""
@@ -96,6 +103,7 @@ class Calibration:
             o=self.o_ns,
             G=self.G_ns_per_byte,
             S=self.S_bytes if self.S_bytes is not None else NO_SWITCH_S,
+            g=self.g_ns,
         )
 
     def residuals(self) -> pd.DataFrame:
@@ -129,6 +137,8 @@ class Calibration:
             "o_ns": self.o_ns,
             "G_ns_per_byte": self.G_ns_per_byte,
             "S_bytes": self.S_bytes,
+            "g_ns": self.g_ns,
+            "burst_ns": {str(k): v for k, v in sorted(self.burst_ns.items())},
             "os_ns": self.os_ns,
             "or_ns": self.or_ns,
             "G_small_ns_per_byte": self.G_small_ns_per_byte,
@@ -172,8 +182,19 @@ def _median_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.median(np.diff(y) / np.diff(x))) if len(x) >= 2 else 0.0
 
 
-def fit_loggp(samples: Sequence[PingPongSample]) -> Calibration:
-    """Fit L, o, G (and S if a switch is visible) to ping-pong medians (see the module doc)."""
+def fit_gap(burst_ns: dict[int, float]) -> float:
+    """LogGP's g from burst times: ``(T(B) − T(1)) / (B − 1)`` (0 without two bursts)."""
+    if len(burst_ns) < 2:
+        return 0.0
+    lo, hi = min(burst_ns), max(burst_ns)
+    return max((burst_ns[hi] - burst_ns[lo]) / (hi - lo), 0.0)
+
+
+def fit_loggp(
+    samples: Sequence[PingPongSample], burst_ns: dict[int, float] | None = None
+) -> Calibration:
+    """Fit L, o, G (and S if a switch is visible) to ping-pong medians, and g to the burst
+    times if given (see the module doc)."""
     pts = sorted(samples, key=lambda s: s.size)
     if len(pts) < 4:
         raise InputError(f"a LogGP fit needs at least 4 message sizes, got {len(pts)}")
@@ -227,7 +248,23 @@ def fit_loggp(samples: Sequence[PingPongSample]) -> Calibration:
         jump_ns=jump_ns,
         samples=tuple(pts),
         warnings=tuple(warnings),
+        g_ns=fit_gap(burst_ns or {}),
+        burst_ns=dict(burst_ns or {}),
     )
+
+
+def parse_bursts(text: str) -> dict[int, float]:
+    """Burst length → time (ns) from the ``{"burst": …}`` lines ``llamp-pingpong`` prints."""
+    out: dict[int, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('{"burst"'):
+            try:
+                rec = json.loads(line)
+                out[int(rec["burst"])] = float(rec["time_ns"])
+            except (KeyError, ValueError, json.JSONDecodeError) as err:
+                raise InjectorError(f"unreadable ping-pong burst line {line!r}: {err}") from err
+    return out
 
 
 def parse_pingpong(text: str) -> list[PingPongSample]:
@@ -235,7 +272,7 @@ def parse_pingpong(text: str) -> list[PingPongSample]:
     out = []
     for line in text.splitlines():
         line = line.strip()
-        if not line.startswith("{"):
+        if not line.startswith("{") or line.startswith('{"burst"'):
             continue
         try:
             rec = json.loads(line)
@@ -264,11 +301,13 @@ def run_pingpong(
     env: dict[str, str] | None = None,
     timeout: float | None = 600.0,
     log=None,
+    bursts: dict[int, float] | None = None,
 ) -> list[PingPongSample]:
     """Run ``llamp-pingpong`` under ``launcher`` (e.g. ``mpirun -n 2``).
 
     With ``injected`` the ping-pong runs under the injector at ΔL = 0, so the fit includes
-    the injector's own per-message cost (the header of each message).
+    the injector's own per-message cost (the header of each message). The burst times (for
+    g) are put into ``bursts`` when a dict is given.
     """
     if not launcher:
         raise InputError(
@@ -306,9 +345,13 @@ def run_pingpong(
             f"the ping-pong reported {len(found)} of {len(sizes)} sizes: {shlex.join(argv)}\n"
             f"{out.stdout.strip()[-2000:]}"
         )
+    if bursts is not None:
+        bursts.update(parse_bursts(out.stdout))
     return found
 
 
 def calibrate(launcher: Sequence[str], **kw) -> Calibration:
-    """Ping-pong under ``launcher`` and fit (``kw`` as :func:`run_pingpong`)."""
-    return fit_loggp(run_pingpong(launcher, **kw))
+    """Ping-pong under ``launcher`` and fit L, o, G, S and g (``kw`` as :func:`run_pingpong`)."""
+    bursts: dict[int, float] = {}
+    samples = run_pingpong(launcher, bursts=bursts, **kw)
+    return fit_loggp(samples, bursts)

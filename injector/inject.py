@@ -99,7 +99,7 @@ def injector_variables(
     """The environment the injector reads (see ``inject_core.c``)."""
     variables = {
         "LLAMP_INJECT_DELTA_NS": f"{float(delta_ns):.3f}",
-        "LLAMP_INJECT_REPORT": str(report_dir),
+        "LLAMP_INJECT_REPORT": str(Path(report_dir).resolve()),
     }
     if base is not None:
         variables.update(

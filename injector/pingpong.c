@@ -63,6 +63,9 @@ static int parse_sizes(const char *text, long *sizes, int max)
     return n;
 }
 
+/* messages in the burst that measures the message rate (gap per message g) */
+#define BURST 64
+
 int main(int argc, char **argv)
 {
     long sizes[128];
@@ -168,6 +171,32 @@ int main(int argc, char **argv)
                    "\"or_ns\": %lld}\n",
                    s, n, (long long)rtt_med, (long long)rtt_q1, (long long)rtt_min,
                    (long long)rtt_max, (long long)median(os, n), (long long)or_med);
+            fflush(stdout);
+        }
+    }
+    /* message rate: rank 0 sends a burst of B one-byte messages back to back, rank 1 answers
+     * the last with an empty ack; T(B) - T(1) = (B - 1) * max(o, g) (LogGP's gap per message) */
+    static const int bursts[2] = {1, BURST};
+    for (int b = 0; b < 2 && rank < 2; b++) {
+        int count = bursts[b], n = iters / 4 > 10 ? iters / 4 : (iters < 10 ? iters : 10);
+        for (int it = -warmup; it < n; it++) {
+            if (rank == 0) {
+                int64_t t0 = now_ns();
+                for (int m = 0; m < count; m++)
+                    MPI_Send(buf, 1, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                int64_t t1 = now_ns();
+                if (it >= 0)
+                    rtt[it] = t1 - t0;
+            } else {
+                for (int m = 0; m < count; m++)
+                    MPI_Recv(buf, 1, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+            }
+        }
+        if (rank == 0) {
+            printf("{\"burst\": %d, \"samples\": %d, \"time_ns\": %lld}\n", count, n,
+                   (long long)quantile(rtt, n, 0.25));
             fflush(stdout);
         }
     }

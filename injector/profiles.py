@@ -5,10 +5,11 @@ takes ``--network NAME`` starts from it, and ``--L/--o/--G/--S`` given with it o
 parameters (:func:`resolve_params`). A profile file::
 
     {"name": "this-node", "L_ns": 0.0, "o_ns": 100.0, "G_ns_per_byte": 0.158,
-     "S_bytes": 2048, "source": "llamp calibrate -- mpirun -n 2", "created": "…",
+     "S_bytes": 2048, "g_ns": 250.0, "source": "llamp calibrate -- mpirun -n 2", "created": "…",
      "details": {…the fit, its residuals…}}
 
-``S_bytes`` is ``null`` when no protocol switch was visible (every message eager).
+``S_bytes`` is ``null`` when no protocol switch was visible (every message eager); ``g_ns``
+(LogGP's gap per message, from a burst of small messages) is 0 when absent (older profiles).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class NetworkProfile:
             "o_ns": self.params.o,
             "G_ns_per_byte": self.params.G,
             "S_bytes": None if self.params.S >= NO_SWITCH_S else self.params.S,
+            "g_ns": self.params.g,
             "source": self.source,
             "created": self.created,
             "details": self.details,
@@ -110,6 +112,7 @@ def _from_dict(data: dict[str, Any], where: str) -> NetworkProfile:
             o=float(data["o_ns"]),
             G=float(data["G_ns_per_byte"]),
             S=NO_SWITCH_S if S is None else int(S),
+            g=float(data.get("g_ns") or 0.0),
         )
         return NetworkProfile(
             name=str(data["name"]),
@@ -165,9 +168,12 @@ def resolve_params(
     o: str | float | None = None,
     G: str | float | None = None,
     S: str | int | None = None,
+    g: str | float | None = None,
+    progress: str | None = None,
+    nic: str | None = None,
     home: Path | None = None,
 ) -> LogGPS:
-    """LogGPS from ``--network NAME`` (if given) with ``--L/--o/--G/--S`` overriding it; the
-    defaults of :class:`LogGPS` without a network."""
+    """LogGPS from ``--network NAME`` (if given) with ``--L/--o/--G/--S/--g`` and the model
+    choices overriding it; the defaults of :class:`LogGPS` without a network."""
     base = load_profile(network, home).params if network else None
-    return LogGPS.parse(L=L, o=o, G=G, S=S, base=base)
+    return LogGPS.parse(L=L, o=o, G=G, S=S, base=base, g=g, progress=progress, nic=nic)

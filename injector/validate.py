@@ -12,7 +12,9 @@
 4. Report per ΔL the measured mean ± sd against the prediction and the relative root mean
    square error over the ΔL list, ``RRMSE = sqrt(mean((T_pred − T_meas)²)) / mean(T_meas)``
    (the paper's accuracy measure, its ref. [56]), and store it as an analysis of kind
-   ``validation`` of the run.
+   ``validation`` of the run. The injected runs do not depend on the model, so the same runs
+   are also compared with the predictions of every receive-progress × NIC model
+   (:data:`MODELS`): the evidence that chooses the defaults (``benchmarks/VALIDATION.md``).
 
 Measured runtime = the injector's: end of ``MPI_Init`` to start of ``MPI_Finalize`` of the
 slowest rank, the span ``T`` covers. Each run also records the CPU other processes used while
@@ -35,12 +37,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.config import format_ns, llamp_home, parse_duration_ns
+from llamp.config import NIC_MODELS, PROGRESS_MODELS, format_ns, llamp_home, parse_duration_ns
 from llamp.errors import InputError
 from llamp.injector.inject import InjectedRun, LoadProbe, run_injected, wait_for_quiet
 from llamp.params import LogGPS
 
 KIND = "validation"
+
+#: Every (progress, nic) model combination a validation also predicts under.
+MODELS = tuple((p, n) for p in PROGRESS_MODELS for n in NIC_MODELS)
+
+
+def model_name(progress: str, nic: str) -> str:
+    """``"wait/serial"``: the key of a model combination in :attr:`Validation.models`."""
+    return f"{progress}/{nic}"
 
 
 def parse_deltas(text: str) -> tuple[float, ...]:
@@ -119,10 +129,17 @@ class Validation:
     counters: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     created: str = ""
+    #: model name (``progress/nic``) → predicted T per ΔL under that model, same runs.
+    models: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def rrmse(self) -> float:
         return rrmse([p.predicted_ns for p in self.points], [p.mean_ns for p in self.points])
+
+    def rrmse_by_model(self) -> dict[str, float]:
+        """RRMSE of each model's predictions against the same measured runs."""
+        measured = [p.mean_ns for p in self.points]
+        return {name: rrmse(pred, measured) for name, pred in self.models.items()}
 
     def table(self) -> pd.DataFrame:
         """One row per ΔL, units in the column names."""
@@ -153,6 +170,10 @@ class Validation:
             "counters": dict(self.counters),
             "notes": list(self.notes),
             "created": self.created,
+            "models": {
+                name: {"predicted_ns": list(pred), "rrmse": self.rrmse_by_model()[name]}
+                for name, pred in self.models.items()
+            },
             "points": [
                 {
                     "delta_ns": p.delta_ns,
@@ -172,7 +193,15 @@ class Validation:
         """Inverse of :meth:`as_dict` (the scalars of a stored ``validation`` analysis)."""
         try:
             p = data["params"]
-            params = LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=int(p["S_bytes"]))
+            params = LogGPS(
+                L=p["L_ns"],
+                o=p["o_ns"],
+                G=p["G_ns_per_byte"],
+                S=int(p["S_bytes"]),
+                g=float(p.get("g_ns", 0.0)),
+                progress=str(p.get("progress", "async")),
+                nic=str(p.get("nic", "overlap")),
+            )
             points = tuple(
                 ValidationPoint(
                     delta_ns=float(q["delta_ns"]),
@@ -195,6 +224,10 @@ class Validation:
                 counters={k: float(v) for k, v in (data.get("counters") or {}).items()},
                 notes=tuple(data.get("notes", ())),
                 created=str(data.get("created", "")),
+                models={
+                    str(name): tuple(float(x) for x in entry["predicted_ns"])
+                    for name, entry in (data.get("models") or {}).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(f"not a validation result ({err})") from err
@@ -220,8 +253,15 @@ class Validation:
             text,
             f"RRMSE {self.rrmse * 100:.2f}% over {len(self.points)} values of ΔL "
             f"(L0 = {format_ns(self.params.L)}, o = {format_ns(self.params.o)}, "
-            f"G = {self.params.G:.4g} ns/B, S = {self.params.S} B; engine {self.engine})",
+            f"G = {self.params.G:.4g} ns/B, S = {self.params.S} B, g = "
+            f"{format_ns(self.params.g)}; progress {self.params.progress}, NIC "
+            f"{self.params.nic}; engine {self.engine})",
         ]
+        if self.models:
+            lines.append(
+                "RRMSE by model (same runs): "
+                + ", ".join(f"{name} {err * 100:.2f}%" for name, err in self.rrmse_by_model().items())
+            )
         if load:
             lines.append(
                 f"load: the traced run shared the machine with "
@@ -427,6 +467,14 @@ def run_validation(
         warnings.simplefilter("ignore")
         graph = read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
     predicted = predict_deltas(graph, params, deltas, engine=engine)
+    models = {
+        model_name(p, n): tuple(
+            predict_deltas(graph, params.with_(progress=p, nic=n), deltas, engine="graph")[
+                "runtime_ns"
+            ].astype(float)
+        )
+        for p, n in MODELS
+    }
     if log:
         log(
             f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "
@@ -478,6 +526,7 @@ def run_validation(
         counters=counters,
         notes=tuple(notes),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
+        models=models,
     )
     analysis_id = None
     if store:

@@ -3,11 +3,12 @@
 Every duration inside llamp is a float in nanoseconds; every size an integer in bytes.
 Users may write units anywhere the CLI or UI takes a duration (``3us``, ``1.5ms``,
 ``250ns``, ``0.2s``) or a per-byte gap (``0.018ns/B``, ``18ps/B``, ``100Gb/s`` as a
-bandwidth that is converted to its gap).
+bandwidth that is converted to its gap) or a host speed (``1Gf``, SimGrid's notation).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -21,6 +22,18 @@ DEFAULT_L_NS = 3000.0
 DEFAULT_O_NS = 1500.0
 DEFAULT_G_NS_PER_BYTE = 0.018
 DEFAULT_S_BYTES = 256 * 1024
+#: LogGP's gap per message g (the NIC's minimum time between two injections): 0, as in the
+#: LLAMP paper; only the NIC model ``serial`` charges it.
+DEFAULT_GAP_NS = 0.0
+
+#: Receive-progress models (docs/model.md): ``async`` charges a non-blocking receive's ``o`` at
+#: ``max(post, arrival)``; ``wait`` inside the MPI call that completes it.
+PROGRESS_MODELS = ("async", "wait")
+#: NIC models: ``overlap`` lets concurrent transfers overlap; ``serial`` makes G a gap (LogGP):
+#: each NIC injects and accepts one message after another.
+NIC_MODELS = ("overlap", "serial")
+DEFAULT_PROGRESS = "async"
+DEFAULT_NIC = "overlap"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0
@@ -122,6 +135,45 @@ def parse_size_bytes(text: str | int) -> int:
     if not match or unit not in _SIZE_UNITS:
         raise ParameterError(f"cannot read size {text!r}: expected e.g. 65536, 64KiB, 1MiB")
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+#: Default host speed (flop/s) that turns a SimGrid TI trace's ``compute <flops>`` into time:
+#: 1 Gf/s, the speed of the hosts of SimGrid's example clusters (``cluster_backbone.xml``; a TI
+#: trace is replayed on a platform, and its flops take ``flops / host speed`` there). SMPI's
+#: ``smpi/host-speed`` default (20 kf/s, which SimGrid itself warns is a placeholder) would make
+#: the shared 32-rank trace's rank 0 compute for 42 days instead of 73 s.
+DEFAULT_HOST_SPEED_FLOPS = 1e9
+
+# SimGrid's speed units (``xbt_parse_get_speed``): f, kf, Mf, … in steps of 1000, and
+# ``flops`` with the same prefixes; ``flop/s`` and ``flops/s`` are accepted too.
+_FLOP_PREFIXES = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_FLOP_RE = re.compile(rf"^\s*{_NUMBER}\s*(?:([kMGTPE]?)(f|flops?|flops?/s))?\s*$")
+
+
+def parse_flop_rate(text: str | float | int) -> float:
+    """A host speed in flop/s from SimGrid's notation: ``"1Gf"`` → 1e9, ``"20kf"``, ``"2.5Mflops"``,
+    ``"1e9"`` (a bare number is flop/s). Rejects zero, negative and non-finite speeds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _FLOP_RE.match(str(text))
+        if not match:
+            raise ParameterError(
+                f"cannot read host speed {text!r}: expected flop/s in SimGrid's notation, e.g. "
+                "1Gf, 500Mf, 20kf, 2.5Gflops or 1e9 (prefixes k, M, G, T, P, E; case matters)"
+            )
+        value = float(match.group(1)) * _FLOP_PREFIXES[match.group(2) or ""]
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"host speed must be a positive, finite flop rate, got {text!r}")
+    return value
+
+
+def format_flop_rate(flops_per_s: float) -> str:
+    """SimGrid notation of a host speed: ``1e9`` → ``"1Gf"``, ``2.5e4`` → ``"25kf"``."""
+    for prefix in ("E", "P", "T", "G", "M", "k"):
+        if flops_per_s >= _FLOP_PREFIXES[prefix]:
+            return f"{flops_per_s / _FLOP_PREFIXES[prefix]:.6g}{prefix}f"
+    return f"{flops_per_s:.6g}f"
 
 
 def format_ns(value_ns: float) -> str:

@@ -79,6 +79,8 @@ class GraphSummary:
     edges: int
     calc_ns_total: float
     calc_ns_per_rank: list[float]
+    cpus: int = 1  # CPU streams (GOAL's cpu) of the rank that has the most
+    nics: int = 1  # NICs (GOAL's nic) of the rank that has the most
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +96,8 @@ class GraphSummary:
             "edges": self.edges,
             "calc_ns_total": self.calc_ns_total,
             "calc_ns_per_rank": self.calc_ns_per_rank,
+            "cpus": self.cpus,
+            "nics": self.nics,
         }
 
 
@@ -405,7 +409,17 @@ class ExecutionGraph:
             edges=self.num_edges,
             calc_ns_total=float(per_rank.sum()),
             calc_ns_per_rank=[float(x) for x in per_rank],
+            cpus=self._streams_per_rank("cpu"),
+            nics=self._streams_per_rank("nic"),
         )
+
+    def _streams_per_rank(self, name: str) -> int:
+        """The most distinct ``cpu``/``nic`` numbers any rank uses (1 without the column)."""
+        column = getattr(self, name)
+        if column is None or self.num_vertices == 0:
+            return 1
+        pairs = np.unique(self.rank.astype(np.int64) * 65536 + column)
+        return int(np.bincount(pairs // 65536).max())
 
     # ------------------------------------------------------------------ subgraphs
     def subgraph(self, keep: np.ndarray, *, name: str | None = None) -> ExecutionGraph:

@@ -1,7 +1,10 @@
-"""LogGPS parameters (LLAMP §II-A): latency L, overhead o, gap per byte G, threshold S.
+"""LogGPS parameters (LLAMP §II-A): latency L, overhead o, gap per byte G, threshold S,
+plus LogGP's gap per message g and the two model choices that shape the event graph.
 
-``g`` and ``O`` are left out, as in the paper. All times in ns, G in ns/B, S in bytes;
-a message of ``size`` bytes is eager iff ``size <= S``.
+All times in ns, G in ns/B, S in bytes; a message of ``size`` bytes is eager iff
+``size <= S``. ``O`` (overhead per byte) is left out, as in the paper. ``progress``
+(``async``/``wait``) and ``nic`` (``overlap``/``serial``) select the receive-progress and NIC
+models of docs/model.md; ``g`` only matters under ``nic="serial"``.
 """
 
 from __future__ import annotations
@@ -20,14 +23,26 @@ class LogGPS:
     o: float = config.DEFAULT_O_NS
     G: float = config.DEFAULT_G_NS_PER_BYTE
     S: int = config.DEFAULT_S_BYTES
+    g: float = config.DEFAULT_GAP_NS
+    progress: str = config.DEFAULT_PROGRESS
+    nic: str = config.DEFAULT_NIC
 
     def __post_init__(self) -> None:
-        for name in ("L", "o", "G"):
+        for name in ("L", "o", "G", "g"):
             value = getattr(self, name)
             if not value >= 0.0 or value == float("inf"):
                 raise ParameterError(f"LogGPS {name} must be finite and ≥ 0, got {value!r}")
         if self.S < 0:
             raise ParameterError(f"LogGPS S must be ≥ 0 bytes, got {self.S!r}")
+        if self.progress not in config.PROGRESS_MODELS:
+            raise ParameterError(
+                f"unknown progress model {self.progress!r}: use one of "
+                + ", ".join(config.PROGRESS_MODELS)
+            )
+        if self.nic not in config.NIC_MODELS:
+            raise ParameterError(
+                f"unknown NIC model {self.nic!r}: use one of " + ", ".join(config.NIC_MODELS)
+            )
 
     @classmethod
     def parse(
@@ -37,8 +52,13 @@ class LogGPS:
         G: str | float | None = None,
         S: str | int | None = None,
         base: LogGPS | None = None,
+        *,
+        g: str | float | None = None,
+        progress: str | None = None,
+        nic: str | None = None,
     ) -> LogGPS:
-        """Build from user strings with units (``L="3us"``, ``G="0.018ns/B"``, ``S="256KiB"``).
+        """Build from user strings with units (``L="3us"``, ``G="0.018ns/B"``, ``S="256KiB"``,
+        ``g="50ns"``, ``progress="wait"``, ``nic="serial"``).
 
         Parameters left ``None`` keep the value of ``base`` (default: the defaults).
         """
@@ -52,18 +72,33 @@ class LogGPS:
             changes["G"] = config.parse_gap_ns_per_byte(G)
         if S is not None:
             changes["S"] = config.parse_size_bytes(S)
+        if g is not None:
+            changes["g"] = config.parse_duration_ns(g)
+        if progress is not None:
+            changes["progress"] = str(progress)
+        if nic is not None:
+            changes["nic"] = str(nic)
         return replace(params, **changes)
 
-    def with_(self, **changes: float | int) -> LogGPS:
+    def with_(self, **changes: float | int | str) -> LogGPS:
         """A copy with some parameters changed (``params.with_(L=5000.0)``)."""
         return replace(self, **changes)
 
-    def as_dict(self) -> dict[str, float | int]:
-        """``{"L_ns", "o_ns", "G_ns_per_byte", "S_bytes"}`` for JSON output and the store."""
+    def as_dict(self) -> dict[str, float | int | str]:
+        """``{"L_ns", "o_ns", "G_ns_per_byte", "S_bytes", "g_ns", "progress", "nic"}`` for JSON
+        output and the store."""
         raw = asdict(self)
         return {
             "L_ns": raw["L"],
             "o_ns": raw["o"],
             "G_ns_per_byte": raw["G"],
             "S_bytes": raw["S"],
+            "g_ns": raw["g"],
+            "progress": raw["progress"],
+            "nic": raw["nic"],
         }
+
+    @property
+    def lowering(self) -> tuple[str, str]:
+        """The choices that shape the event graph besides S: (progress, nic)."""
+        return (self.progress, self.nic)

@@ -50,7 +50,7 @@ import pandas as pd
 from llamp.errors import InputError
 from llamp.graph import CALC, COLL, RECV, SEND, ExecutionGraph
 from llamp.lp.engine import engine_for, slopes_at
-from llamp.lp.events import COEF_G, COEF_L, COEF_O
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O
 from llamp.params import LogGPS
 
 
@@ -215,7 +215,7 @@ def rank_counters(graph: ExecutionGraph, params: LogGPS) -> pd.DataFrame:
     non-blocking receive completing in the background — is not overhead time; two overlapping
     calcs of a hand-written graph count once).
     """
-    ev = engine_for(graph).events(params.S)
+    ev = engine_for(graph).events(params)
     P = graph.num_ranks
     cols = ["rank", "end_ns", "compute_ns", "overhead_ns", "wait_ns", "latency_ns", "bandwidth_ns"]
     if ev.num_events == 0:
@@ -264,7 +264,7 @@ def rank_counters(graph: ExecutionGraph, params: LogGPS) -> pd.DataFrame:
         owner_pos[ev.dst],
         np.ascontiguousarray(o_total - o_post),
         np.ascontiguousarray(c[:, COEF_L] * params.L),
-        np.ascontiguousarray(c[:, COEF_G] * params.G),
+        np.ascontiguousarray(c[:, COEF_G] * params.G + c[:, COEF_GAP] * params.g),
     )
     end = np.zeros(P)
     np.maximum.at(end, graph.rank, finish)

@@ -106,12 +106,15 @@ def _tolerance_column(x: float) -> str:
     return f"tolerance_{x * 100:g}pct_L_ns"
 
 
-def _load_trace(source: Any, *, lenient: bool):
-    """A :class:`~llamp.ingest.events.Trace` from a trace object or a path to a trace."""
+def _load_trace(source: Any, *, lenient: bool, host_speed: float | str | None = None):
+    """A :class:`~llamp.ingest.events.Trace` from a trace object or a path to a trace
+    (``host_speed``: a SimGrid TI trace's flop rate, see :func:`llamp.ingest.read_trace`)."""
     from llamp.ingest import FORMATS, detect_format, read_trace
     from llamp.ingest.events import Trace
 
     if isinstance(source, Trace):
+        if host_speed is not None:
+            raise InputError("a host speed applies when a trace is read, not to a Trace object")
         return source
     if isinstance(source, ExecutionGraph):
         raise InputError(
@@ -135,7 +138,7 @@ def _load_trace(source: Any, *, lenient: bool):
             "expanded into point-to-point messages, so it cannot be re-expanded with other "
             f"algorithms; pass {where} instead"
         )
-    return read_trace(path, lenient=lenient)
+    return read_trace(path, lenient=lenient, host_speed=host_speed)
 
 
 def compare_collectives(
@@ -148,12 +151,14 @@ def compare_collectives(
     lenient: bool = False,
     name: str | None = None,
     progress: bool = False,
+    host_speed: float | str | None = None,
 ) -> CollectiveComparison:
     """Re-expand ``source`` (a trace directory or Trace) once per variant and compare them.
 
     ``latencies_ns``: the L values of the sweep (others from ``params``); ``tolerances``: levels
     of the x% latency tolerance (fractions) relative to ``T(params.L)`` of each variant.
     ``progress``: a bar over the variants on stderr (hidden when stderr is not a terminal).
+    ``host_speed``: flop rate of a SimGrid TI trace read from a path (default 1 Gf/s).
     """
     parsed = tuple(v if isinstance(v, Variant) else Variant.parse(v) for v in variants)
     if len(parsed) < 1:
@@ -171,8 +176,13 @@ def compare_collectives(
 
     from llamp.ingest.build import build_graph
 
-    trace = _load_trace(source, lenient=lenient)
-    default = Path(source).resolve().name if isinstance(source, str | Path) else "trace"
+    trace = _load_trace(source, lenient=lenient, host_speed=host_speed)
+    if isinstance(source, str | Path):
+        from llamp.ingest import default_name
+
+        default = default_name(source)
+    else:
+        default = "trace"
     base_name = name or trace.meta.get("name") or default
     graphs: dict[str, ExecutionGraph] = {}
     sweep_rows: list[dict[str, Any]] = []

@@ -214,7 +214,7 @@ AUTO_MIN_EVALUATIONS = 101
 def evaluation_budget(graph: ExecutionGraph, params: LogGPS) -> int:
     """An evaluation budget of one to two minutes for :func:`critical_latencies` on ``graph``:
     unlimited in practice up to ~10^5 vertices, ~4,000 at 10^6, ~400 at 10^7."""
-    edges = max(engine_for(graph).events(params.S).num_edges, 1)
+    edges = max(engine_for(graph).events(params).num_edges, 1)
     return max(AUTO_MIN_EVALUATIONS, int(AUTO_EDGE_VISITS / edges))
 
 
@@ -269,7 +269,7 @@ def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -
         return probe
     from llamp.lp.model import LinearProgram
 
-    lp = LinearProgram(engine_for(graph).events(params.S), params, solver=engine)
+    lp = LinearProgram(engine_for(graph).events(params), params, solver=engine)
     attr = {"L": "lambda_L", "G": "lambda_G", "o": "lambda_o"}[parameter]
 
     def lp_probe(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from llamp.graph import ExecutionGraph
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, EventGraph, build_event_graph
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, EventGraph, build_event_graph
 from llamp.params import LogGPS
 
 #: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
@@ -29,16 +29,16 @@ REL_TOL = 1e-12
 ABS_TOL_NS = 1e-7
 
 #: Parameter name → column of the event-graph coefficients.
-DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O}
+DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _w(coef, k, L, G, o):  # pragma: no cover - compiled
-    return coef[k, 0] + coef[k, 1] * L + coef[k, 2] * G + coef[k, 3] * o
+def _w(coef, k, L, G, o, g):  # pragma: no cover - compiled
+    return coef[k, 0] + coef[k, 1] * L + coef[k, 2] * G + coef[k, 3] * o + coef[k, 4] * g
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_value(in_ptr, src, coef, L, G, o):  # pragma: no cover - compiled
+def _forward_value(in_ptr, src, coef, L, G, o, g):  # pragma: no cover - compiled
     n = in_ptr.shape[0] - 1
     t = np.zeros(n)
     for p in range(n):
@@ -46,9 +46,9 @@ def _forward_value(in_ptr, src, coef, L, G, o):  # pragma: no cover - compiled
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o)
+        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o)
+            cand = t[src[k]] + _w(coef, k, L, G, o, g)
             if cand > best:
                 best = cand
         t[p] = best
@@ -56,7 +56,7 @@ def _forward_value(in_ptr, src, coef, L, G, o):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragma: no cover
+def forward_slopes(in_ptr, src, coef, L, G, o, g, cols, sign, rel, absol):  # pragma: no cover
     """Times, one-sided slopes along ``cols`` (sign +1: right derivatives, −1: left) and the
     in-edge chosen at each event (tight, with the best slope along ``cols[0]``)."""
     n = in_ptr.shape[0] - 1
@@ -69,9 +69,9 @@ def forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragm
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o)
+        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o)
+            cand = t[src[k]] + _w(coef, k, L, G, o, g)
             if cand > best:
                 best = cand
         t[p] = best
@@ -79,7 +79,7 @@ def forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragm
         first = True
         for k in range(lo, hi):
             s = src[k]
-            if t[s] + _w(coef, k, L, G, o) >= best - tol:
+            if t[s] + _w(coef, k, L, G, o, g) >= best - tol:
                 if first:
                     for j in range(k_dim):
                         d[p, j] = d[s, j] + coef[k, cols[j]]
@@ -96,7 +96,7 @@ def forward_slopes(in_ptr, src, coef, L, G, o, cols, sign, rel, absol):  # pragm
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_pair(in_ptr, src, coef, L, G, o, col, rel, absol):  # pragma: no cover - compiled
+def _forward_pair(in_ptr, src, coef, L, G, o, g, col, rel, absol):  # pragma: no cover - compiled
     """``T`` and its right and left derivative along parameter column ``col`` in one sweep."""
     n = in_ptr.shape[0] - 1
     t = np.zeros(n)
@@ -107,9 +107,9 @@ def _forward_pair(in_ptr, src, coef, L, G, o, col, rel, absol):  # pragma: no co
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o)
+        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o)
+            cand = t[src[k]] + _w(coef, k, L, G, o, g)
             if cand > best:
                 best = cand
         t[p] = best
@@ -118,7 +118,7 @@ def _forward_pair(in_ptr, src, coef, L, G, o, col, rel, absol):  # pragma: no co
         left = np.inf
         for k in range(lo, hi):
             s = src[k]
-            if t[s] + _w(coef, k, L, G, o) >= best - tol:
+            if t[s] + _w(coef, k, L, G, o, g) >= best - tol:
                 c = coef[k, col]
                 if dr[s] + c > right:
                     right = dr[s] + c
@@ -210,6 +210,7 @@ def slopes_at(
         params.L,
         params.G,
         params.o,
+        params.g,
         columns,
         sign,
         REL_TOL,
@@ -222,25 +223,29 @@ class GraphEngine:
 
     def __init__(self, graph: ExecutionGraph):
         self.graph = graph
-        self._events: dict[int, EventGraph] = {}
+        self._events: dict[tuple[int, str, str], EventGraph] = {}
 
-    def events(self, S: int) -> EventGraph:
-        """The event graph for threshold ``S`` (cached; only the rendezvous set depends on S)."""
+    def events(self, params: LogGPS) -> EventGraph:
+        """The event graph for ``params``' threshold S, progress and NIC models (cached: the
+        weights depend on L, G, o, g; the structure only on the rendezvous set and models)."""
         sizes = self.graph.size[self.graph.messages()[0]]
-        key = int(np.count_nonzero(sizes > S))  # same rendezvous set ⇔ same count (monotone)
+        rendezvous = int(np.count_nonzero(sizes > params.S))  # same set ⇔ same count (monotone)
+        key = (rendezvous, *params.lowering)
         cached = self._events.get(key)
         if cached is None:
-            cached = build_event_graph(self.graph, S)
+            cached = build_event_graph(
+                self.graph, params.S, progress=params.progress, nic=params.nic
+            )
             self._events[key] = cached
         return cached
 
     # ------------------------------------------------------------------ evaluations
     def runtime(self, params: LogGPS) -> float:
         """``T(θ)`` only: the cheapest pass."""
-        ev = self.events(params.S)
+        ev = self.events(params)
         if ev.num_events == 0:
             return 0.0
-        t = _forward_value(ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o)
+        t = _forward_value(ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, params.g)
         return float(t.max())
 
     def point(
@@ -251,7 +256,7 @@ class GraphEngine:
             T, right, lft = self.probe_many(params, directions[0], [getattr(params, directions[0])])
             name = directions[0]
             return Point(params, float(T[0]), {name: float(right[0])}, {name: float(lft[0])})
-        ev = self.events(params.S)
+        ev = self.events(params)
         if ev.num_events == 0:
             zero = dict.fromkeys(directions, 0.0)
             return Point(params, 0.0, zero, dict(zero))
@@ -275,8 +280,8 @@ class GraphEngine:
     ) -> list[Point]:
         """:meth:`point` at each configuration, spread over the machine's cores (the sweeps
         release the GIL; each thread holds one sweep's arrays, ~40 B per event)."""
-        for S in {c.S for c in configs}:
-            self.events(S)  # lower once, before the threads
+        for lowering in {(c.S, c.progress, c.nic): c for c in configs}.values():
+            self.events(lowering)  # lower once, before the threads
         if len(configs) <= 1 or WORKERS == 1:
             return [self.point(c, directions, left=left) for c in configs]
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(configs))) as pool:
@@ -290,14 +295,15 @@ class GraphEngine:
         The sweeps release the GIL, so values are spread over the machine's cores.
         """
         values = np.asarray(values, dtype=np.float64)
-        ev = self.events(params.S)
+        ev = self.events(params)
         out = np.zeros((3, values.size))
         if ev.num_events == 0 or values.size == 0:
             return out[0], out[1], out[2]
         col = DIRECTIONS[parameter]
 
         def one(i: int) -> None:
-            theta = {"L": params.L, "G": params.G, "o": params.o, parameter: float(values[i])}
+            theta = {"L": params.L, "G": params.G, "o": params.o, "g": params.g}
+            theta[parameter] = float(values[i])
             T, right, left = _forward_pair(
                 ev.in_ptr,
                 ev.src,
@@ -305,6 +311,7 @@ class GraphEngine:
                 theta["L"],
                 theta["G"],
                 theta["o"],
+                theta["g"],
                 col,
                 REL_TOL,
                 ABS_TOL_NS,
@@ -321,7 +328,7 @@ class GraphEngine:
 
     def evaluate(self, params: LogGPS) -> Evaluation:
         """Full evaluation: T, right derivatives, per-vertex schedule and slack."""
-        ev = self.events(params.S)
+        ev = self.events(params)
         if ev.num_events == 0:
             empty = np.zeros(0)
             return Evaluation(
@@ -331,7 +338,7 @@ class GraphEngine:
         T = float(t.max())
         tol = REL_TOL * abs(T) + ABS_TOL_NS
         lam = d[t >= T - tol].max(axis=0)
-        w = ev.weights(params.L, params.G, params.o)
+        w = ev.weights_at(params)
         late = _backward_late(ev.out_ptr, ev.out_edge, ev.dst, w, t, T)
         start = t[ev.start_pos()]
         finish = t[ev.finish_pos()]
@@ -360,8 +367,8 @@ class GraphEngine:
         Ties are broken toward the larger latency slope, so the path is the one whose message
         count is ``λ_L`` (the right derivative). Returns (event graph, positions, edges, weights).
         """
-        ev = self.events(params.S)
-        w = ev.weights(params.L, params.G, params.o)
+        ev = self.events(params)
+        w = ev.weights_at(params)
         if ev.num_events == 0:
             return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
         t, d, pred = slopes_at(ev, params)

@@ -1,4 +1,4 @@
-"""The start/finish event graph of an execution graph under LogGPS (DESIGN §3.1).
+"""The start/finish event graph of an execution graph under LogGPS (docs/model.md).
 
 Both engines evaluate this graph, so they implement one semantics. Every vertex ``v`` has a
 start event ``2v`` and a finish event ``2v+1``; the ``j``-th rendezvous message adds a
@@ -7,7 +7,7 @@ analytic collective instance (``coll`` vertices, see :mod:`llamp.graph`) a sync 
 ``2V + H + i`` (every member has entered it; ``H`` handshakes). An event edge ``a → b``
 carries a weight that is affine in the parameters::
 
-    w = const + cL·L + cG·G + co·o
+    w = const + cL·L + cG·G + co·o + cg·g
 
 and ``time(b) = max over in-edges (time(a) + w)`` (0 for an event without in-edges). The
 runtime ``T`` is the largest event time. Edges (``n`` = message size, ``B = max(n−1, 0)``):
@@ -28,23 +28,50 @@ requires u → v              finish(u) → start(v)        0
 irequires u → v             start(u) → start(v)         o if u is a send, else 0
 member c enters instance    start(c) → sync             0
 instance done at member c   sync → finish(c)            lat·L + bytes·G + cost
-send posts of a rank        start(s_i) → start(s_i+1)   o
-recvs joined by one wait    finish(r_i) → finish(r_i+1) o
+CPU: sends of a (rank, cpu) start(s_i) → start(s_i+1)   o
+CPU: recvs of one wait      finish(r_i) → finish(r_i+1) o  (+ B_i+1·G under nic serial)
+progress wait               finish(c) → finish(r_1)     o  (+ B_1·G under nic serial)
+NIC: sends of a (rank, nic) start(s_i) → start(s_i+1)   g + B_i·G      (nic serial only)
+NIC: recvs of a (rank, nic) finish(r_i) → finish(r_i+1) g + B_i+1·G    (nic serial only)
 ==========================  ==========================  =================================
 
 (``lat``, ``bytes``: the instance's latency and byte terms, :meth:`ExecutionGraph.collective_terms`.)
 
-The last two rows are the CPU serialisation of DESIGN §3.1: a rank's sends are posted one
-after another, and receives completed by the same wait (the requires-predecessors of one
-vertex) are processed one after another. Their order is "program order" made safe: events
-are ranked by their depth (longest edge count from a source) in the graph without these
-edges, ties broken by vertex id, so the added edges can never close a cycle — and the same
-(depth, id) key is a topological order of the full event graph.
+The last five rows are the serialisation rules (docs/model.md §Serialisation):
 
+- **Program order.** A rank runs its vertices in program order: their order in the graph
+  (trace order; file order for GOAL). A GOAL file may list a vertex before one it depends on;
+  then the rank's program order is its vertex order made consistent with its own dependencies
+  (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
+- **CPU.** The posting overheads of the sends of one (rank, cpu) are serialised in program
+  order. The receives completed by one wait — the receives a ``calc`` requires: the calc after
+  a ``Wait``/``Waitall`` — are processed one after another in program (posting) order.
+  Receives joined by another kind of vertex are not a wait and are not chained.
+- **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
+  ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
+  asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
+  i.e. after the calc(s) the wait's calc requires besides them (the computation the receiver
+  was in); the chain above then processes them one after another.
+- **NIC** (``params.nic``). ``overlap``: concurrent transfers overlap completely (the paper's
+  model). ``serial``: G is LogGP's gap: the NIC of a (rank, nic) injects one message after
+  another, a send starting no earlier than the previous send's start + g + B·G (LogGOPSim
+  books the NIC when the send starts, for eager and rendezvous messages alike), and accepts
+  one after another: a receive finishes no earlier than the previous one's finish + g + its
+  own B·G. The receiving CPU is charged B·G too (LogGOPSim: "message is only received after
+  G is charged"): the receives of one wait are ``o + B·G`` apart. The NIC accepts messages
+  in the order their receives can first finish — the depth of ``finish(r)`` in the event
+  graph without this chain, ties by id — a static stand-in for LogGOPSim's arrival order
+  that follows program order within a wait, puts a reduction's leaf messages before its
+  subtrees' and can never close a cycle (posting order would, on ``Irecv A; Irecv B;
+  Wait B; Send; Wait A`` when A's message answers the send).
+
+Every chain follows the program, so in a graph built from a trace none can close a cycle.
 The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
 to a start: LULESH's Irecv → … → Isend → message → Irecv on the peer is fine). A cycle in the
 event graph is a real deadlock of the modelled program (e.g. two blocking rendezvous sends
-facing each other); it is reported with the vertices on it.
+facing each other, or a GOAL file whose program order contradicts its messages); it is
+reported with the vertices on it. Events are numbered by depth (longest edge count from a
+source) of the full event graph, ties by event id: a topological order for both engines.
 """
 
 from __future__ import annotations
@@ -56,9 +83,11 @@ import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.params import LogGPS
 
 #: Columns of :attr:`EventGraph.coef`.
-CONST, COEF_L, COEF_G, COEF_O = 0, 1, 2, 3
+CONST, COEF_L, COEF_G, COEF_O, COEF_GAP = 0, 1, 2, 3, 4
+NUM_COEFS = 5
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,8 +100,9 @@ class EventGraph:
     to: the receive of a handshake's message, the lowest member vertex of a sync.
     ``src/dst`` are positions, edges sorted by ``dst`` so ``in_ptr[p]:in_ptr[p+1]`` are the
     in-edges of position ``p``; ``out_edge[out_ptr[p]:out_ptr[p+1]]`` its out-edges.
-    ``coef[e] = (const, cL, cG, co)`` for edge ``e``; ``msg[e]`` is the index (into
-    ``graph.messages()``) of the message whose latency/bandwidth the edge pays, or −1.
+    ``coef[e] = (const, cL, cG, co, cg)`` for edge ``e``; ``msg[e]`` is the index (into
+    ``graph.messages()``) of the message whose latency or bandwidth the edge pays, or −1.
+    ``progress`` and ``nic`` are the models it was lowered for.
     """
 
     num_vertices: int
@@ -90,15 +120,24 @@ class EventGraph:
     S: int
     num_handshakes: int
     extra_owner: np.ndarray  # vertex of every extra event (handshake, then sync)
+    progress: str = "async"
+    nic: str = "overlap"
 
     @property
     def num_edges(self) -> int:
         return int(self.src.shape[0])
 
-    def weights(self, L: float, G: float, o: float) -> np.ndarray:
+    def weights(self, L: float, G: float, o: float, g: float = 0.0) -> np.ndarray:
         """Edge weights at one configuration (vectorised)."""
         c = self.coef
-        return c[:, CONST] + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * o
+        w = c[:, CONST] + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * o
+        if g:
+            w += c[:, COEF_GAP] * g
+        return w
+
+    def weights_at(self, params: LogGPS) -> np.ndarray:
+        """Edge weights at ``params``."""
+        return self.weights(params.L, params.G, params.o, params.g)
 
     def vertex_of_pos(self, positions: np.ndarray) -> np.ndarray:
         """Vertex id of the events at ``positions`` (−1 for handshake and sync events)."""
@@ -140,11 +179,11 @@ class _EdgeColumns:
     def __init__(self, capacity: int):
         self.src = np.empty(capacity, dtype=np.int64)
         self.dst = np.empty(capacity, dtype=np.int64)
-        self.coef = np.zeros((capacity, 4), dtype=np.float64)
+        self.coef = np.zeros((capacity, NUM_COEFS), dtype=np.float64)
         self.msg = np.full(capacity, -1, dtype=np.int64)
         self.size = 0
 
-    def add(self, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None) -> None:
+    def add(self, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None, cg=0.0) -> None:
         n = np.size(s)
         if n == 0:
             return
@@ -154,7 +193,13 @@ class _EdgeColumns:
         self.src[a:b] = s
         self.dst[a:b] = d
         block = self.coef[a:b]
-        for column, value in ((CONST, const), (COEF_L, cL), (COEF_G, cG), (COEF_O, co)):
+        for column, value in (
+            (CONST, const),
+            (COEF_L, cL),
+            (COEF_G, cG),
+            (COEF_O, co),
+            (COEF_GAP, cg),
+        ):
             if np.ndim(value) or value != 0.0:
                 block[:, column] = value
         if m is not None:
@@ -162,11 +207,199 @@ class _EdgeColumns:
         self.size = b
 
 
-def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
-    """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S).
+@dataclass(frozen=True)
+class _Chain:
+    """Consecutive pairs of one serialisation chain: ``a[i] → b[i]`` (vertex ids)."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.a.size)
+
+
+def _chain(ordered: np.ndarray, group: np.ndarray) -> _Chain:
+    """Pairs of consecutive ``ordered`` vertices within the same ``group`` value."""
+    same = group[1:] == group[:-1]
+    return _Chain(ordered[:-1][same], ordered[1:][same])
+
+
+def program_position(graph: ExecutionGraph) -> np.ndarray:
+    """Position of every vertex in its rank's program order (a global order, ranks contiguous).
+
+    The vertex order itself when every requires/irequires edge goes forward (every trace);
+    otherwise the stable topological order of the rank-local edges, ties by vertex id.
+    """
+    V = graph.num_vertices
+    local = graph.edge_kind != 2  # requires and irequires (message edges join ranks)
+    src, dst = graph.edge_src[local], graph.edge_dst[local]
+    if not np.any(src > dst):
+        return np.arange(V, dtype=np.int64)
+    order = _stable_topological(V, src, dst)
+    position = np.empty(V, dtype=np.int64)
+    position[order] = np.arange(V, dtype=np.int64)
+    return position
+
+
+@numba.njit(cache=True)
+def _stable_topological(n, src, dst):  # pragma: no cover - compiled
+    """Kahn's algorithm popping the smallest ready id (a binary heap). Vertices on a cycle
+    keep their id order at the end (the event graph's cycle check reports them)."""
+    indeg = np.zeros(n, dtype=np.int64)
+    for k in range(dst.shape[0]):
+        indeg[dst[k]] += 1
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(src.shape[0]):
+        out_ptr[src[k] + 1] += 1
+    for i in range(n):
+        out_ptr[i + 1] += out_ptr[i]
+    fill = out_ptr[:-1].copy()
+    out = np.empty(src.shape[0], dtype=np.int64)
+    for k in range(src.shape[0]):
+        out[fill[src[k]]] = dst[k]
+        fill[src[k]] += 1
+    heap = np.empty(n, dtype=np.int64)
+    size = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            heap[size] = v  # ascending: already a heap
+            size += 1
+    order = np.empty(n, dtype=np.int64)
+    placed = np.zeros(n, dtype=np.bool_)
+    count = 0
+    while size > 0:
+        v = heap[0]
+        size -= 1
+        last = heap[size]
+        i = 0
+        while True:  # sift down
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and heap[c + 1] < heap[c]:
+                c += 1
+            if heap[c] < last:
+                heap[i] = heap[c]
+                i = c
+            else:
+                break
+        if size > 0:
+            heap[i] = last
+        order[count] = v
+        placed[v] = True
+        count += 1
+        for k in range(out_ptr[v], out_ptr[v + 1]):
+            u = out[k]
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                i = size  # sift up
+                size += 1
+                while i > 0 and heap[(i - 1) // 2] > u:
+                    heap[i] = heap[(i - 1) // 2]
+                    i = (i - 1) // 2
+                heap[i] = u
+    for v in range(n):
+        if not placed[v]:
+            order[count] = v
+            count += 1
+    return order
+
+
+def _serialisation_chains(
+    graph: ExecutionGraph, progress: str, nic: str
+) -> tuple[_Chain, _Chain, _Chain, _Chain, _Chain]:
+    """(send CPU chain, wait chain, wait-start edges, send NIC chain, receive NIC chain).
+
+    The wait-start "chain" pairs the calc a wait starts after with the wait's first receive.
+    """
+    V = graph.num_vertices
+    kind = graph.kind
+    position = program_position(graph)
+    ranks = graph.rank.astype(np.int64)
+    empty = _Chain(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def in_program_order(vertices: np.ndarray) -> np.ndarray:
+        return vertices[_group_by(position[vertices], V)]
+
+    def by_stream(ordered: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """``ordered`` grouped by (rank, stream), program order kept within a group."""
+        stream = graph.streams(column)[ordered].astype(np.int64)
+        width = int(stream.max()) + 1 if stream.size else 1
+        key = ranks[ordered] * width + stream
+        regroup = _group_by(key, graph.num_ranks * width)
+        return ordered[regroup], key[regroup]
+
+    sends = in_program_order(np.flatnonzero(kind == SEND))
+    send_cpu = _chain(*by_stream(sends, "cpu"))
+    send_nic = _chain(*by_stream(sends, "nic")) if nic == "serial" else empty
+
+    # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
+    ek = graph.edge_kind
+    req = ek == REQUIRES
+    into_calc = req & (kind[graph.edge_dst] == CALC)
+    r = graph.edge_src[into_calc & (kind[graph.edge_src] == RECV)]
+    w = graph.edge_dst[into_calc & (kind[graph.edge_src] == RECV)]
+    if r.size:
+        first = _group_by(position[r], V)
+        r, w = r[first], w[first]
+        by_wait = _group_by(w, V)
+        r, w = r[by_wait], w[by_wait]
+    wait_chain = _chain(r, w)
+    wait_start = empty
+    if progress == "wait" and r.size:
+        # The wait starts after the CPU's last activity before it in program order: the latest
+        # calc or send the wait's calc requires besides its receives.
+        head = np.concatenate(([True], w[1:] != w[:-1]))
+        first_recv = np.full(V, -1, dtype=np.int64)
+        first_recv[w[head]] = r[head]
+        src = graph.edge_src
+        cpu_pred = into_calc & ((kind[src] == CALC) | (kind[src] == SEND))
+        c, cw = src[cpu_pred], graph.edge_dst[cpu_pred]
+        has = first_recv[cw] >= 0
+        c, cw = c[has], cw[has]
+        if c.size:
+            order = _group_by(position[c], V)
+            c, cw = c[order], cw[order]
+            order = _group_by(cw, V)
+            c, cw = c[order], cw[order]
+            last = np.concatenate((cw[1:] != cw[:-1], [True]))
+            wait_start = _Chain(c[last], first_recv[cw[last]])
+
+    recv_nic = empty
+    if nic == "serial":
+        # Placeholder pairs of the right count: the order needs the event depths (see below).
+        recvs = np.flatnonzero(kind == RECV)
+        recv_nic = _chain(*by_stream(recvs, "nic"))
+    return send_cpu, wait_chain, wait_start, send_nic, recv_nic
+
+
+def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
+    """Receives of each (rank, nic) in the order their finish events can first happen: by
+    the depth of ``finish(r)`` in the event graph without this chain, ties by vertex id.
+
+    Depth is a static stand-in for arrival order (a leaf's message before a subtree's in a
+    reduction) and can never close a cycle: an edge between two events of equal depth cannot
+    lie on a path between them, and a deeper event cannot precede a shallower one.
+    """
+    recvs = np.flatnonzero(graph.kind == RECV)
+    d = depth[2 * recvs + 1]
+    recvs = recvs[_group_by(d, int(d.max()) + 1)] if recvs.size else recvs
+    stream = graph.streams("nic")[recvs].astype(np.int64)
+    width = int(stream.max()) + 1 if stream.size else 1
+    key = graph.rank[recvs].astype(np.int64) * width + stream
+    regroup = _group_by(key, graph.num_ranks * width)
+    return _chain(recvs[regroup], key[regroup])
+
+
+def build_event_graph(
+    graph: ExecutionGraph, S: int, *, progress: str = "async", nic: str = "overlap"
+) -> EventGraph:
+    """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)
+    under the receive-progress model ``progress`` and the NIC model ``nic``.
 
     Memory: the edge columns are allocated once at their final size and sorted in place, so
-    the peak is the event graph plus one permutation (≈ 80 B per edge and 50 B per event).
+    the peak is the event graph plus one permutation (≈ 90 B per edge and 50 B per event).
     """
     V = graph.num_vertices
     kind = graph.kind
@@ -176,6 +409,9 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
     del nbytes
     msg_ids = np.arange(sends.size, dtype=np.int64)
+    msg_of = np.full(V, -1, dtype=np.int64)
+    msg_of[sends] = msg_ids
+    msg_of[recvs] = msg_ids
     rdv_ids = np.flatnonzero(rdv)
     handshake = np.full(sends.size, -1, dtype=np.int64)
     handshake[rdv_ids] = 2 * V + np.arange(rdv_ids.size)
@@ -200,14 +436,8 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
     req = ek == REQUIRES
     ireq = ek == IREQUIRES
     calc = np.flatnonzero(kind == CALC)
-    send_v = np.flatnonzero(kind == SEND)
-    recv_pred = req & (kind[graph.edge_src] == RECV)
-    n_recv_pred = int(recv_pred.sum())
-    # Serialisation edges: one fewer than the sends of each rank, than the receives of each wait.
-    ranks_sending = np.count_nonzero(np.bincount(graph.rank[send_v], minlength=graph.num_ranks))
-    waits = np.count_nonzero(np.bincount(graph.edge_dst[recv_pred], minlength=V))
-    n_send_chain = send_v.size - ranks_sending
-    n_wait_chain = n_recv_pred - waits
+    chains = _serialisation_chains(graph, progress, nic)
+    send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
     capacity = (
@@ -217,8 +447,7 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         + 2 * colls.size
         + int(req.sum())
         + int(ireq.sum())
-        + n_send_chain
-        + n_wait_chain
+        + sum(chain.size for chain in chains)
     )
     cols = _EdgeColumns(capacity)
     add = cols.add
@@ -243,38 +472,41 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         inst = present[instance]
         add(2 * colls, sync)
         add(sync, 2 * colls + 1, const=graph.cost_ns[colls], cL=lat[inst], cG=byt[inst])
-    del B, msg_ids, handshake, h, e
+    del msg_ids, handshake, h, e
     # Dependencies.
     add(2 * graph.edge_src[req] + 1, 2 * graph.edge_dst[req])
     isrc = graph.edge_src[ireq]
     add(2 * isrc, 2 * graph.edge_dst[ireq], co=np.where(kind[isrc] == SEND, 1.0, 0.0))
     del isrc, ireq
 
-    base = cols.size
-    depth = _depths(num_events, cols.src[:base], cols.dst[:base], graph)
-
-    # CPU serialisation of send posts, per rank, in (depth, id) order.
-    if send_v.size > 1:
-        d = depth[2 * send_v]
-        by_depth = _group_by(d, int(d.max()) + 1)
-        key = by_depth[_group_by(graph.rank[send_v][by_depth], graph.num_ranks)]
-        ordered = send_v[key]
-        same_rank = graph.rank[ordered[1:]] == graph.rank[ordered[:-1]]
-        add(2 * ordered[:-1][same_rank], 2 * ordered[1:][same_rank], co=1.0)
-    # Receives completed by the same wait: requires-predecessors of one vertex.
-    r = graph.edge_src[recv_pred]
-    w = graph.edge_dst[recv_pred]
-    if r.size > 1:
-        by_id = _group_by(r, V)  # ties in (wait, depth) by vertex id, whatever the edge order
-        r, w = r[by_id], w[by_id]
-        d = depth[2 * r + 1]
-        by_depth = _group_by(d, int(d.max()) + 1)
-        key = by_depth[_group_by(w[by_depth], V)]
-        r, w = r[key], w[key]
-        same_wait = w[1:] == w[:-1]
-        add(2 * r[:-1][same_wait] + 1, 2 * r[1:][same_wait] + 1, co=1.0)
+    # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
+    serial = nic == "serial"
+    add(2 * send_cpu.a, 2 * send_cpu.b, co=1.0)
+    m = msg_of[wait_chain.b]
+    add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, co=1.0, cG=B[m] if serial else 0.0, m=m if serial else None)
+    # The wait starts at the end of the CPU's previous activity: a calc's finish, a send's
+    # start + o; then the first receive's o (+ B·G).
+    m = msg_of[wait_start.b]
+    after_send = kind[wait_start.a] == SEND
+    add(
+        2 * wait_start.a + np.where(after_send, 0, 1),
+        2 * wait_start.b + 1,
+        co=np.where(after_send, 2.0, 1.0),
+        cG=B[m] if serial else 0.0,
+        m=m if serial else None,
+    )
+    m = msg_of[send_nic.a]
+    add(2 * send_nic.a, 2 * send_nic.b, cg=1.0, cG=B[m], m=m)
+    if recv_nic.size:
+        base = cols.size
+        recv_nic = _receive_nic_chain(graph, _depths(num_events, cols.src[:base], cols.dst[:base], graph))
+        m = msg_of[recv_nic.b]
+        add(2 * recv_nic.a + 1, 2 * recv_nic.b + 1, cg=1.0, cG=B[m], m=m)
+    del B, msg_of, chains, send_cpu, wait_chain, wait_start, send_nic, recv_nic
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
+
+    depth = _depths(num_events, cols.src, cols.dst, graph)
 
     # Renumber events by topological position so both engines sweep arrays front to back,
     # and sort edges by destination so the in-edges of an event are one contiguous run
@@ -308,6 +540,8 @@ def build_event_graph(graph: ExecutionGraph, S: int) -> EventGraph:
         S=int(S),
         num_handshakes=int(rdv_ids.size),
         extra_owner=extra_owner,
+        progress=progress,
+        nic=nic,
     )
 
 
@@ -328,6 +562,16 @@ def _group_by(keys, n):  # pragma: no cover - compiled
         perm[count[k]] = i
         count[k] += 1
     return perm
+
+
+@numba.njit(cache=True)
+def _min_at(n, initial, index, values):  # pragma: no cover - compiled
+    """``out[i] = min(initial, values[k] for index[k] == i)`` (``np.minimum.at``, 30× faster)."""
+    out = np.full(n, initial, dtype=np.int64)
+    for k in range(index.shape[0]):
+        if values[k] < out[index[k]]:
+            out[index[k]] = values[k]
+    return out
 
 
 @numba.njit(cache=True)
@@ -439,5 +683,6 @@ def _describe_cycle(
     more = f" … ({len(vertices)} vertices)" if len(vertices) > 8 else ""
     return (
         "the execution graph deadlocks (its start/finish event graph has a cycle, e.g. blocking "
-        f"rendezvous sends facing each other — try a larger S): {shown}{more}"
+        "rendezvous sends facing each other — try a larger S — or a rank's program order, the "
+        f"order of its vertices, that contradicts its messages): {shown}{more}"
     )

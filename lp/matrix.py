@@ -31,7 +31,7 @@ from ortools.linear_solver.python import model_builder
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -353,7 +353,7 @@ def pair_lp(
     P = graph.num_ranks
     if costs.num_ranks != P:
         raise InputError(f"{costs.source} is for {costs.num_ranks} ranks, the graph has {P}")
-    ev = engine_for(graph).events(params.S)
+    ev = engine_for(graph).events(params)
     n, E = ev.num_events, ev.num_edges
     i, j = _message_pairs(graph)
     pairs, pair_of_msg = np.unique(i * P + j, return_inverse=True)
@@ -389,7 +389,10 @@ def pair_lp(
         shape=(num_rows, num_cols),
     )
     row_lb = np.concatenate(
-        [ev.coef[:, CONST] + ev.coef[:, COEF_O] * params.o, np.zeros(sinks.size)]
+        [
+            ev.coef[:, CONST] + ev.coef[:, COEF_O] * params.o + ev.coef[:, COEF_GAP] * params.g,
+            np.zeros(sinks.size),
+        ]
     )
     var_lb = np.zeros(num_cols)
     var_lb[col_t] = 0.0

@@ -79,7 +79,7 @@ from ortools.math_opt.core.python import solver as mathopt_core
 
 from llamp.errors import InputError, LlampError
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
 from llamp.params import LogGPS
 
 #: Column indices of the parameter variables and of the runtime; ``y`` columns follow.
@@ -225,14 +225,22 @@ def _assemble(in_ptr, src, coef, out_ptr):  # pragma: no cover - compiled
     return data[:nz], indices[:nz], indptr, row_lb, join_pos
 
 
-def build_arrays(events: EventGraph) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+def build_arrays(
+    events: EventGraph, gap_ns: float = 0.0
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """The LLAMP LP of ``events`` as arrays (Algorithm 1).
 
     Returns ``(A, row_lb, join_pos)``: the constraint matrix over columns ``l, g, o, t, y…``
     (every row reads ``A·x ≥ row_lb``) and the positions of the joins owning the ``y`` columns.
+    LogGP's gap per message (``gap_ns``, NIC model ``serial``) is a constant of the LP, not a
+    decision variable: its terms are folded into the row bounds.
     """
+    coef = events.coef
+    if gap_ns and np.any(coef[:, COEF_GAP]):
+        coef = coef.copy()
+        coef[:, CONST] += coef[:, COEF_GAP] * gap_ns
     data, indices, indptr, row_lb, join_pos = _assemble(
-        events.in_ptr, events.src, events.coef, events.out_ptr
+        events.in_ptr, events.src, coef, events.out_ptr
     )
     shape = (row_lb.size, FIRST_Y + join_pos.size)
     return sp.csr_matrix((data, indices, indptr), shape=shape, copy=False), row_lb, join_pos
@@ -398,7 +406,7 @@ class LinearProgram:
         self.params = params
         self._crash = crash_basis and solver == "glop"
 
-        self.matrix, self.row_lb, join_pos = build_arrays(events)
+        self.matrix, self.row_lb, join_pos = build_arrays(events, params.g)
         self.join_events = events.event_of_pos[join_pos]
         self._join_pos = join_pos
         join_edge = (np.diff(events.in_ptr) >= 2)[events.dst]
@@ -538,7 +546,7 @@ class LinearProgram:
     # ------------------------------------------------------------------ crash bases
     def _tree(self, values: tuple[float, ...], parameter: str, sign: float):
         ev = self.events
-        w = ev.weights(values[COL_L], values[COL_G], values[COL_O])
+        w = ev.weights(values[COL_L], values[COL_G], values[COL_O], self.params.g)
         slope = np.ascontiguousarray(ev.coef[:, _COEF_OF[parameter]])
         t, d, pred = _critical_tree(ev.in_ptr, ev.src, w, slope, sign, REL_TOL, ABS_TOL_NS)
         sink_t = t[self._sinks]
@@ -772,7 +780,18 @@ class LinearProgram:
         )
 
     def _check_threshold(self, params: LogGPS) -> None:
-        """``params.S`` must split the messages into the event graph's eager/rendezvous sets."""
+        """``params.S`` must split the messages into the event graph's eager/rendezvous sets;
+        the gap per message and the progress and NIC models must be the LP's own."""
+        if hasattr(self, "params") and params.g != self.params.g:
+            raise InputError(
+                f"this LP was built for g = {self.params.g} ns; build a new one for g = {params.g}"
+            )
+        if params.lowering != (self.events.progress, self.events.nic):
+            raise InputError(
+                f"this LP was built for progress={self.events.progress}, nic={self.events.nic}; "
+                f"build a new one from events(params) for progress={params.progress}, "
+                f"nic={params.nic}"
+            )
         if params.S == self.events.S or self._msg_B.size == 0:
             return
         rdv = self.events.rendezvous

@@ -17,7 +17,7 @@ import pandas as pd
 
 from llamp.graph import CALC, RECV, SEND, ExecutionGraph
 from llamp.lp.engine import Evaluation, engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.params import LogGPS
 
 
@@ -79,7 +79,7 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
     parts = {
         "compute_ns": coef[:, CONST],
         "latency_ns": coef[:, COEF_L] * params.L,
-        "bandwidth_ns": coef[:, COEF_G] * params.G,
+        "bandwidth_ns": coef[:, COEF_G] * params.G + coef[:, COEF_GAP] * params.g,
         "overhead_ns": coef[:, COEF_O] * params.o,
     }
     split = pd.DataFrame({"rank": np.arange(graph.num_ranks, dtype=np.int64)})

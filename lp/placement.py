@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.matrix import node_costs, traffic
 from llamp.lp.topology import LinkLatencies, Topology
 from llamp.lp.weighted import MessageModel, pair_matrices
@@ -293,12 +293,14 @@ class _Evaluator:
 
     def __init__(self, graph: ExecutionGraph, params: LogGPS, machine: Machine):
         self.graph, self.params, self.machine = graph, params, machine
-        self.ev = ev = engine_for(graph).events(params.S)
+        self.ev = ev = engine_for(graph).events(params)
         vertex = ev.vertex_of_pos(np.arange(ev.num_events))
         self.rank_of_pos = np.where(vertex >= 0, graph.rank[np.maximum(vertex, 0)], -1).astype(
             np.int64
         )
-        self.w0 = ev.coef[:, CONST] + ev.coef[:, COEF_O] * params.o
+        self.w0 = (
+            ev.coef[:, CONST] + ev.coef[:, COEF_O] * params.o + ev.coef[:, COEF_GAP] * params.g
+        )
         self.has = ev.msg >= 0
         self.msg = ev.msg[self.has]
         self.cL = ev.coef[self.has, COEF_L]

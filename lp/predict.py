@@ -117,7 +117,7 @@ def predict(graph: ExecutionGraph, params: LogGPS, *, engine: str = "auto") -> P
     else:
         from llamp.lp.model import LinearProgram
 
-        lp = LinearProgram(engine_for(graph).events(params.S), params, solver=chosen)
+        lp = LinearProgram(engine_for(graph).events(params), params, solver=chosen)
         sol = lp.solve()
         T = sol.runtime_ns
         lam = {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
@@ -160,7 +160,7 @@ def sweep(
         lp = None
         for p in configs:
             if lp is None:
-                lp = LinearProgram(engine_for(graph).events(p.S), p, solver=chosen)
+                lp = LinearProgram(engine_for(graph).events(p), p, solver=chosen)
             sol = lp.solve(p)
             lam = {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
             results.append((sol.runtime_ns, lam))

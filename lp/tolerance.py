@@ -143,7 +143,7 @@ def tolerance(
     else:
         from llamp.lp.model import LinearProgram
 
-        lp = LinearProgram(engine_for(graph).events(params.S), params, solver=chosen)
+        lp = LinearProgram(engine_for(graph).events(params), params, solver=chosen)
         T0 = lp.solve().runtime_ns
         values = [lp.tolerance((1 + v) * T0, parameter=p) for p, v in searches]
     found = dict(zip(searches, values, strict=True))

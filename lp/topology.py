@@ -741,7 +741,7 @@ class ShiftWalk:
 
     def __init__(self, graph: ExecutionGraph, params: LogGPS, model: MessageModel):
         self.names = model.names
-        self.events = engine_for(graph).events(params.S)
+        self.events = engine_for(graph).events(params)
         self.w, self.dw = edge_weights(self.events, params, model)
         self._cols = [np.ascontiguousarray(self.dw[:, j : j + 1]) for j in range(len(self.names))]
 

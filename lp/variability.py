@@ -47,7 +47,7 @@ import pandas as pd
 from llamp.errors import InputError
 from llamp.graph import CALC, ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.tolerance import UNBOUNDED_AT, max_parameter_within
 from llamp.lp.weighted import calc_edges
 from llamp.params import LogGPS
@@ -299,12 +299,14 @@ class _Evaluator:
     """The event graph of one graph and configuration, split into the arrays the kernels need."""
 
     def __init__(self, graph: ExecutionGraph, params: LogGPS, sampler: _Sampler):
-        ev = engine_for(graph).events(params.S)
+        ev = engine_for(graph).events(params)
         self.ev = ev
         c = ev.coef
         self.const = np.ascontiguousarray(c[:, CONST])
         self.cL = np.ascontiguousarray(c[:, COEF_L])
-        self.rest = np.ascontiguousarray(c[:, COEF_G] * params.G + c[:, COEF_O] * params.o)
+        self.rest = np.ascontiguousarray(
+            c[:, COEF_G] * params.G + c[:, COEF_O] * params.o + c[:, COEF_GAP] * params.g
+        )
         row_of_vertex = np.full(graph.num_vertices, -1, dtype=np.int64)
         row_of_vertex[sampler.calc_vertices] = np.arange(sampler.calc_vertices.size)
         edges, vertices = calc_edges(graph, ev)

@@ -19,7 +19,7 @@ import numpy as np
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, backtrack_path, engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
 from llamp.params import LogGPS
 
 
@@ -152,6 +152,8 @@ def edge_weights(
     if calc_scale is not None:
         const = const * calc_scale
     w = const + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * params.o
+    if params.g:
+        w += c[:, COEF_GAP] * params.g
     k = len(model.names)
     dw = np.zeros((ev.num_edges, k))
     if k and model.dlatency is not None and model.dlatency.size:
@@ -187,7 +189,7 @@ def evaluate_model(
     calc_scale: np.ndarray | None = None,
 ) -> WeightedPoint:
     """``T`` and one-sided derivatives along ``model.names`` (sign +1 right, −1 left)."""
-    ev = engine_for(graph).events(params.S)
+    ev = engine_for(graph).events(params)
     w, dw = edge_weights(ev, params, model, calc_scale)
     if ev.num_events == 0:
         return WeightedPoint(0.0, dict.fromkeys(model.names, 0.0), np.zeros(0, np.int64), ev)
@@ -214,7 +216,7 @@ def runtime_batch(
     memory_bytes: int = 1 << 30,
 ) -> np.ndarray:
     """``T`` for each column of ``calc_scales`` (E_calc scaling per sample, E × m), batched."""
-    ev = engine_for(graph).events(params.S)
+    ev = engine_for(graph).events(params)
     model = model or MessageModel.uniform(graph, params)
     w0, _ = edge_weights(ev, params, model)
     const = ev.coef[:, CONST]

@@ -23,6 +23,9 @@ configs = st.builds(
     o=st.floats(0.0, 500.0),
     G=st.floats(0.0, 2.0),
     S=st.sampled_from([0, 512, 4096, 1 << 30]),
+    g=st.sampled_from([0.0, 200.0]),
+    progress=st.sampled_from(["async", "wait"]),
+    nic=st.sampled_from(["overlap", "serial"]),
 )
 
 
@@ -98,3 +101,21 @@ def test_sweep_reports_exact_right_derivatives():
         right = eng.runtime(params.with_(L=L + 1e-3))
         assert (right - t) / 1e-3 == pytest.approx(slope, abs=1e-3)
     assert np.allclose(frame.rho_L, frame.L_ns * lam / T)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs, params=configs)
+def test_critical_values_of_G_are_exact_under_every_nic_model(graph, params):
+    """T(G) is a max of affine functions in both NIC models (under serial G also spaces the
+    transfers of one NIC): the exact pieces reproduce a dense sweep of G."""
+    lo, hi = 0.0, 20.0
+    result = critical_latencies(graph, params, lo, hi, parameter="G")
+    eng = engine_for(graph)
+    xs = np.linspace(lo, hi, 200)
+    Ts = np.array([eng.runtime(params.with_(G=float(x))) for x in xs])
+    slopes = np.diff(Ts) / np.diff(xs)
+    assert np.all(np.diff(slopes) >= -1e-6 * max(1.0, float(np.abs(slopes).max())))  # convex
+    for seg in result.segments:
+        inside = (xs >= seg.start) & (xs <= seg.end)
+        predicted = seg.runtime_start_ns + seg.slope * (xs[inside] - seg.start)
+        np.testing.assert_allclose(Ts[inside], predicted, rtol=1e-9, atol=1e-6)

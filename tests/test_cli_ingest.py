@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 
@@ -149,3 +150,74 @@ def test_ingest_into_store_and_info(tmp_path, capsys):
     code, stdout, _ = run(capsys, "--store", store, "info", "sweep", "--json")
     assert code == 0
     assert json.loads(stdout)["messages"] == 6052
+
+
+# --------------------------------------------------------------------------- SimGrid host speed
+TI = Path(__file__).parent / "data" / "traces" / "simgrid-ti"
+TI32 = TI / "ti-32ranks"
+
+
+def test_every_command_that_reads_a_trace_takes_host_speed():
+    from llamp.cli import cli
+
+    readers = []
+    for name, command in cli.commands.items():
+        arguments = {p.name for p in command.params if isinstance(p, click.Argument)}
+        if arguments & {"graph_spec", "path", "trace"}:
+            readers.append(name)
+            options = {p.name for p in command.params}
+            assert "host_speed" in options, f"llamp {name} reads a trace but has no --host-speed"
+    assert {"ingest", "info", "predict", "sweep", "report", "collectives"} <= set(readers)
+
+
+def test_ingest_simgrid_host_speed_is_stored_and_shown(tmp_path, capsys):
+    store = tmp_path / "store"
+    code, stdout, stderr = run(
+        capsys, "--store", store, "ingest", TI32, "--host-speed", "2Gf", "--name", "ti"
+    )
+    assert code == 0, stderr
+    assert "(host speed 2Gf)" in stdout
+    code, stdout, _ = run(capsys, "--store", store, "info", "ti", "--json")
+    assert code == 0
+    info = json.loads(stdout)
+    assert info["host_speed_flops_per_s"] == 2e9
+    fast = info["calc_ns_total"]
+    code, stdout, _ = run(capsys, "--store", store, "info", "ti")
+    assert "host speed" in stdout and "2Gf" in stdout
+    code, stdout, _ = run(capsys, "--store", store, "runs", "show", "ti")
+    assert code == 0 and "host speed" in stdout and "2Gf" in stdout
+    # the default, 1 Gf/s, read straight from the trace: twice the compute time
+    code, stdout, _ = run(capsys, "info", TI32, "--json")
+    default = json.loads(stdout)
+    assert default["host_speed_flops_per_s"] == 1e9
+    assert default["calc_ns_total"] == pytest.approx(2 * fast, rel=1e-12)
+    # a stored run keeps its speed: --host-speed on it is an error, not silently ignored
+    code, _, stderr = run(capsys, "--store", store, "predict", "ti", "--host-speed", "1Gf")
+    assert code == 2 and "re-ingest the trace with --host-speed" in stderr
+
+
+def test_host_speed_option_on_analyses_and_its_errors(capsys):
+    code, slow, stderr = run(capsys, "predict", TI32, "--host-speed", "20kf", "--json")
+    assert code == 0, stderr
+    code, fast, stderr = run(capsys, "predict", TI32, "--host-speed", "1e9", "--json")
+    assert code == 0, stderr
+    assert json.loads(slow)["runtime_ns"] > 1e4 * json.loads(fast)["runtime_ns"]
+    for bad, why in (("0", "positive"), ("1 GHz", "cannot read host speed"), ("-5Mf", "positive")):
+        code, _, stderr = run(capsys, "info", TI32, "--host-speed", bad)
+        assert code == 2 and why in stderr and len(stderr.strip().splitlines()) == 1
+    code, _, stderr = run(capsys, "info", SWEEP3D, "--host-speed", "1Gf")
+    assert code == 2 and "liballprof, whose computation is already time" in stderr
+
+
+def test_list_files_in_one_folder_get_their_own_run_names(tmp_path, capsys):
+    for f in ("actions0.txt", "actions1.txt"):
+        (tmp_path / f).write_bytes((TI / "actions" / f).read_bytes())
+    for name in ("cg.S.2.txt", "ep.S.2.txt"):
+        (tmp_path / name).write_text("actions0.txt\nactions1.txt\n")
+    store = tmp_path / "store"
+    for name in ("cg.S.2.txt", "ep.S.2.txt"):
+        code, _, stderr = run(capsys, "--store", store, "ingest", tmp_path / name)
+        assert code == 0, stderr
+    code, stdout, _ = run(capsys, "--store", store, "runs", "--json")
+    assert code == 0
+    assert {r["name"] for r in json.loads(stdout)} == {"cg.S.2", "ep.S.2"}

@@ -40,6 +40,7 @@ from llamp.injector.calibrate import (
     PingPongSample,
     fit_loggp,
     model_one_way_ns,
+    parse_bursts,
     parse_pingpong,
 )
 from llamp.injector.profiles import list_profiles, load_profile, resolve_params, save_profile
@@ -396,3 +397,27 @@ def test_inject_refuses_a_negative_delta():
 
     with pytest.raises(InputError, match="≥ 0"):
         run_injected(["true"], -1.0)
+
+
+def test_gap_per_message_comes_from_the_burst():
+    """A burst of 64 one-byte messages takes 63·g more than one: g = (T(64) − T(1)) / 63;
+    the fit carries it into the parameters and the saved profile."""
+    text = '{"burst": 1, "samples": 100, "time_ns": 1000}\n{"burst": 64, "samples": 100, "time_ns": 7300}\n'
+    bursts = parse_bursts(text)
+    assert bursts == {1: 1000.0, 64: 7300.0}
+    assert parse_pingpong(text) == []  # burst lines are not sizes
+    fit = fit_loggp(synthetic(700.0, 250.0, 0.05), bursts)
+    assert fit.g_ns == pytest.approx(100.0)
+    assert fit.params().g == pytest.approx(100.0)
+    assert fit.as_dict()["g_ns"] == pytest.approx(100.0)
+    assert fit_loggp(synthetic(700.0, 250.0, 0.05)).g_ns == 0.0  # no burst: g unknown, 0
+
+
+def test_profiles_carry_g(tmp_path):
+    path = save_profile("burst", LogGPS(g=120.0), home=tmp_path)
+    assert load_profile("burst", home=tmp_path).params.g == 120.0
+    assert json.loads(path.read_text())["g_ns"] == 120.0
+    older = json.loads(path.read_text())
+    del older["g_ns"]
+    path.write_text(json.dumps(older))
+    assert load_profile("burst", home=tmp_path).params.g == 0.0  # profiles before g

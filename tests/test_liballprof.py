@@ -32,6 +32,7 @@ from llamp.ingest.liballprof import find_rank_files, read_liballprof
 DATA = Path(__file__).parent / "data" / "traces" / "liballprof"
 SWEEP3D = DATA / "sweep3d-2x2"
 BCAST = DATA / "bcast-synthetic"
+SPHOT = DATA / "sphot"
 
 
 def comm(r: int, P: int, handle: int = 1140850688) -> str:
@@ -320,6 +321,123 @@ def test_wildcard_and_proc_null_constants(tmp_path):
     )
     assert trace.meta["mpi_detected_from"] == "llamp mpi header"
     assert trace.events.peer[trace.events.kind == RECV].tolist() == [PROC_NULL]
+
+
+def test_sphot_wildcards_decided_by_the_data_not_the_stride():
+    """LogGOPSim2's sphot (collprof 0.9, 4 ranks): 4-byte request stride (Fortran handles), Open
+    MPI constants. Rank 0 posts six MPI_Irecv from -1 that ranks 1-3 answer (two sends each);
+    read as MPI_PROC_NULL (MPICH, as the stride suggests) those sends would have no receive."""
+    trace = read_liballprof(SPHOT)
+    assert trace.meta["request_stride"] == 4
+    assert trace.meta["mpi"] == "openmpi"
+    assert trace.meta["mpi_detected_from"] == (
+        "sends and receives balance only with MPI_ANY_SOURCE = -1: 6 receives from -1 are wildcards"
+    )
+    ev = trace.events
+    wild = (ev.kind == IRECV) & (ev.peer == ANY_SOURCE)
+    assert ev.rank[wild].tolist() == [0] * 6 and (ev.tag[wild] == ANY_TAG).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IngestWarning)
+        graph = read(SPHOT)
+    assert graph.summary().messages == 59
+    assert graph.meta["wildcards_resolved"] == 6
+    assert graph.name == "sphot"
+
+
+def test_sphot_header_overrides_the_inference(tmp_path):
+    for flavour in ("openmpi", "mpich"):
+        copy = tmp_path / flavour
+        copy.mkdir()
+        for f in SPHOT.iterdir():
+            lines = f.read_text().splitlines(keepends=True)
+            (copy / f.name).write_text("".join([lines[0], f"# llamp mpi {flavour}\n", *lines[1:]]))
+        trace = read_liballprof(copy)
+        assert trace.meta["mpi_detected_from"] == "llamp mpi header"
+        assert trace.meta["mpi"] == flavour
+    with pytest.raises(
+        TraceError, match=r"htor-coll-rank-1\.dat:\d+: MPI_Send to rank 0 .* no matching"
+    ):
+        read(copy)  # the MPICH header makes the six receives MPI_PROC_NULL: sends unmatched
+
+
+def _irecv(t0, src, req, r, P, tag=5):
+    return isend(t0, t0 + 1, src, tag, req, r, P, name="MPI_Irecv")
+
+
+def _waitall(t0, n, base):
+    return f"MPI_Waitall:{t0}:{n}:{base}:0:{t0 + 5}"
+
+
+BASE = 140735000539136
+
+
+@pytest.mark.parametrize(
+    ("src", "answered", "flavour", "peer"),
+    [
+        (-1, True, "openmpi", ANY_SOURCE),  # -1 answered by a send: Open MPI's ANY_SOURCE
+        (-1, False, "mpich", PROC_NULL),  # -1 and no spare send: MPICH's PROC_NULL
+        (-2, True, "mpich", ANY_SOURCE),
+        (-2, False, "openmpi", PROC_NULL),
+    ],
+)
+def test_negative_source_read_by_balance_over_the_trace(tmp_path, src, answered, flavour, peer):
+    # stride 4 (MPICH-like) in every case: the receives, not the stride, decide
+    body0 = [
+        _irecv(110, 1, BASE, 0, 2),
+        _irecv(111, src, BASE + 4, 0, 2),
+        _waitall(112, 2, BASE),
+    ]
+    body1 = [send(105, 106, 0, 5, 1, 2)] + ([send(107, 108, 0, 5, 1, 2)] if answered else [])
+    trace = read_liballprof(write_trace(tmp_path / "t", [body0, body1]))
+    assert trace.meta["request_stride"] == 4
+    assert trace.meta["mpi"] == flavour
+    assert trace.meta["mpi_detected_from"].startswith("sends and receives balance only with")
+    ev = trace.events
+    assert ev.peer[(ev.kind == IRECV) & (ev.rank == 0)].tolist() == [1, peer]
+
+
+def test_persistent_wildcard_receive_counts_its_starts(tmp_path):
+    # one MPI_Recv_init from -1, started twice: it takes two messages
+    body0 = [
+        _irecv(110, -1, BASE, 0, 2).replace("MPI_Irecv", "MPI_Recv_init"),
+        f"MPI_Start:112:{BASE}:113",
+        f"MPI_Wait:114:{BASE}:0:120",
+        f"MPI_Start:121:{BASE}:122",
+        f"MPI_Wait:123:{BASE}:0:130",
+    ]
+    body1 = [send(105, 106, 0, 5, 1, 2), send(107, 108, 0, 5, 1, 2)]
+    trace = read_liballprof(write_trace(tmp_path / "t", [body0, body1]))
+    assert trace.meta["mpi"] == "openmpi"
+    assert "2 receives from -1 are wildcards" in trace.meta["mpi_detected_from"]  # 2 starts
+
+
+def test_ambiguous_negative_source_names_line_and_header(tmp_path):
+    # neither: two spare sends to rank 0 but one receive from -1 (and none from -2)
+    body0 = [recv(110, 120, -1, 5, 0, 2)]
+    body1 = [send(105, 106, 0, 5, 1, 2), send(107, 108, 0, 5, 1, 2)]
+    neither = write_trace(tmp_path / "neither", [body0, body1])
+    with pytest.raises(TraceError) as err:
+        read_liballprof(neither)
+    text = str(err.value)
+    assert "pmpi-trace-rank-0.txt:5: MPI_Recv from -1: MPI_ANY_SOURCE or MPI_PROC_NULL?" in text
+    assert "neither reading (rank 0: 2 messages sent to it, 0 receives naming a source" in text
+    assert "'# llamp mpi openmpi' or '# llamp mpi mpich'" in text
+    assert "\n" not in text
+    # both: one spare send, one receive from -1 and one from -2 (either could be the wildcard)
+    body0 = [recv(110, 120, -1, 5, 0, 2), recv(121, 130, -2, 5, 0, 2)]
+    both = write_trace(tmp_path / "both", [body0, body1[:1]])
+    with pytest.raises(
+        TraceError, match=r"rank-0\.txt:5: .*balance under either reading.*# llamp mpi"
+    ):
+        read_liballprof(both)
+    # lenient: a warning that names the header, then the weaker hints (here MPICH's world handle)
+    trace = read_liballprof(both, lenient=True)
+    assert trace.meta["mpi_detected_from"] == "MPICH MPI_COMM_WORLD handle"
+    assert any("# llamp mpi openmpi" in w for w in trace.diagnostics.summary())
+    # the header settles it
+    settled = write_trace(tmp_path / "settled", [body0, body1[:1]], extra=("# llamp mpi openmpi",))
+    ev = read_liballprof(settled).events
+    assert ev.peer[(ev.rank == 0) & (ev.kind == RECV)].tolist() == [ANY_SOURCE, PROC_NULL]
 
 
 def test_sendrecv_is_two_rows(tmp_path):

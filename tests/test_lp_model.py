@@ -363,6 +363,13 @@ def programs(draw):
         src.append(offset[a] + s)
         dst.append(offset[b] + rv)
         kind.append(MESSAGE)
+    # CPU streams and NICs (GOAL's cpu/nic): one per rank, or two drawn per vertex.
+    streams = {
+        name: draw(st.lists(st.integers(0, 1), min_size=len(rows), max_size=len(rows)))
+        if draw(st.booleans())
+        else None
+        for name in ("cpu", "nic")
+    }
     graph = ExecutionGraph.from_arrays(
         P,
         rank=[r for r, _ in rows],
@@ -374,12 +381,16 @@ def programs(draw):
         edge_src=src,
         edge_dst=dst,
         edge_kind=kind,
+        **streams,
     )
     params = LogGPS(
         L=draw(st.sampled_from([0.0, 500.0]) | st.floats(0.0, 5000.0)),
         o=draw(st.sampled_from([0.0, 100.0]) | st.floats(0.0, 500.0)),
         G=draw(st.sampled_from([0.0, 1.0]) | st.floats(0.0, 10.0)),
         S=draw(st.sampled_from([0, 3, 64, EAGER])),
+        g=draw(st.sampled_from([0.0, 0.0, 300.0])),
+        progress=draw(st.sampled_from(["async", "wait"])),
+        nic=draw(st.sampled_from(["overlap", "serial"])),
     )
     return graph, params
 
@@ -429,7 +440,7 @@ def test_lp_agrees_with_the_graph_engine(case, solver):
     [λ−, λ+]; GLOP from its crash basis gives λ_L⁺ exactly. ``glop-cold`` solves without the
     crash basis, so the LP alone (not the longest-path sweep) produces the numbers."""
     graph, params = case
-    events = engine_for(graph).events(params.S)
+    events = engine_for(graph).events(params)
     name, _, cold = solver.partition("-")
     lp = LinearProgram(events, params, solver=name, crash_basis=not cold)
     _check_against_engine(lp, graph, params)
@@ -445,7 +456,7 @@ def test_lp_agrees_with_the_graph_engine(case, solver):
 )
 def test_tolerance_matches_bisection_on_the_graph_engine(case, x, solver):
     graph, params = case
-    events = engine_for(graph).events(params.S)
+    events = engine_for(graph).events(params)
     name, _, cold = solver.partition("-")
     lp = LinearProgram(events, params, solver=name, crash_basis=not cold)
     bound = (1.0 + x) * engine_for(graph).runtime(params)

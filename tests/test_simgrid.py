@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llamp.errors import TraceError
+from llamp.errors import InputError, ParameterError, TraceError
 from llamp.graph import CALC, SEND
-from llamp.ingest import detect_format, read
+from llamp.ingest import default_name, detect_format, read
 from llamp.ingest.build import build_graph
 from llamp.ingest.events import COLL, COLL_OPS, IRECV, ISEND, RECV, WAIT, IngestWarning
 from llamp.ingest.events import SEND as EV_SEND
@@ -99,13 +99,54 @@ def test_ti32_graph_messages_and_calc_time():
     flops = sum(float(t[2]) for t in text0 if t[1] == "compute")
     flops += sum(float(t[3]) for t in text0 if t[1] == "allreduce")
     calc0 = graph.cost_ns[(graph.rank == 0) & (graph.kind == CALC)].sum()
-    assert calc0 == pytest.approx(flops / DEFAULT_FLOPS_PER_S * 1e9, rel=1e-12)
-    trace = read_simgrid(TI32, flops_per_s=1e9)
-    fast = build_graph(trace)
-    calc0 = fast.cost_ns[(fast.rank == 0) & (fast.kind == CALC)].sum()
-    assert calc0 == pytest.approx(flops, rel=1e-12)  # 1 Gflop/s: 1 flop = 1 ns
-    T = predict(fast, LogGPS()).runtime_ns
+    assert DEFAULT_FLOPS_PER_S == 1e9 and graph.meta["flops_per_s"] == 1e9
+    assert calc0 == pytest.approx(flops, rel=1e-12)  # 1 Gf/s: 1 flop = 1 ns
+    assert calc0 == pytest.approx(73.13e9, rel=1e-3)  # 73 s of compute on rank 0
+    T = predict(graph, LogGPS()).runtime_ns
     assert T > calc0
+    # SimGrid's smpi/host-speed default, 20 kf/s: the same flops take 50 000 times longer
+    slow = build_graph(read_simgrid(TI32, flops_per_s=2e4))
+    calc0 = slow.cost_ns[(slow.rank == 0) & (slow.kind == CALC)].sum()
+    assert calc0 == pytest.approx(flops / 2e4 * 1e9, rel=1e-12)
+    assert calc0 / 86400e9 == pytest.approx(42.3, abs=0.1)  # days
+
+
+def test_host_speed_in_simgrid_notation_is_recorded():
+    flops = sum(float(t[2]) for t in lines_of(TI32 / "ti_trace0.txt") if t[1] == "compute")
+    flops += sum(float(t[3]) for t in lines_of(TI32 / "ti_trace0.txt") if t[1] == "allreduce")
+    for text, speed in (("2.5Gf", 2.5e9), ("500Mf", 5e8), ("20kf", 2e4), (4e9, 4e9)):
+        graph = read(TI32, host_speed=text)
+        assert graph.meta["flops_per_s"] == speed
+        calc0 = graph.cost_ns[(graph.rank == 0) & (graph.kind == CALC)].sum()
+        assert calc0 == pytest.approx(flops / speed * 1e9, rel=1e-12)
+    assert read(TI32, host_speed="2.5Gf").meta["host_speed"] == "2.5Gf"
+    assert read(TI32).meta["host_speed"] == "1Gf"
+
+
+@pytest.mark.parametrize("bad", ["0", "-1Gf", "1gf", "fast", "inf", "1e999"])
+def test_bad_host_speed_is_a_clear_error(bad):
+    with pytest.raises(ParameterError, match="host speed"):
+        read(TI32, host_speed=bad)
+
+
+def test_host_speed_is_refused_for_a_trace_in_time():
+    with pytest.raises(InputError, match=r"sweep3d-2x2: a host speed .* liballprof"):
+        read(DATA.parent / "liballprof" / "sweep3d-2x2", host_speed="1Gf")
+
+
+def test_each_list_file_of_a_folder_names_its_own_run(tmp_path):
+    """Several list files in one folder (as SMPI writes one per run, e.g. NPB's cg.S.2.txt and
+    ep.S.2.txt beside their rank files): each trace is named after its list file."""
+    for f in ("actions0.txt", "actions1.txt"):
+        (tmp_path / f).write_bytes((ACTIONS / f).read_bytes())
+    for name in ("cg.S.2.txt", "ep.S.2.txt"):
+        (tmp_path / name).write_text("actions0.txt\nactions1.txt\n")
+    names = {read(tmp_path / n).name for n in ("cg.S.2.txt", "ep.S.2.txt")}
+    assert names == {"cg.S.2", "ep.S.2"}
+    assert default_name(tmp_path / "cg.S.2.txt") == "cg.S.2"
+    # a one-file trace is named by its file, a rank file or a folder by the folder
+    assert read(ACTIONS / "actions_allreduce.txt").name == "actions_allreduce"
+    assert default_name(TI32 / "ti_trace5.txt") == default_name(TI32) == "ti-32ranks"
 
 
 # --------------------------------------------------------------------------- actions/
@@ -172,7 +213,7 @@ def test_datatypes_and_roots():
     # bcast 5e4 1 0 (root 1, double), bcast 5e4 0 3 (root 0, short), reduce 5e4 5e8 0 4 (long)
     assert ev.root[coll & (ev.rank == 2)].tolist() == [1, 0, 0]
     assert ev.size[coll & (ev.rank == 2)].tolist() == [50000 * 8, 50000 * 2, 50000 * 8]
-    # the reduce's 5e8 flops run after it: rank 1's last calc is 5e8 / 20000 s
+    # the reduce's 5e8 flops run after it: rank 1's last calc is 5e8 flops / host speed
     graph = build_graph(trace)
     calcs = graph.cost_ns[(graph.rank == 1) & (graph.kind == CALC)]
     assert calcs[-1] == pytest.approx(5e8 / DEFAULT_FLOPS_PER_S * 1e9)
@@ -188,7 +229,7 @@ def test_split_traces_list_file_and_waits():
     irecv = int(np.flatnonzero(one & (ev.kind == IRECV))[0])
     wait = int(np.flatnonzero(one & (ev.kind == WAIT))[0])
     assert ev.requests(wait).tolist() == ev.requests(irecv).tolist()
-    # compute 1e9 flops before the isend: 1e9 / 20000 s
+    # compute 1e9 flops before the isend: 1e9 flops / host speed
     isend = int(np.flatnonzero(one & (ev.kind == ISEND))[0])
     assert ev.t_start_ns[isend] == pytest.approx(1e9 / DEFAULT_FLOPS_PER_S * 1e9)
     graph = read(ACTIONS / "split_traces")
@@ -210,7 +251,7 @@ def test_old_format_without_tags(tmp_path):
     wait = int(np.flatnonzero((ev.rank == 1) & (ev.kind == WAIT))[0])
     irecv = int(np.flatnonzero(ev.kind == IRECV)[0])
     assert ev.requests(wait).tolist() == ev.requests(irecv).tolist()
-    assert ev.t_start_ns[np.flatnonzero(sends)[0]] == pytest.approx(1e9)  # 2e4 flops
+    assert ev.t_start_ns[np.flatnonzero(sends)[0]] == pytest.approx(2e4)  # 2e4 flops at 1 Gf/s
     assert int(np.count_nonzero(read(path).kind == SEND)) == 2
 
 

@@ -202,6 +202,31 @@ def test_ingest_from_a_server_path(store_env, graph):
     assert "from-path" not in list(at.dataframe[0].value["name"])
 
 
+def test_ingest_simgrid_with_a_host_speed(store_env):
+    """The ingest form's host speed reaches the reader and is stored with the run; a SimGrid
+    list file is named after itself by default; a bad speed is a readable error."""
+    from llamp.graphdb import open_store
+
+    TI = Path(__file__).parent / "data" / "traces" / "simgrid-ti" / "actions" / "split_traces"
+    at = page()
+    assert at.text_input(key="ingest_host_speed").placeholder.startswith("1Gf (default)")
+    at.radio(key="ingest_source").set_value("Path on the server").run()
+    at.text_input(key="ingest_path").set_value(str(TI)).run()
+    at.text_input(key="ingest_host_speed").set_value("bogus").run()
+    at.button(key="ingest_button").click().run()
+    assert any("cannot read host speed 'bogus'" in e.value for e in at.error)
+    at.text_input(key="ingest_host_speed").set_value("500Mf").run()
+    at.button(key="ingest_button").click().run()
+    assert_clean(at)
+    assert "split_traces" in list(at.dataframe[0].value["name"])  # the list file's own name
+    with open_store(None) as store:
+        meta = store.run_info("split_traces").meta
+        calc = store.load_run("split_traces").cost_ns.max()
+        store.delete_run("split_traces")
+    assert meta["flops_per_s"] == 5e8 and meta["host_speed"] == "500Mf"
+    assert calc == pytest.approx(1e9 / 5e8 * 1e9)  # actions1: compute 1e9 flops = 2 s
+
+
 # ---------------------------------------------------------------------- Latency
 def test_latency_page_shows_the_api_numbers(store_env, graph):
     params = LogGPS()

@@ -84,7 +84,7 @@ def test_runtimes_match_runtime_batch(synchronising):
     """The fused sampler kernel and llamp.lp.weighted.runtime_batch agree on T."""
     spec = VariabilitySpec(spatial_cv=0.1, temporal_cv=0.1, samples=6, seed=1)
     result = monte_carlo(synchronising, PARAMS, spec, sensitivity=False)
-    ev = engine_for(synchronising).events(PARAMS.S)
+    ev = engine_for(synchronising).events(PARAMS)
     edges, vertices = calc_edges(synchronising, ev)
     scales = np.ones((ev.num_edges, spec.samples))
     base = synchronising.cost_ns[vertices]

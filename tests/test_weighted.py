@@ -48,7 +48,7 @@ def test_runtime_batch_scales_calc_costs():
     calc by 2 doubles T; by 0.5 gives max(550, max(50 + 15, 250) + 500) = 750 ns."""
     graph = paper_example()
     params = LogGPS(L=0.0, o=0.0, G=5.0, S=1 << 20)
-    ev = engine_for(graph).events(params.S)
+    ev = engine_for(graph).events(params)
     edges, vertices = calc_edges(graph, ev)
     assert sorted(graph.cost_ns[vertices].tolist()) == [100.0, 500.0, 1000.0, 1000.0]
     scales = np.ones((ev.num_edges, 3))

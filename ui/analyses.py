@@ -66,17 +66,25 @@ from llamp.lp.topology import (
 from llamp.lp.variability import Variability, monte_carlo
 from llamp.params import LogGPS
 
-#: (L ns, o ns, G ns/B, S bytes): a hashable LogGPS.
-ParamKey = tuple[float, float, float, int]
+#: (L ns, o ns, G ns/B, S bytes, g ns, progress, nic): a hashable LogGPS.
+ParamKey = tuple[float, float, float, int, float, str, str]
 
 
 def param_key(params: LogGPS) -> ParamKey:
-    return (float(params.L), float(params.o), float(params.G), int(params.S))
+    return (
+        float(params.L),
+        float(params.o),
+        float(params.G),
+        int(params.S),
+        float(params.g),
+        params.progress,
+        params.nic,
+    )
 
 
 def params_of(key: ParamKey) -> LogGPS:
-    L, o, G, S = key
-    return LogGPS(L=L, o=o, G=G, S=S)
+    L, o, G, S, g, progress, nic = key
+    return LogGPS(L=L, o=o, G=G, S=S, g=g, progress=progress, nic=nic)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

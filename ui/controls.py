@@ -41,6 +41,32 @@ PARAM_INPUTS = (
         "256KiB",
         "Messages larger than S bytes use the rendezvous protocol: 65536, 64KiB.",
     ),
+    (
+        "param_g",
+        "g — gap per message",
+        "0ns",
+        "Minimum time between two messages a NIC injects (LogGP's g); used by the serial NIC.",
+    ),
+)
+
+#: Model choices: (session key, label, options, default, help).
+MODEL_INPUTS = (
+    (
+        "param_progress",
+        "Receive progress",
+        config.PROGRESS_MODELS,
+        config.DEFAULT_PROGRESS,
+        "async: a receive's overhead overlaps computation (a progress thread); wait: it is "
+        "charged inside the MPI call that completes it (no asynchronous progress).",
+    ),
+    (
+        "param_nic",
+        "NIC model",
+        config.NIC_MODELS,
+        config.DEFAULT_NIC,
+        "overlap: concurrent transfers overlap; serial: G is LogGP's gap, each NIC sends and "
+        "receives one message after another.",
+    ),
 )
 
 
@@ -79,11 +105,13 @@ def readable_errors(action: str) -> Iterator[None]:
 
 
 def describe(params: LogGPS) -> str:
-    """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B``."""
+    """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B · g = 0 ns ·
+    progress async · NIC overlap``."""
     bandwidth = f" ({8.0 / params.G:.4g} Gb/s)" if params.G > 0 else ""
     return (
         f"L = {config.format_ns(params.L)} · o = {config.format_ns(params.o)} · "
-        f"G = {params.G:.6g} ns/B{bandwidth} · S = {params.S} B"
+        f"G = {params.G:.6g} ns/B{bandwidth} · S = {params.S} B · g = "
+        f"{config.format_ns(params.g)} · progress {params.progress} · NIC {params.nic}"
     )
 
 
@@ -129,9 +157,25 @@ def _sidebar(page: str) -> Selection | None:
                 label, _kept(key, default), key=f"{key}::{page}", help=help_text
             )
             _keep(key, values[key])
+        for key, label, options, default, help_text in MODEL_INPUTS:
+            kept = _kept(key, default)
+            values[key] = st.selectbox(
+                label,
+                options,
+                index=options.index(kept) if kept in options else 0,
+                key=f"{key}::{page}",
+                help=help_text,
+            )
+            _keep(key, values[key])
         try:
             params = LogGPS.parse(
-                L=values["param_L"], o=values["param_o"], G=values["param_G"], S=values["param_S"]
+                L=values["param_L"],
+                o=values["param_o"],
+                G=values["param_G"],
+                S=values["param_S"],
+                g=values["param_g"],
+                progress=values["param_progress"],
+                nic=values["param_nic"],
             )
         except LlampError as err:
             st.error(str(err))

@@ -19,10 +19,12 @@ from llamp.cli.base import (
     collectives_option,
     emit_json,
     engine_option,
+    host_speed_option,
     json_option,
     load_graph_spec,
     params_options,
     parse_collectives,
+    refuse_host_speed_for_run,
     table,
 )
 from llamp.config import format_ns, parse_duration_ns
@@ -84,7 +86,15 @@ def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> Exec
     return graph.subgraph(keep, name=f"{graph.name}[{'; '.join(parts)}]")
 
 
-def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window, iterations):
+def _load(
+    ctx: click.Context,
+    spec: str,
+    collectives: str | None,
+    ranks,
+    window,
+    iterations,
+    host_speed: str | None = None,
+):
     """A file or directory is read and cut in memory; a stored run is cut by the store's
     Cypher catalogue (the same subgraph semantics, tested equal)."""
     from pathlib import Path
@@ -94,8 +104,12 @@ def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window,
             raise InputError(
                 "--iterations selects by collective calls of a stored run; ingest it with --name"
             )
-        graph = load_graph_spec(spec, collectives=parse_collectives(collectives))
+        graph = load_graph_spec(
+            spec, collectives=parse_collectives(collectives), host_speed=host_speed
+        )
         return select(graph, ranks, window)
+    if host_speed is not None:
+        refuse_host_speed_for_run(spec)
     if collectives:
         raise InputError(
             f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)"
@@ -125,12 +139,21 @@ def _load(ctx: click.Context, spec: str, collectives: str | None, ranks, window,
 
 
 def graph_argument(func):
-    """GRAPH plus --collectives, --ranks, --window, --iterations; the command receives ``graph``."""
+    """GRAPH plus --collectives, --host-speed, --ranks, --window, --iterations; the command
+    receives ``graph``."""
 
     @functools.wraps(func)
-    def wrapper(graph_spec: str, collectives: str | None, ranks, window, iterations, **kw):
+    def wrapper(
+        graph_spec: str, collectives: str | None, host_speed, ranks, window, iterations, **kw
+    ):
         graph = _load(
-            click.get_current_context(), graph_spec, collectives, ranks, window, iterations
+            click.get_current_context(),
+            graph_spec,
+            collectives,
+            ranks,
+            window,
+            iterations,
+            host_speed,
         )
         return func(graph=graph, graph_spec=graph_spec, **kw)
 
@@ -145,6 +168,7 @@ def graph_argument(func):
     wrapper = click.option("--ranks", default=None, help="Analyse only these ranks, e.g. 0-7,12.")(
         wrapper
     )
+    wrapper = host_speed_option(wrapper)
     wrapper = collectives_option(wrapper)
     return click.argument("graph_spec", metavar="GRAPH")(wrapper)
 

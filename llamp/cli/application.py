@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from llamp.cli.analyze import graph_argument, parse_levels, parse_range
-from llamp.cli.base import cli, emit_json, json_option, params_options, table
+from llamp.cli.base import cli, emit_json, host_speed_option, json_option, params_options, table
 from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
@@ -43,8 +43,9 @@ def _ns(value: float) -> str:
     "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
 )
 @click.option("--lenient", is_flag=True, help="Turn per-line trace problems into warnings.")
+@host_speed_option
 def collectives(
-    trace, variants, compare, params: LogGPS, as_json, lo, hi, points, levels, lenient
+    trace, variants, compare, params: LogGPS, as_json, lo, hi, points, levels, lenient, host_speed
 ) -> None:
     """T(L), λ_L, ρ_L and x% tolerance of TRACE under collective-algorithm VARIANTs.
 
@@ -74,6 +75,7 @@ def collectives(
         tolerances=parse_levels(levels),
         lenient=lenient,
         progress=not as_json,
+        host_speed=host_speed,
     )
     if as_json:
         emit_json(result.as_dict())

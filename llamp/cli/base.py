@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from llamp import config
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -33,8 +34,35 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     ctx.obj["store_uri"] = store_uri
 
 
+def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--g --progress --nic``: LogGP's gap per message and the two model choices."""
+    func = click.option(
+        "--nic",
+        "nic",
+        type=click.Choice(config.NIC_MODELS),
+        default=None,
+        help="NIC model: overlap (concurrent transfers overlap) or serial (G is LogGP's gap: "
+        f"a NIC sends and receives one message after another). Default {config.DEFAULT_NIC}.",
+    )(func)
+    func = click.option(
+        "--progress",
+        "progress",
+        type=click.Choice(config.PROGRESS_MODELS),
+        default=None,
+        help="Receive progress: async (a receive's o overlaps computation) or wait (charged "
+        f"inside the MPI call that completes it). Default {config.DEFAULT_PROGRESS}.",
+    )(func)
+    return click.option(
+        "--g",
+        "g",
+        default=None,
+        help="Gap per message g (e.g. 50ns; used by --nic serial). Default 0.",
+    )(func)
+
+
 def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--network --L --o --G --S`` with units; the command receives ``params: LogGPS``.
+    """``--network --L --o --G --S --g --progress --nic`` with units; the command receives
+    ``params: LogGPS``.
 
     ``--network NAME`` starts from a profile saved by ``llamp calibrate --save NAME``; the
     other options override it; without either, the defaults of :class:`LogGPS`.
@@ -51,17 +79,19 @@ def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--o", "o", default=None, help="CPU overhead o per message (e.g. 1.5us).")
     @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.018ns/B or 56Gb/s).")
     @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (e.g. 256KiB).")
+    @model_options
     @functools.wraps(func)
     def wrapper(
         *args: Any, network: str | None, L: str | None, o: str | None, G: str | None,
-        S: str | None, **kw: Any,
+        S: str | None, g: str | None, progress: str | None, nic: str | None, **kw: Any,
     ):
+        models = {"g": g, "progress": progress, "nic": nic}
         if network:
             from llamp.injector.profiles import resolve_params
 
-            kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S)
+            kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models)
         else:
-            kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S)
+            kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S, **models)
         return func(*args, **kw)
 
     return wrapper
@@ -91,6 +121,25 @@ def collectives_option(func: Callable[..., Any]) -> Callable[..., Any]:
         help=(
             "Collective algorithms when reading a trace, e.g. allreduce=ring,bcast=binomial; "
             "or an analytic model instead of expansion: OP=dimemas, OP=thakur_gropp[:ALG]."
+        ),
+    )(func)
+
+
+def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--host-speed`` (SimGrid notation, e.g. 1Gf); the command receives the text or None."""
+    from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
+
+    return click.option(
+        "--host-speed",
+        "host_speed",
+        default=None,
+        metavar="SPEED",
+        help=(
+            "SimGrid TI traces: host speed that turns their compute flops into time, in "
+            "SimGrid's notation (f, kf, Mf, Gf, Tf; e.g. 1Gf, 500Mf, or 1e9 flop/s). Default "
+            f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)}, the hosts of SimGrid's example "
+            "clusters; give the smpi/host-speed the trace was recorded with to get the traced "
+            "run's compute times back."
         ),
     )(func)
 
@@ -142,13 +191,16 @@ def load_graph_spec(
     collectives: dict[str, str] | None = None,
     store_uri: str | None = None,
     fmt: str = "auto",
+    host_speed: str | None = None,
 ) -> ExecutionGraph:
     """Resolve GRAPH: an ``.npz`` file, a ``.goal`` file, a trace directory, or a stored run name."""
     from llamp.ingest import read
 
     path = Path(spec)
     if path.exists():
-        return read(path, fmt=fmt, collectives=collectives or {})
+        return read(path, fmt=fmt, collectives=collectives or {}, host_speed=host_speed)
+    if host_speed is not None:
+        refuse_host_speed_for_run(spec)
     try:
         from llamp.graphdb import open_store
     except ImportError:  # pragma: no cover - graph store not installed
@@ -158,3 +210,12 @@ def load_graph_spec(
             if store.has_run(spec):
                 return store.load_run(spec)
     raise InputError(f"{spec}: no such file, directory or stored run")
+
+
+def refuse_host_speed_for_run(spec: str) -> None:
+    """--host-speed applies when a trace is read; a stored run keeps the speed it was read with."""
+    raise InputError(
+        f"--host-speed converts a SimGrid trace's flops when it is read; {spec!r} is not a "
+        "trace path (a stored run keeps the host speed it was ingested with: re-ingest the "
+        "trace with --host-speed)"
+    )

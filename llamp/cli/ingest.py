@@ -19,12 +19,13 @@ from llamp.cli.base import (
     cli,
     collectives_option,
     emit_json,
+    host_speed_option,
     json_option,
     load_graph_spec,
     parse_collectives,
     table,
 )
-from llamp.config import format_ns
+from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError, StoreError
 from llamp.graph import ExecutionGraph
 
@@ -95,6 +96,7 @@ def _store(
     help="Input format (auto: from the path).",
 )
 @collectives_option
+@host_speed_option
 @click.option(
     "--lenient",
     is_flag=True,
@@ -120,6 +122,7 @@ def ingest_cmd(
     path: Path,
     fmt: str,
     collectives: str | None,
+    host_speed: str | None,
     lenient: bool,
     output: Path | None,
     name: str | None,
@@ -140,6 +143,7 @@ def ingest_cmd(
         lenient=lenient,
         progress=progress,
         name=name,
+        host_speed=host_speed,
     )
     result: dict[str, Any] = {"name": graph.name, "source": str(path)}
     if output is not None:
@@ -162,6 +166,8 @@ def ingest_cmd(
         seconds=round(time.perf_counter() - started, 3),
         warnings=graph.meta.get("warnings", []),
     )
+    if "flops_per_s" in graph.meta:
+        result["host_speed_flops_per_s"] = graph.meta["flops_per_s"]
     if as_json:
         emit_json(result)
         return
@@ -172,6 +178,11 @@ def ingest_cmd(
         f"{graph.name}: {summary.ranks} ranks, {summary.vertices} vertices, "
         f"{summary.messages} messages ({summary.bytes} bytes) → {where} "
         f"in {result['seconds']:.2f} s"
+        + (
+            f" (host speed {format_flop_rate(graph.meta['flops_per_s'])})"
+            if "flops_per_s" in graph.meta
+            else ""
+        )
     )
     if "goal_rounding" in result:
         click.echo(f"{output}: {result['goal_rounding']['note']}")
@@ -180,9 +191,16 @@ def ingest_cmd(
 @cli.command("info")
 @click.argument("graph_spec", metavar="GRAPH")
 @collectives_option
+@host_speed_option
 @json_option
 @click.pass_context
-def info_cmd(ctx: click.Context, graph_spec: str, collectives: str | None, as_json: bool) -> None:
+def info_cmd(
+    ctx: click.Context,
+    graph_spec: str,
+    collectives: str | None,
+    host_speed: str | None,
+    as_json: bool,
+) -> None:
     """Summary of GRAPH (.npz, .goal, trace directory or stored run): ranks, ops, messages."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -190,6 +208,7 @@ def info_cmd(ctx: click.Context, graph_spec: str, collectives: str | None, as_js
             graph_spec,
             collectives=parse_collectives(collectives),
             store_uri=ctx.obj.get("store_uri"),
+            host_speed=host_speed,
         )
     summary = graph.summary()
     payload = summary.as_dict()
@@ -198,6 +217,9 @@ def info_cmd(ctx: click.Context, graph_spec: str, collectives: str | None, as_js
         collectives=graph.meta.get("collectives", {}),
         warnings=graph.meta.get("warnings", []),
     )
+    speed = graph.meta.get("flops_per_s")
+    if speed is not None:
+        payload["host_speed_flops_per_s"] = speed
     if as_json:
         emit_json(payload)
         return
@@ -214,8 +236,11 @@ def info_cmd(ctx: click.Context, graph_spec: str, collectives: str | None, as_js
         ),
         ("edges", summary.edges),
         ("messages", f"{summary.messages} ({summary.bytes} bytes)"),
+        ("CPUs, NICs per rank", f"{summary.cpus}, {summary.nics} (at most)"),
         ("calc total", format_ns(summary.calc_ns_total)),
     ]
+    if speed is not None:
+        rows.append(("host speed", f"{format_flop_rate(speed)} (compute flops → time)"))
     if payload["collectives"]:
         rows.append(
             ("collectives", ", ".join(f"{k}={v}" for k, v in payload["collectives"].items()))

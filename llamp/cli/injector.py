@@ -17,6 +17,7 @@ import click
 
 from llamp.cli.base import (
     cli,
+    model_options,
     collectives_option,
     emit_json,
     engine_option,
@@ -32,8 +33,9 @@ _COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
 def network_options(func):
-    """``--network NAME --L --o --G --S``; the command gets ``network``, ``params`` (``None``
-    when none of them is given) and ``times`` (the profile's measured times, else ``None``)."""
+    """``--network NAME --L --o --G --S --g --progress --nic``; the command gets ``network``,
+    ``params`` (``None`` when none of the parameters is given) and ``times`` (the profile's
+    measured times, else ``None``)."""
 
     @click.option(
         "--network",
@@ -45,13 +47,15 @@ def network_options(func):
     @click.option("--o", "o", default=None, help="Overhead o per message (e.g. 100ns).")
     @click.option("--G", "G", default=None, help="Gap per byte G (e.g. 0.15ns/B or 50Gb/s).")
     @click.option("--S", "S", default=None, help="Rendezvous threshold S (e.g. 4KiB).")
+    @model_options
     @functools.wraps(func)
-    def wrapper(*args, network, L, o, G, S, **kw):
+    def wrapper(*args, network, L, o, G, S, g, progress, nic, **kw):
         from llamp.injector.profiles import load_profile, resolve_params
 
-        given = network is not None or any(v is not None for v in (L, o, G, S))
+        given = network is not None or any(v is not None for v in (L, o, G, S, g))
         kw["network"] = network
-        kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S) if given else None
+        models = {"g": g, "progress": progress, "nic": nic}
+        kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models) if given else None
         kw["times"] = load_profile(network).times() if network else None
         return func(*args, **kw)
 
@@ -71,7 +75,10 @@ def _params_text(p: LogGPS) -> str:
     from llamp.injector.calibrate import NO_SWITCH_S
 
     S = "none (all eager)" if p.S >= NO_SWITCH_S else f"{p.S} B"
-    return f"L = {format_ns(p.L)}, o = {format_ns(p.o)}, G = {p.G:.6g} ns/B, S = {S}"
+    return (
+        f"L = {format_ns(p.L)}, o = {format_ns(p.o)}, G = {p.G:.6g} ns/B, S = {S}, "
+        f"g = {format_ns(p.g)}"
+    )
 
 
 # --------------------------------------------------------------------------- calibrate

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, LlampError
 from llamp.ui import controls, store, uploads
 
@@ -57,14 +58,28 @@ def parse_collectives(text: str) -> dict[str, str]:
     return choices
 
 
-def _ingest(source: Path, name: str, collectives: str, lenient: bool, replace: bool, bar) -> None:
+def _ingest(
+    source: Path,
+    name: str,
+    collectives: str,
+    host_speed: str,
+    lenient: bool,
+    replace: bool,
+    bar,
+) -> None:
     from llamp.ingest import read
     from llamp.ingest.events import IngestWarning
 
     bar.progress(20, text=f"Reading {source.name} and building the execution graph…")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        graph = read(source, collectives=parse_collectives(collectives), lenient=lenient, name=name)
+        graph = read(
+            source,
+            collectives=parse_collectives(collectives),
+            lenient=lenient,
+            name=name,
+            host_speed=host_speed.strip() or None,
+        )
     lines = [str(w.message) for w in caught if not issubclass(w.category, IngestWarning)]
     lines += list(graph.meta.get("warnings", []) or [])
     summary = graph.summary()
@@ -109,6 +124,13 @@ else:
         placeholder="/data/traces/lulesh-64 (a trace directory, .goal or .npz)",
     )
     default_name = Path(server_path.strip()).name.removesuffix(".goal").removesuffix(".npz")
+    if server_path.strip() and Path(server_path.strip()).expanduser().exists():
+        from llamp.ingest import default_name as trace_default_name
+
+        try:  # the trace's own name (a SimGrid list file: its stem, not its folder's)
+            default_name = trace_default_name(Path(server_path.strip()).expanduser())
+        except LlampError:
+            pass  # the Ingest button reports what is wrong with the path
 
 left, right = st.columns(2)
 with left:
@@ -122,6 +144,16 @@ with left:
         "Collective algorithms",
         key="ingest_collectives",
         placeholder="defaults as Schedgen; e.g. allreduce=ring,bcast=binomial",
+    )
+    host_speed = st.text_input(
+        "Host speed (SimGrid TI traces)",
+        key="ingest_host_speed",
+        placeholder=f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)} (default); e.g. 500Mf, 20kf",
+        help="The flop rate that turns a SimGrid time-independent trace's compute flops into "
+        "time, in SimGrid's notation (f, kf, Mf, Gf, Tf, or flop/s as a number). The default "
+        "is the host speed of SimGrid's example clusters; give the smpi/host-speed the trace "
+        "was recorded with to get the traced run's compute times back. Other formats carry "
+        "times, not flops: leave it empty for them.",
     )
 with right:
     lenient = st.checkbox("Lenient: turn per-line problems into warnings", key="ingest_lenient")
@@ -147,7 +179,7 @@ if st.button("Ingest", type="primary", key="ingest_button", icon=":material/uplo
                 source = Path(server_path.strip()).expanduser()
                 if not source.exists():
                     raise InputError(f"{source}: no such file or directory on the server")
-            _ingest(source, run_name, collectives, lenient, replace, bar)
+            _ingest(source, run_name, collectives, host_speed, lenient, replace, bar)
         except LlampError as err:
             # Name uploaded files as the user knows them, not by the staging directory.
             raise InputError(str(err).replace(tmp + os.sep, "")) from None
