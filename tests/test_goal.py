@@ -3,6 +3,7 @@ round trips, wildcard matching, comments, cpu/nic, and one test per malformed in
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -710,12 +711,14 @@ def test_runtime_of_the_written_graph_is_within_the_rounding(tmp_path):
     assert 0 < written.rounding_max_ns <= 0.5
     assert written.rounding_total_ns == pytest.approx(np.abs(back.cost_ns - graph.cost_ns).sum())
     before, after = engine_for(graph), engine_for(back)
+    models = [{}, {"progress": "wait"}, {"nic": "serial", "g": 500.0}]
     for L in (0.0, 3000.0, 30000.0):
         for G in (0.0, 6.0):
             for o, S in ((1500.0, 65535), (0.0, 1 << 30)):
-                params = LogGPS(L=L, o=o, G=G, S=S)
-                t0, t1 = before.runtime(params), after.runtime(params)
-                assert t0 > 0 and abs(t1 - t0) <= written.rounding_total_ns + 1e-9 * t0
+                for model in models:
+                    params = LogGPS(L=L, o=o, G=G, S=S, **model)
+                    t0, t1 = before.runtime(params), after.runtime(params)
+                    assert t0 > 0 and abs(t1 - t0) <= written.rounding_total_ns + 1e-9 * t0
 
 
 def test_rounding_bound_is_reached_on_a_chain(tmp_path):
@@ -735,3 +738,41 @@ def test_rounding_bound_is_reached_on_a_chain(tmp_path):
     assert engine_for(g2).runtime(params) - engine_for(read_goal(written)).runtime(
         params
     ) == pytest.approx(written.rounding_total_ns)
+
+
+TWO_CPUS = """num_ranks 2
+rank 0 {
+c0: calc 50000 cpu 0
+s0: send 1024b to 1 tag 0 cpu 0 nic 0
+s0 requires c0
+c1: calc 50000 cpu 1
+s1: send 1024b to 1 tag 1 cpu 1 nic 0
+s1 requires c1
+}
+rank 1 {
+r0: recv 1024b from 0 tag 0 cpu 0 nic 0
+d0: calc 20000 cpu 0
+d0 requires r0
+r1: recv 1024b from 0 tag 1 cpu 1 nic 0
+d1: calc 20000 cpu 1
+d1 requires r1
+}
+"""
+
+
+def test_cpu_annotations_reach_the_model(tmp_path):
+    """Two CPU streams per rank: each send's o is charged on its own CPU, so both messages leave
+    at 50 µs: T = 50000 + o + L + o + 20000 = 76,000 ns (LogGOPSim gives the same). On one CPU
+    the second send waits for the first one's o: 77,500 ns."""
+    from llamp.lp import engine_for
+    from llamp.params import LogGPS
+
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=100_000)
+    two = parse_goal_text(TWO_CPUS, name="two_cpus.goal")
+    assert two.cpu.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert engine_for(two).runtime(params) == 76_000.0
+    back = read_goal(write_goal(two, tmp_path / "two.goal"))
+    assert engine_for(back).runtime(params) == 76_000.0
+    one = parse_goal_text(re.sub(r" cpu \d", "", TWO_CPUS), name="one_cpu.goal")
+    assert one.cpu is None
+    assert engine_for(one).runtime(params) == 77_500.0
