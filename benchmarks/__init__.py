@@ -1,4 +1,4 @@
-"""llamp benchmarks (DESIGN §10): ``python -m benchmarks [--quick] [--full] [--only NAME]
+"""llamp benchmarks (docs/architecture.md §Performance targets): ``python -m benchmarks [--quick] [--full] [--only NAME]
 [--repeat N] [--json FILE]``; results and the machine they were measured on in ``RESULTS.md``.
 
 Each ``bench_*.py`` module exposes ``run(quick: bool, repeat: int) -> list[dict]`` (and may

@@ -1,4 +1,4 @@
-"""End to end (DESIGN §10, issue 9): trace → ExecutionGraph → embedded store → full report.
+"""End to end (docs/architecture.md §Performance targets, issue 9): trace → ExecutionGraph → embedded store → full report.
 
 Every case runs the two processes a user runs (:mod:`benchmarks.memprofile`), each in a fresh
 subprocess so its peak RSS is its own: ``ingest`` (read the trace, ``put_run`` into an empty

@@ -1,4 +1,4 @@
-"""Graph engine (DESIGN §3.2, §10): one evaluation, full evaluation, critical latencies, tolerance.
+"""Graph engine (docs/architecture.md §Two engines, §Performance targets): one evaluation, full evaluation, critical latencies, tolerance.
 
 Graphs are synthetic stencil codes (``llamp.ingest.synthetic``: 2-D halo exchange with
 Isend/Irecv/Waitall, a recursive-doubling allreduce every iteration, an alltoall every 10th)

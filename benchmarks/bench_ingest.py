@@ -1,4 +1,4 @@
-"""Ingest throughput (DESIGN §10: ≥ 10^6 trace events/s per core into an ExecutionGraph).
+"""Ingest throughput (docs/architecture.md §Performance targets: ≥ 10^6 trace events/s per core into an ExecutionGraph).
 
 Cases: the shipped Sweep3D trace (4 ranks, 11.7k lines) and a synthetic liballprof trace of a
 halo exchange generated in a temporary directory: per iteration every rank posts Irecv/Isend to

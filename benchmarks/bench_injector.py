@@ -1,4 +1,4 @@
-"""Latency injector and validation (DESIGN §8, LLAMP §III): micro-benchmarks of the injector and
+"""Latency injector and validation (docs/architecture.md §Injector and validation, LLAMP §III): micro-benchmarks of the injector and
 the measured-vs-predicted runtime table of two real applications.
 
 With Open MPI on PATH (else no rows), 2 ranks (one per core), ``OMP_NUM_THREADS=1``:

@@ -1,4 +1,4 @@
-"""LP engine benchmarks (DESIGN §10): vectorised LP build, GLOP vs HiGHS solves, tolerance LP.
+"""LP engine benchmarks (docs/architecture.md §Performance targets): vectorised LP build, GLOP vs HiGHS solves, tolerance LP.
 
 Graphs are synthetic but shaped like real traces: ``P`` ranks in a 1-D periodic halo exchange
 (per iteration: a calc with random cost, Irecv left/right, Isend right/left, one Waitall) with
@@ -23,7 +23,7 @@ from llamp.lp.tolerance import max_parameter_within
 from llamp.params import LogGPS
 
 BENCH = "lp"
-#: LogGPS configuration of the benchmark (the paper's test-bed values, DESIGN config).
+#: LogGPS configuration of the benchmark (the paper's test-bed values, llamp/config.py).
 PARAMS = LogGPS(L=3000.0, o=1500.0, G=0.018, S=256 * 1024)
 
 _NONE, _LEFT, _RIGHT = 0, 1, 2  # peer kinds; 3 + d is the recursive-doubling partner r ^ 2^d

@@ -1,4 +1,4 @@
-"""Graph store benchmarks (DESIGN §10: store load ≥ 10^6 vertices/s embedded).
+"""Graph store benchmarks (docs/architecture.md §Performance targets: store load ≥ 10^6 vertices/s embedded).
 
 LadybugDB: load (``put_run``) and read-back (``load_run``) throughput at 10^5 and 10^6
 vertices, every catalogue query and selection on the 10^6-vertex run, and deleting a run. The

@@ -1,4 +1,4 @@
-"""Tracer overhead per MPI call (DESIGN §4, ``ingest/tracer``): a microbenchmark with and
+"""Tracer overhead per MPI call (docs/architecture.md §Ingest, ``ingest/tracer``): a microbenchmark with and
 without the tracer preloaded.
 
 Two ranks (one per core; ``--oversubscribe`` only on a 1-core machine, since it makes waiting

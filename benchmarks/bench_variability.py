@@ -1,4 +1,4 @@
-"""Monte Carlo over compute variability (``llamp mc``, DESIGN §5): samples per second.
+"""Monte Carlo over compute variability (``llamp mc``, docs/analyses.md): samples per second.
 
 Target (issue "What-if analyses"): 1000 samples of a 10^5-vertex graph within a minute. The
 graph is the synthetic stencil code (16 ranks, 2-D halo exchange, an allreduce every

@@ -1,4 +1,4 @@
-"""The graph store (DESIGN §6): execution graphs and analysis results in a graph database.
+"""The graph store (docs/architecture.md §Graph store): execution graphs and analysis results in a graph database.
 
 Embedded LadybugDB by default (``$LLAMP_HOME/store``), Neo4j 5 over Bolt for a server
 (``bolt://user:pass@host:7687`` or ``LLAMP_STORE``); one interface, :class:`GraphStore`::

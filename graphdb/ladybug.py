@@ -8,9 +8,10 @@ one transaction routes every row through the write-ahead log and doubled the loa
 the ``Run.complete`` flag instead, as in the Neo4j backend: the Run node is created incomplete,
 the ops and edges follow, and one small transaction marks it complete (and hides the run it
 replaces). Every read filters on the flag; a failed load is deleted at once, a killed one by
-:meth:`LadybugStore.cleanup` when the store is next opened for writing — LadybugDB lets one
-process write a database at a time (a file lock; a second writer gets a :class:`StoreError`
-that says so), so an incomplete run found by a writer is dead. Deleting is slow in LadybugDB
+:meth:`LadybugStore.cleanup` when the store is next opened for writing (with a message) —
+LadybugDB lets one process write a database at a time, and llamp's writers queue on a lock
+file (:mod:`llamp.graphdb.locking`), so an incomplete run found by a writer is dead. Readers
+open the file read-only beside the writer and never clean up. Deleting is slow in LadybugDB
 (about 27 s per 10^6 ops with their edges, measured here), loading fast.
 
 Whole runs are read back through LadybugDB's native Arrow collector (``query_as_arrow``),
@@ -31,6 +32,7 @@ from tqdm import tqdm
 
 from llamp.errors import QueryError, StoreError
 from llamp.graphdb import queries
+from llamp.graphdb.locking import Notify, WriterLock, stderr_notify, writer_active
 from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, OP, RESULT
 from llamp.graphdb.store import GraphStore, RunInfo, coerce
 from llamp.graphdb.tables import RunTables
@@ -50,6 +52,8 @@ _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 #: Rows per chunk of a native Arrow result.
 _ARROW_CHUNK_ROWS = 1 << 20
 _LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
+#: A read-only open that a writer's checkpoint (running, or killed half-way) blocks.
+_RECOVERY = re.compile(r"checkpoint recovery is pending|replay shadow pages|Could not set lock")
 
 
 def _import_ladybug() -> Any:
@@ -65,10 +69,18 @@ class LadybugStore(GraphStore):
 
     backend = "ladybug"
 
-    def __init__(self, directory: Path, *, read_only: bool = False) -> None:
+    #: How long a reader retries a failed read-only open while a writer holds the store.
+    reader_wait_s: float = 600.0
+
+    def __init__(
+        self, directory: Path, *, read_only: bool = False, notify: Notify | None = None
+    ) -> None:
         super().__init__(str(directory))
-        ladybug = _import_ladybug()
+        self._ladybug = _import_ladybug()
+        self._closed = True
+        self._lock: WriterLock | None = None
         self.read_only = read_only
+        self.notify = notify or stderr_notify
         self.path = directory if directory.is_file() else directory / DB_FILE
         if not self.path.exists():
             try:
@@ -84,17 +96,84 @@ class LadybugStore(GraphStore):
                 "LLAMP_HOME at a writable directory"
             )
         if read_only and not self.path.exists():
-            LadybugStore(directory).close()  # create the schema once, then reopen read-only
+            LadybugStore(directory, notify=notify).close()  # create the schema once
+        if read_only:
+            self._open_reader()
+        else:
+            self._open_writer()
+
+    def _open_writer(self) -> None:
+        self._lock = WriterLock(self.path.parent, self.notify)
+        self._lock.acquire()
         try:
-            self._db = ladybug.Database(str(self.path), read_only=read_only)
-            self._conn = ladybug.Connection(self._db)
-        except RuntimeError as err:
-            raise self._open_error(err) from None
-        self._closed = False
-        if not read_only:
+            self._db, self._conn = self._open_database(read_only=False)
+            self._closed = False
             for statement in LADYBUG_DDL:
                 self._execute(statement, {})
             self.cleanup()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_database(self, *, read_only: bool) -> tuple[Any, Any]:
+        """Open the file; while a foreign process holds it for writing, retry (with a message)."""
+        announced = False
+        deadline = time.monotonic() + self.reader_wait_s
+        while True:
+            try:
+                db = self._ladybug.Database(str(self.path), read_only=read_only)
+                return db, self._ladybug.Connection(db)
+            except RuntimeError as err:
+                text = str(err)
+                if not _LOCK.search(text) or time.monotonic() > deadline:
+                    raise self._open_error(err) from None
+                if not announced:
+                    self.notify(
+                        f"the store {self.location} is held by another process; waiting…"
+                    )
+                    announced = True
+                time.sleep(0.2)
+
+    def _open_reader(self) -> None:
+        """Read-only open; retried while a writer checkpoints, recovered if a writer died."""
+        announced = recovered = False
+        deadline = time.monotonic() + self.reader_wait_s
+        while True:
+            try:
+                self._db, self._conn = self._open_database(read_only=True)
+                self._closed = False
+                return
+            except StoreError as err:
+                if not _RECOVERY.search(str(err)) or time.monotonic() > deadline:
+                    raise
+                if writer_active(self.path.parent):
+                    if not announced:
+                        self.notify(
+                            f"the store {self.location} is being written (checkpoint); "
+                            "reading as soon as the writer lets go…"
+                        )
+                        announced = True
+                    time.sleep(0.2)
+                    continue
+                if recovered:
+                    raise
+                self._recover(err)
+                recovered = True
+
+    def _recover(self, err: StoreError) -> None:
+        """A writer died mid-checkpoint: open read-write once, under the writer's lock, so
+        LadybugDB completes its recovery (the next real writer removes incomplete runs)."""
+        if not os.access(self.path.parent, os.W_OK | os.X_OK):
+            raise StoreError(
+                f"the store {self.location} needs recovery after a killed writer, and this "
+                "process may not write it: open it once for writing (e.g. llamp cypher "
+                "--write 'RETURN 1') as its owner"
+            ) from None
+        self.notify(f"recovering the store {self.location} after a killed writer…")
+        with WriterLock(self.path.parent, self.notify):
+            db, conn = self._open_database(read_only=False)
+            conn.close()
+            db.close()
 
     def _open_error(self, err: RuntimeError) -> StoreError:
         text = str(err)
@@ -113,10 +192,15 @@ class LadybugStore(GraphStore):
         return StoreError(f"cannot open the store {self.path}: {text}")
 
     def close(self) -> None:
-        if not getattr(self, "_closed", True):
-            self._closed = True
-            self._conn.close()
-            self._db.close()
+        try:
+            if not getattr(self, "_closed", True):
+                self._closed = True
+                self._conn.close()
+                self._db.close()
+        finally:
+            lock = getattr(self, "_lock", None)
+            if lock is not None:
+                lock.release()
 
     # ------------------------------------------------------------------ execution
     def _execute(self, cypher: str, params: dict[str, Any]) -> Any:
@@ -129,7 +213,7 @@ class LadybugStore(GraphStore):
             if text.startswith(_QUERY_ERRORS):
                 raise QueryError(f"Cypher error: {text}") from None
             if "read-only" in text.lower() or "read only" in text.lower():
-                raise QueryError(f"the store was opened read-only: {text}") from None
+                raise QueryError(f"this query writes, and was run read-only: {text}") from None
             raise StoreError(f"{self.location}: {text}") from None
         if isinstance(result, list):  # several statements: the last one's result
             result = result[-1]
@@ -145,7 +229,23 @@ class LadybugStore(GraphStore):
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         if write and self.read_only:
             raise QueryError(f"the store {self.location} was opened read-only")
-        return self._arrow(cypher, params).to_pandas()
+        if write or self.read_only:
+            return self._arrow(cypher, params).to_pandas()
+        # A read on a writer's connection: the database refuses writes in this transaction.
+        self._execute("BEGIN TRANSACTION READ ONLY", {})
+        try:
+            frame = self._arrow(cypher, params).to_pandas()
+        except BaseException:
+            self._rollback()
+            raise
+        self._execute("COMMIT", {})
+        return frame
+
+    def _rollback(self) -> None:
+        try:
+            self._execute("ROLLBACK", {})
+        except (QueryError, StoreError):
+            pass
 
     def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
         if self.read_only:
@@ -262,8 +362,16 @@ class LadybugStore(GraphStore):
         if self.read_only:
             return []
         runs = self._arrow(
-            "MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name", {}
+            "MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name, "
+            "r.vertices AS vertices", {}
         )
+        if runs.num_rows:
+            names = ", ".join(repr(n) for n in runs.column("name").to_pylist())
+            ops = sum(int(v or 0) for v in runs.column("vertices").to_pylist())
+            self.notify(
+                f"removing what a killed load left in {self.location} (run {names}, up to "
+                f"{ops} ops; about 30 s per million ops)…"
+            )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
         dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})

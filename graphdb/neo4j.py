@@ -22,13 +22,15 @@ from __future__ import annotations
 import socket
 import time
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pandas as pd
 import pyarrow as pa
 from tqdm import tqdm
 
+from llamp.config import redact
 from llamp.errors import InputError, QueryError, StoreError
+from llamp.graphdb.locking import Notify, stderr_notify
 from llamp.graphdb.schema import NEO4J_DDL, OP, PLAIN_INDEXES, RESULT
 from llamp.graphdb.store import GraphStore
 from llamp.graphdb.tables import RunTables
@@ -75,19 +77,16 @@ class Neo4jStore(GraphStore):
     page_vertices = 200_000
 
     def __init__(self, uri: str, *, read_only: bool = False, stale_after_s: float = 900.0,
-                 connect_timeout_s: float = 5.0) -> None:
+                 connect_timeout_s: float = 5.0, notify: Notify | None = None) -> None:
         neo4j = _driver_module()
-        parts = urlsplit(uri)
-        if not parts.hostname:
-            raise InputError(f"store URI {uri!r} names no host: use bolt://user:pass@host:7687")
-        port = parts.port or 7687
-        user = parts.username or "neo4j"
+        parts, port, user, password = _parse_uri(uri)
         super().__init__(f"{parts.scheme}://{user}@{parts.hostname}:{port}")
         self.read_only = read_only
+        self.notify = notify or stderr_notify
         self.stale_after_s = float(stale_after_s)
         self._database = (parse_qs(parts.query).get("database") or [None])[0]
         self._address = (parts.hostname, port)
-        auth = (user, parts.password or "") if parts.username or parts.password else None
+        auth = (user, password) if parts.username or parts.password else None
         self._errors = neo4j.exceptions
         self._read_mode = neo4j.READ_ACCESS
         self._driver = neo4j.GraphDatabase.driver(
@@ -118,6 +117,11 @@ class Neo4jStore(GraphStore):
                 raise StoreError(f"{self.location} refused the credentials: {err.message}") from None
             except (errors.ServiceUnavailable, errors.SessionExpired, OSError) as err:
                 last = err
+            except (errors.Neo4jError, errors.DriverError) as err:
+                raise StoreError(
+                    f"{self.location} refused the connection: {redact(str(err))[:300]} "
+                    "(check the user name and password)"
+                ) from None
         raise StoreError(
             f"cannot reach the graph server at {self.location}: {last}. Is it running? "
             "(docker compose -f docker/compose.yaml up -d neo4j)"
@@ -137,7 +141,15 @@ class Neo4jStore(GraphStore):
     def _ensure_schema(self) -> None:
         if self.flavour == "neo4j":
             for statement in NEO4J_DDL:
-                self._write(statement)
+                try:
+                    self._write(statement)
+                except QueryError as err:
+                    if "run_name_unique" not in statement:
+                        raise
+                    self.notify(
+                        f"{self.location}: run names are not unique yet ({err}); delete or "
+                        "rename the duplicates (llamp runs) so the constraint can be created"
+                    )
             return
         keys, rows = self._records("CALL db.indexes()", {}, write=False)
         existing = set()
@@ -240,8 +252,8 @@ class Neo4jStore(GraphStore):
             top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
             run_id = 1 if top is None else int(top) + 1
             try:
-                self._write("CREATE (r:Run {id: $id, name: '', complete: false, touched: timestamp()})",
-                            {"id": run_id})
+                self._write("CREATE (r:Run {id: $id, name: $name, complete: false, "
+                            "touched: timestamp()})", {"id": run_id, "name": _pending(run_id)})
                 return run_id
             except QueryError as err:
                 if "already exists" not in str(err) and "constraint" not in str(err).lower():
@@ -257,7 +269,10 @@ class Neo4jStore(GraphStore):
         self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
     ) -> None:
         run_id = row["id"]
-        props = {k: v for k, v in row.items() if k != "id"}
+        # The name is taken only when the run is complete (unique names): until then it is
+        # kept aside, so a replaced run keeps its name while its successor loads.
+        props = {k: v for k, v in row.items() if k not in ("id", "name")}
+        props["pending_name"] = row["name"]
         self._write("MATCH (r:Run {id: $id}) SET r += $props, r.touched = timestamp()",
                     {"id": run_id, "props": props})
         touch = "MATCH (r:Run {id: $run_id}) SET r.touched = timestamp()"
@@ -284,10 +299,34 @@ class Neo4jStore(GraphStore):
                 for batch in self._batches(renamed, renamed.column_names):
                     self._write_all([(link, batch), (touch, {"run_id": run_id})])
                     bar.update(len(batch["src"]))
-        finish = [("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": run_id})]
-        if replaces is not None:
-            finish.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
-        self._write_all(finish)
+        self._finish_run(run_id, row["name"], replaces)
+
+    def _finish_run(self, run_id: int, name: str, replaces: int | None) -> None:
+        """One statement: name the run and make it visible (hiding the run it replaces) unless
+        another load finished a run of that name meanwhile. One statement so that servers
+        without transactions (FalkorDB runs writes one at a time) check and set atomically;
+        on Neo4j the uniqueness constraint refuses the second of two concurrent commits."""
+        finish = (
+            "MATCH (r:Run {id: $id}) "
+            "OPTIONAL MATCH (o:Run {name: $name}) WHERE o.complete = true AND o.id <> $old "
+            "WITH r, count(o) AS taken WHERE taken = 0 "
+            "OPTIONAL MATCH (old:Run {id: $old}) "
+            "SET old.complete = false, old.name = $hidden "
+            "SET r.name = $name, r.complete = true RETURN count(r) AS done"
+        )
+        old = -1 if replaces is None else replaces
+        params = {"id": run_id, "name": name, "old": old, "hidden": _pending(old)}
+        try:
+            _, rows = self._records(finish, params, write=True)
+        except QueryError as err:
+            if "already exists" not in str(err) and "constraint" not in str(err).lower():
+                raise
+            rows = [[0]]
+        if not rows or not rows[0][0]:
+            raise InputError(
+                f"run {name!r} was stored in {self.location} by another load meanwhile: "
+                "pass replace=True (llamp ingest --replace) or choose another name"
+            )
 
     def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
         analysis_id = row["id"]
@@ -316,6 +355,11 @@ class Neo4jStore(GraphStore):
             raise
 
     # ------------------------------------------------------------------ deleting
+    def _hide_run(self, run_id: int) -> None:
+        """Invisible at once, and its name free for a new run (names are unique)."""
+        self._write("MATCH (r:Run {id: $id}) SET r.complete = false, r.pending_name = r.name, "
+                    "r.name = $hidden", {"id": run_id, "hidden": _pending(run_id)})
+
     def _delete_in_batches(self, cypher: str, params: dict[str, Any]) -> None:
         while True:
             _, rows = self._records(cypher, {**params, "limit": self.batch_rows}, write=True)
@@ -346,7 +390,12 @@ class Neo4jStore(GraphStore):
         age_ms = int(1000 * (self.stale_after_s if older_than_s is None else older_than_s))
         runs = self._arrow(
             "MATCH (r:Run) WHERE r.complete = false AND r.touched <= timestamp() - $age "
-            "RETURN r.id AS id, r.name AS name", {"age": age_ms})
+            "RETURN r.id AS id, coalesce(r.pending_name, r.name) AS name", {"age": age_ms})
+        if runs.num_rows:
+            self.notify(
+                f"removing what killed loads left in {self.location} (run "
+                + ", ".join(repr(n) for n in runs.column("name").to_pylist()) + ")…"
+            )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
         dead = self._arrow(
@@ -355,6 +404,35 @@ class Neo4jStore(GraphStore):
         for analysis_id in dead.column("id").to_pylist():
             self._delete_analysis_rows(analysis_id)
         return [str(n) for n in runs.column("name").to_pylist()]
+
+
+def _parse_uri(uri: str) -> tuple[Any, int, str, str]:
+    """``bolt://user:password@host:port?database=x`` → (parts, port, user, password), user
+    and password percent-decoded; a malformed URI is an InputError that never shows the
+    password."""
+    shown = redact(uri)
+    parts = urlsplit(uri)
+    if "/" in parts.path.lstrip("/") or "@" in parts.path:
+        raise InputError(
+            f"store URI {shown!r}: a '/' in the user name or password must be written %2F "
+            "(percent-encode special characters: @ as %40, : as %3A)"
+        )
+    if not parts.hostname:
+        raise InputError(f"store URI {shown!r} names no host: use bolt://user:pass@host:7687")
+    try:
+        port = parts.port or 7687
+    except ValueError:
+        raise InputError(
+            f"store URI {shown!r}: the port must be a number from 1 to 65535"
+        ) from None
+    user = unquote(parts.username) if parts.username else "neo4j"
+    return parts, port, user, unquote(parts.password or "")
+
+
+def _pending(run_id: int) -> str:
+    """The name of a run while it loads or is deleted: unique, and no user name (those are
+    printable)."""
+    return f"\x01run {run_id}"
 
 
 def wait_for_bolt(host: str, port: int, timeout_s: float = 30.0) -> bool:

@@ -1,8 +1,8 @@
-"""The query catalogue: named, parameterised Cypher over stored runs (DESIGN §6).
+"""The query catalogue: named, parameterised Cypher over stored runs (docs/architecture.md §Graph store).
 
 Every query takes ``$run`` (the integer ``Run.id``; :meth:`GraphStore.run_query` resolves a
 run name and checks that the run is complete). One text serves LadybugDB and Neo4j wherever
-the dialects allow; the rules that make that work (DESIGN §6): endpoint lookups as separate
+the dialects allow; the rules that make that work (docs/architecture.md §Graph store): endpoint lookups as separate
 ``MATCH`` clauses, one relationship type per pattern, ``ORDER BY``/``LIMIT`` only in
 ``RETURN``, a condition on two relationships of one type only after ``WITH`` (LadybugDB
 0.22.0 filters wrongly otherwise), no ``CALL {}``, no APOC, no list comprehensions, integer sums coerced on the

@@ -1,4 +1,4 @@
-"""The graph-store schema (DESIGN §6), one definition for both backends.
+"""The graph-store schema (docs/architecture.md §Graph store), one definition for both backends.
 
 Nodes::
 
@@ -22,7 +22,7 @@ never points at a half-loaded graph. ``Op.key = Run.id · 2^32 + vid`` is unique
 Cypher reads naturally: ``MATCH (o:Op {kind: 'send'}) WHERE o.run = 3 AND o.seq < 10``.
 
 A run or analysis is visible only when ``complete = true``; every catalogue query and every
-listing filters on it (atomic ingest, DESIGN §6). ``touched`` (milliseconds since the epoch,
+listing filters on it (atomic ingest, docs/architecture.md §Graph store). ``touched`` (milliseconds since the epoch,
 the server's clock in Neo4j) lets the Neo4j backend tell a load that is still running from one
 that died.
 """
@@ -128,7 +128,10 @@ NEO4J_DDL: tuple[str, ...] = (
     "CREATE CONSTRAINT llamp_op_key IF NOT EXISTS FOR (o:Op) REQUIRE o.key IS UNIQUE",
     "CREATE CONSTRAINT llamp_analysis_id IF NOT EXISTS FOR (a:Analysis) REQUIRE a.id IS UNIQUE",
     "CREATE INDEX llamp_op_run IF NOT EXISTS FOR (o:Op) ON (o.run)",
-    "CREATE INDEX llamp_run_name IF NOT EXISTS FOR (r:Run) ON (r.name)",
+    # Run names are unique (concurrent ingests of one name cannot both succeed): a
+    # constraint, which replaces the plain index of earlier versions.
+    "DROP INDEX llamp_run_name IF EXISTS",
+    "CREATE CONSTRAINT llamp_run_name_unique IF NOT EXISTS FOR (r:Run) REQUIRE r.name IS UNIQUE",
     "CREATE INDEX llamp_analysis_run IF NOT EXISTS FOR (a:Analysis) ON (a.run)",
 )
 

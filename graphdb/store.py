@@ -1,4 +1,4 @@
-"""The graph store interface (DESIGN §6): runs, Cypher, catalogue queries, selections, results.
+"""The graph store interface (docs/architecture.md §Graph store): runs, Cypher, catalogue queries, selections, results.
 
 :func:`open_store` picks the backend from a URI: ``None`` → ``$LLAMP_STORE``, else the
 embedded LadybugDB store in ``$LLAMP_HOME/store``; ``bolt://…``/``neo4j://…`` → Neo4j 5 over
@@ -16,6 +16,7 @@ which opening a store runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -33,12 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from llamp.config import llamp_home, store_uri
-from llamp.errors import InputError, StoreError
+from llamp.errors import InputError, LlampError, StoreError
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
 from llamp.graphdb.readonly import check_read_only
 from llamp.graphdb.schema import KEY_SHIFT
-from llamp.graphdb.tables import RunTables, graph_from_tables, run_tables
+from llamp.graphdb.tables import STREAMS, RunTables, encode_streams, graph_from_tables, run_tables
 
 _ARROW_TYPES = {
     "int64": pa.int64(),
@@ -70,7 +71,14 @@ class RunInfo:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The run's fields; the encoded CPU/NIC columns in ``meta`` are summarised, not shown."""
+        out = asdict(self)
+        if STREAMS in out["meta"]:
+            meta = dict(out["meta"])
+            meta[STREAMS] = sorted(meta[STREAMS])  # which columns are kept: ["cpu", "nic"]
+            meta.pop("vertices_total", None)
+            out["meta"] = meta
+        return out
 
 
 @dataclass(frozen=True)
@@ -243,6 +251,8 @@ class GraphStore(ABC):
         )
         runs = []
         for row in table.to_pylist():
+            if any(row[k] is None for k in ("id", "name", "ranks", "vertices", "edges")):
+                continue  # not a run llamp stored (an ad hoc --write made it): not listed
             runs.append(
                 RunInfo(
                     name=row["name"],
@@ -250,8 +260,8 @@ class GraphStore(ABC):
                     ranks=int(row["ranks"]),
                     vertices=int(row["vertices"]),
                     edges=int(row["edges"]),
-                    messages=int(row["messages"]),
-                    bytes=int(row["bytes"]),
+                    messages=int(row["messages"] or 0),
+                    bytes=int(row["bytes"] or 0),
                     format=row["format"] or "",
                     created=row["created"] or "",
                     has_t_trace=bool(row["has_t_trace"]),
@@ -297,6 +307,10 @@ class GraphStore(ABC):
         summary = graph.summary()
         meta = dict(graph.meta)
         meta["name"] = name
+        streams = encode_streams(graph)
+        if streams:
+            meta[STREAMS] = streams
+            meta["vertices_total"] = graph.num_vertices
         row = {
             "name": name,
             "ranks": graph.num_ranks,
@@ -324,10 +338,24 @@ class GraphStore(ABC):
         return self.run_info(name)
 
     def load_run(self, name: str) -> ExecutionGraph:
-        """The stored run ``name`` as an ExecutionGraph, identical to the one stored."""
+        """The stored run ``name`` as an ExecutionGraph, identical to the one stored.
+
+        The first read-back also writes the run, with its event graph for the default
+        configuration, to a graph file the store keeps for it (:meth:`lowered_path`); later
+        reads (any process) map that file instead of reading the database and lowering again.
+        The file is best effort: if it cannot be written or read, the store is read.
+        """
         info = self.run_info(name)
+        cached = self.lowered_path(info)
+        if cached.is_file():
+            from llamp.ingest.npz import read_npz
+
+            try:
+                return read_npz(cached, lazy=True)
+            except (InputError, OSError):
+                cached.unlink(missing_ok=True)  # damaged: read the store, write it again
         ops, edges = self._run_pages(info)
-        return graph_from_tables(
+        graph = graph_from_tables(
             info.ranks,
             ops,
             edges,
@@ -336,6 +364,23 @@ class GraphStore(ABC):
             with_t_trace=info.has_t_trace,
             with_label=info.has_label,
         )
+        try:
+            from llamp.lp.lowered import save_graph
+
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            save_graph(graph, cached)
+        except (OSError, LlampError):
+            pass  # a read-only home: analyses lower in memory, as before
+        return graph
+
+    def lowered_path(self, info: RunInfo) -> Path:
+        """The graph file kept for run ``info`` (``$LLAMP_HOME/lowered/<store>/run-<id>-….npz``):
+        named by the store's location and the run's id, creation time and size, so a replaced
+        or re-created run never reads another's file."""
+        store = hashlib.sha1(str(self.location).encode()).hexdigest()[:16]
+        stamp = f"{info.id}:{info.created}:{info.vertices}:{info.edges}:{info.messages}"
+        digest = hashlib.sha1(stamp.encode()).hexdigest()[:16]
+        return llamp_home() / "lowered" / store / f"run-{info.id}-{digest}.npz"
 
     #: Vertices per read-back page (one page for the embedded store).
     page_vertices: ClassVar[int] = 1 << 62
@@ -360,8 +405,14 @@ class GraphStore(ABC):
     def delete_run(self, name: str) -> None:
         """Delete run ``name`` with its analyses; it disappears at once, the rows follow."""
         info = self.run_info(name)
-        self._write("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": info.id})
+        self._hide_run(info.id)
         self._delete_run_rows(info.id)
+        for old in self.lowered_path(info).parent.glob(f"run-{info.id}-*.npz"):
+            old.unlink(missing_ok=True)
+
+    def _hide_run(self, run_id: int) -> None:
+        """Make a run invisible at once (before its rows are deleted)."""
+        self._write("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": run_id})
 
     # ------------------------------------------------------------------ selections
     def select(
@@ -641,11 +692,15 @@ def _result_table(info: RunInfo, per_vertex: pd.DataFrame | None) -> pa.Table:
     )
 
 
-def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore:
+def open_store(
+    uri: str | None = None, *, read_only: bool = False, notify: Any = None
+) -> GraphStore:
     """Open the graph store at ``uri`` (see the module doc); create it on first use.
 
-    ``read_only`` opens the embedded store without taking the writer's lock (several readers
-    may run beside one writer) and refuses writes.
+    ``read_only`` opens the store for reading only (the database refuses writes); any number
+    of readers run beside one writer and see the last complete state. A writer of the embedded
+    store waits for another writer to finish (:mod:`llamp.graphdb.locking`); ``notify(text)``
+    tells the person why it waits (default: a line on stderr).
     """
     uri = uri if uri is not None else store_uri()
     if uri is None:
@@ -655,14 +710,14 @@ def open_store(uri: str | None = None, *, read_only: bool = False) -> GraphStore
     ):
         from llamp.graphdb.neo4j import Neo4jStore
 
-        return Neo4jStore(uri, read_only=read_only)
+        return Neo4jStore(uri, read_only=read_only, notify=notify)
     if "://" in uri:
         raise InputError(
             f"unknown store URI {uri!r}: use a directory or bolt://user:pass@host:7687"
         )
     from llamp.graphdb.ladybug import LadybugStore
 
-    return LadybugStore(Path(uri), read_only=read_only)
+    return LadybugStore(Path(uri), read_only=read_only, notify=notify)
 
 
 __all__ = ["AnalysisInfo", "GraphStore", "RunInfo", "coerce", "open_store"]

@@ -8,6 +8,8 @@ either path.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +99,38 @@ def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
     return np.asarray(column.to_numpy(), dtype=dtype)
 
 
+#: ``Run.meta`` key of a graph's CPU streams and NICs (GOAL's ``cpu``/``nic``): the columns,
+#: zlib-compressed and base64-encoded, only for graphs that have them, so the Op schema (and
+#: every existing store) stays as it is.
+STREAMS = "streams"
+
+
+def encode_streams(graph: ExecutionGraph) -> dict[str, str] | None:
+    """The ``cpu``/``nic`` columns of ``graph`` for its run's metadata, or None (one each)."""
+    out = {}
+    for name in ("cpu", "nic"):
+        column = getattr(graph, name)
+        if column is not None:
+            raw = np.ascontiguousarray(column, dtype="<i2").tobytes()
+            out[name] = base64.b64encode(zlib.compress(raw, 6)).decode()
+    return out or None
+
+
+def decode_streams(meta: dict[str, Any], vertices: int) -> dict[str, np.ndarray]:
+    """Inverse of :func:`encode_streams` (the whole run's columns; empty without any)."""
+    table = meta.get(STREAMS) or {}
+    out = {}
+    for name, text in table.items():
+        try:
+            column = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype="<i2")
+        except (ValueError, zlib.error) as err:
+            raise StoreError(f"the run's {name} column is damaged ({err})") from None
+        if column.shape != (vertices,):
+            raise StoreError(f"the run's {name} column has {column.size} rows, not {vertices}")
+        out[name] = column.astype(np.int16)
+    return out
+
+
 def graph_from_tables(
     num_ranks: int,
     ops: pa.Table,
@@ -135,6 +169,11 @@ def graph_from_tables(
     label = None
     if with_label:
         label = ops.column("label").to_numpy(zero_copy_only=False)[order].astype(object)
+    streams = {}
+    if meta.get(STREAMS):
+        total = meta.get("vertices_total", vertices if vertices is not None else n)
+        streams = {k: v[vid] for k, v in decode_streams(meta, int(total)).items()}
+        meta = {k: v for k, v in meta.items() if k not in (STREAMS, "vertices_total")}
 
     src_vid = _column(edges, "src", np.int64)
     dst_vid = _column(edges, "dst", np.int64)
@@ -179,6 +218,7 @@ def graph_from_tables(
         t_trace_ns=t_trace,
         label=label,
         meta=meta,
+        **streams,
     )
 
 

@@ -1,4 +1,4 @@
-"""Ingestion: trace files → :class:`~llamp.graph.ExecutionGraph` (DESIGN §4).
+"""Ingestion: trace files → :class:`~llamp.graph.ExecutionGraph` (docs/architecture.md §Ingest).
 
 ``read(path)`` detects the format, runs its reader and, for traces, the trace→graph rules of
 :mod:`llamp.ingest.build`. Formats live in :data:`FORMATS`: a new one is one module plus one
@@ -8,12 +8,16 @@ line there. A trace reader returns a :class:`~llamp.ingest.events.Trace`; a grap
 
 from __future__ import annotations
 
+import struct
 import time
-from collections.abc import Callable
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamp.errors import InputError
+from llamp.errors import InputError, TraceError
 from llamp.graph import ExecutionGraph
 
 __all__ = ["FORMATS", "Format", "default_name", "detect_format", "read", "read_trace"]
@@ -96,7 +100,9 @@ def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
 
 
 def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
-    return ExecutionGraph.load(path)
+    from llamp.ingest.npz import read_npz
+
+    return read_npz(path, lazy=True)
 
 
 FORMATS: dict[str, Format] = {
@@ -156,7 +162,9 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    for fmt in FORMATS.values():
+    # Graph files are told by their suffix: check them before the trace readers, whose
+    # detection imports the reader (and the trace→graph rules).
+    for fmt in sorted(FORMATS.values(), key=lambda f: f.kind != "graph"):
         if fmt.detect(path):
             return fmt.name
     known = "; ".join(f.description for f in FORMATS.values())
@@ -218,6 +226,31 @@ def read_trace(
     return spec.load(path, lenient=lenient, progress=progress, **options)
 
 
+@contextmanager
+def _damaged_input(path: Path, fmt: str) -> Iterator[None]:
+    """What a reader raises on input too damaged for its own checks (a key or index that the
+    file promised, a number that does not fit, bytes that do not decode) is bad input: an
+    InputError naming the file and the reason, not a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, ValueError, OverflowError, UnicodeDecodeError, EOFError,
+            struct.error, zipfile.BadZipFile, zlib.error) as err:
+        reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise TraceError(
+            f"damaged {fmt} input, cannot be read ({reason})", path=str(path)
+        ) from None
+    except OSError as err:
+        where = f" ({err.filename})" if err.filename else ""
+        raise TraceError(
+            f"cannot read the {fmt} input{where}: {err.strerror or err}", path=str(path)
+        ) from None
+    except MemoryError:
+        raise TraceError(
+            f"too large or damaged {fmt} input: reading it needs more memory than this "
+            "machine has", path=str(path)
+        ) from None
+
+
 def read(
     path: str | Path,
     *,
@@ -250,14 +283,16 @@ def read(
             from llamp.ingest.build import check_algorithms
 
             check_algorithms(collectives)  # still reject typos
-        graph = spec.load(path, lenient=lenient, progress=progress)
+        with _damaged_input(path, chosen):
+            graph = spec.load(path, lenient=lenient, progress=progress)
         if name:
             graph.meta["name"] = name
         return graph
     from llamp.ingest.build import build_graph
 
     started = time.perf_counter()
-    trace = spec.load(path, lenient=lenient, progress=progress, **options)
+    with _damaged_input(path, chosen):
+        trace = spec.load(path, lenient=lenient, progress=progress, **options)
     graph = build_graph(
         trace,
         collectives=collectives,

@@ -1,4 +1,4 @@
-"""Trace → execution graph: the rules of DESIGN §4 (Schedgen's, minus its known bugs), vectorised.
+"""Trace → execution graph: the rules of docs/architecture.md §Ingest (Schedgen's, minus its known bugs), vectorised.
 
 Per rank, in program order, the graph is a chain ``calc → op(s) → calc → …``:
 

@@ -1,4 +1,4 @@
-"""MPI collective operations as point-to-point schedules (DESIGN §4).
+"""MPI collective operations as point-to-point schedules (docs/architecture.md §Ingest).
 
 Schedgen (the LLAMP/LogGOPSim trace converter) replaces every collective by the point-to-point
 messages of a concrete algorithm; :func:`expand` does the same for a group of ``P`` members and

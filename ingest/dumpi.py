@@ -56,6 +56,7 @@ import numba
 import numpy as np
 
 from llamp.errors import InputError, TraceError
+from llamp.ingest import confine
 from llamp.ingest.events import (
     ANY_SOURCE,
     ANY_TAG,
@@ -595,6 +596,8 @@ def _datatype_sizes(buf: np.ndarray, index: dict[str, int]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- files
+#: Most ranks a trace may declare (a damaged count must not start a billion-file search).
+_MAX_RANKS = 1 << 22
 _BIN_RE = re.compile(r"^(.*)-(\d+)\.bin$")
 
 
@@ -643,15 +646,20 @@ def find_rank_files(path: str | Path) -> tuple[list[Path], dict[str, str]]:
         count = int(keys["numprocs"])
     except (KeyError, ValueError):
         raise TraceError("no numprocs=<P> line", path=str(meta)) from None
+    if not 1 <= count <= _MAX_RANKS:
+        raise TraceError(
+            f"numprocs={count}: a trace has 1 to {_MAX_RANKS} ranks", path=str(meta)
+        )
     files = []
     for r in range(count):
         candidates = [folder / f"{prefix}-{r:04d}.bin", folder / f"{prefix}-{r}.bin"]
         found = next((c for c in candidates if c.is_file()), None)
         if found is None:
             raise TraceError(
-                f"missing rank file {candidates[0].name} (numprocs={count})", path=str(meta)
+                f"missing rank file {candidates[0].name[:100]} (numprocs={count})",
+                path=str(meta),
             )
-        files.append(found)
+        files.append(confine.check(found, named_in=meta))
     return files, keys
 
 

@@ -1,4 +1,4 @@
-"""The common trace model every reader produces: columnar per-rank MPI event streams (DESIGN §4).
+"""The common trace model every reader produces: columnar per-rank MPI event streams (docs/architecture.md §Ingest).
 
 A reader (liballprof, and later SimGrid TI, OTF2, DUMPI) turns its files into one :class:`Trace`;
 :func:`llamp.ingest.build.build_graph` turns any :class:`Trace` into an ``ExecutionGraph``. Keeping

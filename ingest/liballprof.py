@@ -3,7 +3,7 @@
 Files: one per rank, ``pmpi-trace-rank-<N>.txt`` (``N`` zero-padded or not) or
 ``<prefix>-<N>.dat`` (LogGOPSim's older samples). Ranks ``0..P−1`` must all be present.
 
-Lines (``../shared/traces/FORMATS.md``): ``<MPI_Name>:<t_start>:<arg>:…:<arg>:<t_end>``, µs
+Lines (``docs/formats.md``): ``<MPI_Name>:<t_start>:<arg>:…:<arg>:<t_end>``, µs
 timestamps, C-prototype argument order, a datatype as ``id,size,extent``, a communicator as
 ``handle,rank,size``, pointers as addresses, ``sendcounts``-like arrays as ``<ptr>:<c0>,<c1>,…``.
 Every call in :data:`CALLS` is checked field by field (count and ``:``/``,`` separators); other
@@ -24,7 +24,7 @@ Completion calls: liballprof prints every pointer once, so its ``Waitany``/``Wai
 its ``Test``/``Testall`` records not whether anything did (absorbed as computation). llamp's
 tracer prints each out-value after its address, one field more per value; the reader tells the
 layouts apart by their number of fields (:attr:`CallSpec.alt`) and accepts both. Positions count
-every ``:`` and ``,`` as a separator, 1 = ``t_start`` (as in FORMATS.md; ``…*`` is an address)::
+every ``:`` and ``,`` as a separator, 1 = ``t_start`` (as in docs/formats.md; ``…*`` is an address)::
 
     MPI_Test     2 request*, 3 flag*, 4 <flag>, 5 status*, 6 t_end
     MPI_Testall  2 count, 3 requests*, 4 flag*, 5 <flag>, 6 statuses*, 7 t_end
@@ -350,6 +350,10 @@ def _scan(buf, max_records, max_tokens):  # pragma: no cover - compiled
                     d = np.int64(buf[i]) - 48
                     if d < 0 or d > 9:
                         break
+                    if val > np.uint64(1844674407370955161) or (
+                        val == np.uint64(1844674407370955161) and d > 5
+                    ):
+                        bad = True  # beyond 64 bits: never wrap to a small count (2^64 → 0)
                     val = val * np.uint64(10) + np.uint64(d)
                     digits += 1
                     i += 1
@@ -459,12 +463,26 @@ class _Scan:
         return bytes(self.buf[start:stop]).decode("latin-1").rstrip("\r")
 
 
+#: Longest line a rank file may have (an Alltoallv's count arrays of 10^5 ranks take ~3 MB);
+#: a longer one is damage, and scanning it would need ~13 bytes of memory per byte.
+MAX_LINE_BYTES = 16 << 20
+
+
 def _scan_file(path: Path) -> _Scan:
     try:
         buf = np.fromfile(path, dtype=np.uint8)
     except OSError as err:
         raise TraceError(f"cannot read ({err.strerror or err})", path=str(path)) from err
-    max_records = int(np.count_nonzero(buf == 10)) + 1
+    newlines = np.flatnonzero(buf == 10)
+    max_records = int(newlines.size) + 1
+    ends = np.concatenate([[-1], newlines, [buf.size]])
+    longest = int(np.argmax(np.diff(ends))) if buf.size else 0
+    if buf.size and int(ends[longest + 1] - ends[longest] - 1) > MAX_LINE_BYTES:
+        raise TraceError(
+            f"line is {int(ends[longest + 1] - ends[longest] - 1)} bytes long, more than "
+            f"{MAX_LINE_BYTES >> 20} MiB: not a liballprof trace, or damaged",
+            path=str(path), line=longest + 1,
+        )
     max_tokens = int(np.count_nonzero(buf == 58) + np.count_nonzero(buf == 44)) + 1
     (
         status,

@@ -1,7 +1,7 @@
 """Reader for OTF2 traces (Score-P and other OTF2 writers) → :class:`~llamp.ingest.events.Trace`.
 
 An OTF2 archive is an anchor file ``<name>.otf2`` with global definitions ``<name>.def`` and one
-event stream per location in ``<name>/<location>.evt`` (``../shared/traces/FORMATS.md``).
+event stream per location in ``<name>/<location>.evt`` (``docs/formats.md``).
 ``read_otf2`` takes the anchor or its folder and reads it with the ``otf2`` package (PyPI
 ``otf2`` ≥ 3.0): definitions through ``otf2.reader.open``, events through the package's
 binding of OTF2's global event reader (``_otf2``, one function per C function) with callbacks
@@ -49,7 +49,12 @@ Communicators come from the definitions: a ``COMM_GROUP`` lists ranks of ``COMM_
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -629,6 +634,33 @@ def _rank_rows(
     return _RankRows(cols, req_count, req_ids, counts, origin)
 
 
+@contextmanager
+def _c_stderr() -> Iterator[list[str]]:
+    """Hold back what the OTF2 C library prints on stderr while it reads (a screenful of
+    ``[OTF2] src/…: error: …`` lines for a damaged archive); the first error line is kept
+    for the one-line message."""
+    said: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield said
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read(1 << 16).decode(errors="replace")
+            said.extend(
+                line.split("error: ", 1)[-1].strip()
+                for line in text.splitlines() if line.startswith("[OTF2]")
+            )
+
+
 # --------------------------------------------------------------------------- whole trace
 def read_otf2(path: str | Path, *, lenient: bool = False, progress: bool = False) -> Trace:
     """Read an OTF2 archive (anchor ``*.otf2`` or its folder) into a :class:`Trace`.
@@ -646,14 +678,13 @@ def read_otf2(path: str | Path, *, lenient: bool = False, progress: bool = False
     where = str(anchor)
     diag = Diagnostics(lenient=lenient)
     try:
-        with otf2.reader.open(where) as tr:
+        with _c_stderr() as said, otf2.reader.open(where) as tr:
             defs = _definitions(tr, where)
             records = _read_records(tr, defs.loc_name)
-    except otf2.TraceReaderError as err:
-        raise TraceError(f"OTF2 reader: {err}", path=where) from err
     except Exception as err:  # the C library reports damaged archives as its own errors
         if type(err).__module__.startswith(("_otf2", "otf2")):
-            raise TraceError(f"OTF2 reader: {err}", path=where) from err
+            detail = said[0] if said else str(err)
+            raise TraceError(f"OTF2 reader: {detail}", path=where) from None
         raise
     P = len(defs.loc_name)
     stream_dir = anchor.parent / anchor.stem

@@ -1,7 +1,7 @@
 """Reader for SimGrid time-independent (TI) traces → :class:`~llamp.ingest.events.Trace`.
 
 A TI trace is what SMPI writes with ``-trace-ti`` and what ``smpi_replay`` replays: one action per
-line, ``<rank> <action> <args…>`` (``../shared/traces/FORMATS.md``). It has no timestamps: the
+line, ``<rank> <action> <args…>`` (``docs/formats.md``). It has no timestamps: the
 computation between two MPI calls is the ``compute <flops>`` (and ``sleep <s>``) actions, which
 this reader turns into time with the host speed ``flops_per_s`` (``--host-speed``, SimGrid's
 notation ``1Gf``; :data:`DEFAULT_FLOPS_PER_S` = 1 Gf/s, the host speed of SimGrid's example
@@ -81,6 +81,7 @@ import numpy as np
 
 from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, TraceError
+from llamp.ingest import confine
 from llamp.ingest.events import (
     ANY_SOURCE,
     ANY_TAG,
@@ -139,6 +140,8 @@ ACTIONS = frozenset(
     allgather gatherv allgatherv scatterv reducescatter""".split()
 )
 
+#: Largest count or flop value a line may give (beyond it int64 sizes would wrap).
+_MAX_COUNT = float(1 << 53)
 _NO_EVENT = frozenset({"compute", "sleep", "location", "comm_size", "comm_split", "comm_dup"})
 _ACTION_LIST = tuple(sorted(ACTIONS))
 _ACTION_CODE = {name: k for k, name in enumerate(_ACTION_LIST)}
@@ -178,18 +181,21 @@ def _list_entries(path: Path) -> list[Path] | None:
     if not names or any("\x00" in name for name in names):
         return None
     out = []
-    for name in names:
+    for i, name in enumerate(names):
         found = _resolve_entry(path.parent, name)
         if found is None:
             return None
-        out.append(found)
+        out.append(confine.check(found, named_in=path, line=i + 1))
     return out
 
 
 def _resolve_entry(folder: Path, name: str) -> Path | None:
     for candidate in (Path(name), folder / name, folder / Path(name).name):
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # a junk line too long to be a file name: not a list file
+            return None
     return None
 
 
@@ -406,19 +412,38 @@ class _Group:
 
     def int_col(self, k: int, what: str, diag: Diagnostics, minimum: int | None = 0) -> np.ndarray:
         col = self.values[:, k]
-        out = np.rint(np.where(np.isfinite(col), col, 0)).astype(np.int64)
+        huge = np.abs(col) > _MAX_COUNT  # would wrap in int64: never a silent small count
+        out = np.rint(np.where(np.isfinite(col) & ~huge, col, 0)).astype(np.int64)
+        self.nonnegative(col, what, diag, minimum=None)
         if minimum is not None:
-            bad = np.flatnonzero(self.ok & (out < minimum))
+            bad = np.flatnonzero(self.ok & (col < minimum))
             if bad.size:
                 e = int(self.idx[bad[0]])
                 diag.problem(
-                    f"{self.lines.action[e]}: {what} {out[bad[0]]} is negative",
+                    f"{self.lines.action[e]}: {what} {col[bad[0]]:g} is negative",
                     self.lines.files[self.lines.file[e]],
                     int(self.lines.line[e]),
                     count=int(bad.size),
                 )
                 self.ok[bad] = False
         return out
+
+    def nonnegative(
+        self, col: np.ndarray, what: str, diag: Diagnostics, minimum: float | None = 0.0
+    ) -> None:
+        """Report values of ``col`` below ``minimum`` or too large for a count as problems."""
+        bad = (np.abs(col) > _MAX_COUNT) if minimum is None else (col < minimum) | (col > _MAX_COUNT)
+        bad = np.flatnonzero(self.ok & bad)
+        if bad.size:
+            e = int(self.idx[bad[0]])
+            diag.problem(
+                f"{self.lines.action[e]}: {what} {col[bad[0]]:g} is out of range "
+                f"(0..{_MAX_COUNT:g})",
+                self.lines.files[self.lines.file[e]],
+                int(self.lines.line[e]),
+                count=int(bad.size),
+            )
+            self.ok[bad] = False
 
     def dtype(self, k: int, default: np.ndarray, diag: Diagnostics) -> np.ndarray:
         """Bytes per element of the datatype id in argument ``k`` (default where absent)."""
@@ -654,8 +679,10 @@ def _decode(
     elif action == "finalize":
         c.kind[idx] = FINALIZE
     elif action == "compute":
+        g.nonnegative(v[:, 0], "flops", diag)
         c.pre_ns[idx] = np.maximum(v[:, 0], 0.0) * ns_per_flop
     elif action == "sleep":
+        g.nonnegative(v[:, 0], "seconds", diag)
         c.pre_ns[idx] = np.maximum(v[:, 0], 0.0) * 1e9
     elif action == "comm_size":
         size = g.int_col(0, "communicator size", diag)
@@ -677,16 +704,18 @@ def _decode(
         else:
             tag = np.zeros(idx.size, np.int64)
             count_at, dt_at = 1, 2
-        count = np.rint(v[:, count_at]).astype(np.int64)
+        g.nonnegative(v[:, count_at], "count", diag, minimum=None)  # no wrap-around
+        count = np.rint(np.where(np.abs(v[:, count_at]) > _MAX_COUNT, 0, v[:, count_at]))
+        count = count.astype(np.int64)
         size = count * g.dtype(dt_at, dflt, diag)
         if recv:
             size = np.where(count <= 0, _SIZE_FROM_SEND, size)
         else:
-            neg = np.flatnonzero(g.ok & (count < 0))
+            neg = np.flatnonzero(g.ok & (v[:, count_at] < 0))
             if neg.size:
                 e = int(idx[neg[0]])
                 diag.problem(
-                    f"{action}: negative count {count[neg[0]]}",
+                    f"{action}: negative count {v[neg[0], count_at]:g}",
                     lines.files[lines.file[e]],
                     int(lines.line[e]),
                     count=int(neg.size),
@@ -812,6 +841,7 @@ def _decode_collective(
         size = g.int_col(0, "count", diag) * g.dtype(3 if action == "reduce" else 2, dflt, diag)
         if action == "reduce":
             root = root_at(2)
+        g.nonnegative(v[:, 1], "flops", diag)
         c.post_ns[idx] = np.maximum(v[:, 1], 0.0) * ns_per_flop
     elif action in ("alltoall", "allgather"):
         sdt = g.dtype(2, dflt, diag)
@@ -858,6 +888,7 @@ def _decode_collective(
         rc = counts_at(0)
         dt = g.dtype(P + 1, dflt, diag)
         counts = rc * dt[:, None]
+        g.nonnegative(v[:, P], "flops", diag)
         c.post_ns[idx] = np.maximum(v[:, P], 0.0) * ns_per_flop
     op = {"reducescatter": "reduce_scatter"}.get(action, action)
     c.kind[idx] = COLL

@@ -1,4 +1,4 @@
-"""Build, cache and launch llamp's PMPI tracer (DESIGN §4): ``llamp trace -- mpirun …``.
+"""Build, cache and launch llamp's PMPI tracer (docs/architecture.md §Ingest): ``llamp trace -- mpirun …``.
 
 The tracer (C sources in ``ingest/tracer/``) is a library preloaded into every MPI process
 (``LD_PRELOAD``); it writes one liballprof text file per rank, ``pmpi-trace-rank-<N>.txt``,

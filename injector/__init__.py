@@ -1,4 +1,4 @@
-"""Software latency injector, LogGP calibration and validation harness (DESIGN §8).
+"""Software latency injector, LogGP calibration and validation harness (docs/architecture.md §Injector and validation).
 
 - :mod:`llamp.injector.build`: builds and caches the C programs with the ``mpicc`` found;
 - :mod:`llamp.injector.inject`: runs an MPI command with ΔL added to every message at the

@@ -1,4 +1,4 @@
-"""Build and cache the injector's C library and programs with the ``mpicc`` found (DESIGN §8).
+"""Build and cache the injector's C library and programs with the ``mpicc`` found (docs/architecture.md §Injector and validation).
 
 Three artefacts, built on first use and cached per MPI library in
 ``$LLAMP_HOME/injector/<mpi-id>/`` (``<mpi-id>`` as the tracer's: flavour, version, hash of the

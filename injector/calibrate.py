@@ -1,7 +1,7 @@
 """LogGP calibration from a ping-pong: ``llamp calibrate [--save NAME] -- mpirun -n 2 …``.
 
 A Netgauge-like fit (Hoefler et al., "Netgauge", HPCC'07; LLAMP §III measures L, G, S with it)
-of the LogGPS parameters of DESIGN §3.1 to ``llamp-pingpong`` (``pingpong.c``), which measures
+of the LogGPS parameters of docs/model.md §Cost semantics to ``llamp-pingpong`` (``pingpong.c``), which measures
 for each size ``s`` (1 B … 4 MiB by default) the blocking round trip ``RTT(s)``, the send
 overhead ``o_s(s)`` (duration of ``MPI_Send`` while the receiver waits) and the receive overhead
 ``o_r(s)`` (duration of ``MPI_Recv`` of a message that arrived long before):
@@ -152,7 +152,7 @@ class Calibration:
 def model_one_way_ns(
     sizes: np.ndarray | Sequence[int], L: float, o: float, G: float, S: int = NO_SWITCH_S
 ) -> np.ndarray:
-    """Half the round trip of a blocking LogGPS ping-pong (DESIGN §3.1): ``2o + L + (s−1)G``
+    """Half the round trip of a blocking LogGPS ping-pong (docs/model.md §Cost semantics): ``2o + L + (s−1)G``
     eager, ``4o + 3L + (s−1)G`` rendezvous (``s > S``)."""
     s = np.asarray(sizes, dtype=np.float64)
     wire = np.maximum(s - 1.0, 0.0) * G

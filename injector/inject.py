@@ -5,7 +5,7 @@ tracer (:mod:`llamp.ingest.trace`: ``-x`` for Open MPI's ``mpirun``, ``-genv`` f
 hydra, the environment otherwise). It adds ΔL to every point-to-point message, collectives
 included, at the receiver (LLAMP §III-A, Fig. 8D); with a base network whose ``S`` is finite,
 messages above ``S`` bytes also get the extra handshake latency of LogGPS' rendezvous
-(DESIGN §3.1), so the emulated network is the one the prediction assumes. Each rank writes
+(docs/model.md §Cost semantics), so the emulated network is the one the prediction assumes. Each rank writes
 ``inject-rank-<N>.json``: its runtime (end of ``MPI_Init`` to start of ``MPI_Finalize``, the
 span the execution graph's ``T`` covers) and counters. The run's runtime is the slowest
 rank's, as ``T`` is the latest finish.

@@ -26,7 +26,7 @@
  * released at a + ΔL: a computing receiver that comes back after a + ΔL is not delayed at all.
  * The sender is never delayed.
  *
- * Rendezvous messages (> S bytes) get the increments of the LogGPS handshake (DESIGN §3.1:
+ * Rendezvous messages (> S bytes) get the increments of the LogGPS handshake (docs/model.md §Cost semantics:
  * h = max(t_s + o + L, t_post), receive done at h + 3o + 2L + (s−1)G, send at h + 2o + L) when
  * L grows by ΔL. The receiver knows t_s and its own post time, so it adds exactly
  * (h' − h) + 2ΔL to the estimated completion a = h + one_way(s) − (o + L) (h' with L + ΔL).

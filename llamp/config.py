@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from llamp.errors import ParameterError
@@ -55,6 +56,73 @@ def store_uri() -> str | None:
     """The store URI from ``$LLAMP_STORE`` (e.g. ``bolt://neo4j:pw@host:7687``), if set."""
     value = os.environ.get("LLAMP_STORE")
     return value or None
+
+
+def redact(uri: str) -> str:
+    """A store URI without its password (``bolt://neo4j:secret@host`` → ``bolt://neo4j@host``);
+    text that merely contains URIs (an error message) is redacted throughout."""
+    return re.sub(r"([a-z][a-z0-9+.-]*://[^\s:/@]*):\S*@", r"\1@", uri, flags=re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    """What the web UI lets its users do (environment variables; docs/SECURITY.md).
+
+    - ``LLAMP_UI_MAX_UPLOAD_MB`` (default 1024): the largest upload, all files together;
+    - ``LLAMP_UI_MAX_UNPACKED_MB`` (default 4096, at most half the free temporary space): what
+      an uploaded archive may unpack to;
+    - ``LLAMP_UI_MAX_FILES`` (default 20000): files in one upload or archive;
+    - ``LLAMP_UI_SERVER_ROOTS`` (default none): directories, separated by ``:``, below which
+      "Path on the server" may read; without any, that input is off;
+    - ``LLAMP_UI_READ_ONLY`` (default off): no ingest and no delete from the UI;
+    - ``LLAMP_UI_ADMIN`` (default off): the Cypher console may run writes.
+    """
+
+    max_upload_bytes: int
+    max_unpacked_bytes: int
+    max_files: int
+    server_roots: tuple[Path, ...]
+    read_only: bool
+    admin: bool
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ParameterError(f"${name}={text[:40]!r}: expected a whole number") from None
+    if value < 1:
+        raise ParameterError(f"${name}={value}: must be at least 1")
+    return value
+
+
+def ui_settings() -> UiSettings:
+    """The UI's limits and permissions from the environment (see :class:`UiSettings`)."""
+    import shutil
+    import tempfile
+
+    free = shutil.disk_usage(tempfile.gettempdir()).free
+    unpacked_default = max(64, min(4096, free // 2 >> 20))
+    roots = tuple(
+        Path(p).expanduser().resolve()
+        for p in os.environ.get("LLAMP_UI_SERVER_ROOTS", "").split(os.pathsep)
+        if p.strip()
+    )
+    return UiSettings(
+        max_upload_bytes=_env_int("LLAMP_UI_MAX_UPLOAD_MB", 1024) << 20,
+        max_unpacked_bytes=_env_int("LLAMP_UI_MAX_UNPACKED_MB", unpacked_default) << 20,
+        max_files=_env_int("LLAMP_UI_MAX_FILES", 20000),
+        server_roots=roots,
+        read_only=_env_flag("LLAMP_UI_READ_ONLY"),
+        admin=_env_flag("LLAMP_UI_ADMIN"),
+    )
 
 
 _TIME_UNITS_NS = {

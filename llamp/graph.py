@@ -1,4 +1,4 @@
-"""The execution graph (LLAMP §II-A, DESIGN §3): columnar, one numpy row per vertex / edge.
+"""The execution graph (LLAMP §II-A, docs/model.md §Execution graph): columnar, one numpy row per vertex / edge.
 
 Vertices are ``calc`` (local computation of ``cost_ns``), ``send`` and ``recv`` (point-to-point
 operations of ``size`` bytes with ``peer`` and ``tag``). Edges are ``requires`` (dst starts after
@@ -22,6 +22,9 @@ a few hundred MB.
 from __future__ import annotations
 
 import json
+import os
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,103 @@ _VERTEX_COLUMNS = {
     "tag": np.int64,
 }
 _EDGE_COLUMNS = {"src": np.int64, "dst": np.int64, "kind": np.int8}
+
+#: Version of the graph file layout (:meth:`ExecutionGraph.save`), in its ``llamp_file`` member.
+GRAPH_FILE_VERSION = 2
+_STAMP = "llamp_file"
+
+
+class NpzMembers:
+    """Read-only access to the arrays of an uncompressed ``.npz`` (``np.savez``): each member is
+    memory-mapped, after its CRC-32 is checked by streaming the file (page cache, not process
+    memory), so a process pays memory only for the pages it touches and a damaged file is an
+    error, never a changed number."""
+
+    _CHUNK = 8 << 20
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            with zipfile.ZipFile(self.path) as archive:
+                infos = archive.infolist()
+        except (OSError, zipfile.BadZipFile, ValueError) as err:
+            raise InputError(f"{self.path}: not a llamp graph file ({err})") from err
+        self._infos = {i.filename[:-4]: i for i in infos if i.filename.endswith(".npy")}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._infos
+
+    def names(self) -> list[str]:
+        return list(self._infos)
+
+    def array(self, name: str) -> np.ndarray:
+        """Member ``name`` as a read-only array (memory-mapped when stored uncompressed)."""
+        info = self._infos.get(name)
+        if info is None:
+            raise InputError(f"{self.path}: not a llamp graph file (missing {name})")
+        try:
+            with open(self.path, "rb") as f:
+                if info.compress_type != zipfile.ZIP_STORED:
+                    with zipfile.ZipFile(f) as archive, archive.open(info) as member:
+                        return np.lib.format.read_array(member, allow_pickle=False)
+                f.seek(info.header_offset)
+                local = f.read(30)
+                if len(local) != 30 or local[:4] != b"PK\x03\x04":
+                    raise ValueError("bad local header")
+                start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+                start += int.from_bytes(local[28:30], "little")
+                self._check_crc(f, start, info)
+                f.seek(start)
+                version = np.lib.format.read_magic(f)
+                read_header = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0
+                )
+                shape, fortran, dtype = read_header(f)
+                offset = f.tell()
+            if dtype.hasobject:
+                raise ValueError("object arrays are not allowed")
+            if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size - (offset - start):
+                raise ValueError(f"{name}: array larger than its member")
+            if int(np.prod(shape, dtype=np.int64)) == 0:
+                return np.zeros(shape, dtype=dtype)
+            mapped = np.memmap(
+                self.path, dtype=dtype, mode="r", shape=shape, offset=offset,
+                order="F" if fortran else "C",
+            )
+            return np.asarray(mapped)
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+            raise InputError(f"{self.path}: damaged llamp graph file ({err})") from err
+
+    def _check_crc(self, f, start: int, info: zipfile.ZipInfo) -> None:
+        f.seek(start)
+        crc, left = 0, info.file_size
+        while left > 0:
+            chunk = f.read(min(self._CHUNK, left))
+            if not chunk:
+                raise ValueError(f"{info.filename} is truncated")
+            crc = zlib.crc32(chunk, crc)
+            left -= len(chunk)
+        if crc != info.CRC:
+            raise ValueError(f"{info.filename}: CRC mismatch")
+
+    def json(self, name: str) -> Any:
+        """A member holding UTF-8 JSON as bytes."""
+        try:
+            return json.loads(bytes(self.array(name)).decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise InputError(f"{self.path}: damaged llamp graph file ({name}: {err})") from err
+
+
+def _label_column(values: Any) -> np.ndarray | None:
+    """Labels as an object array, or kept as read (a fixed-width string array, e.g. mapped from
+    a graph file: converting 10^7 labels to Python strings would cost seconds and memory)."""
+    if values is None:
+        return None
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
+        return values
+    return np.asarray(values, dtype=object)
 
 
 def _stream_column(values: Any) -> np.ndarray | None:
@@ -124,6 +224,8 @@ class ExecutionGraph:
     cpu: np.ndarray | None = None
     nic: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: The graph file this graph was loaded from (its lowered event graphs live there too).
+    source: Path | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -146,6 +248,7 @@ class ExecutionGraph:
         nic: Any = None,
         meta: dict[str, Any] | None = None,
         validate: bool = True,
+        source: Path | None = None,
     ) -> ExecutionGraph:
         """Build a graph from array-likes, casting to the canonical dtypes, and validate it.
 
@@ -165,10 +268,11 @@ class ExecutionGraph:
             edge_dst=np.ascontiguousarray(edge_dst, dtype=np.int64),
             edge_kind=np.ascontiguousarray(edge_kind, dtype=np.int8),
             t_trace_ns=None if t_trace_ns is None else np.ascontiguousarray(t_trace_ns, np.float64),
-            label=None if label is None else np.asarray(label, dtype=object),
+            label=_label_column(label),
             cpu=_stream_column(cpu),
             nic=_stream_column(nic),
             meta=dict(meta or {}),
+            source=source,
         )
         if validate:
             graph.validate()
@@ -222,12 +326,8 @@ class ExecutionGraph:
         return text + ")"
 
     # ------------------------------------------------------------------ invariants
-    def validate(self) -> None:
-        """Check the invariants of DESIGN §3; raise :class:`GraphError` naming rank and vertex.
-
-        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
-        engines build anyway; here: column shapes, ranks, kinds, edge ends, message matching.
-        """
+    def check_shapes(self) -> None:
+        """Every column has one row per vertex / edge (cheap: no data is read)."""
         n = self.num_vertices
         for name in _VERTEX_COLUMNS:
             column = getattr(self, name)
@@ -237,15 +337,27 @@ class ExecutionGraph:
             column = getattr(self, name)
             if column is not None and column.shape != (n,):
                 raise GraphError(f"vertex column {name} has shape {column.shape}, expected ({n},)")
+        m = self.num_edges
+        for name in ("edge_src", "edge_dst", "edge_kind"):
+            if getattr(self, name).shape != (m,):
+                raise GraphError(f"edge column {name} does not have {m} rows")
+        if self.num_ranks < 1:
+            raise GraphError(f"a graph needs at least one rank, got {self.num_ranks}")
+
+    def validate(self) -> None:
+        """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
+
+        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
+        engines build anyway; here: column shapes, ranks, kinds, edge ends, message matching.
+        """
+        self.check_shapes()
+        n = self.num_vertices
+        m = self.num_edges
         for name in ("cpu", "nic"):
             column = getattr(self, name)
             if column is not None and n and column.min() < 0:
                 v = int(np.argmin(column))
                 raise GraphError(f"negative {name} number {column[v]}: {self.describe_vertex(v)}")
-        m = self.num_edges
-        for name in ("edge_src", "edge_dst", "edge_kind"):
-            if getattr(self, name).shape != (m,):
-                raise GraphError(f"edge column {name} does not have {m} rows")
         if self.num_ranks < 1:
             raise GraphError(f"a graph needs at least one rank, got {self.num_ranks}")
         if n == 0:
@@ -465,8 +577,12 @@ class ExecutionGraph:
         )
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> Path:
-        """Write an uncompressed ``.npz`` (fast: ~1 GB/s); metadata as JSON inside it."""
+    def save(self, path: str | Path, *, extra: dict[str, np.ndarray] | None = None) -> Path:
+        """Write an uncompressed ``.npz`` (fast: ~1 GB/s); metadata as JSON inside it.
+
+        ``extra`` arrays are stored beside the columns (the lowered event graphs of
+        :mod:`llamp.lp.lowered`).
+        """
         path = Path(path)
         arrays: dict[str, np.ndarray] = {name: getattr(self, name) for name in _VERTEX_COLUMNS}
         arrays.update(
@@ -483,15 +599,25 @@ class ExecutionGraph:
         for name in ("cpu", "nic"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
-        tmp = path.with_name(path.name + ".tmp.npz")
+        stamp = {"version": GRAPH_FILE_VERSION, "validated": True}
+        arrays[_STAMP] = np.frombuffer(json.dumps(stamp).encode(), dtype=np.uint8)
+        arrays.update(extra or {})
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # writers may race
         np.savez(tmp, **arrays)
         tmp.replace(path)
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, validate: bool = True) -> ExecutionGraph:
-        """Read a graph written by :meth:`save`."""
+    def load(cls, path: str | Path, *, validate: bool = True, lazy: bool = False) -> ExecutionGraph:
+        """Read a graph written by :meth:`save`.
+
+        ``lazy``: memory-map the columns (CRC-checked) instead of reading them, and skip the
+        invariant checks for a file this version of llamp wrote (it validated the graph before
+        saving it): a process that only needs the stored event graph touches no column.
+        """
         path = Path(path)
+        if lazy:
+            return cls._load_mapped(path, validate=validate)
         try:
             data = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as err:
@@ -514,7 +640,36 @@ class ExecutionGraph:
                 nic=data["nic"] if "nic" in data else None,
                 meta=meta,
                 validate=validate,
+                source=path,
             )
+
+    @classmethod
+    def _load_mapped(cls, path: Path, *, validate: bool) -> ExecutionGraph:
+        members = NpzMembers(path)
+        stamp = members.json(_STAMP) if _STAMP in members else {}
+        trusted = stamp.get("version") == GRAPH_FILE_VERSION and stamp.get("validated") is True
+        missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in members]
+        if missing:
+            raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")
+        columns = {
+            name: members.array(name)
+            for name in (*_VERTEX_COLUMNS, *("edge_" + c for c in _EDGE_COLUMNS))
+        }
+        optional = {
+            name: members.array(name) if name in members else None
+            for name in ("t_trace_ns", "label", "cpu", "nic")
+        }
+        graph = cls.from_arrays(
+            int(members.array("num_ranks")),
+            **columns,
+            **optional,
+            meta=members.json("meta") if "meta" in members else {},
+            validate=validate and not trusted,
+            source=path,
+        )
+        if validate and trusted:
+            graph.check_shapes()
+        return graph
 
     def equals(self, other: ExecutionGraph, *, labels: bool = False) -> bool:
         """Structural identity: same columns and the same edge multiset."""

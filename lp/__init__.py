@@ -1,4 +1,4 @@
-"""Analyses of execution graphs under LogGPS (DESIGN §5): two engines, one semantics.
+"""Analyses of execution graphs under LogGPS (docs/analyses.md): two engines, one semantics.
 
 ``evaluate``/``predict``/``sweep``/``critical_latencies``/``tolerance``/``critical_path`` take
 an :class:`~llamp.graph.ExecutionGraph` and a :class:`~llamp.params.LogGPS` configuration and
@@ -6,23 +6,81 @@ return typed results. The graph engine (:mod:`llamp.lp.engine`) is exact and fas
 engine (:mod:`llamp.lp.model`, OR-Tools GLOP/HiGHS) is the paper's Algorithm 1.
 """
 
-from llamp.graph import ExecutionGraph
-from llamp.lp.classify import classify
-from llamp.lp.collectives_whatif import compare_collectives
-from llamp.lp.critical import CriticalLatencies, Segment, critical_latencies
-from llamp.lp.engine import Evaluation, GraphEngine, engine_for
-from llamp.lp.matrix import pair_sensitivity
-from llamp.lp.path import CriticalPath, critical_path, rank_time_split
-from llamp.lp.placement import place
-from llamp.lp.predict import Prediction, predict, sweep
-from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within, tolerance
-from llamp.lp.topology import analyze_topology, compare_topologies, sweep_topologies
-from llamp.lp.variability import monte_carlo
-from llamp.params import LogGPS
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, imported on first use (a CLI process imports one analysis)
+    from llamp.graph import ExecutionGraph
+    from llamp.lp.engine import Evaluation
+    from llamp.params import LogGPS
+
+#: Public name → module that defines it (PEP 562: ``llamp.lp.X`` imports only X's module, so
+#: ``predict`` does not import OR-Tools, pandas or the what-if analyses).
+_EXPORTS = {
+    "classify": "classify",
+    "compare_collectives": "collectives_whatif",
+    "CriticalLatencies": "critical",
+    "Segment": "critical",
+    "critical_latencies": "critical",
+    "Evaluation": "engine",
+    "GraphEngine": "engine",
+    "engine_for": "engine",
+    "pair_sensitivity": "matrix",
+    "CriticalPath": "path",
+    "critical_path": "path",
+    "rank_time_split": "path",
+    "place": "placement",
+    "Region": "region",
+    "tolerance_region": "region",
+    "Prediction": "predict",
+    "predict": "predict",
+    "sweep": "predict",
+    "Tolerance": "tolerance",
+    "ToleranceLevel": "tolerance",
+    "max_parameter_within": "tolerance",
+    "tolerance": "tolerance",
+    "analyze_topology": "topology",
+    "compare_topologies": "topology",
+    "sweep_topologies": "topology",
+    "monte_carlo": "variability",
+}
+
+
+class _Package(types.ModuleType):
+    """``import llamp.lp.predict`` makes the import system set ``llamp.lp.predict`` to the
+    submodule; the function of the same name (``predict``, ``tolerance``, ``classify``) must
+    stay the package's attribute, as it was when everything was imported eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llamp.lp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"llamp.lp.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
 
 
 def evaluate(graph: ExecutionGraph, params: LogGPS) -> Evaluation:
     """Runtime, exact right derivatives, and per-vertex start/finish/slack/critical flags."""
+    from llamp.lp.engine import engine_for
+
     return engine_for(graph).evaluate(params)
 
 
@@ -32,6 +90,7 @@ __all__ = [
     "Evaluation",
     "GraphEngine",
     "Prediction",
+    "Region",
     "Segment",
     "Tolerance",
     "analyze_topology",
@@ -52,4 +111,5 @@ __all__ = [
     "sweep",
     "sweep_topologies",
     "tolerance",
+    "tolerance_region",
 ]

@@ -15,7 +15,7 @@ critical value inside) and ``complete`` is false; the breakpoints found are exac
 machine; waves are breadth first, so a spent budget leaves evenly refined intervals.
 
 LP basis ranges (the paper's SALBLow) are not used: the LLAMP LP is highly degenerate and its
-basis range is much narrower than a linear piece of ``T`` (DESIGN §3.2). The LP path uses the
+basis range is much narrower than a linear piece of ``T`` (docs/architecture.md §Two engines). The LP path uses the
 same tangent walk with LP objective values and reduced costs (any subgradient works).
 """
 

@@ -1,4 +1,4 @@
-"""The graph engine: exact longest paths of the event graph (DESIGN §3.2).
+"""The graph engine: exact longest paths of the event graph (docs/architecture.md §Two engines).
 
 ``T(θ)`` is the longest path of the event DAG whose edge weights are affine in θ = (L, G, o).
 One forward sweep over events in topological position (numba over CSR, no Python loop per
@@ -7,7 +7,7 @@ derivatives ∂T/∂L, ∂T/∂G, ∂T/∂o (toward the smaller slope: the left 
 sweep gives the latest time of every event that keeps ``T``, hence slack.
 
 ``T`` is convex and piecewise linear in each parameter (a max of affine path lengths, LLAMP
-Eq. 3/4), which the analyses in :mod:`llamp.lp.analyses` exploit.
+Eq. 3/4), which the analyses in :mod:`llamp.lp.critical` and :mod:`llamp.lp.tolerance` exploit.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 
 from llamp.graph import ExecutionGraph
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, EventGraph, build_event_graph
+from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
 from llamp.params import LogGPS
 
 #: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
@@ -32,13 +33,9 @@ ABS_TOL_NS = 1e-7
 DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _w(coef, k, L, G, o, g):  # pragma: no cover - compiled
-    return coef[k, 0] + coef[k, 1] * L + coef[k, 2] * G + coef[k, 3] * o + coef[k, 4] * g
-
-
 @numba.njit(cache=True, nogil=True)
-def _forward_value(in_ptr, src, coef, L, G, o, g):  # pragma: no cover - compiled
+def _forward_value(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
     n = in_ptr.shape[0] - 1
     t = np.zeros(n)
     for p in range(n):
@@ -46,9 +43,11 @@ def _forward_value(in_ptr, src, coef, L, G, o, g):  # pragma: no cover - compile
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
+        q = pattern[lo]
+        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o, g)
+            q = pattern[k]
+            cand = t[src[k]] + wa[q] + value[k] * wb[q]
             if cand > best:
                 best = cand
         t[p] = best
@@ -56,11 +55,12 @@ def _forward_value(in_ptr, src, coef, L, G, o, g):  # pragma: no cover - compile
 
 
 @numba.njit(cache=True, nogil=True)
-def forward_slopes(in_ptr, src, coef, L, G, o, g, cols, sign, rel, absol):  # pragma: no cover
-    """Times, one-sided slopes along ``cols`` (sign +1: right derivatives, −1: left) and the
-    in-edge chosen at each event (tight, with the best slope along ``cols[0]``)."""
+def forward_slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
+    is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
+    chosen at each event (tight, with the best slope along column 0)."""
     n = in_ptr.shape[0] - 1
-    k_dim = cols.shape[0]
+    k_dim = sa.shape[1]
     t = np.zeros(n)
     d = np.zeros((n, k_dim))
     pred = np.full(n, -1, dtype=np.int64)
@@ -69,9 +69,11 @@ def forward_slopes(in_ptr, src, coef, L, G, o, g, cols, sign, rel, absol):  # pr
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
+        q = pattern[lo]
+        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o, g)
+            q = pattern[k]
+            cand = t[src[k]] + wa[q] + value[k] * wb[q]
             if cand > best:
                 best = cand
         t[p] = best
@@ -79,25 +81,28 @@ def forward_slopes(in_ptr, src, coef, L, G, o, g, cols, sign, rel, absol):  # pr
         first = True
         for k in range(lo, hi):
             s = src[k]
-            if t[s] + _w(coef, k, L, G, o, g) >= best - tol:
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
                 if first:
                     for j in range(k_dim):
-                        d[p, j] = d[s, j] + coef[k, cols[j]]
+                        d[p, j] = d[s, j] + sa[q, j] + v * sb[q, j]
                     pred[p] = k
                     first = False
                 else:
-                    if sign * (d[s, 0] + coef[k, cols[0]]) > sign * d[p, 0]:
+                    if sign * (d[s, 0] + sa[q, 0] + v * sb[q, 0]) > sign * d[p, 0]:
                         pred[p] = k
                     for j in range(k_dim):
-                        cand = d[s, j] + coef[k, cols[j]]
+                        cand = d[s, j] + sa[q, j] + v * sb[q, j]
                         if sign * cand > sign * d[p, j]:
                             d[p, j] = cand
     return t, d, pred
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_pair(in_ptr, src, coef, L, G, o, g, col, rel, absol):  # pragma: no cover - compiled
-    """``T`` and its right and left derivative along parameter column ``col`` in one sweep."""
+def _forward_pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
+    """``T`` and its right and left derivative along one parameter (per-pattern slope
+    ``sa[q] + value·sb[q]``) in one sweep."""
     n = in_ptr.shape[0] - 1
     t = np.zeros(n)
     dr = np.zeros(n)
@@ -107,9 +112,11 @@ def _forward_pair(in_ptr, src, coef, L, G, o, g, col, rel, absol):  # pragma: no
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        best = t[src[lo]] + _w(coef, lo, L, G, o, g)
+        q = pattern[lo]
+        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
         for k in range(lo + 1, hi):
-            cand = t[src[k]] + _w(coef, k, L, G, o, g)
+            q = pattern[k]
+            cand = t[src[k]] + wa[q] + value[k] * wb[q]
             if cand > best:
                 best = cand
         t[p] = best
@@ -118,8 +125,9 @@ def _forward_pair(in_ptr, src, coef, L, G, o, g, col, rel, absol):  # pragma: no
         left = np.inf
         for k in range(lo, hi):
             s = src[k]
-            if t[s] + _w(coef, k, L, G, o, g) >= best - tol:
-                c = coef[k, col]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                c = sa[q] + value[k] * sb[q]
                 if dr[s] + c > right:
                     right = dr[s] + c
                 if dl[s] + c < left:
@@ -203,15 +211,16 @@ def slopes_at(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Event times, one-sided slopes along ``columns`` (right for ``sign`` 1, left for −1;
     default L, G, o) and the chosen in-edges at θ = ``params``."""
+    wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
     return forward_slopes(
         ev.in_ptr,
         ev.src,
-        ev.coef,
-        params.L,
-        params.G,
-        params.o,
-        params.g,
-        columns,
+        ev.pattern,
+        ev.value,
+        wa,
+        wb,
+        np.ascontiguousarray(ev.fixed[:, columns]),
+        np.ascontiguousarray(ev.scaled[:, columns]),
         sign,
         REL_TOL,
         ABS_TOL_NS,
@@ -227,16 +236,17 @@ class GraphEngine:
 
     def events(self, params: LogGPS) -> EventGraph:
         """The event graph for ``params``' threshold S, progress and NIC models (cached: the
-        weights depend on L, G, o, g; the structure only on the rendezvous set and models)."""
-        sizes = self.graph.size[self.graph.messages()[0]]
-        rendezvous = int(np.count_nonzero(sizes > params.S))  # same set ⇔ same count (monotone)
-        key = (rendezvous, *params.lowering)
+        weights depend on L, G, o, g; the structure only on the rendezvous set and models).
+        Taken from the graph's file when it was saved with one (:mod:`llamp.lp.lowered`)."""
+        key = lowering_key(rendezvous_count(self.graph, params.S), params)
         cached = self._events.get(key)
+        if cached is None:
+            cached = persisted(self.graph, key)
         if cached is None:
             cached = build_event_graph(
                 self.graph, params.S, progress=params.progress, nic=params.nic
             )
-            self._events[key] = cached
+        self._events[key] = cached
         return cached
 
     # ------------------------------------------------------------------ evaluations
@@ -245,7 +255,8 @@ class GraphEngine:
         ev = self.events(params)
         if ev.num_events == 0:
             return 0.0
-        t = _forward_value(ev.in_ptr, ev.src, ev.coef, params.L, params.G, params.o, params.g)
+        wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
+        t = _forward_value(ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb)
         return float(t.max())
 
     def point(
@@ -300,21 +311,15 @@ class GraphEngine:
         if ev.num_events == 0 or values.size == 0:
             return out[0], out[1], out[2]
         col = DIRECTIONS[parameter]
+        sa = np.ascontiguousarray(ev.fixed[:, col])
+        sb = np.ascontiguousarray(ev.scaled[:, col])
 
         def one(i: int) -> None:
             theta = {"L": params.L, "G": params.G, "o": params.o, "g": params.g}
             theta[parameter] = float(values[i])
+            wa, wb = ev.pattern_weights(theta["L"], theta["G"], theta["o"], theta["g"])
             T, right, left = _forward_pair(
-                ev.in_ptr,
-                ev.src,
-                ev.coef,
-                theta["L"],
-                theta["G"],
-                theta["o"],
-                theta["g"],
-                col,
-                REL_TOL,
-                ABS_TOL_NS,
+                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, REL_TOL, ABS_TOL_NS
             )
             out[:, i] = (T, _round_slope(right), _round_slope(left))
 

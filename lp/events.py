@@ -77,6 +77,7 @@ source) of the full event graph, ties by event id: a topological order for both 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -85,31 +86,44 @@ from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.params import LogGPS
 
-#: Columns of :attr:`EventGraph.coef`.
+#: Columns of :attr:`EventGraph.coef` (and of the pattern tables).
 CONST, COEF_L, COEF_G, COEF_O, COEF_GAP = 0, 1, 2, 3, 4
 NUM_COEFS = 5
+
+#: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
+#: another version is lowered again, never misread.
+LOWERING_VERSION = 2
 
 
 @dataclass(frozen=True, eq=False)
 class EventGraph:
-    """Event DAG with affine edge weights, in CSR form for both engines.
+    """Event DAG with affine edge weights, in compact CSR form for both engines.
 
     Events are numbered by topological position ("positions"): ``event_of_pos[p]`` is the
     event id (``2v``, ``2v+1``, a handshake or a collective sync) at position ``p``,
     ``pos_of_event`` the inverse. ``extra_owner[e − 2V]`` is the vertex an extra event belongs
     to: the receive of a handshake's message, the lowest member vertex of a sync.
-    ``src/dst`` are positions, edges sorted by ``dst`` so ``in_ptr[p]:in_ptr[p+1]`` are the
-    in-edges of position ``p``; ``out_edge[out_ptr[p]:out_ptr[p+1]]`` its out-edges.
-    ``coef[e] = (const, cL, cG, co, cg)`` for edge ``e``; ``msg[e]`` is the index (into
-    ``graph.messages()``) of the message whose latency or bandwidth the edge pays, or −1.
-    ``progress`` and ``nic`` are the models it was lowered for.
+    ``src`` are positions, edges sorted by destination so ``in_ptr[p]:in_ptr[p+1]`` are the
+    in-edges of position ``p`` (``dst`` is derived from it); ``out_edge[out_ptr[p]:out_ptr[p+1]]``
+    its out-edges. ``msg[e]`` is the index (into ``graph.messages()``) of the message whose
+    latency or bandwidth the edge pays, or −1. ``progress`` and ``nic`` are the models it was
+    lowered for.
+
+    Weights, compactly (17 B per edge instead of five float64 coefficients): every edge has a
+    ``pattern`` (a small integer) and a ``value`` (a calc's cost, a message's bytes − 1, …);
+    its coefficients of ``(1, L, G, o, g)`` are ``fixed[pattern] + value · scaled[pattern]``.
+    The pattern tables have a few dozen rows (the rules of the module table; one per distinct
+    analytic-collective cost), so a sweep reads one byte, one float and one index per edge.
+    Indices are int32 while the graph has fewer than 2^31 events and edges.
     """
 
     num_vertices: int
     num_events: int
     src: np.ndarray
-    dst: np.ndarray
-    coef: np.ndarray
+    pattern: np.ndarray
+    value: np.ndarray
+    fixed: np.ndarray  # (patterns × 5): coefficients of (1, L, G, o, g) independent of value
+    scaled: np.ndarray  # (patterns × 5): coefficients multiplied by the edge's value
     msg: np.ndarray
     event_of_pos: np.ndarray
     pos_of_event: np.ndarray
@@ -127,13 +141,33 @@ class EventGraph:
     def num_edges(self) -> int:
         return int(self.src.shape[0])
 
+    @cached_property
+    def dst(self) -> np.ndarray:
+        """Destination position of every edge (from ``in_ptr``; built on first use)."""
+        counts = np.diff(self.in_ptr)
+        return np.repeat(np.arange(self.num_events, dtype=self.src.dtype), counts)
+
+    @cached_property
+    def coef(self) -> np.ndarray:
+        """Per-edge coefficients ``(const, cL, cG, co, cg)`` (E × 5 float64, built on first use:
+        for the what-if analyses; the engines read the compact form)."""
+        return self.coefficients(np.arange(self.num_edges))
+
+    def coefficients(self, edges: np.ndarray) -> np.ndarray:
+        """Coefficients ``(const, cL, cG, co, cg)`` of the given edges (rows of :attr:`coef`)."""
+        q = self.pattern[edges]
+        return self.fixed[q] + self.value[edges, None] * self.scaled[q]
+
+    def pattern_weights(self, L: float, G: float, o: float, g: float = 0.0):
+        """(fixed, scaled) weight of every pattern at θ: an edge weighs
+        ``fixed[pattern] + value · scaled[pattern]``."""
+        theta = np.array([1.0, L, G, o, g])
+        return self.fixed @ theta, self.scaled @ theta
+
     def weights(self, L: float, G: float, o: float, g: float = 0.0) -> np.ndarray:
         """Edge weights at one configuration (vectorised)."""
-        c = self.coef
-        w = c[:, CONST] + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * o
-        if g:
-            w += c[:, COEF_GAP] * g
-        return w
+        wa, wb = self.pattern_weights(L, G, o, g)
+        return wa[self.pattern] + self.value * wb[self.pattern]
 
     def weights_at(self, params: LogGPS) -> np.ndarray:
         """Edge weights at ``params``."""
@@ -141,12 +175,12 @@ class EventGraph:
 
     def vertex_of_pos(self, positions: np.ndarray) -> np.ndarray:
         """Vertex id of the events at ``positions`` (−1 for handshake and sync events)."""
-        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
+        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)].astype(np.int64)
         return np.where(events < 2 * self.num_vertices, events // 2, -1)
 
     def owner_of_pos(self, positions: np.ndarray) -> np.ndarray:
         """Vertex the events at ``positions`` belong to (extra events: see ``extra_owner``)."""
-        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)]
+        events = self.event_of_pos[np.asarray(positions, dtype=np.int64)].astype(np.int64)
         V2 = 2 * self.num_vertices
         owner = events // 2
         extra = events >= V2
@@ -171,19 +205,44 @@ class EventGraph:
         """Position of every vertex's finish event."""
         return self.pos_of_event[1 : 2 * self.num_vertices : 2]
 
+    def nbytes(self) -> int:
+        """Memory held by the event graph's arrays (without derived ``dst``/``coef``)."""
+        return sum(
+            a.nbytes
+            for a in (
+                self.src, self.pattern, self.value, self.msg, self.event_of_pos,
+                self.pos_of_event, self.in_ptr, self.out_ptr, self.out_edge,
+            )
+        )
+
+
+_ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)
+
 
 class _EdgeColumns:
     """Preallocated edge columns filled block by block (no list of parts to concatenate:
     at 10^7 vertices the parts and their concatenation would double the peak memory)."""
 
-    def __init__(self, capacity: int):
-        self.src = np.empty(capacity, dtype=np.int64)
-        self.dst = np.empty(capacity, dtype=np.int64)
-        self.coef = np.zeros((capacity, NUM_COEFS), dtype=np.float64)
-        self.msg = np.full(capacity, -1, dtype=np.int64)
+    def __init__(self, capacity: int, index: type):
+        self.src = np.empty(capacity, dtype=index)
+        self.dst = np.empty(capacity, dtype=index)
+        self.pattern = np.empty(capacity, dtype=np.uint16)
+        self.value = np.zeros(capacity, dtype=np.float64)
+        self.msg = np.full(capacity, -1, dtype=np.int32)
+        self.patterns: dict[tuple, int] = {}
         self.size = 0
 
-    def add(self, s, d, const=0.0, cL=0.0, cG=0.0, co=0.0, m=None, cg=0.0) -> None:
+    def pattern_of(self, fixed=_ZERO, scaled=_ZERO) -> int:
+        key = (tuple(float(x) for x in fixed), tuple(float(x) for x in scaled))
+        if key not in self.patterns:
+            if len(self.patterns) >= np.iinfo(np.uint16).max:
+                raise GraphError("more than 65535 distinct analytic-collective costs")
+            self.patterns[key] = len(self.patterns)
+        return self.patterns[key]
+
+    def add(self, s, d, fixed=_ZERO, scaled=_ZERO, value=None, m=None, pattern=None) -> None:
+        """Edges ``s → d`` weighing ``fixed + value · scaled`` (coefficients of (1, L, G, o,
+        g)); ``pattern`` (an id array) instead of ``fixed``/``scaled`` for mixed blocks."""
         n = np.size(s)
         if n == 0:
             return
@@ -192,19 +251,20 @@ class _EdgeColumns:
             raise RuntimeError(f"event graph: {b} edges exceed the {self.src.size} planned")
         self.src[a:b] = s
         self.dst[a:b] = d
-        block = self.coef[a:b]
-        for column, value in (
-            (CONST, const),
-            (COEF_L, cL),
-            (COEF_G, cG),
-            (COEF_O, co),
-            (COEF_GAP, cg),
-        ):
-            if np.ndim(value) or value != 0.0:
-                block[:, column] = value
+        self.pattern[a:b] = self.pattern_of(fixed, scaled) if pattern is None else pattern
+        if value is not None:
+            self.value[a:b] = value
         if m is not None:
             self.msg[a:b] = m
         self.size = b
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(fixed, scaled) pattern tables, rows in pattern-id order."""
+        fixed = np.zeros((max(len(self.patterns), 1), NUM_COEFS))
+        scaled = np.zeros_like(fixed)
+        for (f, sc), i in self.patterns.items():
+            fixed[i], scaled[i] = f, sc
+        return fixed, scaled
 
 
 @dataclass(frozen=True)
@@ -449,59 +509,74 @@ def build_event_graph(
         + int(ireq.sum())
         + sum(chain.size for chain in chains)
     )
-    cols = _EdgeColumns(capacity)
+    index = np.int32 if max(num_events, capacity) < np.iinfo(np.int32).max else np.int64
+    cols = _EdgeColumns(capacity, index)
     add = cols.add
+    O1, O2 = (0.0, 0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 2.0, 0.0)
+    CONST1, BYTES = (1.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0, 0.0)
 
     # Vertex-internal edges.
-    add(2 * calc, 2 * calc + 1, const=graph.cost_ns[calc])
+    add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
     del calc
     eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
-    add(2 * eager_ops, 2 * eager_ops + 1, co=1.0)
+    add(2 * eager_ops, 2 * eager_ops + 1, fixed=O1)
     del eager_ops
     # Messages.
     e = ~rdv
-    add(2 * sends[e], 2 * recvs[e] + 1, cL=1.0, cG=B[e], co=2.0, m=msg_ids[e])
+    add(2 * sends[e], 2 * recvs[e] + 1, (0, 1, 0, 2, 0), BYTES, B[e], m=msg_ids[e])
     h = handshake[rdv]
-    add(2 * sends[rdv], h, cL=1.0, co=1.0, m=msg_ids[rdv])
+    add(2 * sends[rdv], h, (0, 1, 0, 1, 0), m=msg_ids[rdv])
     add(2 * recvs[rdv], h)
-    add(h, 2 * recvs[rdv] + 1, cL=2.0, cG=B[rdv], co=3.0, m=msg_ids[rdv])
-    add(h, 2 * sends[rdv] + 1, cL=1.0, co=2.0, m=msg_ids[rdv])
+    add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
+    add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
     # Analytic collectives: every member enters the instance's sync, which releases them all.
     if colls.size:
         sync = sync_base + instance
         inst = present[instance]
         add(2 * colls, sync)
-        add(sync, 2 * colls + 1, const=graph.cost_ns[colls], cL=lat[inst], cG=byt[inst])
+        terms, which = np.unique(np.stack([lat[inst], byt[inst]], axis=1), axis=0, return_inverse=True)
+        ids = np.array([cols.pattern_of((0, cl, cg, 0, 0), CONST1) for cl, cg in terms])
+        add(sync, 2 * colls + 1, value=graph.cost_ns[colls], pattern=ids[which.reshape(-1)])
     del msg_ids, handshake, h, e
     # Dependencies.
     add(2 * graph.edge_src[req] + 1, 2 * graph.edge_dst[req])
-    isrc = graph.edge_src[ireq]
-    add(2 * isrc, 2 * graph.edge_dst[ireq], co=np.where(kind[isrc] == SEND, 1.0, 0.0))
-    del isrc, ireq
+    isrc, idst = graph.edge_src[ireq], graph.edge_dst[ireq]
+    from_send = kind[isrc] == SEND
+    add(2 * isrc[from_send], 2 * idst[from_send], O1)
+    add(2 * isrc[~from_send], 2 * idst[~from_send])
+    del isrc, idst, ireq, from_send
 
     # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
     serial = nic == "serial"
-    add(2 * send_cpu.a, 2 * send_cpu.b, co=1.0)
+    add(2 * send_cpu.a, 2 * send_cpu.b, O1)
     m = msg_of[wait_chain.b]
-    add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, co=1.0, cG=B[m] if serial else 0.0, m=m if serial else None)
+    if serial:
+        add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, O1, BYTES, B[m], m=m)
+    else:
+        add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, O1)
     # The wait starts at the end of the CPU's previous activity: a calc's finish, a send's
     # start + o; then the first receive's o (+ B·G).
-    m = msg_of[wait_start.b]
-    after_send = kind[wait_start.a] == SEND
-    add(
-        2 * wait_start.a + np.where(after_send, 0, 1),
-        2 * wait_start.b + 1,
-        co=np.where(after_send, 2.0, 1.0),
-        cG=B[m] if serial else 0.0,
-        m=m if serial else None,
-    )
+    for after_send in (False, True):
+        k = (kind[wait_start.a] == SEND) == after_send
+        a, b = wait_start.a[k], wait_start.b[k]
+        m = msg_of[b]
+        add(
+            2 * a + (0 if after_send else 1),
+            2 * b + 1,
+            O2 if after_send else O1,
+            BYTES if serial else _ZERO,
+            B[m] if serial else None,
+            m=m if serial else None,
+        )
     m = msg_of[send_nic.a]
-    add(2 * send_nic.a, 2 * send_nic.b, cg=1.0, cG=B[m], m=m)
+    add(2 * send_nic.a, 2 * send_nic.b, (0, 0, 0, 0, 1), BYTES, B[m], m=m)
     if recv_nic.size:
         base = cols.size
-        recv_nic = _receive_nic_chain(graph, _depths(num_events, cols.src[:base], cols.dst[:base], graph))
+        depth = _depths(num_events, cols.src[:base], cols.dst[:base], graph)
+        recv_nic = _receive_nic_chain(graph, depth)
+        del depth
         m = msg_of[recv_nic.b]
-        add(2 * recv_nic.a + 1, 2 * recv_nic.b + 1, cg=1.0, cG=B[m], m=m)
+        add(2 * recv_nic.a + 1, 2 * recv_nic.b + 1, (0, 0, 0, 0, 1), BYTES, B[m], m=m)
     del B, msg_of, chains, send_cpu, wait_chain, wait_start, send_nic, recv_nic
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
@@ -511,26 +586,31 @@ def build_event_graph(
     # Renumber events by topological position so both engines sweep arrays front to back,
     # and sort edges by destination so the in-edges of an event are one contiguous run
     # (stable: in-edges keep the order above). Both in place.
-    event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0)  # ties: by id
+    event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0).astype(index)
     del depth
-    pos_of_event = np.empty(num_events, dtype=np.int64)
-    pos_of_event[event_of_pos] = np.arange(num_events, dtype=np.int64)
-    p_src, p_dst, coef, msg = cols.src, cols.dst, cols.coef, cols.msg
+    pos_of_event = np.empty(num_events, dtype=index)
+    pos_of_event[event_of_pos] = np.arange(num_events, dtype=index)
+    p_src, p_dst = cols.src, cols.dst
     _renumber(p_src, pos_of_event)
     _renumber(p_dst, pos_of_event)
     by_dst = _group_by(p_dst, num_events)
-    _permute(by_dst, p_src, p_dst, msg, coef)
+    _permute(by_dst, p_src, p_dst, cols.msg, cols.pattern, cols.value)
     del by_dst
-    in_ptr = _ptr(p_dst, num_events)
-    out_edge = _group_by(p_src, num_events)
-    out_ptr = _ptr(p_src, num_events)
+    in_ptr = _ptr(p_dst, num_events).astype(index)
+    del p_dst, cols.dst
+    out_edge = _group_by(p_src, num_events).astype(index)
+    out_ptr = _ptr(p_src, num_events).astype(index)
+    fixed, scaled = cols.tables()
+    pattern = cols.pattern.astype(np.uint8) if fixed.shape[0] <= 256 else cols.pattern
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
         src=p_src,
-        dst=p_dst,
-        coef=np.ascontiguousarray(coef),
-        msg=msg,
+        pattern=pattern,
+        value=cols.value,
+        fixed=fixed,
+        scaled=scaled,
+        msg=cols.msg,
         event_of_pos=event_of_pos,
         pos_of_event=pos_of_event,
         in_ptr=in_ptr,
@@ -582,31 +662,22 @@ def _renumber(ids, new_id):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _permute(perm, a, b, c, rows):  # pragma: no cover - compiled
-    """Reorder ``a``, ``b``, ``c`` and the rows of ``rows`` in place: element ``i`` becomes
-    element ``perm[i]`` (``x[:] = x[perm]`` without a copy). Consumes ``perm`` (a moved
-    element is marked by ``perm[j] = j``)."""
+def _permute(perm, a, b, c, d, e):  # pragma: no cover - compiled
+    """Reorder ``a``…``e`` in place: element ``i`` becomes element ``perm[i]`` (``x[:] =
+    x[perm]`` without a copy). Consumes ``perm`` (a moved element is marked ``perm[j] = j``)."""
     n = perm.shape[0]
-    k_dim = rows.shape[1]
-    keep = np.empty(k_dim)
     for start in range(n):
         if perm[start] == start:
             continue
-        ta, tb, tc = a[start], b[start], c[start]
-        for k in range(k_dim):
-            keep[k] = rows[start, k]
+        ta, tb, tc, td, te = a[start], b[start], c[start], d[start], e[start]
         j = start
         while True:
             nxt = perm[j]
             perm[j] = j
             if nxt == start:
-                a[j], b[j], c[j] = ta, tb, tc
-                for k in range(k_dim):
-                    rows[j, k] = keep[k]
+                a[j], b[j], c[j], d[j], e[j] = ta, tb, tc, td, te
                 break
-            a[j], b[j], c[j] = a[nxt], b[nxt], c[nxt]
-            for k in range(k_dim):
-                rows[j, k] = rows[nxt, k]
+            a[j], b[j], c[j], d[j], e[j] = a[nxt], b[nxt], c[nxt], d[nxt], e[nxt]
             j = nxt
 
 

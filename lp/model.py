@@ -1,7 +1,7 @@
 """The LLAMP linear program (LLAMP §II-C1, Appendix C Algorithm 1) on the event graph.
 
 The LP is built from the start/finish :class:`~llamp.lp.events.EventGraph`, so it implements
-exactly the semantics the graph engine evaluates (DESIGN §3.1–§3.2). Every event time is an
+exactly the semantics the graph engine evaluates (docs/model.md §Cost semantics and docs/architecture.md §Two engines). Every event time is an
 affine expression of the LogGPS decision variables ``l``, ``g``, ``o`` and of the time of one
 "join" event:
 
@@ -23,7 +23,7 @@ costs of ``l``, ``g``, ``o`` are ``λ_L``, ``λ_G``, ``λ_o`` (§II-D1). The tol
 ``max l s.t. t ≤ bound`` with ``g``, ``o`` fixed (§II-D2, Fig. 6). Columns: ``l, g, o, t``, then
 one ``y`` per join in topological order (:attr:`LinearProgram.join_events`); rows: the in-edges
 of the joins in that order, then the sinks. Everything is in nanoseconds (G in ns/B): seconds
-cost HiGHS accuracy (DESIGN §3.2). ``y`` and ``t`` are free, so the LP value equals the
+cost HiGHS accuracy (docs/architecture.md §Two engines). ``y`` and ``t`` are free, so the LP value equals the
 longest path for every bound, and its reduced costs are subgradients of ``T``.
 
 Degeneracy: ``T`` is convex and piecewise linear in each parameter. At a breakpoint (a critical
@@ -44,7 +44,7 @@ starting-basis call):
   a choice wrong. So at a breakpoint GLOP reports the right derivative along L. Measured on
   a 10^5-vertex halo graph: 0.2 s instead of 50–60 s for a cold GLOP solve (primal or dual,
   presolve on); Devex pricing replaces steepest edge, whose norm set-up alone costs seconds.
-  The tolerance LP starts from the tree at the answer estimated by the walk of DESIGN §3.2
+  The tolerance LP starts from the tree at the answer estimated by the walk of docs/analyses.md §Tolerance
   (0 pivots when the estimate is exact). ``crash_basis=False`` solves from scratch.
 - ``highs``: HiGHS with presolve, which collapses the path structure (0.7 s at 10^5
   vertices; 90 s without presolve). MathOpt's HiGHS ignores starting bases and is not
@@ -366,7 +366,7 @@ def _basis_proto(row_status: np.ndarray, col_status: np.ndarray) -> solution_pb2
 
 
 def _snap(value: float) -> float:
-    """Round a reduced cost: integers are exact, float noise is not (DESIGN §3.2)."""
+    """Round a reduced cost: integers are exact, float noise is not (docs/architecture.md §Two engines)."""
     nearest = round(value)
     if abs(value - nearest) <= _SNAP_REL * max(1.0, abs(value)):
         return float(nearest) + 0.0  # + 0.0 turns −0.0 into 0.0
@@ -817,7 +817,7 @@ def _walk_to_bound(
     ``probe(x, side)`` returns ``T(x)`` and a slope there: the right (``side`` = 1) or left
     (−1) derivative, or any subgradient. Tangents from the left reach or pass the answer
     (flat stretches are crossed by doubling steps); Newton steps from the right never pass it
-    and land on it after one step per linear piece (DESIGN §3.2). Returns
+    and land on it after one step per linear piece (docs/analyses.md §Tolerance). Returns
     ``(x, T(x), slope)``, with ``T(x) > bound`` only if ``T(x0)`` already exceeds it. ``T``
     within ``rel·bound`` (plus 1 fs) of the bound counts as on it.
     """

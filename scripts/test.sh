@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# Install what is missing, then run the whole test suite (slow tests included).
+# Install what is missing, then run the tests.
+#   scripts/test.sh            the whole suite, slow and integration tests included (what CI runs)
+#   scripts/test.sh --quick    the fast tier: -m "not slow and not integration" (about 2 minutes
+#                              on a 2-core machine; no MPI programs, browser or Bolt server)
+# Other arguments go to pytest (e.g. scripts/test.sh --quick tests/test_engine.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+args=()
+quick=0
+for arg in "$@"; do
+  if [ "$arg" = "--quick" ]; then quick=1; else args+=("$arg"); fi
+done
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if [ "$quick" = 1 ]; then
+  args=(-m "not slow and not integration" "${args[@]}")
+fi
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "${args[@]}"

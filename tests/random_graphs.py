@@ -3,7 +3,7 @@
 A random MPI program is drawn as one global sequence of steps (calc on a rank, a blocking
 send/recv pair, an isend/irecv pair, a wait of a pending request); every rank executes its
 steps in that global order, so the program cannot deadlock even under rendezvous, and the
-graph follows the trace→graph rules of DESIGN §4 (calc → op → calc chains, ``irequires``
+graph follows the trace→graph rules of docs/architecture.md §Ingest (calc → op → calc chains, ``irequires``
 from a nonblocking op to the next calc, the calc after a wait ``requires`` the op).
 """
 

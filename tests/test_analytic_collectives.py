@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hand_graphs import build
-from test_collectives_whatif import SWEEP3D, allreduce_call, write_trace
+from liballprof_writer import SWEEP3D, allreduce_call, write_trace
 
 from llamp.cli import cli
 from llamp.errors import GraphError, InputError
@@ -28,8 +28,6 @@ from llamp.lp.path import critical_path
 from llamp.lp.topology import analyze_topology, parse_topology
 from llamp.lp.variability import VariabilitySpec, monte_carlo
 from llamp.params import LogGPS
-
-pytest_plugins = ["test_store_fixtures"]
 
 #: One instance of 2 latencies and 100 bytes, entered at 10 ns by rank 0, at 30 ns by rank 1.
 TERMS = {

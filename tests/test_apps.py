@@ -147,7 +147,7 @@ def _records(path: Path) -> list[list[str]]:
 def logged_p2p(path: Path) -> tuple[int, int, collections.Counter]:
     """(sends, receives, calls) the tracer logged for one rank, MPI_PROC_NULL excluded.
 
-    Fields after splitting at ':' and ',' (FORMATS.md): send/recv peer at 7, Sendrecv dest 7
+    Fields after splitting at ':' and ',' (docs/formats.md): send/recv peer at 7, Sendrecv dest 7
     and source 14; persistent requests by address (Open MPI's C stride: 8 bytes).
     """
     sends = recvs = 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_store_fixtures import chain_graph, tiny_graph
+from store_graphs import chain_graph, tiny_graph
 
 from llamp.errors import StoreError
 from llamp.graph import CALC, ExecutionGraph

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from hand_graphs import paper_example
 
 from llamp.ingest import read
 from llamp.lp import predict, tolerance
@@ -28,13 +27,6 @@ def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedPro
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
-
-
-@pytest.fixture(scope="module")
-def paper_npz(tmp_path_factory):
-    path = tmp_path_factory.mktemp("graphs") / "paper.npz"
-    paper_example().save(path)
-    return path
 
 
 def test_predict_json_on_the_paper_example(paper_npz, tmp_path):
@@ -63,6 +55,7 @@ def test_tolerance_json_matches_the_api_on_sweep3d(tmp_path):
     assert data["bandwidth"][2]["G_ns_per_byte"] == pytest.approx(ref.bandwidth[2].value, rel=1e-12)
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
     llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
     full = json.loads(llamp("predict", "s3d", "--json", home=tmp_path).stdout)
@@ -75,6 +68,7 @@ def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
     assert "critical value(s) of L" in report and "max L" in report
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_save_writes_an_analysis_back(tmp_path):
     llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
     data = json.loads(llamp("predict", "s3d", "--save", "--json", home=tmp_path).stdout)

@@ -1,4 +1,4 @@
-"""The LogGPS cost semantics of DESIGN §3.1 on hand-computed graphs (graph engine).
+"""The LogGPS cost semantics of docs/model.md §Cost semantics on hand-computed graphs (graph engine).
 
 Each test derives its expected numbers in the docstring; all times in ns.
 """
@@ -258,9 +258,10 @@ def test_in_place_edge_sort_equals_a_gather():
     rng = np.random.default_rng(3)
     keys = rng.integers(0, 50, 1000)
     perm = _group_by(keys, 50)
-    a, b, c = (rng.integers(0, 10**9, 1000) for _ in range(3))
-    rows = rng.random((1000, 4))
-    want = (a[perm], b[perm], c[perm], rows[perm])
-    _permute(perm.copy(), a, b, c, rows)
-    for got, expected in zip((a, b, c, rows), want, strict=True):
+    a, b, c = (rng.integers(0, 10**9, 1000).astype(np.int32) for _ in range(3))
+    pattern = rng.integers(0, 20, 1000).astype(np.uint16)
+    value = rng.random(1000)
+    want = (a[perm], b[perm], c[perm], pattern[perm], value[perm])
+    _permute(perm.copy(), a, b, c, pattern, value)
+    for got, expected in zip((a, b, c, pattern, value), want, strict=True):
         np.testing.assert_array_equal(got, expected)

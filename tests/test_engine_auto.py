@@ -23,13 +23,6 @@ predict_module = importlib.import_module("llamp.lp.predict")
 PAPER = ("--L", "0.5us", "--o", "0", "--G", "5ns/B")
 
 
-@pytest.fixture(scope="module")
-def paper_npz(tmp_path_factory):
-    path = tmp_path_factory.mktemp("graphs") / "paper.npz"
-    paper_example().save(path)
-    return str(path)
-
-
 @pytest.fixture
 def tiny_lp_limit(monkeypatch):
     """Pretend the LP limit is 3 vertices: the 6-vertex paper example is 'too large'."""

@@ -1,7 +1,7 @@
-"""The latency injector (DESIGN §8, LLAMP §III-A) and the LogGP calibration.
+"""The latency injector (docs/architecture.md §Injector and validation, LLAMP §III-A) and the LogGP calibration.
 
 Without MPI: the calibration fit recovers known L, o, G, S exactly from synthetic ping-pong
-data (LogGPS one-way times, DESIGN §3.1), network profiles round-trip, unit parsing.
+data (LogGPS one-way times, docs/model.md §Cost semantics), network profiles round-trip, unit parsing.
 
 With Open MPI (``@pytest.mark.integration``; skipped if ``mpicc`` is absent):
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from test_store_fixtures import BACKENDS, tiny_graph, wipe
+from store_graphs import BACKENDS, tiny_graph, wipe
 
 from llamp.errors import InputError, QueryError
 from llamp.graph import MESSAGE, RECV, SEND, ExecutionGraph
@@ -22,8 +22,6 @@ from llamp.graphdb.queries import CATALOGUE, SELECTIONS
 from llamp.ingest.build import COLL_TAG_BASE
 from llamp.lp import evaluate
 from llamp.params import LogGPS
-
-pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
 
 
 # ---------------------------------------------------------------------------- read-only check
@@ -38,12 +36,14 @@ pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, server
         ("DROP TABLE Op", ["DROP"]),
         ("COPY Op FROM 'ops.csv'", ["COPY"]),
         ("LOAD CSV FROM 'file:///x' AS row RETURN row", ["LOAD"]),
-        ("MATCH (n) RETURN n; CREATE (m)", ["CREATE"]),
+        ("MATCH (n) RETURN n; CREATE (m)", ["several statements", "CREATE"]),
         ("MATCH (n) RETURN n /* harmless */ // SET\nSET n.x = 1", ["SET"]),
         # keywords that are not clauses
         ("MATCH (o:Op) WHERE o.label = 'CREATE (x)' RETURN o", []),
-        ('RETURN "DELETE everything" AS s, \'it\\\'s SET\' AS t', []),
-        ("MATCH (o:Op) RETURN o.set, o.delete AS merge", []),
+        ('RETURN "DELETE everything" AS s, \'it\\\'s SET\' AS t', ["SET"]),  # quotes read with and without escapes
+        ('RETURN "DELETE everything" AS s, \'its SET\' AS t', []),
+        ("MATCH (o:Op) RETURN o.set, o.delete AS merge", ["MERGE"]),  # aliases are quoted
+        ("MATCH (o:Op) RETURN o.set, o.delete AS `merge`", []),
         ("MATCH (c:Create)-[:SET]->(d) RETURN {remove: 1, drop: 2} AS m", []),
         ("MATCH (o:Op) WHERE o.kind = $delete RETURN `create`", []),
         ("// CREATE in a comment\nMATCH (n) RETURN n", []),
@@ -87,7 +87,7 @@ class Loaded:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:  # noqa: F811
+def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:
     """Sweep3D stored once per backend, with a critical-path analysis written back."""
     if request.param == "ladybug":
         uri = str(tmp_path_factory.mktemp("queries") / "store")

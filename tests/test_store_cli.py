@@ -11,8 +11,6 @@ import pytest
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import open_store
 
-pytest_plugins = ["test_store_fixtures"]  # the store fixtures (backends, servers, graphs)
-
 
 def llamp(capsys, *argv: str) -> tuple[int, str, str]:
     from llamp.cli import main
@@ -30,7 +28,7 @@ def backend() -> str:
 
 
 @pytest.fixture
-def stored(store_uri, sweep3d) -> str:  # noqa: F811
+def stored(store_uri, sweep3d) -> str:
     with open_store(store_uri) as store:
         store.put_run(sweep3d, "sweep3d")
     return store_uri
@@ -62,7 +60,7 @@ def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
     assert code == 0
     assert [row["ops"] for row in json.loads(out)] == [6022, 6026, 6018, 6018]
     code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (r:Run) SET r.name = 'x'")
-    assert code == 2 and "read-only unless you pass --write" in err
+    assert code == 2 and "not an allowed read (SET)" in err and "--write" in err
     code, _, _ = llamp(capsys, "--store", stored, "cypher", "--write",
                        "MATCH (r:Run) SET r.format = 'edited'")
     assert code == 0

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from apptest_pages import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, table
 from streamlit.testing.v1 import AppTest
-from test_ui_apptest import arr, exact_ns, figures, table
 
 from llamp.config import format_ns
 from llamp.ingest import read
@@ -26,18 +26,16 @@ from llamp.lp.variability import monte_carlo
 from llamp.params import LogGPS
 from llamp.ui import APP_PATH, analyses
 
-DATA = Path(__file__).parent / "data" / "traces"
-SWEEP3D = DATA / "liballprof" / "sweep3d-2x2"
-GOAL = DATA / "goal" / "binary_tree_32.goal"
-RUN = "sweep3d"
+GOAL = Path(__file__).parent / "data" / "traces" / "goal" / "binary_tree_32.goal"
 TIMEOUT = 180
 #: The ops Sweep3D's trace calls collectively, with the algorithms it was ingested with.
 INGESTED = {"allreduce": "recursive_doubling", "barrier": "dissemination", "bcast": "binomial"}
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return read(SWEEP3D)
+def graph(sweep3d):
+    """The Sweep3D graph that ``home`` stores as run ``sweep3d``."""
+    return sweep3d
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +58,6 @@ def home(tmp_path_factory, graph):
         yield path
 
 
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
-
-
 def page(view: str, run: str | None = RUN) -> AppTest:
     """The app, run once, then switched to ``views/<view>.py`` on run ``run``."""
     at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
@@ -76,22 +67,6 @@ def page(view: str, run: str | None = RUN) -> AppTest:
     if run is not None:
         select_run(at, view, run)
     return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def keyed(at: AppTest, key: str):
-    """The block an element was given ``key`` for (``st.container(key=...)``)."""
-    stack = list(at.main.children.values())
-    while stack:
-        node = stack.pop()
-        if getattr(node, "key", None) == key:
-            return node
-        stack.extend(getattr(node, "children", {}).values())
-    raise AssertionError(f"no element with key {key!r}")
 
 
 def downloads(at: AppTest) -> set[str]:

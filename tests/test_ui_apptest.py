@@ -1,23 +1,31 @@
 """The web UI under Streamlit's AppTest: every page renders, its widgets exist, and the numbers
-it shows are those of the Python API on the Sweep3D trace (LLAMP §II, DESIGN §7).
+it shows are those of the Python API on the Sweep3D trace (LLAMP §II, docs/architecture.md §UI).
 
 The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run ``sweep3d``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import socket
-import tarfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_pages import (
+    RUN,
+    SWEEP3D,
+    archive_bytes,
+    arr,
+    assert_clean,
+    exact_ns,
+    figures,
+    keyed,
+    metric,
+    page,
+    table,
+)
 
 from llamp.config import format_ns
 from llamp.errors import InputError
@@ -31,97 +39,13 @@ from llamp.lp import (
     tolerance,
 )
 from llamp.params import LogGPS
-from llamp.ui import APP_PATH, analyses, uploads
-
-SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
-RUN = "sweep3d"
-TIMEOUT = 120
+from llamp.ui import analyses, uploads
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return read(SWEEP3D)
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
-        yield path
-
-
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
-
-
-def page(view: str | None = None) -> AppTest:
-    """The app, run once, then switched to ``views/<view>.py`` and run again."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
-    at.run()
-    if view is not None:
-        at.switch_page(f"views/{view}.py")
-        at.run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def keyed(at: AppTest, key: str):
-    """The block an element was given ``key`` for (``st.container(key=...)``)."""
-    found = [b for b in at.main.children.values() if getattr(b, "key", None) == key]
-    stack = list(at.main.children.values())
-    while stack and not found:
-        node = stack.pop()
-        if getattr(node, "key", None) == key:
-            found.append(node)
-        stack.extend(getattr(node, "children", {}).values())
-    assert found, f"no element with key {key!r}"
-    return found[0]
-
-
-def exact_ns(block) -> float:
-    """The exact value a metric's caption shows, ``"2936850.544516 ns"`` → float."""
-    text = block.caption[0].value
-    assert text.endswith(" ns"), text
-    return float(text.removesuffix(" ns"))
-
-
-def table(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table shown with ``column``."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise AssertionError(f"no table with a {column!r} column")
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
-def arr(value) -> np.ndarray:
-    """A Plotly data array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-    return np.asarray(value)
-
-
-def metric(at: AppTest, label: str):
-    found = [m for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r} in {[m.label for m in at.metric]}"
-    return found[0]
+def graph(sweep3d):
+    """The Sweep3D graph that ``home`` (conftest) stores as run ``sweep3d``."""
+    return sweep3d
 
 
 # ---------------------------------------------------------------------- Runs
@@ -188,7 +112,8 @@ def test_bad_upload_is_a_readable_error(store_env):
     assert "broken" not in list(at.dataframe[0].value["name"]), "nothing half-ingested"
 
 
-def test_ingest_from_a_server_path(store_env, graph):
+def test_ingest_from_a_server_path(store_env, graph, monkeypatch):
+    monkeypatch.setenv("LLAMP_UI_SERVER_ROOTS", str(SWEEP3D.parent))
     at = page()
     at.radio(key="ingest_source").set_value("Path on the server").run()
     at.text_input(key="ingest_path").set_value(str(SWEEP3D)).run()
@@ -202,12 +127,13 @@ def test_ingest_from_a_server_path(store_env, graph):
     assert "from-path" not in list(at.dataframe[0].value["name"])
 
 
-def test_ingest_simgrid_with_a_host_speed(store_env):
+def test_ingest_simgrid_with_a_host_speed(store_env, monkeypatch):
     """The ingest form's host speed reaches the reader and is stored with the run; a SimGrid
     list file is named after itself by default; a bad speed is a readable error."""
     from llamp.graphdb import open_store
 
     TI = Path(__file__).parent / "data" / "traces" / "simgrid-ti" / "actions" / "split_traces"
+    monkeypatch.setenv("LLAMP_UI_SERVER_ROOTS", str(TI.parent))  # server paths are opt-in
     at = page()
     assert at.text_input(key="ingest_host_speed").placeholder.startswith("1Gf (default)")
     at.radio(key="ingest_source").set_value("Path on the server").run()
@@ -459,19 +385,6 @@ def test_unreachable_neo4j_is_a_readable_error(monkeypatch, tmp_path):
 
 
 # ---------------------------------------------------------------------- uploads
-def _archive_bytes(kind: str, members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    if kind == "zip":
-        with zipfile.ZipFile(buffer, "w") as zf:
-            for name, data in members.items():
-                zf.writestr(name, data)
-    else:
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
-            for name, data in members.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tf.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 @pytest.mark.parametrize("kind,suffix", [("zip", ".zip"), ("tar", ".tar.gz")])
@@ -479,7 +392,7 @@ def test_archive_upload_finds_the_trace_directory(tmp_path, kind, suffix, graph)
     members = {
         f"sweep3d-2x2/{f.name}": f.read_bytes() for f in SWEEP3D.glob("pmpi-trace-rank-*.txt")
     }
-    upload = uploads.Upload(f"sweep3d{suffix}", _archive_bytes(kind, members))
+    upload = uploads.Upload(f"sweep3d{suffix}", archive_bytes(kind, members))
     assert uploads.default_run_name([upload]) == "sweep3d"
     source = uploads.stage([upload], tmp_path, "sweep3d")
     assert source.is_dir() and len(list(source.glob("pmpi-trace-rank-*.txt"))) == 4
@@ -487,7 +400,7 @@ def test_archive_upload_finds_the_trace_directory(tmp_path, kind, suffix, graph)
 
 
 def test_archive_with_escaping_member_is_refused(tmp_path):
-    upload = uploads.Upload("evil.zip", _archive_bytes("zip", {"../pmpi-trace-rank-0.txt": b"x"}))
+    upload = uploads.Upload("evil.zip", archive_bytes("zip", {"../pmpi-trace-rank-0.txt": b"x"}))
     with pytest.raises(InputError, match="outside the archive"):
         uploads.stage([upload], tmp_path, "evil")
     assert not (tmp_path.parent / "pmpi-trace-rank-0.txt").exists()
@@ -532,5 +445,6 @@ def test_analysis_failure_is_a_readable_error(store_env, monkeypatch):
     at.text_input(key="param_o::latency").set_value("1.25us").run()  # a key no cache holds
     assert not at.exception
     assert any(
-        e.value == "Latency analysis failed: RuntimeError: solver exploded" for e in at.error
+        e.value.startswith("Latency analysis failed: RuntimeError: solver exploded (an "
+                           "internal error: please report it") for e in at.error
     ), [e.value for e in at.error]

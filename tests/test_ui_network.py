@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-from test_ui_apptest import (
+from apptest_pages import (
     RUN,
-    SWEEP3D,
     arr,
     assert_clean,
     exact_ns,
@@ -23,9 +21,9 @@ from test_ui_apptest import (
     page,
     table,
 )
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from llamp.config import format_ns
-from llamp.ingest import read
 from llamp.lp import predict
 from llamp.lp.matrix import from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import (
@@ -56,29 +54,9 @@ EDGE_LIST = b"h0 s0 terminal\nh1 s0 terminal\nh2 s1 terminal\nh3 s1 terminal\ns0
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return read(SWEEP3D)
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
-        yield path
-
-
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
+def graph(sweep3d):
+    """The Sweep3D graph that ``home`` (conftest) stores as run ``sweep3d``."""
+    return sweep3d
 
 
 @pytest.fixture
@@ -222,6 +200,7 @@ def test_changing_a_latency_recomputes_and_a_plot_option_does_not(store_env, gra
     assert figures(at)[0]["layout"]["yaxis"]["title"]["text"] == "value·λ / T (%)"
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_torus_ranks_per_node_and_class_latencies(store_env, graph):
     """Three topologies, 2 ranks per node, a slower core: the API's numbers; l_wire has no
     single value on the fat tree any more, so its sweep says so and the others still run."""
@@ -249,6 +228,7 @@ def test_torus_ranks_per_node_and_class_latencies(store_env, graph):
     assert curves == specs[1:]
 
 
+@pytest.mark.slow  # 3–10 s: several subprocesses / page runs
 def test_uploaded_graph_and_mapping_files(store_env, graph, tmp_path):
     """An edge-list topology and a mapping file, uploaded: the numbers of the same files
     given to compare_topologies."""

@@ -1,4 +1,4 @@
-"""The Validation page under Streamlit's AppTest (DESIGN §7): with a stored ``validation``
+"""The Validation page under Streamlit's AppTest (docs/architecture.md §UI): with a stored ``validation``
 analysis it shows RRMSE, T(L0) and the load as metrics, the measured-vs-predicted plot (error
 bars, every run, the prediction), the table with the stored numbers and a CSV download; with
 none it says how to make one. The store is a temporary embedded store holding the Sweep3D

@@ -1,4 +1,4 @@
-"""The validation harness (DESIGN §8, LLAMP §III-B): RRMSE, predictions over ΔL, results in the
+"""The validation harness (docs/architecture.md §Injector and validation, LLAMP §III-B): RRMSE, predictions over ΔL, results in the
 graph store, the ``llamp validate`` command.
 
 Without MPI: RRMSE by hand, ΔL parsing, predictions equal ``llamp.lp.sweep`` at ``L0 + ΔL`` on
@@ -8,9 +8,11 @@ With Open MPI (``integration``, ``slow``): a reduced validation of LAMMPS (the L
 ``tests/data/apps/in.melt``, 2 ranks, ΔL ∈ {0, 50 µs}, 3 runs each) through ``llamp calibrate``
 and ``llamp validate``: calibrated, traced, predicted, measured, stored; RRMSE below 20 % (three
 runs of a 0.3 s application vary by several percent). The full table (LAMMPS and HPCC, five ΔL, five runs) is
-``benchmarks/bench_injector.py``'s. The machine is shared: if other processes kept more than
-0.3 cores busy during the runs even after the harness waited and retried, the accuracy check is
-an expected failure that reports the numbers; the structural checks always hold.
+``benchmarks/bench_injector.py``'s. The test makes a bounded number of runs (one calibration,
+one trace, 2 ΔL × 3 measured runs; no waiting for a quiet machine, no retries) and reports what
+it measured. The machine is shared: if other processes kept more than 0.3 cores busy during the
+trace or the runs, the accuracy check is an expected failure that reports the numbers; the
+structural checks always hold.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def _openmpi_ready() -> bool:
     reason="needs Open MPI's mpicc/mpirun and LAMMPS (apt-get install openmpi-bin "
     "libopenmpi-dev lammps)",
 )
-def test_reduced_validation_of_lammps(tmp_path, monkeypatch):
+def test_reduced_validation_of_lammps(tmp_path, monkeypatch, record_property):
     from llamp.cli import injector  # noqa: F401
     from llamp.cli.base import cli
 
@@ -189,10 +191,6 @@ def test_reduced_validation_of_lammps(tmp_path, monkeypatch):
             "0,50us",
             "--repeat",
             "3",
-            "--max-load",
-            str(MAX_LOAD),
-            "--quiet-timeout",
-            "20",
             "--run",
             "melt",
             "--json",
@@ -232,6 +230,9 @@ def test_reduced_validation_of_lammps(tmp_path, monkeypatch):
         f"{load['other_load_cores_mean']:.2f} cores (trace {load['trace_other_load_cores']:.2f}); "
         + "; ".join(data["notes"])
     )
+    record_property("validation", summary)
+    print(f"reduced LAMMPS validation: {summary}")
+    assert load["runs"] == 6.0  # bounded: 2 ΔL × 3 runs, nothing repeated
     if disturbed:
         pytest.xfail(f"machine busy during the measurement: {summary}")
     assert points[1]["measured_mean_ns"] > points[0]["measured_mean_ns"], summary

@@ -1,4 +1,4 @@
-"""The llamp web UI (Streamlit, DESIGN §7): ``llamp ui`` serves :mod:`llamp.ui.app`.
+"""The llamp web UI (Streamlit, docs/architecture.md §UI): ``llamp ui`` serves :mod:`llamp.ui.app`.
 
 Pages are scripts under ``views/`` registered in :mod:`llamp.ui.navigation` (not ``pages/``,
 which Streamlit would also serve as legacy pages, bypassing the navigation); they share the

@@ -50,6 +50,7 @@ from llamp.lp.collective_models import (
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
+from llamp.lp.region import Region, tolerance_region
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -595,7 +596,8 @@ def collective_costs(
     variant's algorithm (no row cost where the paper has no formula for it). One row per
     (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""
     instances = collective_instances(trace_at(path, lenient))
-    L, _, G, _ = params
+    p = params_of(params)
+    L, G = p.L, p.G
     if instances.empty:
         return pd.DataFrame()
     dim = instance_costs(instances, model="dimemas")
@@ -740,3 +742,32 @@ def tolerance_levels(text: str) -> tuple[float, ...]:
     if not values or values[0] <= 0:
         raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
     return tuple(values)
+
+
+# ---------------------------------------------------------------------- joint tolerance regions
+@dataclass(frozen=True, eq=False)
+class RegionMap:
+    """Joint tolerance regions over two of L, G, o and ``T`` on a grid over their box."""
+
+    region: Region
+    us: np.ndarray
+    vs: np.ndarray
+    runtime_ns: np.ndarray  # (len(vs), len(us))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def region_map(
+    run: str,
+    _graph: ExecutionGraph,
+    params: ParamKey,
+    axes: tuple[str, str],
+    levels: tuple[float, ...],
+    box: tuple[tuple[str, float], ...],
+    cells: int,
+) -> RegionMap:
+    """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) and ``T`` on a
+    ``cells × cells`` grid of their box (one batched sweep per group of cells)."""
+    region = tolerance_region(_graph, params_of(params), x=levels, axes=axes, box=dict(box))
+    us = np.linspace(0.0, region.box[0], cells)
+    vs = np.linspace(0.0, region.box[1], cells)
+    return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))

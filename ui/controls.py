@@ -98,10 +98,20 @@ def readable_errors(action: str) -> Iterator[None]:
     try:
         yield
     except LlampError as err:
-        st.error(f"{action}: {err}")
+        st.error(f"{action}: {_shown(err)}")
     except Exception as err:  # noqa: BLE001 - the page must stay usable
-        log.exception("%s failed", action)
-        st.error(f"{action} failed: {type(err).__name__}: {err}")
+        log.exception("%s failed", config.redact(action))
+        st.error(
+            f"{action} failed: {type(err).__name__}: {_shown(err)} (an internal error: please "
+            "report it with the server's log)"
+        )
+
+
+def _shown(err: BaseException) -> str:
+    """An error as a person may see it: no password, no control characters, not too long."""
+    from llamp.errors import quote
+
+    return quote(config.redact(str(err)), limit=500)
 
 
 def describe(params: LogGPS) -> str:

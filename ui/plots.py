@@ -18,6 +18,7 @@ from plotly.subplots import make_subplots
 from llamp.config import format_ns
 from llamp.graph import CALC, COLL, KIND_NAMES, RECV, SEND, ExecutionGraph
 from llamp.lp import CriticalLatencies, Evaluation, Tolerance
+from llamp.lp.region import Region, level_key
 
 #: Tolerance zones, as in the LLAMP paper's Fig. 1: ≤1% green, 1–2% orange, 2–5% red.
 ZONE_COLORS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b")
@@ -925,3 +926,118 @@ def distribution_figure(
         template="plotly_white",
     )
     return fig
+
+
+def region_figure(
+    region: Region,
+    us: np.ndarray,
+    vs: np.ndarray,
+    runtime_ns: np.ndarray,
+    designs: pd.DataFrame | None = None,
+) -> go.Figure:
+    """Joint tolerance regions as nested polygons over a heat map of ``T`` (slowdown over
+    ``T0``), the baseline and named designs marked inside (●) or outside (✕) the largest
+    region; hovering shows ``T`` and the slack to each bound."""
+    au, av = region.axes
+    T0 = region.baseline_ns
+    unit, scale = time_unit(max(float(np.nanmax(runtime_ns)) if runtime_ns.size else T0, T0))
+    su = 1e3 if au.unit == "ns" else 1.0
+    sv = 1e3 if av.unit == "ns" else 1.0
+    lu = f"{au.name} ({'µs' if su == 1e3 else 'ns/B'})"
+    lv = f"{av.name} ({'µs' if sv == 1e3 else 'ns/B'})"
+    slow = (runtime_ns / T0 - 1.0) * 100.0 if T0 > 0 else np.zeros_like(runtime_ns)
+    slack = np.stack([level.bound_ns - runtime_ns for level in region.levels], axis=-1) / scale
+    top = max(level.x for level in region.levels) * 100.0
+    lines = "<br>".join(
+        f"slack to {_percent(level.x)}: %{{customdata[{k + 1}]:.4g}} {unit}"
+        for k, level in enumerate(region.levels)
+    )
+    custom = np.concatenate([(runtime_ns / scale)[..., None], slack], axis=-1)
+    fig = go.Figure(
+        go.Heatmap(
+            x=us / su,
+            y=vs / sv,
+            z=slow,
+            zmin=0.0,
+            zmax=max(2.0 * top, 1e-9),
+            colorscale="Greys",
+            customdata=custom,
+            colorbar={"title": {"text": "T / T0 − 1 (%)", "side": "right"}},
+            hovertemplate=f"{au.name} = %{{x:.6g}}<br>{av.name} = %{{y:.6g}}<br>"
+            f"T = %{{customdata[0]:.6g}} {unit} (%{{z:+.3g}} %)<br>{lines}<extra></extra>",
+            name="T",
+        )
+    )
+    for k, level in sorted(enumerate(region.levels), key=lambda kl: -kl[1].x):
+        color = ZONE_COLORS[k % len(ZONE_COLORS)]
+        fig.add_trace(
+            go.Scatter(
+                x=np.append(level.u, level.u[:1]) / su,
+                y=np.append(level.v, level.v[:1]) / sv,
+                mode="lines+markers",
+                fill="toself",
+                fillcolor=_rgba(color, 0.12),
+                line={"color": color, "width": 2},
+                marker={"size": 4},
+                name=f"T ≤ (1 + {_percent(level.x)})·T0",
+                hovertemplate=f"{_percent(level.x)} vertex<br>{au.name} = %{{x:.6g}}<br>"
+                f"{av.name} = %{{y:.6g}}<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[au.value / su],
+            y=[av.value / sv],
+            mode="markers",
+            marker={"symbol": "star", "size": 14, "color": "black"},
+            name="baseline",
+            hovertemplate=f"baseline<br>T0 = {short_ns(T0, 7)}<extra></extra>",
+        )
+    )
+    if designs is not None and len(designs):
+        largest = f"inside_{level_key(max(lv.x for lv in region.levels))}"
+        for inside, symbol in ((True, "circle"), (False, "x")):
+            part = designs[designs[largest] == inside]
+            if part.empty:
+                continue
+            text = [
+                f"{r['design']}<br>T = {short_ns(r['runtime_ns'], 7)} ({r['slowdown']:+.3%})<br>"
+                + "<br>".join(
+                    f"slack to {_percent(lv.x)}: {short_ns(r[f'slack_{level_key(lv.x)}_ns'], 4)}"
+                    for lv in region.levels
+                )
+                for r in part.to_dict(orient="records")
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=part[au.key] / su,
+                    y=part[av.key] / sv,
+                    mode="markers+text",
+                    text=part["design"],
+                    textposition="top center",
+                    marker={
+                        "symbol": symbol,
+                        "size": 10,
+                        "color": "#1f77b4" if inside else "#d62728",
+                    },
+                    name="designs inside" if inside else "designs outside",
+                    hovertext=text,
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+    fig.update_layout(
+        xaxis_title=lu,
+        yaxis_title=lv,
+        height=560,
+        margin={"t": 30, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.15},
+    )
+    fig.update_xaxes(range=[0, region.box[0] / su])
+    fig.update_yaxes(range=[0, region.box[1] / sv])
+    return fig
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"

@@ -9,7 +9,6 @@ the UI is open. Loaded graphs are cached per store location, run name and run id
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,9 +24,7 @@ from llamp.graph import ExecutionGraph
 RUN_COLUMNS = ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created")
 
 
-def redact(uri: str) -> str:
-    """``bolt://neo4j:secret@host:7687`` → ``bolt://neo4j@host:7687``: never show a password."""
-    return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1@", uri, flags=re.IGNORECASE)
+redact = config.redact
 
 
 def location() -> str:
@@ -45,8 +42,27 @@ def connect(*, write: bool = False) -> Iterator[Any]:
         from llamp.graphdb import open_store
     except ImportError as err:
         raise StoreError(f"the graph store is not available in this installation ({err})") from err
-    with open_store(config.store_uri(), read_only=not write) as store:
+    with open_store(config.store_uri(), read_only=not write, notify=_notify) as store:
         yield store
+
+
+def _check_writable() -> None:
+    if config.ui_settings().read_only:
+        raise StoreError("this UI is read-only (LLAMP_UI_READ_ONLY): use the llamp CLI to write")
+
+
+def _notify(message: str) -> None:
+    """Why the store keeps the page waiting (another writer, a checkpoint), as a toast."""
+    try:
+        st.toast(message, icon=":material/hourglass_top:")
+    except Exception:  # noqa: BLE001 - outside a page (cached loader): stderr will do
+        config_stderr(message)
+
+
+def config_stderr(message: str) -> None:
+    from llamp.graphdb.locking import stderr_notify
+
+    stderr_notify(message)
 
 
 def run_record(info: Any) -> dict[str, Any]:
@@ -100,6 +116,7 @@ def load_graph(name: str, token: str) -> ExecutionGraph:
 
 def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any]:
     """Store ``graph`` as run ``name``; refuses to overwrite unless ``replace``."""
+    _check_writable()
     with connect(write=True) as store:
         if not replace and store.has_run(name):
             raise StoreError(
@@ -111,11 +128,17 @@ def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any
 
 
 def delete_run(name: str) -> None:
+    _check_writable()
     with connect(write=True) as store:
         store.delete_run(name)
 
 
-def query(cypher: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-    """A read-only Cypher query (the store refuses writes, too)."""
-    with connect() as store:
-        return store.query(cypher, params=params or None, write=False)
+def query(
+    cypher: str, params: dict[str, Any] | None = None, *, write: bool = False
+) -> pd.DataFrame:
+    """A Cypher query: read-only (the store refuses writes, too) unless ``write``, which only
+    the admin setting ``LLAMP_UI_ADMIN`` permits."""
+    if write and not config.ui_settings().admin:
+        raise StoreError("writes from the UI need the admin setting LLAMP_UI_ADMIN=1")
+    with connect(write=write) as store:
+        return store.query(cypher, params=params or None, write=write)

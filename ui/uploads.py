@@ -3,18 +3,20 @@
 Accepted: several liballprof rank files (``pmpi-trace-rank-N.txt`` or ``<prefix>-N.dat``), one
 ``.zip``/``.tar``/``.tar.gz``/``.tgz`` archive holding such a trace directory (or a ``.goal``
 file), one ``.goal`` file, or one ``.npz`` graph. Archives are unpacked without trusting their
-member names (no absolute paths, no ``..``, no links).
+member names (no absolute paths, no ``..``, no links) nor their declared sizes: the upload, the
+unpacked bytes (counted while writing, so a zip bomb stops at the limit) and the number of files
+are bounded by :class:`llamp.config.UiSettings` (``LLAMP_UI_MAX_*``).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from llamp.config import UiSettings, ui_settings
 from llamp.errors import InputError
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -61,7 +63,40 @@ def _safe_member(name: str) -> PurePosixPath:
     return path
 
 
-def _unpack(archive: Path, into: Path) -> None:
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MB"
+
+
+class _Budget:
+    """Bytes and files an archive may still unpack to."""
+
+    def __init__(self, archive: str, limits: UiSettings) -> None:
+        self.archive = archive
+        self.limits = limits
+        self.bytes = 0
+        self.files = 0
+
+    def add_file(self) -> None:
+        self.files += 1
+        if self.files > self.limits.max_files:
+            raise InputError(
+                f"{self.archive}: holds more than {self.limits.max_files} files "
+                "(LLAMP_UI_MAX_FILES)"
+            )
+
+    def copy(self, src, dst) -> None:
+        while chunk := src.read(1 << 20):
+            self.bytes += len(chunk)
+            if self.bytes > self.limits.max_unpacked_bytes:
+                raise InputError(
+                    f"{self.archive}: unpacks to more than "
+                    f"{_mb(self.limits.max_unpacked_bytes)} (LLAMP_UI_MAX_UNPACKED_MB)"
+                )
+            dst.write(chunk)
+
+
+def _unpack(archive: Path, into: Path, limits: UiSettings | None = None) -> None:
+    budget = _Budget(archive.name, limits or ui_settings())
     try:
         if archive.name.lower().endswith(".zip"):
             with zipfile.ZipFile(archive) as zf:
@@ -69,30 +104,35 @@ def _unpack(archive: Path, into: Path) -> None:
                     rel = _safe_member(info.filename)
                     if info.is_dir():
                         continue
+                    budget.add_file()
                     target = into / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     with zf.open(info) as src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
+                        budget.copy(src, dst)
         else:
             with tarfile.open(archive) as tf:
-                for member in tf.getmembers():
+                for member in tf:
                     rel = _safe_member(member.name)
                     if member.isdir():
                         continue
                     if not member.isfile():
                         raise InputError(
-                            f"{archive.name}: member {member.name!r} is a link or device, "
+                            f"{archive.name}: member {member.name[:100]!r} is a link or device, "
                             "which uploads may not contain"
                         )
+                    budget.add_file()
                     target = into / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     src = tf.extractfile(member)
                     if src is None:
-                        raise InputError(f"{archive.name}: cannot read member {member.name!r}")
+                        raise InputError(
+                            f"{archive.name}: cannot read member {member.name[:100]!r}"
+                        )
                     with src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as err:
-        raise InputError(f"{archive.name}: cannot unpack the archive ({err})") from err
+                        budget.copy(src, dst)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, OSError,
+            NotImplementedError, RuntimeError, ValueError) as err:
+        raise InputError(f"{archive.name}: cannot unpack the archive ({str(err)[:200]})") from None
 
 
 def _find_input(root: Path, label: str) -> Path:
@@ -122,6 +162,16 @@ def stage(uploads: list[Upload], workdir: Path, run_name: str) -> Path:
     """Write ``uploads`` under ``workdir`` and return the path to read."""
     if not uploads:
         raise InputError("no file uploaded")
+    limits = ui_settings()
+    total = sum(len(u.data) for u in uploads)
+    if total > limits.max_upload_bytes:
+        raise InputError(
+            f"the upload is {_mb(total)}, more than {_mb(limits.max_upload_bytes)} "
+            "(LLAMP_UI_MAX_UPLOAD_MB)"
+        )
+    if len(uploads) > limits.max_files:
+        raise InputError(f"{len(uploads)} files uploaded, more than {limits.max_files} "
+                         "(LLAMP_UI_MAX_FILES)")
     names = [Path(u.name).name for u in uploads]
     if len(set(names)) != len(names):
         raise InputError("two uploaded files have the same name")
@@ -140,7 +190,7 @@ def stage(uploads: list[Upload], workdir: Path, run_name: str) -> Path:
             return path
         unpacked = workdir / "unpacked"
         unpacked.mkdir()
-        _unpack(path, unpacked)
+        _unpack(path, unpacked, limits)
         return _find_input(unpacked, single.name)
     unknown = [n for n in names if not _RANK_FILE.match(n)]
     if unknown:

@@ -7,7 +7,7 @@
  *     <MPI_Name>:<t_start>:<arg>:...:<arg>:<t_end>
  * with times in µs from PMPI_Wtime()*1e6 (three decimals), arguments in C prototype order,
  * pointers as decimal addresses, a datatype as <id>,<size>,<extent>, a communicator as
- * <handle>,<rank>,<size>, count arrays as <ptr>:<c0>,<c1>,... (tests/data/traces/FORMATS.md).
+ * <handle>,<rank>,<size>, count arrays as <ptr>:<c0>,<c1>,... (docs/formats.md).
  * Communicator membership: "# llamp comm <handle> <size> <r0>,<r1>,..." after every call that
  * creates a communicator (world ranks, via MPI_Group_translate_ranks), and in front of the first
  * record that uses a communicator made by a call the tracer does not wrap.

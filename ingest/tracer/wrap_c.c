@@ -2,7 +2,7 @@
  * llamp PMPI tracer: traced cores (shared with the Fortran wrappers) and the C entry points.
  *
  * Each core times the PMPI call and writes one liballprof record with the arguments in C
- * prototype order (tests/data/traces/FORMATS.md). Conventions beyond liballprof:
+ * prototype order (docs/formats.md). Conventions beyond liballprof:
  *
  * - Arguments that MPI declares not significant at this rank (the receive side of Gather at a
  *   non-root, the send side of Scatter at a non-root, the send count/type with MPI_IN_PLACE)

@@ -1,11 +1,15 @@
 """The ``llamp`` command line: one entry point, one module per group of subcommands.
 
-Exit codes: 0 success, 2 bad input (:class:`llamp.errors.InputError`), 1 internal error.
+Exit codes: 0 success, 2 bad input (:class:`llamp.errors.InputError`, or a path that cannot be
+read or written), 1 internal error (a line saying so and where to report it, never a
+traceback unless ``LLAMP_DEBUG=1``). Every message is one line, without passwords, with
+control characters escaped and long quoted input cut.
 Human tables by default, ``--json`` for machines.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -20,11 +24,12 @@ from llamp.cli import store as _store  # noqa: E402,F401
 from llamp.cli import trace as _trace  # noqa: E402,F401
 from llamp.cli import ui as _ui  # noqa: E402,F401
 from llamp.cli.base import cli
-from llamp.errors import InputError, LlampError
+from llamp.config import redact
+from llamp.errors import InputError, LlampError, tidy
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point with the exit-code contract of DESIGN §9."""
+    """Console entry point with the exit-code contract of docs/architecture.md §CLI."""
     try:
         code = cli.main(args=argv, standalone_mode=False, prog_name="llamp")
     except click.exceptions.Abort:
@@ -34,12 +39,38 @@ def main(argv: list[str] | None = None) -> None:
         err.show()
         sys.exit(2)
     except InputError as err:
-        click.echo(f"error: {err}", err=True)
+        click.echo(f"error: {_shown(err)}", err=True)
         sys.exit(2)
     except LlampError as err:
-        click.echo(f"error: {err}", err=True)
+        click.echo(f"error: {_shown(err)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(1)
+    except OSError as err:  # a path the user gave: missing directory, no permission, disk full
+        where = f"{err.filename}: " if err.filename else ""
+        click.echo(f"error: {_shown(where + (err.strerror or str(err)))}", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("error: out of memory: the input is too large for this machine", err=True)
+        sys.exit(1)
+    except Exception as err:  # noqa: BLE001 - the contract: a line, never a traceback
+        if os.environ.get("LLAMP_DEBUG"):
+            raise
+        click.echo(
+            f"internal error: {type(err).__name__}: {_shown(err)}\n"
+            f"This is a bug in llamp, not in your input: please report it ({REPORT_TO}) with "
+            "the command line; LLAMP_DEBUG=1 shows the traceback.",
+            err=True,
+        )
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+#: Where to report an internal error.
+REPORT_TO = "the llamp issue tracker"
+
+
+def _shown(err: BaseException | str) -> str:
+    """One line: no password of a store URI, control characters escaped, long runs cut."""
+    return tidy(redact(str(err))).replace("\n", " ")

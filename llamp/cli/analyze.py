@@ -1,4 +1,4 @@
-"""Analysis subcommands: predict, sweep, critical, tolerance, path, report.
+"""Analysis subcommands: predict, sweep, critical, tolerance, region, path, report.
 
 GRAPH is an ``.npz`` graph, a ``.goal`` file, a trace directory, or the name of a stored run.
 ``--ranks``/``--window`` restrict the analysis to a subgraph; ``--save`` writes the result
@@ -21,6 +21,7 @@ from llamp.cli.base import (
     engine_option,
     host_speed_option,
     json_option,
+    latency_options,
     load_graph_spec,
     params_options,
     parse_collectives,
@@ -116,7 +117,7 @@ def _load(
         )
     from llamp.graphdb import open_store
 
-    with open_store(ctx.obj.get("store_uri")) as store:
+    with open_store(ctx.obj.get("store_uri"), read_only=True) as store:
         if not store.has_run(spec):
             raise InputError(f"{spec}: no such file, directory or stored run")
         if not (ranks or window or iterations):
@@ -288,30 +289,24 @@ def _params_line(params: LogGPS) -> str:
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
 def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
     """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
-    from llamp.lp import sweep as run_sweep
+    from llamp.lp.predict import sweep_rows
 
     a, b = parse_range(parameter, lo, hi)
     choice = _engine_choice(engine, graph)
-    frame = run_sweep(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
+    points_ = sweep_rows(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
     if as_json:
-        emit_json(
-            {
-                "parameter": parameter,
-                "points": frame.to_dict(orient="records"),
-                "engine_note": choice.note,
-            }
-        )
+        emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
         return
-    col = frame.columns[0]
+    col = next(iter(points_[0]))
     rows = [
         (
-            f"{getattr(r, col):g}",
-            format_ns(r.runtime_ns),
-            f"{r.lambda_L:g}",
-            f"{r.lambda_G:g}",
-            f"{r.rho_L:.3%}",
+            f"{r[col]:g}",
+            format_ns(r["runtime_ns"]),
+            f"{r['lambda_L']:g}",
+            f"{r['lambda_G']:g}",
+            f"{r['rho_L']:.3%}",
         )
-        for r in frame.itertuples(index=False)
+        for r in points_
     ]
     click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")
@@ -487,6 +482,272 @@ def _print_tolerance(result) -> None:
             )
         )
     click.echo(table(rows, ("x", "T bound", "max L", "max G")))
+
+
+# ---------------------------------------------------------------------- region
+def _region_variables(graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter,
+                      latencies):
+    """``None`` (L, G, o) or the link variables of a topology or a two-level machine."""
+    from llamp.lp.region import topology_variables, two_level_variables
+
+    if topology_spec and (intra or inter):
+        raise InputError("choose one machine: --topology SPEC or --intra L,G --inter L,G")
+    if intra or inter:
+        if not (intra and inter):
+            raise InputError("--intra and --inter go together (each L,G, e.g. 300ns,0.05ns/B)")
+        from llamp.lp.matrix import parse_level
+        from llamp.lp.topology import dense_mapping
+
+        node = dense_mapping(graph.num_ranks, ranks_per_node).node_of_rank
+        return two_level_variables(
+            graph, node, parse_level(intra, "--intra"), parse_level(inter, "--inter")
+        )
+    if topology_spec:
+        from llamp.lp.topology import dense_mapping, parse_topology, read_mapping
+
+        topo = parse_topology(topology_spec)
+        mapping = (
+            read_mapping(mapping_file, graph.num_ranks, topo.node_names())
+            if mapping_file
+            else dense_mapping(graph.num_ranks, ranks_per_node)
+        )
+        return topology_variables(graph, params, topo, mapping, latencies)
+    if mapping_file:
+        raise InputError("--mapping goes with --topology")
+    return None
+
+
+def _default_axes(variables) -> str:
+    if variables is None:
+        return "L,G"
+    names = variables.model.names
+    if "L_intra" in names:
+        return "L_intra,L_inter"
+    classes = [n for n in names if n not in ("l_wire", "d_switch", "l_intra_node", "G")]
+    return f"{classes[-1]},G"
+
+
+def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
+    """``--design NAME=U,V`` points, plus the built-in networks and saved profiles."""
+    designs: dict[str, tuple[float, float]] = {}
+    names = [a.name for a in region.axes]
+    if networks:
+        from llamp.injector.profiles import list_profiles
+        from llamp.lp.region import network_designs
+
+        designs.update(
+            network_designs(
+                region.params,
+                (names[0], names[1]),
+                [(prof.name, prof.params) for prof in list_profiles()],
+            )
+        )
+    if texts:
+        from llamp.lp.region import parse_design
+
+        designs.update(parse_design(text, region.axes) for text in texts)
+    return designs
+
+
+@cli.command()
+@graph_argument
+@params_options
+@json_option
+@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+@click.option(
+    "--axes",
+    default=None,
+    metavar="U,V",
+    help="The two variables: L,G (default), L,o or G,o; with --topology its link classes, "
+    "l_wire, d_switch, l_intra_node or G (default: the last class and G); with --intra/--inter "
+    "L_intra, L_inter, G_intra, G_inter (default: L_intra,L_inter).",
+)
+@click.option("--L-max", "L_max", default=None, help="Box: largest L (default: automatic).")
+@click.option("--G-max", "G_max", default=None, help="Box: largest G (ns/B or a bandwidth).")
+@click.option("--o-max", "o_max", default=None, help="Box: largest o.")
+@click.option(
+    "--max",
+    "maxima",
+    multiple=True,
+    metavar="VAR=VALUE",
+    help="Box: largest value of a link variable (e.g. core=2us); repeatable.",
+)
+@click.option(
+    "--topology",
+    "topology_spec",
+    default=None,
+    metavar="SPEC",
+    help="Link-class variables of a topology (fattree:k=16, dragonfly:…, torus:…, graph file).",
+)
+@click.option("--mapping", "mapping_file", default=None, help="Node of every rank (--topology).")
+@click.option(
+    "--ranks-per-node",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Dense mapping: consecutive ranks per node (--topology, --intra/--inter).",
+)
+@click.option("--intra", default=None, metavar="L,G", help="Two-level machine: same-node L,G.")
+@click.option("--inter", default=None, metavar="L,G", help="Two-level machine: inter-node L,G.")
+@latency_options
+@click.option(
+    "--design",
+    "design_texts",
+    multiple=True,
+    metavar="NAME=U,V",
+    help="A network design to mark inside/outside each region (e.g. cheap=3.4us,0.009ns/B).",
+)
+@click.option(
+    "--networks",
+    is_flag=True,
+    help="Also mark the built-in networks (1GbE … NDR) and the saved network profiles.",
+)
+@click.option(
+    "--max-evaluations",
+    "budget",
+    default="all",
+    show_default=True,
+    metavar="N|all",
+    help="Stop after N evaluations of T (vertices not verified by then are flagged).",
+)
+def region(
+    graph,
+    graph_spec,
+    params,
+    as_json,
+    levels,
+    axes,
+    L_max,
+    G_max,
+    o_max,
+    maxima,
+    topology_spec,
+    mapping_file,
+    ranks_per_node,
+    intra,
+    inter,
+    latencies,
+    design_texts,
+    networks,
+    budget,
+) -> None:
+    """Exact joint tolerance regions: every (U, V) with T ≤ (1+x)·T0, as polygons.
+
+    T is a maximum of affine functions of any two variables, so each region is a convex
+    polygon; its vertices are verified by evaluations and each edge lies on one critical
+    path's T = bound (λ of that path listed) or on the box (U, V ≥ 0 up to the box maxima).
+    """
+    from tqdm import tqdm
+
+    from llamp.lp.region import parameter_axis, tolerance_region
+
+    variables = _region_variables(
+        graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
+    )
+    names = [a.strip() for a in (axes or _default_axes(variables)).split(",")]
+    if len(names) != 2 or not all(names):
+        raise InputError(f"--axes: {axes!r} is not two variables U,V (e.g. L,G)")
+    axis = {}
+    for name in names:
+        axis[name] = parameter_axis(name, params) if variables is None else variables.axis(name)
+    box: dict[str, float] = {}
+    for name, text in (("L", L_max), ("G", G_max), ("o", o_max)):
+        if text is not None:
+            if name not in names:
+                raise InputError(f"--{name}-max: {name} is not an axis (--axes {','.join(names)})")
+            box[name] = axis[name].parse(text, f"--{name}-max")
+    for item in maxima:
+        name, sep, text = (p.strip() for p in item.partition("="))
+        if not sep or name not in names:
+            raise InputError(f"--max: {item!r} is not VAR=VALUE for an axis ({', '.join(names)})")
+        box[name] = axis[name].parse(text, f"--max {name}")
+    max_evaluations = None
+    if budget.strip().lower() != "all":
+        try:
+            max_evaluations = int(budget)
+        except ValueError:
+            raise InputError(f"--max-evaluations: {budget!r} is not all or a number") from None
+    with tqdm(unit=" evaluations", leave=False, disable=None) as bar:
+        result = tolerance_region(
+            graph,
+            params,
+            x=parse_levels(levels),
+            axes=(names[0], names[1]),
+            box=box,
+            variables=variables,
+            max_evaluations=max_evaluations,
+            progress=lambda n: bar.update(n - bar.n),
+        )
+    designs = _designs(result, design_texts, networks)
+    frame = result.designs(designs) if designs else None
+    if as_json:
+        payload = result.as_dict()
+        payload["designs"] = [] if frame is None else frame.to_dict(orient="records")
+        emit_json(payload)
+        return
+    _print_region(result, frame)
+
+
+def _print_region(result, frame) -> None:
+    from llamp.lp.region import NS, level_key
+
+    au, av = result.axes
+
+    def fmt(axis, value: float) -> str:
+        return format_ns(value) if axis.unit == NS else f"{value:.6g} ns/B"
+
+    click.echo(
+        f"baseline T0 = {format_ns(result.baseline_ns)} at {au.name} = {fmt(au, au.value)}, "
+        f"{av.name} = {fmt(av, av.value)} ({result.source}); box {au.name} ≤ "
+        f"{fmt(au, result.box[0])}, {av.name} ≤ {fmt(av, result.box[1])}; "
+        f"{result.evaluations} evaluations, {result.pieces} critical paths"
+    )
+    if not result.complete:
+        click.echo(
+            "incomplete: the evaluation budget ran out; vertices marked ? are not verified "
+            "(the region lies inside the polygon shown)"
+        )
+    for level in result.levels:
+        beyond = (
+            f"; reaches the box at {', '.join(n + ' max' for n in level.unbounded)}"
+            if level.unbounded
+            else ""
+        )
+        click.echo(
+            f"\n{level.x * 100:g}% region: T ≤ {format_ns(level.bound_ns)}, {level.u.size} vertices{beyond}"
+        )
+        rows = []
+        for i, edge in enumerate(level.edges):
+            T = level.runtime_ns[i]
+            if edge.kind == "box":
+                along = f"box ({edge.side})"
+            else:
+                along = f"T = bound, λ_{au.name} = {edge.lambda_u:g}, λ_{av.name} = {edge.lambda_v:g}"
+            rows.append(
+                (
+                    fmt(au, level.u[i]),
+                    fmt(av, level.v[i]),
+                    "?" if np.isnan(T) else format_ns(T),
+                    along,
+                )
+            )
+        click.echo(table(rows, (au.name, av.name, "T", "edge to the next vertex")))
+    if frame is not None:
+        click.echo("\ndesigns:")
+        rows = []
+        for r in frame.to_dict(orient="records"):
+            inside = [f"{lv.x * 100:g}%" for lv in result.levels if r[f"inside_{level_key(lv.x)}"]]
+            rows.append(
+                (
+                    r["design"],
+                    fmt(au, r[au.key]),
+                    fmt(av, r[av.key]),
+                    format_ns(r["runtime_ns"]),
+                    f"{r['slowdown']:+.3%}",
+                    ", ".join(inside) or "none",
+                )
+            )
+        click.echo(table(rows, ("design", au.name, av.name, "T", "vs T0", "within")))
 
 
 # ---------------------------------------------------------------------- path

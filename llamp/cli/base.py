@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from llamp import config
+from llamp.config import parse_duration_ns
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -92,6 +93,59 @@ def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
             kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models)
         else:
             kw["params"] = LogGPS.parse(L=L, o=o, G=G, S=S, **models)
+        return func(*args, **kw)
+
+    return wrapper
+
+
+def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--wire --switch --intra-node --link CLASS=VALUE``; the command gets ``latencies``
+    (defaults: :mod:`llamp.lp.topology`, imported only when a command runs)."""
+
+    @click.option(
+        "--wire",
+        default=None,
+        help="Latency of every wire, l_wire (default 274ns, the paper's §IV-2 value).",
+    )
+    @click.option(
+        "--switch",
+        "switch",
+        default=None,
+        help="Delay of every switch traversed, d_switch (default 108ns).",
+    )
+    @click.option(
+        "--intra-node",
+        "intra_node",
+        default=None,
+        help="Latency of a message between ranks on one node (default 100ns).",
+    )
+    @click.option(
+        "--link",
+        "links",
+        multiple=True,
+        metavar="CLASS=VALUE",
+        help="Latency of one link class (e.g. core=500ns, inter=1us); repeatable.",
+    )
+    @functools.wraps(func)
+    def wrapper(*args, wire, switch, intra_node, links, **kw):
+        from llamp.lp.topology import LinkLatencies
+
+        per_class = {}
+        for item in links:
+            if "=" not in item:
+                raise InputError(f"--link: {item!r} is not CLASS=VALUE (e.g. core=500ns)")
+            name, value = (p.strip() for p in item.split("=", 1))
+            per_class[name] = parse_duration_ns(value)
+        given = {
+            key: parse_duration_ns(value)
+            for key, value in (
+                ("wire_ns", wire),
+                ("switch_ns", switch),
+                ("intra_node_ns", intra_node),
+            )
+            if value is not None
+        }
+        kw["latencies"] = LinkLatencies(**given, per_class_ns=per_class)
         return func(*args, **kw)
 
     return wrapper
@@ -185,6 +239,17 @@ def table(rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def check_output(path: Path, suffixes: tuple[str, ...] = (".npz", ".goal")) -> None:
+    """Refuse an output file that cannot be written before any work is done."""
+    if path.suffix.lower() not in suffixes:
+        raise InputError(f"-o {path}: the output must end in {' or '.join(suffixes)}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"-o {path}: the directory {parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"-o {path}: is a directory")
+
+
 def load_graph_spec(
     spec: str,
     *,
@@ -206,7 +271,7 @@ def load_graph_spec(
     except ImportError:  # pragma: no cover - graph store not installed
         open_store = None
     if open_store is not None:
-        with open_store(store_uri) as store:
+        with open_store(store_uri, read_only=True) as store:
             if store.has_run(spec):
                 return store.load_run(spec)
     raise InputError(f"{spec}: no such file, directory or stored run")

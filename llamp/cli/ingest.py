@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from llamp.cli.base import (
+    check_output,
     cli,
     collectives_option,
     emit_json,
@@ -61,7 +62,9 @@ def write_graph_file(graph: ExecutionGraph, out: Path) -> dict[str, Any] | None:
     (:meth:`GoalWritten.as_dict` plus a ``note`` line), else ``None``."""
     suffix = out.suffix.lower()
     if suffix == ".npz":
-        graph.save(out)
+        from llamp.lp.lowered import save_graph
+
+        save_graph(graph, out)
         return None
     if suffix == ".goal":
         from llamp.ingest.goal import write_goal
@@ -131,8 +134,8 @@ def ingest_cmd(
     as_json: bool,
 ) -> None:
     """Read the trace or graph at PATH into an execution graph; write it to OUT or the store."""
-    if output is not None and output.suffix.lower() not in (".npz", ".goal"):
-        raise InputError(f"-o {output}: the output must end in .npz or .goal")
+    if output is not None:
+        check_output(output)
     if progress is None:
         progress = _input_bytes(path) >= PROGRESS_BYTES
     started = time.perf_counter()

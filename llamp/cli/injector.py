@@ -1,5 +1,5 @@
 """``llamp calibrate``, ``llamp inject``, ``llamp validate``: measure this machine's LogGP, run an
-application with injected latency, and check predictions against such runs (DESIGN §8).
+application with injected latency, and check predictions against such runs (docs/architecture.md §Injector and validation).
 
 Each takes the launcher or application command after ``--``. ``--network NAME`` selects a
 network profile saved by ``llamp calibrate --save NAME`` (``$LLAMP_HOME/networks/NAME.json``);

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 
@@ -15,64 +14,11 @@ import click
 import numpy as np
 
 from llamp.cli.analyze import graph_argument, parse_levels
-from llamp.cli.base import cli, emit_json, json_option, params_options, table
+from llamp.cli.base import cli, emit_json, json_option, latency_options, params_options, table
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-
-
-def _latency_options(func):
-    """``--wire --switch --intra-node --link CLASS=VALUE``; the command gets ``latencies``
-    (defaults: :mod:`llamp.lp.topology`, imported only when a command runs)."""
-
-    @click.option(
-        "--wire",
-        default=None,
-        help="Latency of every wire, l_wire (default 274ns, the paper's §IV-2 value).",
-    )
-    @click.option(
-        "--switch",
-        "switch",
-        default=None,
-        help="Delay of every switch traversed, d_switch (default 108ns).",
-    )
-    @click.option(
-        "--intra-node",
-        "intra_node",
-        default=None,
-        help="Latency of a message between ranks on one node (default 100ns).",
-    )
-    @click.option(
-        "--link",
-        "links",
-        multiple=True,
-        metavar="CLASS=VALUE",
-        help="Latency of one link class (e.g. core=500ns, inter=1us); repeatable.",
-    )
-    @functools.wraps(func)
-    def wrapper(*args, wire, switch, intra_node, links, **kw):
-        from llamp.lp.topology import LinkLatencies
-
-        per_class = {}
-        for item in links:
-            if "=" not in item:
-                raise InputError(f"--link: {item!r} is not CLASS=VALUE (e.g. core=500ns)")
-            name, value = (p.strip() for p in item.split("=", 1))
-            per_class[name] = parse_duration_ns(value)
-        given = {
-            key: parse_duration_ns(value)
-            for key, value in (
-                ("wire_ns", wire),
-                ("switch_ns", switch),
-                ("intra_node_ns", intra_node),
-            )
-            if value is not None
-        }
-        kw["latencies"] = LinkLatencies(**given, per_class_ns=per_class)
-        return func(*args, **kw)
-
-    return wrapper
 
 
 def _ns(value: float) -> str:
@@ -103,7 +49,7 @@ def _shift(value: float) -> str:
     type=click.IntRange(1),
     help="Dense mapping: consecutive ranks fill a node.",
 )
-@_latency_options
+@latency_options
 @params_options
 @json_option
 @click.option(
@@ -249,7 +195,7 @@ def _costs(
 @click.option(
     "--mapping", "mapping_file", default=None, help="Node of every rank (with --topology)."
 )
-@_latency_options
+@latency_options
 @params_options
 @json_option
 @click.option("--top", default=10, show_default=True, help="Rank pairs to list.")
@@ -427,7 +373,7 @@ def matrix(
     show_default=True,
     help="Mapping to write: best, llamp, block, round-robin, volume (random, given: the start).",
 )
-@_latency_options
+@latency_options
 @params_options
 @json_option
 def place(

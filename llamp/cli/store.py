@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
-from llamp.cli.base import cli, emit_json, json_option, table
+from llamp.cli.base import check_output, cli, emit_json, json_option, table
 from llamp.cli.ingest import write_graph_file
 from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Rows printed as a table before the rest is elided (``--json`` prints everything).
 MAX_TABLE_ROWS = 200
 
 
-def _open(ctx: click.Context) -> Any:
+def _open(ctx: click.Context, *, write: bool = False) -> Any:
+    """The store, read-only unless ``write`` (readers never hold the writer's lock)."""
     from llamp.graphdb import open_store
 
-    return open_store(ctx.obj.get("store_uri"))
+    return open_store(ctx.obj.get("store_uri"), read_only=not write)
 
 
 def _params(items: tuple[str, ...]) -> dict[str, Any]:
@@ -134,7 +137,7 @@ def runs_show(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.pass_context
 def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
     """Delete run NAME and its stored analyses."""
-    with _open(ctx) as store:
+    with _open(ctx, write=True) as store:
         info = store.run_info(name)
         if not yes and not click.confirm(
             f"delete run {name!r} ({info.vertices} vertices) from {store.location}?", err=True
@@ -164,7 +167,7 @@ def cypher_cmd(ctx: click.Context, query: str, param_items: tuple[str, ...], wri
     llamp cypher "MATCH (r:Run {name: 'sweep3d'}) MATCH (o:Op) WHERE o.run = r.id
     RETURN o.rank AS rank, count(*) AS ops ORDER BY rank"
     """
-    with _open(ctx) as store:
+    with _open(ctx, write=write) as store:
         frame = store.query(query, _params(param_items), write=write)
     _print_frame(frame, as_json)
 
@@ -221,9 +224,7 @@ def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items
 @click.pass_context
 def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> None:
     """Write the stored RUN to a graph file."""
-    suffix = output.suffix.lower()
-    if suffix not in (".npz", ".goal"):
-        raise InputError(f"-o {output}: the output must end in .npz or .goal")
+    check_output(output)
     with _open(ctx) as store:
         graph = store.load_run(run)
     rounding = write_graph_file(graph, output)

