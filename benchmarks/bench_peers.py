@@ -1,4 +1,5 @@
-"""llamp side by side with LogGOPSim (DESIGN §10; issue 15): same GOAL graph, same points.
+"""llamp side by side with LogGOPSim on the same GOAL graph at the same points (issue 15;
+docs/architecture.md §Performance targets).
 
 Needs a LogGOPSim binary: ``python -m benchmarks --only peers --loggopsim PATH`` or the
 ``LOGGOPSIM`` environment variable (``txt2bin`` is taken from the same directory, or from
@@ -28,7 +29,7 @@ Parameters: o = 1500 ns, G = 0, S = 65535 B, LogGOPSim's g = 0 and O = 0 (its de
 g = 1000, G = 6). Ratios are LogGOPSim / llamp for time (above 1: llamp is faster) and llamp /
 LogGOPSim for memory. Agreement: T_llamp / T_LogGOPSim − 1 at L = 3 µs, and its value farthest
 from 0 over the 11 points (all 11 T of both tools are in the JSON rows); the models differ in
-known ways (DESIGN §3.1), so this is a measurement, not a check.
+known ways (docs/model.md §Differences from LogGOPSim), so this is a measurement, not a check.
 """
 
 from __future__ import annotations
