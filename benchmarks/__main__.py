@@ -29,23 +29,31 @@ def _modules(only: list[str] | None) -> list[str]:
     return names
 
 
-def run_module(name: str, quick: bool, repeat: int, full: bool) -> list[dict]:
-    """The rows of ``benchmarks.<name>`` run in this process."""
+def run_module(
+    name: str, quick: bool, repeat: int, full: bool, loggopsim: str | None = None
+) -> list[dict]:
+    """The rows of ``benchmarks.<name>`` run in this process (``full`` and ``loggopsim`` go to
+    the modules whose ``run`` takes them)."""
     module = importlib.import_module(f"benchmarks.{name}")
-    kwargs = {"quick": quick, "repeat": repeat}
-    if "full" in inspect.signature(module.run).parameters:
+    kwargs: dict = {"quick": quick, "repeat": repeat}
+    accepted = inspect.signature(module.run).parameters
+    if "full" in accepted:
         kwargs["full"] = full
+    if "loggopsim" in accepted:
+        kwargs["loggopsim"] = loggopsim
     return module.run(**kwargs)
 
 
-def _run_isolated(name: str, quick: bool, repeat: int, full: bool) -> list[dict]:
+def _run_isolated(
+    name: str, quick: bool, repeat: int, full: bool, loggopsim: str | None
+) -> list[dict]:
     """Run one module in a fresh interpreter: its peak RSS rows are its own (freed memory is
     not always returned to the system, so a module run after a large one would inherit it)."""
     with tempfile.TemporaryDirectory(prefix="llamp-bench-") as tmp:
         out = Path(tmp) / "rows.json"
         code = (
             "import json, sys; from benchmarks.__main__ import run_module; "
-            f"rows = run_module({name!r}, {quick!r}, {repeat!r}, {full!r}); "
+            f"rows = run_module({name!r}, {quick!r}, {repeat!r}, {full!r}, {loggopsim!r}); "
             f"open({str(out)!r}, 'w').write(json.dumps(rows))"
         )
         proc = subprocess.run(
@@ -71,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also 10^7 vertices (end to end, graph engine): adds tens of minutes",
     )
     parser.add_argument("--only", action="append", help="run modules whose name contains this")
+    parser.add_argument(
+        "--loggopsim",
+        metavar="PATH",
+        help="LogGOPSim binary for bench_peers (default: $LOGGOPSIM; without one it is skipped)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
@@ -79,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     for name in _modules(args.only):
         print(f"# {name} …", file=sys.stderr, flush=True)
-        rows.extend(_run_isolated(name, args.quick, args.repeat, args.full))
+        rows.extend(_run_isolated(name, args.quick, args.repeat, args.full, args.loggopsim))
     headers = ("benchmark", "case", "metric", "value", "unit")
     cells = [headers] + [tuple(_fmt(r[h]) for h in headers) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(headers))]

@@ -147,16 +147,66 @@ def store_table(rows: list[dict[str, Any]]) -> str:
     return _table(["graph", "operation", "value", "unit"], out)
 
 
+def peers_table(rows: list[dict[str, Any]]) -> str:
+    """``bench_peers``: llamp vs LogGOPSim per graph (times in s, memory in MB)."""
+    out = []
+    for case, m in _cases(rows, "peers").items():
+        if case.startswith("skipped"):
+            out.append([case] + ["—"] * 10)
+            continue
+        worst = next(r for k, r in m.items() if k.startswith("T, 11 points"))
+
+        def pair(what: str, peer: str, m: dict[str, dict[str, Any]] = m) -> list[str]:
+            return [
+                f"{_fmt(m[f'{what}: llamp']['value'])} / {_fmt(m[f'{what}: {peer}']['value'])}",
+                _fmt(m[f"{what}: {peer} / llamp time"]["value"]),
+            ]
+
+        out.append(
+            [case]
+            + pair("ingest (.goal → .npz or .bin)", "txt2bin")
+            + pair("one point", "LogGOPSim")
+            + pair("11-point sweep", "LogGOPSim")
+            + [
+                f"{_fmt(m['11-point sweep: llamp peak RSS']['value'], 'MB')} / "
+                f"{_fmt(m['11-point sweep: LogGOPSim peak RSS']['value'], 'MB')}",
+                _fmt(m["11-point sweep: llamp / LogGOPSim memory"]["value"]),
+                f"{m['T at L=3 µs: llamp / LogGOPSim − 1']['value']:+.2%}",
+                f"{worst['value']:+.2%} {worst['metric'].split('(')[-1].rstrip(')')}",
+            ]
+        )
+    headers = [
+        "graph",
+        "ingest llamp / txt2bin (s)",
+        "txt2bin / llamp",
+        "one point llamp / LogGOPSim (s)",
+        "LogGOPSim / llamp",
+        "11-pt sweep llamp / LogGOPSim (s)",
+        "LogGOPSim / llamp",
+        "peak RSS sweep llamp / LogGOPSim (MB)",
+        "llamp / LogGOPSim",
+        "T at 3 µs: llamp / LogGOPSim − 1",
+        "farthest from LogGOPSim over the sweep",
+    ]
+    return _table(headers, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
         print("usage: python -m benchmarks.summary RESULTS.json", file=sys.stderr)
         return 2
     rows = json.loads(Path(args[0]).read_text())
-    print("### End to end\n\n" + e2e_table(rows))
-    print("\n### Graph engine\n\n" + engine_table(rows))
-    print("\n### LP engine\n\n" + lp_table(rows))
-    print("\n### Store\n\n" + store_table(rows))
+    benches = {r["benchmark"] for r in rows}
+    for title, bench, table in (
+        ("End to end", "e2e", e2e_table),
+        ("Graph engine", "engine", engine_table),
+        ("LP engine", "lp", lp_table),
+        ("Store", "store", store_table),
+        ("Side by side with LogGOPSim", "peers", peers_table),
+    ):
+        if bench in benches:
+            print(f"### {title}\n\n" + table(rows) + "\n")
     return 0
 
 

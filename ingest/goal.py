@@ -34,8 +34,7 @@ and stricter where ``txt2bin`` is silent: duplicate labels, block order, a state
 - ``//`` line comments and ``/* … */`` block comments (spanning lines) anywhere, also after a
   statement (``txt2bin`` only allows them where a statement starts).
 - Numbers are decimal digits. ``calc`` also accepts a decimal fraction or exponent (``1.5``,
-  ``1e-05``), which ``txt2bin`` does not: :func:`write_goal` only writes one for a cost that is
-  not an integer, so that every float64 cost survives a round trip.
+  ``1e-05``), which ``txt2bin`` does not; :func:`write_goal` writes integers only (see Writing).
 - ``-1`` as a recv source or a recv tag is a wildcard (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``); a
   send's destination and tag must be explicit.
 
@@ -51,10 +50,11 @@ Message matching (static; the graph holds no wildcards):
    ``file:line``. With ``lenient=True`` it is a warning and the op becomes a zero-cost calc (its
    dependencies stay).
 
-``cpu``/``nic`` are LogGOPSim's multi-CPU/NIC annotations; llamp's LogGPS model has one CPU and one
-NIC per rank and ignores them. Non-default values are parsed exactly, kept in
-``meta["goal_cpu_nic"]`` (``{"num_vertices", "vertex", "cpu", "nic"}``) so :func:`write_goal` can
-write them back, and reported by one warning.
+``cpu <c>``/``nic <n>`` are LogGOPSim's multi-CPU/NIC annotations (a rank runs several CPU
+streams and owns several NICs; LogGOPSim counts them from the largest number in the file). They
+fill the graph's ``cpu`` and ``nic`` vertex columns (``None`` when a file has none; a calc has no
+NIC, its ``nic`` is 0), which the cost model reads as the CPU stream and the NIC an op runs
+on. Numbers above 255 are refused: ``txt2bin`` stores them in 8 bits.
 
 ``lenient=True`` turns per-line problems into one warning with a count (the first 100 are kept
 in ``meta["warnings"]``): a line with an unknown operation, a malformed op or a bad number is
@@ -65,10 +65,16 @@ structure (``num_ranks``, blocks, comments, encoding) is never guessed at: those
 in both modes.
 
 Writing: one block per rank, the ops in vertex order, each dependency right after the later of its
-two ops (so Schedgen's files come back line for line), tags always written. The graph's labels
-are reused when every one is a valid GOAL label unique within its rank, otherwise ops are labelled
-``l1, l2, …`` per rank. A graph written and read back is identical (:meth:`ExecutionGraph.equals`,
-peers and tags included). GOAL has no message edges, only FIFO matching, so a graph whose messages
+two ops (so Schedgen's files come back line for line), tags always written, ``cpu``/``nic`` written
+where either is non-zero. The graph's labels are reused when every one is a valid GOAL label
+unique within its rank, otherwise ops are labelled ``l1, l2, …`` per rank. Calc costs are written
+as integers, because ``txt2bin`` reads nothing else: a non-integral cost is rounded to the nearest
+integer, ties to even (``numpy.rint``), and :class:`GoalWritten` reports how many were rounded and
+the total and largest absolute change. ``T`` is the longest path of the event graph and a path
+passes each calc at most once, so for any parameters the written graph's ``T`` differs from the
+graph's by at most the total (``rounding_total_ns``); a cost of 2^64 ns or more cannot be written.
+A graph with integral costs written and read back is identical (:meth:`ExecutionGraph.equals`,
+peers, tags, cpu and nic included); the exact format for any graph is ``.npz``. GOAL has no message edges, only FIFO matching, so a graph whose messages
 are not FIFO per (source, destination, tag) — e.g. two communicators reusing a tag — cannot be
 written and raises :class:`~llamp.errors.GraphError`.
 
@@ -82,6 +88,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,7 +98,7 @@ import numpy as np
 from llamp.errors import GraphError, TraceError
 from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 
-__all__ = ["fifo_match", "parse_goal_text", "read_goal", "write_goal"]
+__all__ = ["GoalWritten", "fifo_match", "parse_goal_text", "read_goal", "write_goal"]
 
 _STATEMENT_KEYWORDS = frozenset({"send", "recv", "calc", "rank", "num_ranks"})
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -103,6 +110,7 @@ _CHUNK_CHARS = 1 << 23  # lines are scanned in ~8 MB chunks so the per-line stri
 _MAX_WARNINGS_KEPT = 100
 _INT64_MAX = np.iinfo(np.int64).max
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+_MAX_STREAM = 255  # txt2bin keeps cpu and nic numbers in a uint8
 
 
 class _LineProblem(Exception):
@@ -636,15 +644,13 @@ class _Scanner:
         if self.num_problems:
             meta["warning_count"] = self.num_problems
             meta["warnings"] = [f"{self.name}:{ln}: {why}" for ln, why in self.problems]
+        cpu = nic = None
         if self.cpunic:
-            vid, cpu, nic = (list(x) for x in zip(*self.cpunic, strict=True))
-            meta["goal_cpu_nic"] = {"num_vertices": n, "vertex": vid, "cpu": cpu, "nic": nic}
-            warnings.warn(
-                f"{self.name}: {len(vid)} op(s) carry cpu/nic annotations (LogGOPSim multi-CPU/"
-                "NIC); the LogGPS model ignores them, they are kept in meta['goal_cpu_nic']",
-                UserWarning,
-                stacklevel=4,
-            )
+            vid, cpus, nics = (np.array(x, dtype=np.int64) for x in zip(*self.cpunic, strict=True))
+            cpu = np.zeros(n, dtype=np.int16)
+            nic = np.zeros(n, dtype=np.int16)
+            cpu[vid], nic[vid] = cpus, nics
+            nic[kind == CALC] = 0  # ops demoted to calc (lenient) keep their cpu, not a NIC
         return ExecutionGraph.from_arrays(
             P,
             rank=rank,
@@ -657,6 +663,8 @@ class _Scanner:
             edge_dst=np.concatenate((c["dst"], pairs_r)),
             edge_kind=np.concatenate((c["ekind"], np.full(pairs_s.size, MESSAGE, np.int8))),
             label=labels,
+            cpu=cpu,
+            nic=nic,
             meta=meta,
         )
 
@@ -816,21 +824,63 @@ def _resolve_wildcards(
 
 
 def _count(tok: list[str], i: int, what: str) -> int:
+    """The ``cpu``/``nic`` number at ``tok[i]``."""
     value = tok[i] if i < len(tok) else ""
     if not value.isdigit():
         got = repr(value) if value else "nothing"
         raise _LineProblem(f"expected a {what} number after '{what}', got {got}")
+    if int(value) > _MAX_STREAM:
+        raise _LineProblem(
+            f"{what} {value} is above {_MAX_STREAM} (LogGOPSim's txt2bin keeps it in 8 bits)"
+        )
     return int(value)
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> Path:
+@dataclass(frozen=True)
+class GoalWritten:
+    """What :func:`write_goal` wrote: the file and the rounding of its calc costs (ns).
+
+    ``rounding_total_ns`` (Σ |written − cost| over all calc vertices) bounds ``|ΔT|`` of the
+    written graph against the original for any parameters. Usable as a path (``os.PathLike``).
+    """
+
+    path: Path
+    costs_rounded: int
+    rounding_total_ns: float
+    rounding_max_ns: float
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "costs_rounded": self.costs_rounded,
+            "rounding_total_ns": self.rounding_total_ns,
+            "rounding_max_ns": self.rounding_max_ns,
+        }
+
+    def describe(self) -> str:
+        """One line for the CLI."""
+        if not self.costs_rounded:
+            return "calc costs written exactly (all integral ns)"
+        return (
+            f"{self.costs_rounded} calc cost(s) rounded to integral ns (nearest, ties to even): "
+            f"total |Δ| {self.rounding_total_ns:.6g} ns, max {self.rounding_max_ns:.6g} ns "
+            f"(bounds |ΔT|)"
+        )
+
+
+def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> GoalWritten:
     """Write ``graph`` as a GOAL schedule that LogGOPSim's ``txt2bin`` and :func:`read_goal` read.
 
-    Raises :class:`~llamp.errors.GraphError` if the graph cannot be expressed in GOAL (messages not
-    FIFO per source, destination and tag; a non-finite cost; analytic collectives). Written
+    Calc costs are rounded to integral ns (nearest, ties to even); the returned
+    :class:`GoalWritten` says by how much. Raises :class:`~llamp.errors.GraphError` if the graph
+    cannot be expressed in GOAL (messages not FIFO per source, destination and tag; a non-finite
+    cost or one of 2^64 ns or more; a cpu/nic number above 255; analytic collectives). Written
     atomically (temp + rename).
     """
     path = Path(path)
@@ -847,6 +897,19 @@ def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> Path:
     bad = np.flatnonzero(calc & ~np.isfinite(graph.cost_ns))
     if bad.size:
         raise GraphError(f"cannot write GOAL: cost is not finite: {graph.describe_vertex(bad[0])}")
+    bad = np.flatnonzero(calc & (graph.cost_ns >= 2.0**64))
+    if bad.size:
+        raise GraphError(
+            "cannot write GOAL: a cost of 2^64 ns or more does not fit txt2bin's 64-bit "
+            f"integers: {graph.describe_vertex(bad[0])}"
+        )
+    for name in ("cpu", "nic"):
+        bad = np.flatnonzero(graph.streams(name) > _MAX_STREAM)
+        if bad.size:
+            raise GraphError(
+                f"cannot write GOAL: {name} number above {_MAX_STREAM} (txt2bin keeps it in 8 "
+                f"bits): {graph.describe_vertex(bad[0])}"
+            )
     bad = np.flatnonzero(~calc & (graph.tag < 0))
     if bad.size:
         raise GraphError(
@@ -875,9 +938,11 @@ def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> Path:
                 f"{a}: recv {b}b from {c} tag {d}" for a, b, c, d in zip(*columns, strict=True)
             ]
     idx = np.flatnonzero(calc)
+    cost = graph.cost_ns[idx]
+    rounded = np.rint(cost)
+    error = np.abs(rounded - cost)
     ops[idx] = [
-        f"{a}: calc {c}"
-        for a, c in zip(labels[idx].tolist(), _cost_tokens(graph.cost_ns[idx]), strict=True)
+        f"{a}: calc {c}" for a, c in zip(labels[idx].tolist(), _integers(rounded), strict=True)
     ]
     _append_cpu_nic(graph, ops)
 
@@ -916,20 +981,21 @@ def write_goal(graph: ExecutionGraph, path: str | os.PathLike[str]) -> Path:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
-    return path
+    return GoalWritten(
+        path=path,
+        costs_rounded=int(np.count_nonzero(error)),
+        rounding_total_ns=float(error.sum()),
+        rounding_max_ns=float(error.max()) if error.size else 0.0,
+    )
 
 
-def _cost_tokens(cost: np.ndarray) -> list[Any]:
-    """Integers when integral and below 2^64 (txt2bin reads uint64; exact for any float64),
-    otherwise ``repr`` (the shortest text that reads back as the same float64)."""
-    integral = (cost == np.floor(cost)) & (cost < 2.0**64)
-    small = integral & (cost < 2.0**62)
-    tokens = np.empty(cost.size, dtype=object)
-    tokens[small] = cost[small].astype(np.int64).tolist()
-    big = integral & ~small
-    tokens[big] = [int(x) for x in cost[big].tolist()]
-    tokens[~integral] = [repr(x) for x in cost[~integral].tolist()]
-    return tokens.tolist()
+def _integers(values: np.ndarray) -> list[int]:
+    """Integral float64 values in [0, 2^64) as Python ints (exact, also above 2^53)."""
+    small = values < 2.0**62
+    out = np.empty(values.size, dtype=object)
+    out[small] = values[small].astype(np.int64).tolist()
+    out[~small] = [int(x) for x in values[~small].tolist()]
+    return out.tolist()
 
 
 def _labels_for_writing(graph: ExecutionGraph, bounds: np.ndarray) -> np.ndarray:
@@ -973,20 +1039,22 @@ def _valid_labels(labels: list[str]) -> bool:
 
 
 def _append_cpu_nic(graph: ExecutionGraph, ops: np.ndarray) -> None:
-    """Write back the cpu/nic annotations a GOAL file carried (if they still fit the graph)."""
-    note = graph.meta.get("goal_cpu_nic")
-    if not note:
+    """Append ``cpu <c>`` (calc) or ``cpu <c> nic <n>`` (send/recv) where either is non-zero."""
+    if graph.cpu is None and graph.nic is None:
         return
-    if note.get("num_vertices") != graph.num_vertices:
-        warnings.warn(
-            "meta['goal_cpu_nic'] was recorded for a graph of a different size; cpu/nic "
-            "annotations are not written",
-            UserWarning,
-            stacklevel=3,
+    cpu, nic = graph.streams("cpu"), graph.streams("nic")
+    calc = graph.kind == CALC
+    idx = np.flatnonzero((cpu != 0) | ((nic != 0) & ~calc))
+    ops[idx] = [
+        f"{op} cpu {c}" if is_calc else f"{op} cpu {c} nic {m}"
+        for op, c, m, is_calc in zip(
+            ops[idx].tolist(),
+            cpu[idx].tolist(),
+            nic[idx].tolist(),
+            calc[idx].tolist(),
+            strict=True,
         )
-        return
-    for v, cpu, nic in zip(note["vertex"], note["cpu"], note["nic"], strict=True):
-        ops[v] += f" cpu {cpu}" if graph.kind[v] == CALC else f" cpu {cpu} nic {nic}"
+    ]
 
 
 def _check_fifo(graph: ExecutionGraph) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import numpy as np
 import pytest
 
 import llamp.graphdb
@@ -92,6 +93,25 @@ def test_ingest_to_goal(tmp_path, capsys):
     back = read_goal(out)
     assert back.summary().messages == 6052
     assert back.summary().calc_ns_per_rank == read(SWEEP3D).summary().calc_ns_per_rank
+
+
+def test_ingest_to_goal_reports_the_rounding_of_costs(tmp_path, capsys):
+    from llamp.ingest.synthetic import stencil_graph
+
+    graph = stencil_graph(ranks=4, iterations=5)
+    fractional = graph.cost_ns != np.rint(graph.cost_ns)
+    error = np.abs(np.rint(graph.cost_ns) - graph.cost_ns)
+    graph.save(tmp_path / "s.npz")
+    out = tmp_path / "s.goal"
+    code, stdout, stderr = run(capsys, "ingest", tmp_path / "s.npz", "-o", out)
+    assert code == 0, stderr
+    assert f"{out}: {int(fractional.sum())} calc cost(s) rounded to integral ns" in stdout
+    code, stdout, _ = run(capsys, "ingest", tmp_path / "s.npz", "-o", out, "--json")
+    rounding = json.loads(stdout)["goal_rounding"]
+    assert rounding["costs_rounded"] == int(fractional.sum()) > 0
+    assert rounding["rounding_total_ns"] == pytest.approx(error.sum())
+    assert rounding["rounding_max_ns"] == pytest.approx(error.max())
+    np.testing.assert_array_equal(read_goal(out).cost_ns, np.rint(graph.cost_ns))
 
 
 def test_info_human_table(capsys):

@@ -3,6 +3,7 @@ round trips, wildcard matching, comments, cpu/nic, and one test per malformed in
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -116,7 +117,8 @@ def test_shared_files_round_trip_line_for_line(name, tmp_path):
     out = write_goal(original, tmp_path / name)
     back = read_goal(out)
     assert back.equals(original, labels=True)
-    written = [line for line in out.read_text().splitlines() if line.strip()]
+    assert out.costs_rounded == 0 and out.rounding_total_ns == 0.0
+    written = [line for line in out.path.read_text().splitlines() if line.strip()]
     source = [line.strip() for line in (GOAL_DIR / name).read_text().splitlines() if line.strip()]
     assert written == source
 
@@ -174,28 +176,64 @@ def ring_graph(ranks: int = 4, iterations: int = 3) -> ExecutionGraph:
     )
 
 
-def test_generated_graph_round_trips_with_generated_labels(tmp_path):
+def test_generated_graph_round_trips_with_generated_labels_and_rounded_costs(tmp_path):
     graph = ring_graph()
-    back = read_goal(write_goal(graph, tmp_path / "ring.goal"))
-    assert back.equals(graph)
-    assert back.cost_ns[0] == 1000.0 / 3.0  # fractional cost written with repr, read exactly
+    written = write_goal(graph, tmp_path / "ring.goal")
+    back = read_goal(written)
+    # 333.33…, 334.33…, 335.33… per rank become 333, 334, 335: 1/3 ns each, 4 ranks
+    assert written.costs_rounded == 12
+    assert written.rounding_total_ns == pytest.approx(12 / 3)
+    assert written.rounding_max_ns == pytest.approx(1 / 3)
+    assert back.cost_ns[0] == 333.0 and back.cost_ns[4] == 334.0
     assert back.cost_ns[3] == float(2**53)
     assert back.cost_ns[7] == float(2**53 + 2)
+    exact = graph.cost_ns.copy()
+    graph.cost_ns[:] = np.rint(exact)
+    assert back.equals(graph)  # everything else (kinds, edges, peers, tags) comes back
+    graph.cost_ns[:] = exact
     assert back.label[:5].tolist() == ["l1", "l2", "l3", "l4", "l5"]
     assert back.label[12] == "l1"  # rank 1 starts again at l1
     assert int((back.edge_kind == IREQUIRES).sum()) == 4 * 3 * 2
     assert sorted(set(back.tag[back.kind != CALC].tolist())) == [10, 11, 12]
     text = (tmp_path / "ring.goal").read_text()
-    assert "l1: calc 333.3333333333333\n" in text
+    assert "l1: calc 333\n" in text
     assert "l4: calc 9007199254740992\n" in text  # integral costs as integers, even above 2**53
     assert "l8: calc 9007199254740994\n" in text
     assert "l2: send 8b to 1 tag 10\n" in text
 
 
+def calc_chain(costs: list[float]) -> ExecutionGraph:
+    """One rank, a chain of calcs with the given costs."""
+    n = len(costs)
+    return ExecutionGraph.from_arrays(
+        1,
+        rank=[0] * n,
+        kind=[CALC] * n,
+        cost_ns=costs,
+        size=[0] * n,
+        peer=[0] * n,
+        tag=[0] * n,
+        edge_src=list(range(n - 1)),
+        edge_dst=list(range(1, n)),
+        edge_kind=[REQUIRES] * (n - 1),
+    )
+
+
+def test_costs_round_to_nearest_ties_to_even_and_the_report_adds_up(tmp_path):
+    g = calc_chain([0.5, 1.5, 2.5, 0.4, 7.0, 2.6])
+    written = write_goal(g, tmp_path / "ties.goal")
+    assert read_goal(written).cost_ns.tolist() == [0, 2, 2, 0, 7, 3]
+    assert written.costs_rounded == 5
+    assert written.rounding_total_ns == pytest.approx(0.5 + 0.5 + 0.5 + 0.4 + 0.4)
+    assert written.rounding_max_ns == 0.5
+    assert "5 calc cost(s) rounded" in written.describe()
+    assert written.as_dict()["path"] == str(tmp_path / "ties.goal")
+
+
 def test_labels_that_are_not_goal_labels_are_replaced(tmp_path):
     graph = read_goal(GOAL_DIR / "blocking.goal")
     graph.label = np.array(["t.txt:1", "b", "c", "a", "a", "c"], dtype=object)
-    text = write_goal(graph, tmp_path / "x.goal").read_text()
+    text = write_goal(graph, tmp_path / "x.goal").path.read_text()
     assert "l1: send 4b to 1 tag 1" in text and "t.txt" not in text
     graph.label = np.array(["x", "b", "c", "a", "a", "c"], dtype=object)  # 'a' twice in rank 1
     back = read_goal(write_goal(graph, tmp_path / "y.goal"))
@@ -312,9 +350,10 @@ def test_optional_parts_size_spacing_unlabelled_ops_and_header_forms(tmp_path):
     assert g.tag.tolist() == [0, 9, 1, 0, 0, 9, 1]
     assert g.size.tolist() == [4, 8, 1, 4, 0, 8, 1]
     assert g.cost_ns[4] == 12.5
+    g.cost_ns[4] = 12.0  # the writer writes integral costs only
     assert edges(g) == {(0, 3, MESSAGE), (1, 5, MESSAGE), (2, 6, MESSAGE)}
     # unlabelled ops have no GOAL label to write: the writer labels every op l1, l2, …
-    back = parse_goal_text(Path(write_goal(g, tmp_path / "u.goal")).read_text())
+    back = parse_goal_text(write_goal(g, tmp_path / "u.goal").path.read_text())
     assert back.equals(g)
     assert back.label.tolist() == ["l1", "l2", "l3", "l1", "l2", "l1", "l2"]
 
@@ -325,35 +364,56 @@ def test_empty_rank_blocks_and_windows_line_endings():
     assert g.rank_bounds().tolist() == [0, 1, 1]
 
 
-def test_cpu_and_nic_are_parsed_kept_and_written_back(tmp_path):
+def test_cpu_and_nic_fill_the_columns_and_are_written_back(tmp_path):
     text = goal(
         "l1: send 4b to 1 tag 2 cpu 1 nic 3\nl2: calc 10 cpu 2\nl3: calc 4 cpu 0\n"
         "---\nl1: recv 4b from 0 tag 2 nic 1\n"
     )
-    with pytest.warns(UserWarning, match="cpu/nic"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         g = parse_goal_text(text, name="c.goal")
     assert g.size.tolist() == [4, 0, 0, 4] and g.tag[[0, 3]].tolist() == [2, 2]
-    assert g.meta["goal_cpu_nic"] == {
-        "num_vertices": 4,
-        "vertex": [0, 1, 3],
-        "cpu": [1, 2, 0],
-        "nic": [3, 0, 1],
-    }
+    assert g.cpu.tolist() == [1, 2, 0, 0]
+    assert g.nic.tolist() == [3, 0, 0, 1]
     out = tmp_path / "c.goal"
-    with pytest.warns(UserWarning, match="cpu/nic"):
-        back = read_goal(write_goal(g, out))
-    assert "l1: send 4b to 1 tag 2 cpu 1 nic 3" in out.read_text()
-    assert "l2: calc 10 cpu 2" in out.read_text()
-    assert back.equals(g) and back.meta["goal_cpu_nic"] == g.meta["goal_cpu_nic"]
+    back = read_goal(write_goal(g, out))
+    assert "l1: send 4b to 1 tag 2 cpu 1 nic 3\n" in out.read_text()
+    assert "l2: calc 10 cpu 2\n" in out.read_text()
+    assert "l3: calc 4\n" in out.read_text()
+    assert "l1: recv 4b from 0 tag 2 cpu 0 nic 1\n" in out.read_text()
+    assert back.equals(g) and back.cpu.tolist() == g.cpu.tolist()
+    assert back.nic.tolist() == g.nic.tolist()
 
 
-def test_writer_drops_cpu_nic_recorded_for_another_graph(tmp_path):
-    with pytest.warns(UserWarning):
-        g = parse_goal_text(goal("l1: calc 10 cpu 2\nl2: calc 3\n---\n"))
-    sub = g.subgraph(np.array([False, True]))
-    with pytest.warns(UserWarning, match="different size"):
-        text = write_goal(sub, tmp_path / "s.goal").read_text()
-    assert "cpu" not in text
+def test_a_file_without_cpu_nic_has_no_columns_and_writes_none(tmp_path):
+    g = read_goal(GOAL_DIR / "non_blocking.goal")
+    assert g.cpu is None and g.nic is None
+    assert " cpu " not in write_goal(g, tmp_path / "n.goal").path.read_text()
+
+
+def test_cpu_nic_survive_subgraphs_and_npz(tmp_path):
+    g = parse_goal_text(goal("l1: calc 10 cpu 2\nl2: calc 3 cpu 1\nl3: calc 1\n---\n"))
+    sub = g.subgraph(np.array([False, True, True]))
+    text = write_goal(sub, tmp_path / "s.goal").path.read_text()
+    assert "calc 3 cpu 1\n" in text and "cpu 2" not in text
+    g.save(tmp_path / "g.npz")
+    back = read_goal(write_goal(ExecutionGraph.load(tmp_path / "g.npz"), tmp_path / "g.goal"))
+    assert back.cpu.tolist() == [2, 1, 0]
+
+
+def test_cpu_nic_above_txt2bins_8_bits_are_refused():
+    err = parse_error(goal("l1: calc 10 cpu 256\n---\n"))
+    assert err.line == 3 and "cpu 256 is above 255" in str(err)
+    err = parse_error(goal("l1: send 4b to 1 tag 0 nic 300\n---\nl1: recv 4b from 0 tag 0\n"))
+    assert err.line == 3 and "nic 300" in str(err)
+
+
+def test_lenient_demoted_op_keeps_its_cpu_but_not_its_nic():
+    text = goal("l1: send 8b to 1 tag 0 cpu 1 nic 2\n---\nl1: recv 4b from 0 tag 0\n")
+    with pytest.warns(UserWarning, match="problem"):
+        g = parse_goal_text(text, lenient=True)
+    assert g.kind.tolist() == [CALC, CALC]
+    assert g.cpu.tolist() == [1, 0] and g.nic is None
 
 
 # --------------------------------------------------------------------------- matching
@@ -384,7 +444,7 @@ def test_resolved_wildcards_round_trip_as_exact_peers(tmp_path):
     text = goal("a: send 8b to 1 tag 4\n---\nw: recv 8b from -1 tag -1\n")
     g = parse_goal_text(text)
     out = write_goal(g, tmp_path / "w.goal")
-    assert "w: recv 8b from 0 tag 4" in out.read_text()
+    assert "w: recv 8b from 0 tag 4" in out.path.read_text()
     back = read_goal(out)
     assert back.equals(g, labels=True) and back.meta["wildcards_resolved"] == 0
 
@@ -588,25 +648,18 @@ def test_reader_emits_no_warning_on_clean_files():
         read_goal(GOAL_DIR / "binary_tree_32.goal")
 
 
-def test_extreme_costs_round_trip_exactly(tmp_path):
-    costs = [0.1, 1e-300, 5e-324, 1e300, 2.0**63 + 2048, 2.0**70, 1.7976931348623157e308, 0.0]
-    n = len(costs)
-    g = ExecutionGraph.from_arrays(
-        1,
-        rank=[0] * n,
-        kind=[CALC] * n,
-        cost_ns=costs,
-        size=[0] * n,
-        peer=[0] * n,
-        tag=[0] * n,
-        edge_src=list(range(n - 1)),
-        edge_dst=list(range(1, n)),
-        edge_kind=[REQUIRES] * (n - 1),
-    )
+def test_extreme_costs(tmp_path):
+    costs = [0.1, 1e-300, 5e-324, 2.0**63 + 2048, 2.0**64 - 2048, 0.0]
+    g = calc_chain(costs)
     out = write_goal(g, tmp_path / "costs.goal")
-    assert read_goal(out).cost_ns.tolist() == costs
-    text = out.read_text()
-    assert "l5: calc 9223372036854777856\n" in text and "l4: calc 1e+300\n" in text
+    assert read_goal(out).cost_ns.tolist() == [0.0, 0.0, 0.0, 2.0**63 + 2048, 2.0**64 - 2048, 0]
+    assert out.costs_rounded == 3 and out.rounding_max_ns == 0.1
+    text = out.path.read_text()
+    assert "l4: calc 9223372036854777856\n" in text  # exact above 2**53 and 2**63
+    assert "l5: calc 18446744073709549568\n" in text
+    for too_large in (2.0**64, 1e300):
+        with pytest.raises(GraphError, match="2\\^64 ns"):
+            write_goal(calc_chain([1.0, too_large]), tmp_path / "big.goal")
 
 
 def test_calc_cost_too_large_for_float64():
@@ -636,3 +689,90 @@ def test_chunked_scanning_gives_the_same_graph_and_line_numbers(monkeypatch):
     )
     err = parse_error(text)
     assert err.line == 34 and "first defined on line 3" in str(err)
+
+
+# --------------------------------------------------------------------------- rounding and T
+
+
+def test_runtime_of_the_written_graph_is_within_the_rounding(tmp_path):
+    """A noisy stencil (non-integral costs everywhere): T of the file read back differs from
+    T of the graph by at most the total rounding, at every point of a small L/G/o/S grid. T is
+    the longest path of the event graph and a path passes each calc once, so Σ|Δcost| bounds it.
+    """
+    from llamp.ingest.synthetic import stencil_graph
+    from llamp.lp import engine_for
+    from llamp.params import LogGPS
+
+    graph = stencil_graph(ranks=8, iterations=20, halo_bytes=80_000, alltoall_every=5)
+    assert np.count_nonzero(graph.cost_ns != np.rint(graph.cost_ns)) >= 400
+    written = write_goal(graph, tmp_path / "stencil.goal")
+    back = read_goal(written)
+    assert written.costs_rounded == int(np.count_nonzero(graph.cost_ns != np.rint(graph.cost_ns)))
+    assert 0 < written.rounding_max_ns <= 0.5
+    assert written.rounding_total_ns == pytest.approx(np.abs(back.cost_ns - graph.cost_ns).sum())
+    before, after = engine_for(graph), engine_for(back)
+    models = [{}, {"progress": "wait"}, {"nic": "serial", "g": 500.0}]
+    for L in (0.0, 3000.0, 30000.0):
+        for G in (0.0, 6.0):
+            for o, S in ((1500.0, 65535), (0.0, 1 << 30)):
+                for model in models:
+                    params = LogGPS(L=L, o=o, G=G, S=S, **model)
+                    t0, t1 = before.runtime(params), after.runtime(params)
+                    assert t0 > 0 and abs(t1 - t0) <= written.rounding_total_ns + 1e-9 * t0
+
+
+def test_rounding_bound_is_reached_on_a_chain(tmp_path):
+    """On one chain every rounding error lies on the critical path: |ΔT| is the signed sum."""
+    from llamp.lp import engine_for
+    from llamp.params import LogGPS
+
+    g = calc_chain([0.5, 1.5, 2.5, 0.4, 2.6])  # written 0, 2, 2, 0, 3: Δ = −.5 +.5 −.5 −.4 +.4
+    written = write_goal(g, tmp_path / "chain.goal")
+    back = read_goal(written)
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=65535)
+    assert engine_for(g).runtime(params) == pytest.approx(7.5)
+    assert engine_for(back).runtime(params) == 7.0
+    assert written.rounding_total_ns == pytest.approx(2.3)  # |ΔT| = 0.5 ≤ 2.3
+    g2 = calc_chain([0.4, 1.4, 2.4])  # all rounded down: the bound is attained
+    written = write_goal(g2, tmp_path / "down.goal")
+    assert engine_for(g2).runtime(params) - engine_for(read_goal(written)).runtime(
+        params
+    ) == pytest.approx(written.rounding_total_ns)
+
+
+TWO_CPUS = """num_ranks 2
+rank 0 {
+c0: calc 50000 cpu 0
+s0: send 1024b to 1 tag 0 cpu 0 nic 0
+s0 requires c0
+c1: calc 50000 cpu 1
+s1: send 1024b to 1 tag 1 cpu 1 nic 0
+s1 requires c1
+}
+rank 1 {
+r0: recv 1024b from 0 tag 0 cpu 0 nic 0
+d0: calc 20000 cpu 0
+d0 requires r0
+r1: recv 1024b from 0 tag 1 cpu 1 nic 0
+d1: calc 20000 cpu 1
+d1 requires r1
+}
+"""
+
+
+def test_cpu_annotations_reach_the_model(tmp_path):
+    """Two CPU streams per rank: each send's o is charged on its own CPU, so both messages leave
+    at 50 µs: T = 50000 + o + L + o + 20000 = 76,000 ns (LogGOPSim gives the same). On one CPU
+    the second send waits for the first one's o: 77,500 ns."""
+    from llamp.lp import engine_for
+    from llamp.params import LogGPS
+
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=100_000)
+    two = parse_goal_text(TWO_CPUS, name="two_cpus.goal")
+    assert two.cpu.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert engine_for(two).runtime(params) == 76_000.0
+    back = read_goal(write_goal(two, tmp_path / "two.goal"))
+    assert engine_for(back).runtime(params) == 76_000.0
+    one = parse_goal_text(re.sub(r" cpu \d", "", TWO_CPUS), name="one_cpu.goal")
+    assert one.cpu is None
+    assert engine_for(one).runtime(params) == 77_500.0

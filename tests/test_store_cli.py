@@ -92,7 +92,8 @@ def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
     code, _, _ = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(npz))
     assert code == 0 and ExecutionGraph.load(npz).equals(sweep3d)
     goal = tmp_path / "sweep.goal"
-    code, _, _ = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(goal))
+    code, out, _ = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(goal))
+    assert f"{goal}: calc costs written exactly (all integral ns)" in out
     from llamp.ingest.goal import read_goal
 
     back = read_goal(goal)

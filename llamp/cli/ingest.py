@@ -57,18 +57,24 @@ def _read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
     return graph
 
 
-def _write(graph: ExecutionGraph, out: Path) -> None:
+def write_graph_file(graph: ExecutionGraph, out: Path) -> dict[str, Any] | None:
+    """Write ``graph`` to ``out`` (.npz exact, or .goal); for GOAL return the rounding report
+    (:meth:`GoalWritten.as_dict` plus a ``note`` line), else ``None``."""
     suffix = out.suffix.lower()
     if suffix == ".npz":
         from llamp.lp.lowered import save_graph
 
         save_graph(graph, out)
-    elif suffix == ".goal":
+        return None
+    if suffix == ".goal":
         from llamp.ingest.goal import write_goal
 
-        write_goal(graph, out)
-    else:
-        raise InputError(f"-o {out}: the output must end in .npz or .goal")
+        written = write_goal(graph, out)
+        report = written.as_dict()
+        del report["path"]
+        report["note"] = written.describe()
+        return report
+    raise InputError(f"-o {out}: the output must end in .npz or .goal")
 
 
 def _store(
@@ -144,8 +150,10 @@ def ingest_cmd(
     )
     result: dict[str, Any] = {"name": graph.name, "source": str(path)}
     if output is not None:
-        _write(graph, output)
+        rounding = write_graph_file(graph, output)
         result["output"] = str(output)
+        if rounding is not None:
+            result["goal_rounding"] = rounding
     if name is not None or output is None:
         info = _store(graph, name or graph.name, ctx.obj.get("store_uri"), replace, progress)
         result["run"] = getattr(info, "name", name or graph.name)
@@ -179,6 +187,8 @@ def ingest_cmd(
             else ""
         )
     )
+    if "goal_rounding" in result:
+        click.echo(f"{output}: {result['goal_rounding']['note']}")
 
 
 @cli.command("info")

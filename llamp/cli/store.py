@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llamp.cli.base import check_output, cli, emit_json, json_option, table
+from llamp.cli.ingest import write_graph_file
 from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError
 
@@ -224,18 +225,15 @@ def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items
 def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> None:
     """Write the stored RUN to a graph file."""
     check_output(output)
-    suffix = output.suffix.lower()
     with _open(ctx) as store:
         graph = store.load_run(run)
-    if suffix == ".npz":
-        from llamp.lp.lowered import save_graph
-
-        save_graph(graph, output)
-    else:
-        from llamp.ingest.goal import write_goal
-
-        write_goal(graph, output)
+    rounding = write_graph_file(graph, output)
     if as_json:
-        emit_json({"run": run, "output": str(output), "vertices": graph.num_vertices})
+        payload = {"run": run, "output": str(output), "vertices": graph.num_vertices}
+        if rounding is not None:
+            payload["goal_rounding"] = rounding
+        emit_json(payload)
     else:
         click.echo(f"run {run!r}: {graph.num_vertices} vertices → {output}")
+        if rounding is not None:
+            click.echo(f"{output}: {rounding['note']}")

@@ -1,0 +1,313 @@
+"""llamp side by side with LogGOPSim on the same GOAL graph at the same points (issue 15;
+docs/architecture.md §Performance targets).
+
+Needs a LogGOPSim binary: ``python -m benchmarks --only peers --loggopsim PATH`` or the
+``LOGGOPSIM`` environment variable (``txt2bin`` is taken from the same directory, or from
+``TXT2BIN``). Without one the module prints a note and measures nothing.
+
+Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices`
+(2-D Isend/Irecv/Waitall halo exchange, a recursive-doubling allreduce every iteration, a
+linear alltoall every 10th, 10 % load imbalance, 5 % noise, seed 0) at 10^5 and 10^6 vertices
+(``quick``: 10^5 only; ``full``: also 3·10^6), written once with :func:`write_goal` (calc costs
+rounded to integral ns, as txt2bin needs; both tools then read that one file); and, when
+``schedgen`` is next to LogGOPSim (not in ``quick``), the shipped 4-rank Sweep3D trace that
+Schedgen extrapolates ×32 to 128 ranks (~8·10^5 vertices).
+
+Every measurement is a whole process as a user runs it (interpreter start-up and imports
+included), wall time, peak RSS from the kernel (``os.wait4``'s ``ru_maxrss``), median of
+``repeat`` rounds; within a round the two tools run back to back, alternating which goes first,
+so background load on the shared machine hits both alike:
+
+- ingest: ``llamp ingest X.goal -o X.npz`` vs ``txt2bin -i X.goal -o X.bin``;
+- one point: ``llamp predict X.npz`` vs one ``LogGOPSim -f X.bin`` run;
+- 11-point sweep of L over [0, 100 µs]: ``llamp sweep X.npz --points 11`` vs 11 LogGOPSim runs
+  (their times added, their peak RSS the largest).
+
+``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.
+
+Parameters: o = 1500 ns, G = 0, S = 65535 B, LogGOPSim's g = 0 and O = 0 (its defaults are
+g = 1000, G = 6). Ratios are LogGOPSim / llamp for time (above 1: llamp is faster) and llamp /
+LogGOPSim for memory. Agreement: T_llamp / T_LogGOPSim − 1 at L = 3 µs, and its value farthest
+from 0 over the 11 points (all 11 T of both tools are in the JSON rows); the models differ in
+known ways (docs/model.md §Differences from LogGOPSim), so this is a measurement, not a check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.timing import row
+from llamp.ingest.goal import write_goal
+from llamp.ingest.synthetic import stencil_with_vertices
+
+SWEEP3D = Path(__file__).resolve().parent.parent / "tests/data/traces/liballprof/sweep3d-2x2"
+O_NS, G_NS, S_BYTES = 1500, 0, 65535
+SWEEP_L_NS = [10_000 * i for i in range(11)]  # 0 … 100 µs, what `llamp sweep --points 11` takes
+POINT_L_NS = 3000
+_T_RE = re.compile(rb"Maximum finishing time at host \d+: (\d+)")
+_LLAMP = [sys.executable, "-m", "llamp"]
+_NETWORK = ["--o", f"{O_NS}ns", "--G", f"{G_NS}ns/B", "--S", str(S_BYTES)]
+#: Extra options for ``llamp predict``/``sweep`` (e.g. model choices), from the environment.
+_LLAMP_OPTIONS = shlex.split(os.environ.get("LLAMP_PEERS_OPTIONS", ""))
+
+
+def find_tools(loggopsim: str | None = None) -> tuple[Path, Path] | None:
+    """``(LogGOPSim, txt2bin)`` from the argument or ``$LOGGOPSIM``; ``None`` if neither is set.
+
+    Raises ``SystemExit`` with a one-line reason when a given path is not an executable.
+    """
+    given = loggopsim or os.environ.get("LOGGOPSIM")
+    if not given:
+        return None
+    sim = Path(given)
+    if not (sim.is_file() and os.access(sim, os.X_OK)):
+        raise SystemExit(f"--loggopsim {given}: not an executable file")
+    t2b_given = os.environ.get("TXT2BIN")
+    t2b = Path(t2b_given) if t2b_given else sim.with_name("txt2bin")
+    if not t2b.is_file():
+        found = shutil.which("txt2bin")
+        if found is None:
+            raise SystemExit(
+                f"txt2bin not found next to {sim} nor on PATH; set TXT2BIN to its path"
+            )
+        t2b = Path(found)
+    return sim, t2b
+
+
+def run_process(argv: list[Any]) -> tuple[float, float, bytes]:
+    """Run ``argv`` (strings, paths, numbers) to completion: (wall seconds, peak RSS in MB,
+    stdout). Fails loudly.
+
+    The peak RSS comes from GNU time (``/usr/bin/time -f %M``), which forks the program from its
+    own small process: Linux carries a process's high-water mark across ``fork`` and ``exec``,
+    so a program started straight from this (large) Python process would report this process's
+    peak instead of its own.
+    """
+    args = [str(a) if isinstance(a, int) else os.fspath(a) for a in argv]
+    with tempfile.TemporaryDirectory(prefix="llamp-peers-run-") as tmp:
+        rss_file = Path(tmp) / "maxrss"
+        out_file, err_file = Path(tmp) / "out", Path(tmp) / "err"
+        with open(out_file, "wb") as out, open(err_file, "wb") as err:
+            start = time.perf_counter()
+            code = subprocess.call(
+                [_gnu_time(), "-f", "%M", "-o", rss_file, *args], stdout=out, stderr=err
+            )
+            seconds = time.perf_counter() - start
+        if code != 0:
+            tail = err_file.read_text(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(f"{' '.join(args)} exited {code}: {tail}")
+        peak_kib = int(rss_file.read_text().split()[-1])
+        return seconds, peak_kib / 1024.0, out_file.read_bytes()
+
+
+def _gnu_time() -> str:
+    path = "/usr/bin/time"
+    if not os.access(path, os.X_OK):
+        raise SystemExit("bench_peers needs GNU time at /usr/bin/time (apt-get install time)")
+    return path
+
+
+def loggopsim_runtime(stdout: bytes) -> int:
+    """T (ns) from LogGOPSim's ``Maximum finishing time at host …: T`` line."""
+    m = _T_RE.search(stdout)
+    if m is None:
+        raise RuntimeError(f"no 'Maximum finishing time' in LogGOPSim output: {stdout[-300:]!r}")
+    return int(m.group(1))
+
+
+def _loggopsim_argv(sim: Path, binfile: Path, L: int) -> list[Any]:
+    return [sim, "-f", binfile, "-L", L, "-o", O_NS, "-g", 0, "-G", G_NS, "-S", S_BYTES, "-b"]
+
+
+class _Pair:
+    """One llamp-vs-LogGOPSim measurement: per round, (seconds, peak MB) of each side."""
+
+    def __init__(self) -> None:
+        self.llamp: list[tuple[float, float]] = []
+        self.peer: list[tuple[float, float]] = []
+
+    def rows(self, case: str, what: str, peer_name: str) -> list[dict[str, Any]]:
+        t_l = statistics.median(s for s, _ in self.llamp)
+        t_p = statistics.median(s for s, _ in self.peer)
+        m_l = max(m for _, m in self.llamp)
+        m_p = max(m for _, m in self.peer)
+        runs_l = [s for s, _ in self.llamp]
+        runs_p = [s for s, _ in self.peer]
+        return [
+            row("peers", case, f"{what}: llamp", t_l, "s", runs_l),
+            row("peers", case, f"{what}: {peer_name}", t_p, "s", runs_p),
+            row("peers", case, f"{what}: {peer_name} / llamp time", t_p / t_l, "×"),
+            row("peers", case, f"{what}: llamp peak RSS", m_l, "MB"),
+            row("peers", case, f"{what}: {peer_name} peak RSS", m_p, "MB"),
+            row("peers", case, f"{what}: llamp / {peer_name} memory", m_l / m_p, "×"),
+        ]
+
+
+def _log(message: str) -> None:
+    print(f"#   peers: {message}", file=sys.stderr, flush=True)
+
+
+def stencil_goal(vertices: int, workdir: Path) -> tuple[str, Path, float]:
+    """The noisy stencil of about ``vertices`` vertices as GOAL: (case, file, total rounding)."""
+    graph = stencil_with_vertices(vertices, ranks=16, alltoall_every=10)
+    case = f"stencil {graph.num_vertices:.3g} vertices"
+    written = write_goal(graph, workdir / "stencil.goal")
+    _log(f"{case}: {written.describe()}")
+    return case, written.path, written.rounding_total_ns
+
+
+def sweep3d_goal(schedgen: Path, workdir: Path) -> tuple[str, Path, float]:
+    """The shipped 4-rank Sweep3D trace extrapolated ×32 to 128 ranks by Schedgen
+    (``schedgen -p trace --traces-extr 32``: 32 copies of the program, collectives over all)."""
+    rank0 = SWEEP3D / "pmpi-trace-rank-0.txt"
+    goal = workdir / "sweep3d128.goal"
+    run_process([schedgen, "-p", "trace", "--traces", rank0, "--traces-extr", 32, "-o", goal])
+    return "sweep3d ×32 = 128 ranks (Schedgen)", goal, 0.0
+
+
+def compare(
+    case: str, goal: Path, rounding_ns: float, tools: tuple[Path, Path], repeat: int
+) -> list[dict[str, Any]]:
+    """All measurements on the GOAL file ``goal`` (removed afterwards, with its .npz/.bin)."""
+    sim, t2b = tools
+    npz, binfile = goal.with_suffix(".npz"), goal.with_suffix(".bin")
+    _log(f"{case}: GOAL {goal.stat().st_size / 1e6:.0f} MB")
+
+    ingest, point, sweep = _Pair(), _Pair(), _Pair()
+    llamp_T: list[float] = []
+    peer_T: list[int] = []
+    point_T: tuple[float, int] = (0.0, 0)
+    for k in range(max(1, repeat)):
+        first = k % 2 == 0
+
+        def llamp_ingest():
+            return run_process([*_LLAMP, "ingest", goal, "-o", npz])[:2]
+
+        def peer_ingest():
+            return run_process([t2b, "-i", goal, "-o", binfile])[:2]
+
+        a, b = _both(first, llamp_ingest, peer_ingest)
+        ingest.llamp.append(a)
+        ingest.peer.append(b)
+
+        def llamp_point():
+            s, m, out = run_process(
+                [
+                    *_LLAMP,
+                    "predict",
+                    npz,
+                    "--L",
+                    f"{POINT_L_NS}ns",
+                    *_NETWORK,
+                    *_LLAMP_OPTIONS,
+                    "--json",
+                ]
+            )
+            return s, m, out
+
+        def peer_point():
+            return run_process(_loggopsim_argv(sim, binfile, POINT_L_NS))
+
+        (s_l, m_l, out_l), (s_p, m_p, out_p) = _both(first, llamp_point, peer_point)
+        point.llamp.append((s_l, m_l))
+        point.peer.append((s_p, m_p))
+        point_T = (_json(out_l)["runtime_ns"], loggopsim_runtime(out_p))
+
+        def llamp_sweep():
+            return run_process(
+                [*_LLAMP, "sweep", npz, "--points", "11", "--from", "0us", "--to", "100us"]
+                + [*_NETWORK, *_LLAMP_OPTIONS, "--json"]
+            )
+
+        def peer_sweep():
+            total, peak, ts = 0.0, 0.0, []
+            for L in SWEEP_L_NS:
+                s, m, out = run_process(_loggopsim_argv(sim, binfile, L))
+                total += s
+                peak = max(peak, m)
+                ts.append(loggopsim_runtime(out))
+            return total, peak, ts
+
+        (s_l, m_l, out_l), (s_p, m_p, ts) = _both(first, llamp_sweep, peer_sweep)
+        sweep.llamp.append((s_l, m_l))
+        sweep.peer.append((s_p, m_p))
+        points = _json(out_l)["points"]
+        if [p["L_ns"] for p in points] != [float(L) for L in SWEEP_L_NS]:
+            raise RuntimeError(f"llamp sweep took other points: {[p['L_ns'] for p in points]}")
+        llamp_T, peer_T = [p["runtime_ns"] for p in points], ts
+        _log(f"{case}: round {k + 1}/{repeat}: sweep llamp {s_l:.2f} s, LogGOPSim {s_p:.2f} s")
+
+    rel = [t / p - 1.0 for t, p in zip(llamp_T, peer_T, strict=True)]
+    worst = max(range(len(rel)), key=lambda i: abs(rel[i]))
+    rows = ingest.rows(case, "ingest (.goal → .npz or .bin)", "txt2bin")
+    rows += point.rows(case, "one point", "LogGOPSim")
+    rows += sweep.rows(case, "11-point sweep", "LogGOPSim")
+    rows += [
+        row("peers", case, "T at L=3 µs: llamp", point_T[0], "ns"),
+        row("peers", case, "T at L=3 µs: LogGOPSim", point_T[1], "ns"),
+        row("peers", case, "T at L=3 µs: llamp / LogGOPSim − 1", point_T[0] / point_T[1] - 1, ""),
+        row(
+            "peers",
+            case,
+            f"T, 11 points: farthest llamp / LogGOPSim − 1 (at L={SWEEP_L_NS[worst]} ns)",
+            rel[worst],
+            "",
+            llamp_T=llamp_T,
+            loggopsim_T=peer_T,
+        ),
+        row(
+            "peers",
+            case,
+            "GOAL calc-cost rounding, total (bounds ΔT)",
+            rounding_ns,
+            "ns",
+        ),
+    ]
+    for f in (goal, npz, binfile):
+        f.unlink(missing_ok=True)
+    return rows
+
+
+def _json(stdout: bytes) -> dict[str, Any]:
+    return json.loads(stdout)
+
+
+def _both(llamp_first: bool, llamp_side: Any, peer_side: Any) -> tuple[Any, Any]:
+    """Run both sides back to back in the given order; return (llamp's, the peer's) result."""
+    if llamp_first:
+        a = llamp_side()
+        return a, peer_side()
+    b = peer_side()
+    return llamp_side(), b
+
+
+def run(
+    quick: bool, repeat: int, full: bool = False, loggopsim: str | None = None
+) -> list[dict[str, Any]]:
+    tools = find_tools(loggopsim)
+    if tools is None:
+        note = "skipped: no LogGOPSim binary (--loggopsim PATH or LOGGOPSIM)"
+        _log(note)
+        return [row("peers", note, "—", "—", "")]
+    sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000] if full else [])
+    schedgen = None if quick else tools[0].with_name("schedgen")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="llamp-peers-") as tmp:
+        for n in sizes:
+            rows += compare(*stencil_goal(n, Path(tmp)), tools, repeat)
+        if schedgen is not None and schedgen.is_file():
+            rows += compare(*sweep3d_goal(schedgen, Path(tmp)), tools, repeat)
+        elif schedgen is not None:
+            _log(f"no schedgen next to {tools[0]}: the Sweep3D ×128 case is left out")
+    return rows
