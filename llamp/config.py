@@ -34,7 +34,7 @@ PROGRESS_MODELS = ("async", "wait")
 #: each NIC injects and accepts one message after another.
 NIC_MODELS = ("overlap", "serial")
 DEFAULT_PROGRESS = "async"
-DEFAULT_NIC = "overlap"
+DEFAULT_NIC = "serial"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -82,6 +82,7 @@ from functools import cached_property
 import numba
 import numpy as np
 
+from llamp import config
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.params import LogGPS
@@ -134,8 +135,8 @@ class EventGraph:
     S: int
     num_handshakes: int
     extra_owner: np.ndarray  # vertex of every extra event (handshake, then sync)
-    progress: str = "async"
-    nic: str = "overlap"
+    progress: str = config.DEFAULT_PROGRESS
+    nic: str = config.DEFAULT_NIC
 
     @property
     def num_edges(self) -> int:
@@ -446,7 +447,11 @@ def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
 
 
 def build_event_graph(
-    graph: ExecutionGraph, S: int, *, progress: str = "async", nic: str = "overlap"
+    graph: ExecutionGraph,
+    S: int,
+    *,
+    progress: str = config.DEFAULT_PROGRESS,
+    nic: str = config.DEFAULT_NIC,
 ) -> EventGraph:
     """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)
     under the receive-progress model ``progress`` and the NIC model ``nic``.

@@ -178,7 +178,7 @@ def _columns(graph: ExecutionGraph) -> dict:
     return {name: getattr(graph, name) for name in names}
 
 
-FOUR = LogGPS(o=1500.0, G=6.0, S=100_000)
+FOUR = LogGPS(o=1500.0, G=6.0, S=100_000, nic="overlap")
 
 
 @pytest.mark.parametrize(
