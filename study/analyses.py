@@ -198,6 +198,7 @@ def _topology_scalars(payload: dict[str, Any], with_tolerance: bool) -> dict[str
     for var in one["variables"]:
         out[f"lambda_{var['variable']}"] = var["lambda"]
     if with_tolerance:
+        out["baseline_ns"] = one["runtime_ns"]
         for row in one["tolerances"]:
             out[f"tolerance_{_pct(row['x'])}_{row['variable']}_ns"] = row["tolerance_ns"]
     return out

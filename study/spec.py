@@ -220,6 +220,7 @@ class Network:
     params: LogGPS
     topology: str | None = None
     latencies: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)  # as given: LogGPS keys, profile
 
     @property
     def kind(self) -> str:
@@ -252,7 +253,7 @@ class Cell:
             "run": self.run,
             "collectives": self.collectives,
             "network": [self.network.params.as_dict(), self.network.topology,
-                        self.network.latencies],
+                        self.network.latencies, self.network.keys],
             "placement": None if self.placement is None else self.placement.model_dump(),
             "analysis": self.analysis,
             "settings": self.settings,
@@ -322,7 +323,8 @@ def _resolve_network(
                 f"{', '.join(topo.classes)})"
             )
         latencies["per_class_ns"] = per_class
-    return Network(net.name, params, net.topology, latencies)
+    given = {k: str(v) for k, v in keys.items()} | {"profile": net.profile}
+    return Network(net.name, params, net.topology, latencies, given)
 
 
 def _unique(items: list[Any], what: str, lines: dict, where: str) -> None:
@@ -361,7 +363,8 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
     try:
         spec = StudySpec.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
+        # An unknown key explains a missing one (a typo), so it is reported first.
+        first = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         loc = tuple(first["loc"])
         msg = first["msg"].removeprefix("Value error, ")
         raise SpecError(f"{where}:{_line(lines, loc)}: {_key(loc)}: {msg}") from None
