@@ -68,3 +68,25 @@ def studies(store: GraphStore) -> pd.DataFrame:
             "created": grouped["created"].max(),
         }
     ).reset_index()
+
+
+def study_matrix(
+    cells: pd.DataFrame,
+    metric: str,
+    *,
+    analysis: str | None = None,
+    rows: str = "run",
+    columns: tuple[str, ...] = ("network", "placement", "option", "collectives"),
+) -> pd.DataFrame:
+    """``metric`` of the stored cells as a matrix: one row per ``rows`` value (runs), one
+    column per combination of ``columns`` that varies (network, and placement, option or
+    collective variant when the study has several); cells of other analyses left out."""
+    frame = cells if analysis is None else cells[cells["analysis"] == analysis]
+    if frame.empty or metric not in frame.columns:
+        return pd.DataFrame()
+    varying = [c for c in columns if c in frame.columns and frame[c].nunique(dropna=False) > 1]
+    varying = varying or [columns[0]]
+    label = frame[varying].astype(str).agg(" · ".join, axis=1)
+    values = pd.to_numeric(frame[metric], errors="coerce")
+    table = pd.DataFrame({rows: frame[rows], "column": label, metric: values})
+    return table.pivot_table(index=rows, columns="column", values=metric, aggfunc="first")

@@ -116,8 +116,12 @@ def param_args(params: LogGPS, keys: tuple[str, ...] = ("L", "o", "G", "S")) -> 
     out = []
     for key in keys:
         value = getattr(params, key)
-        text = {"L": f"{_num(value)}ns", "o": f"{_num(value)}ns", "G": f"{_num(value)}ns/B",
-                "S": str(int(value))}[key]
+        text = {
+            "L": f"{_num(value)}ns",
+            "o": f"{_num(value)}ns",
+            "G": f"{_num(value)}ns/B",
+            "S": str(int(value)),
+        }[key]
         out += [f"--{key}", text]
     extra = [
         f for f in params.__dataclass_fields__ if f not in ("L", "o", "G", "S")
@@ -139,15 +143,20 @@ def _latencies(cell):
     from llamp.lp.topology import LinkLatencies
 
     lat = dict(cell.network.latencies)
-    return LinkLatencies(**{k: v for k, v in lat.items() if k != "per_class_ns"},
-                         per_class_ns=lat.get("per_class_ns", {}))
+    return LinkLatencies(
+        **{k: v for k, v in lat.items() if k != "per_class_ns"},
+        per_class_ns=lat.get("per_class_ns", {}),
+    )
 
 
 def _latency_args(cell) -> list[str]:
     lat = cell.network.latencies
     out = []
-    for key, flag in (("wire_ns", "--wire"), ("switch_ns", "--switch"),
-                      ("intra_node_ns", "--intra-node")):
+    for key, flag in (
+        ("wire_ns", "--wire"),
+        ("switch_ns", "--switch"),
+        ("intra_node_ns", "--intra-node"),
+    ):
         if key in lat:
             out += [flag, f"{_num(lat[key])}ns"]
     for name, value in lat.get("per_class_ns", {}).items():
@@ -211,16 +220,30 @@ def _predict_scalars(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _topology_cli(inp: CellInput, x: list[float]) -> list[str]:
-    return ["topology", inp.graph_spec, inp.cell.network.topology, *_placement_args(inp.cell),
-            *_latency_args(inp.cell), *param_args(inp.params, ("o", "G", "S")),
-            "--x", ",".join(f"{v:g}" for v in x), "--json"]
+    return [
+        "topology",
+        inp.graph_spec,
+        inp.cell.network.topology,
+        *_placement_args(inp.cell),
+        *_latency_args(inp.cell),
+        *param_args(inp.params, ("o", "G", "S")),
+        "--x",
+        ",".join(f"{v:g}" for v in x),
+        "--json",
+    ]
 
 
 def _predict_cli(inp: CellInput) -> list[str]:
     if inp.cell.network.kind == "topology":
         return _topology_cli(inp, [1.0, 2.0, 5.0])
-    return ["predict", inp.graph_spec, *param_args(inp.params), "--engine", inp.cell.engine,
-            "--json"]
+    return [
+        "predict",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--engine",
+        inp.cell.engine,
+        "--json",
+    ]
 
 
 def _tolerance(inp: CellInput) -> dict[str, Any]:
@@ -228,8 +251,9 @@ def _tolerance(inp: CellInput) -> dict[str, Any]:
         return _topology(inp, inp.settings["x"])
     from llamp.lp import tolerance
 
-    return tolerance(inp.graph, inp.params, _levels(inp.settings["x"]),
-                     engine=inp.cell.engine).as_dict()
+    return tolerance(
+        inp.graph, inp.params, _levels(inp.settings["x"]), engine=inp.cell.engine
+    ).as_dict()
 
 
 def _tolerance_scalars(payload: dict[str, Any]) -> dict[str, Any]:
@@ -247,8 +271,16 @@ def _tolerance_cli(inp: CellInput) -> list[str]:
     x = inp.settings["x"]
     if inp.cell.network.kind == "topology":
         return _topology_cli(inp, x)
-    return ["tolerance", inp.graph_spec, *param_args(inp.params), "--engine", inp.cell.engine,
-            "--x", ",".join(f"{v:g}" for v in x), "--json"]
+    return [
+        "tolerance",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--engine",
+        inp.cell.engine,
+        "--x",
+        ",".join(f"{v:g}" for v in x),
+        "--json",
+    ]
 
 
 def _sweep(inp: CellInput) -> dict[str, Any]:
@@ -256,8 +288,13 @@ def _sweep(inp: CellInput) -> dict[str, Any]:
 
     a, b = _range(inp.settings)
     param = inp.settings["param"]
-    frame = sweep(inp.graph, inp.params, np.linspace(a, b, inp.settings["points"]),
-                  parameter=param, engine=inp.cell.engine)
+    frame = sweep(
+        inp.graph,
+        inp.params,
+        np.linspace(a, b, inp.settings["points"]),
+        parameter=param,
+        engine=inp.cell.engine,
+    )
     return {"parameter": param, "points": frame.to_dict(orient="records")}
 
 
@@ -278,8 +315,17 @@ def _range_cli(inp: CellInput) -> list[str]:
 
 
 def _sweep_cli(inp: CellInput) -> list[str]:
-    return ["sweep", inp.graph_spec, *param_args(inp.params), "--engine", inp.cell.engine,
-            *_range_cli(inp), "--points", str(inp.settings["points"]), "--json"]
+    return [
+        "sweep",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--engine",
+        inp.cell.engine,
+        *_range_cli(inp),
+        "--points",
+        str(inp.settings["points"]),
+        "--json",
+    ]
 
 
 def _critical(inp: CellInput) -> dict[str, Any]:
@@ -288,8 +334,15 @@ def _critical(inp: CellInput) -> dict[str, Any]:
 
     a, b = _range(inp.settings)
     budget = parse_budget(str(inp.settings["max_evaluations"]), inp.graph, inp.params)
-    return critical_latencies(inp.graph, inp.params, a, b, parameter=inp.settings["param"],
-                              engine=inp.cell.engine, max_evaluations=budget).as_dict()
+    return critical_latencies(
+        inp.graph,
+        inp.params,
+        a,
+        b,
+        parameter=inp.settings["param"],
+        engine=inp.cell.engine,
+        max_evaluations=budget,
+    ).as_dict()
 
 
 def _critical_scalars(payload: dict[str, Any]) -> dict[str, Any]:
@@ -303,9 +356,17 @@ def _critical_scalars(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _critical_cli(inp: CellInput) -> list[str]:
-    return ["critical", inp.graph_spec, *param_args(inp.params), "--engine", inp.cell.engine,
-            *_range_cli(inp), "--max-evaluations", str(inp.settings["max_evaluations"]),
-            "--json"]
+    return [
+        "critical",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--engine",
+        inp.cell.engine,
+        *_range_cli(inp),
+        "--max-evaluations",
+        str(inp.settings["max_evaluations"]),
+        "--json",
+    ]
 
 
 def _gap_network(params: LogGPS):
@@ -316,8 +377,9 @@ def _gap_network(params: LogGPS):
     if params.G <= 0:
         raise InputError("classify needs a bandwidth: G must be > 0 ns/B on this network")
     gap = parse_gap_ns_per_byte(f"{_num(8.0 / params.G)}Gb/s")
-    return Network("custom", 8.0 / gap, parse_duration_ns(f"{_num(params.L)}ns"),
-                   "given on the command line")
+    return Network(
+        "custom", 8.0 / gap, parse_duration_ns(f"{_num(params.L)}ns"), "given on the command line"
+    )
 
 
 def _classify(inp: CellInput) -> dict[str, Any]:
@@ -337,9 +399,7 @@ def _classify(inp: CellInput) -> dict[str, Any]:
 
 
 def _classify_scalars(payload: dict[str, Any]) -> dict[str, Any]:
-    target = next(
-        (c for c in payload["configs"] if c.get("speedup") == 1), payload["configs"][0]
-    )
+    target = next((c for c in payload["configs"] if c.get("speedup") == 1), payload["configs"][0])
     return {
         "label": payload["label"],
         "rule": payload["rule"] or "",
@@ -353,12 +413,31 @@ def _classify_scalars(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _classify_cli(inp: CellInput) -> list[str]:
     s, p = inp.settings, inp.params
-    return ["classify", inp.graph_spec, "--bandwidth", f"{_num(8.0 / p.G)}Gb/s" if p.G else "0",
-            "--latency", f"{_num(p.L)}ns", "--o", f"{_num(p.o)}ns", "--S", str(p.S),
-            "--compute-share", str(s["compute_share"]), "--bound-share", str(s["bound_share"]),
-            "--sensitive-share", str(s["sensitive_share"]), "--insensitive",
-            str(s["insensitive"]), "--decrease", str(s["decrease"]), "--span", str(s["span"]),
-            "--json"]
+    return [
+        "classify",
+        inp.graph_spec,
+        "--bandwidth",
+        f"{_num(8.0 / p.G)}Gb/s" if p.G else "0",
+        "--latency",
+        f"{_num(p.L)}ns",
+        "--o",
+        f"{_num(p.o)}ns",
+        "--S",
+        str(p.S),
+        "--compute-share",
+        str(s["compute_share"]),
+        "--bound-share",
+        str(s["bound_share"]),
+        "--sensitive-share",
+        str(s["sensitive_share"]),
+        "--insensitive",
+        str(s["insensitive"]),
+        "--decrease",
+        str(s["decrease"]),
+        "--span",
+        str(s["span"]),
+        "--json",
+    ]
 
 
 def _mc(inp: CellInput) -> dict[str, Any]:
@@ -366,13 +445,23 @@ def _mc(inp: CellInput) -> dict[str, Any]:
 
     s = inp.settings
     spec = VariabilitySpec(
-        spatial_cv=s["spatial_cv"], temporal_cv=s["temporal_cv"],
-        distribution=s["distribution"], slow_ranks=tuple(sorted(set(s["slow_ranks"]))),
-        slowdown=s["slowdown"], samples=s["samples"], seed=s["seed"],
+        spatial_cv=s["spatial_cv"],
+        temporal_cv=s["temporal_cv"],
+        distribution=s["distribution"],
+        slow_ranks=tuple(sorted(set(s["slow_ranks"]))),
+        slowdown=s["slowdown"],
+        samples=s["samples"],
+        seed=s["seed"],
     )
     # One thread: a study already runs one cell per core.
-    return monte_carlo(inp.graph, inp.params, spec, tolerances=_levels(s["x"]),
-                       sensitivity=not s["runtime_only"], workers=1).as_dict()
+    return monte_carlo(
+        inp.graph,
+        inp.params,
+        spec,
+        tolerances=_levels(s["x"]),
+        sensitivity=not s["runtime_only"],
+        workers=1,
+    ).as_dict()
 
 
 def _mc_scalars(payload: dict[str, Any]) -> dict[str, Any]:
@@ -386,10 +475,26 @@ def _mc_scalars(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _mc_cli(inp: CellInput) -> list[str]:
     s = inp.settings
-    args = ["mc", inp.graph_spec, *param_args(inp.params), "--samples", str(s["samples"]),
-            "--spatial-cv", repr(s["spatial_cv"]), "--temporal-cv", repr(s["temporal_cv"]),
-            "--distribution", s["distribution"], "--slowdown", repr(s["slowdown"]),
-            "--seed", str(s["seed"]), "--x", ",".join(f"{v:g}" for v in s["x"]), "--json"]
+    args = [
+        "mc",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--samples",
+        str(s["samples"]),
+        "--spatial-cv",
+        repr(s["spatial_cv"]),
+        "--temporal-cv",
+        repr(s["temporal_cv"]),
+        "--distribution",
+        s["distribution"],
+        "--slowdown",
+        repr(s["slowdown"]),
+        "--seed",
+        str(s["seed"]),
+        "--x",
+        ",".join(f"{v:g}" for v in s["x"]),
+        "--json",
+    ]
     if s["slow_ranks"]:
         args += ["--slow-ranks", ",".join(map(str, s["slow_ranks"]))]
     if s["runtime_only"]:
@@ -407,14 +512,16 @@ def _machine(inp: CellInput):
     if cell.network.kind == "topology":
         rpn = cell.placement.ranks_per_node if cell.placement else 1
         nodes = s["nodes"] or -(-P // rpn)
-        return topology_machine(parse_topology(cell.network.topology), nodes, rpn, inp.params,
-                                _latencies(cell))
+        return topology_machine(
+            parse_topology(cell.network.topology), nodes, rpn, inp.params, _latencies(cell)
+        )
     if not (s["intra"] and s["inter"]):
         raise InputError("place on a LogGPS network needs settings intra: L,G and inter: L,G")
     rpn = s["ranks_per_node"]
     nodes = s["nodes"] or -(-P // rpn)
-    return two_level_machine(nodes, rpn, parse_level(s["intra"], "intra"),
-                             parse_level(s["inter"], "inter"))
+    return two_level_machine(
+        nodes, rpn, parse_level(s["intra"], "intra"), parse_level(s["inter"], "inter")
+    )
 
 
 def _place(inp: CellInput) -> dict[str, Any]:
@@ -422,9 +529,15 @@ def _place(inp: CellInput) -> dict[str, Any]:
     from llamp.lp.placement import place
 
     s = inp.settings
-    result = place(inp.graph, inp.params, _machine(inp),
-                   budget_s=parse_duration_ns(s["budget"], default_unit="s") / 1e9,
-                   max_iterations=s["max_swaps"], candidates=s["candidates"], start=s["start"])
+    result = place(
+        inp.graph,
+        inp.params,
+        _machine(inp),
+        budget_s=parse_duration_ns(s["budget"], default_unit="s") / 1e9,
+        max_iterations=s["max_swaps"],
+        candidates=s["candidates"],
+        start=s["start"],
+    )
     return result.as_dict()
 
 
@@ -442,16 +555,36 @@ def _place_cli(inp: CellInput) -> list[str]:
     args = ["place", inp.graph_spec]
     if cell.network.kind == "topology":
         rpn = cell.placement.ranks_per_node if cell.placement else 1
-        args += ["--topology", cell.network.topology, "--ranks-per-node", str(rpn),
-                 *_latency_args(cell)]
+        args += [
+            "--topology",
+            cell.network.topology,
+            "--ranks-per-node",
+            str(rpn),
+            *_latency_args(cell),
+        ]
     else:
-        args += ["--intra", s["intra"], "--inter", s["inter"], "--ranks-per-node",
-                 str(s["ranks_per_node"])]
+        args += [
+            "--intra",
+            s["intra"],
+            "--inter",
+            s["inter"],
+            "--ranks-per-node",
+            str(s["ranks_per_node"]),
+        ]
     if s["nodes"]:
         args += ["--nodes", str(s["nodes"])]
-    return args + ["--budget", s["budget"], "--max-swaps", str(s["max_swaps"]), "--candidates",
-                   str(s["candidates"]), "--start", s["start"], *param_args(inp.params),
-                   "--json"]
+    return args + [
+        "--budget",
+        s["budget"],
+        "--max-swaps",
+        str(s["max_swaps"]),
+        "--candidates",
+        str(s["candidates"]),
+        "--start",
+        s["start"],
+        *param_args(inp.params),
+        "--json",
+    ]
 
 
 def _matrix(inp: CellInput) -> dict[str, Any]:
@@ -472,11 +605,15 @@ def _matrix(inp: CellInput) -> dict[str, Any]:
         if not (s["intra"] and s["inter"]):
             raise InputError("matrix: intra and inter go together (each L,G)")
         node = dense_mapping(P, s["ranks_per_node"]).node_of_rank
-        costs = matrix.two_level(node, matrix.parse_level(s["intra"], "--intra"),
-                                 matrix.parse_level(s["inter"], "--inter"))
+        costs = matrix.two_level(
+            node,
+            matrix.parse_level(s["intra"], "--intra"),
+            matrix.parse_level(s["inter"], "--inter"),
+        )
     else:
         costs = matrix.PairCosts(
-            np.full((P, P), inp.params.L), np.full((P, P), inp.params.G),
+            np.full((P, P), inp.params.L),
+            np.full((P, P), inp.params.G),
             f"uniform (L={inp.params.L:g} ns, G={inp.params.G:g} ns/B)",
         )
     return matrix.pair_sensitivity(inp.graph, inp.params, costs).as_dict()
@@ -498,11 +635,16 @@ def _matrix_cli(inp: CellInput) -> list[str]:
     s, cell = inp.settings, inp.cell
     args = ["matrix", inp.graph_spec]
     if cell.network.kind == "topology":
-        args += ["--topology", cell.network.topology, *_placement_args(cell),
-                 *_latency_args(cell)]
+        args += ["--topology", cell.network.topology, *_placement_args(cell), *_latency_args(cell)]
     elif s["intra"]:
-        args += ["--intra", s["intra"], "--inter", s["inter"], "--ranks-per-node",
-                 str(s["ranks_per_node"])]
+        args += [
+            "--intra",
+            s["intra"],
+            "--inter",
+            s["inter"],
+            "--ranks-per-node",
+            str(s["ranks_per_node"]),
+        ]
     return args + [*param_args(inp.params), "--json"]
 
 
@@ -526,22 +668,77 @@ _LOGGPS = frozenset({"loggps"})
 ANALYSES: dict[str, AnalysisKind] = {
     a.name: a
     for a in (
-        AnalysisKind("predict", _BOTH, NoSettings, _predict, _predict_scalars, _predict_cli,
-                     "T and λ (llamp predict; on a topology: llamp topology)"),
-        AnalysisKind("sweep", _LOGGPS, SweepSettings, _sweep, _sweep_scalars, _sweep_cli,
-                     "T, λ_L, ρ_L over a range of L, G or o (llamp sweep)"),
-        AnalysisKind("critical", _LOGGPS, CriticalSettings, _critical, _critical_scalars,
-                     _critical_cli, "every critical latency in a range (llamp critical)"),
-        AnalysisKind("tolerance", _BOTH, ToleranceSettings, _tolerance, _tolerance_scalars,
-                     _tolerance_cli, "x% L and G tolerance (llamp tolerance / topology)"),
-        AnalysisKind("matrix", _BOTH, MatrixSettings, _matrix, _matrix_scalars, _matrix_cli,
-                     "pairwise λ_L^ij, λ_G^ij (llamp matrix)"),
-        AnalysisKind("classify", _LOGGPS, ClassifySettings, _classify, _classify_scalars,
-                     _classify_cli, "latency/bandwidth/compute-bound on the network "
-                     "(llamp classify)"),
-        AnalysisKind("mc", _LOGGPS, MonteCarloSettings, _mc, _mc_scalars, _mc_cli,
-                     "Monte Carlo of T, λ_L and tolerance under compute noise (llamp mc)"),
-        AnalysisKind("place", _BOTH, PlaceSettings, _place, _place_scalars, _place_cli,
-                     "rank placement vs block/round-robin/volume (llamp place)"),
+        AnalysisKind(
+            "predict",
+            _BOTH,
+            NoSettings,
+            _predict,
+            _predict_scalars,
+            _predict_cli,
+            "T and λ (llamp predict; on a topology: llamp topology)",
+        ),
+        AnalysisKind(
+            "sweep",
+            _LOGGPS,
+            SweepSettings,
+            _sweep,
+            _sweep_scalars,
+            _sweep_cli,
+            "T, λ_L, ρ_L over a range of L, G or o (llamp sweep)",
+        ),
+        AnalysisKind(
+            "critical",
+            _LOGGPS,
+            CriticalSettings,
+            _critical,
+            _critical_scalars,
+            _critical_cli,
+            "every critical latency in a range (llamp critical)",
+        ),
+        AnalysisKind(
+            "tolerance",
+            _BOTH,
+            ToleranceSettings,
+            _tolerance,
+            _tolerance_scalars,
+            _tolerance_cli,
+            "x% L and G tolerance (llamp tolerance / topology)",
+        ),
+        AnalysisKind(
+            "matrix",
+            _BOTH,
+            MatrixSettings,
+            _matrix,
+            _matrix_scalars,
+            _matrix_cli,
+            "pairwise λ_L^ij, λ_G^ij (llamp matrix)",
+        ),
+        AnalysisKind(
+            "classify",
+            _LOGGPS,
+            ClassifySettings,
+            _classify,
+            _classify_scalars,
+            _classify_cli,
+            "latency/bandwidth/compute-bound on the network (llamp classify)",
+        ),
+        AnalysisKind(
+            "mc",
+            _LOGGPS,
+            MonteCarloSettings,
+            _mc,
+            _mc_scalars,
+            _mc_cli,
+            "Monte Carlo of T, λ_L and tolerance under compute noise (llamp mc)",
+        ),
+        AnalysisKind(
+            "place",
+            _BOTH,
+            PlaceSettings,
+            _place,
+            _place_scalars,
+            _place_cli,
+            "rank placement vs block/round-robin/volume (llamp place)",
+        ),
     )
 }

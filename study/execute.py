@@ -157,20 +157,25 @@ def connect(execution: Any, workers: int | None) -> Cluster:
         try:
             client = Client(execution.scheduler, timeout="20s")
         except OSError as err:
-            raise InputError(f"cannot reach the Dask scheduler {execution.scheduler}: {err}") \
-                from None
+            raise InputError(
+                f"cannot reach the Dask scheduler {execution.scheduler}: {err}"
+            ) from None
         return Cluster(client, [client.close], f"Dask scheduler {execution.scheduler}")
     if execution.cluster == "slurm":
         cluster = slurm_cluster(execution.slurm)
         cluster.scale(jobs=execution.slurm.jobs)
         client = Client(cluster)
-        return Cluster(client, [client.close, cluster.close],
-                       f"Slurm: {execution.slurm.jobs} job(s) of {execution.slurm.cores} cores")
+        return Cluster(
+            client,
+            [client.close, cluster.close],
+            f"Slurm: {execution.slurm.jobs} job(s) of {execution.slurm.cores} cores",
+        )
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=40)
+    cluster = LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
     client = Client(cluster)
     return Cluster(client, [client.close, cluster.close], f"{n} local worker process(es)")
 
@@ -181,8 +186,9 @@ def run_dask(cells: list, sources: dict, cluster: Cluster) -> Iterator[CellResul
 
     client = cluster.client
     futures = [
-        client.submit(run_cell, cell, sources[cell.graph_key], key=f"llamp-cell-{cell.id}",
-                      pure=False)
+        client.submit(
+            run_cell, cell, sources[cell.graph_key], key=f"llamp-cell-{cell.id}", pure=False
+        )
         for cell in _order(cells, sources)
     ]
     for future in as_completed(futures):
@@ -190,6 +196,7 @@ def run_dask(cells: list, sources: dict, cluster: Cluster) -> Iterator[CellResul
             yield future.result()
         except Exception as err:  # noqa: BLE001 - a worker died: report the cell, go on
             cell_id = str(future.key).removeprefix("llamp-cell-")
-            yield CellResult(cell_id, False, {}, f"worker lost: {type(err).__name__}: {err}",
-                             0.0, False, "")
+            yield CellResult(
+                cell_id, False, {}, f"worker lost: {type(err).__name__}: {err}", 0.0, False, ""
+            )
         future.release()

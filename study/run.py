@@ -112,8 +112,11 @@ def prepare_graphs(
                 graph = ExecutionGraph.load(path)
                 sources[key] = GraphSource(key, npz=str(path))
             else:
-                graph = read(path, fmt=run.format, collectives=parse_collectives(
-                    None if variant == "default" else variant))
+                graph = read(
+                    path,
+                    fmt=run.format,
+                    collectives=parse_collectives(None if variant == "default" else variant),
+                )
                 graph.save(npz)
                 sources[key] = GraphSource(key, npz=str(npz))
             names[key] = None
@@ -146,7 +149,10 @@ def _ensure_stored(store, graph, name: str, path: Path) -> None:
     info = store.run_info(name)
     s = graph.summary()
     if (info.ranks, info.vertices, info.messages, info.bytes) != (
-        s.ranks, s.vertices, s.messages, s.bytes
+        s.ranks,
+        s.vertices,
+        s.messages,
+        s.bytes,
     ):
         raise InputError(
             f"{path}: the store already has a different run {name!r} ({info.vertices} vertices, "
@@ -225,11 +231,17 @@ def run_study(
     for cell in study.cells:
         if cell.id in done:
             scalars = {k: v for k, v in done[cell.id].items() if k not in _row(cell, None, {})}
-            scalars = {k: v for k, v in scalars.items()
-                       if k not in ("status", "error", "seconds", "worker")}
+            scalars = {
+                k: v
+                for k, v in scalars.items()
+                if k not in ("status", "error", "seconds", "worker")
+            }
             rows[cell.id] = _row(cell, None, scalars) | {
-                "status": "ok", "error": "", "seconds": done[cell.id].get("seconds", math.nan),
-                "worker": "(resumed)"}
+                "status": "ok",
+                "error": "",
+                "seconds": done[cell.id].get("seconds", math.nan),
+                "worker": "(resumed)",
+            }
     say(f"{len(study.cells)} cells: {len(done)} done before, {len(todo)} to compute")
 
     where = "this process"
@@ -247,10 +259,16 @@ def run_study(
             from llamp.graphdb import open_store
 
             store = open_store(store_uri)
-        with journal.open("a") as out, tqdm(
-            total=len(todo), unit=" cells", desc=study.name, disable=not progress or None,
-            leave=False,
-        ) as bar:
+        with (
+            journal.open("a") as out,
+            tqdm(
+                total=len(todo),
+                unit=" cells",
+                desc=study.name,
+                disable=not progress or None,
+                leave=False,
+            ) as bar,
+        ):
             for result in results:
                 cell = by_id[result.cell]
                 row = _row(cell, result, result.scalars)
@@ -261,14 +279,22 @@ def run_study(
                     if store is not None and names.get(cell.graph_key):
                         from llamp.graphdb.studies import write_cell
 
-                        write_cell(store, names[cell.graph_key], cell.labels(),
-                                   cell.network.params.as_dict(), result.scalars)
+                        write_cell(
+                            store,
+                            names[cell.graph_key],
+                            cell.labels(),
+                            cell.network.params.as_dict()
+                            | {"topology": cell.network.topology or ""},
+                            result.scalars,
+                        )
                         for old in replaced.pop(cell.id, []):
                             store.delete_analysis(old)
                 else:
                     failed += 1
-                    say(f"cell {cell.id} ({cell.run} × {cell.network.name} × {cell.analysis}) "
-                        f"failed: {result.error}")
+                    say(
+                        f"cell {cell.id} ({cell.run} × {cell.network.name} × {cell.analysis}) "
+                        f"failed: {result.error}"
+                    )
                 out.write(json.dumps(row, default=str) + "\n")
                 out.flush()
                 bar.update(1)
@@ -306,7 +332,8 @@ def write_table(table: pd.DataFrame, path: Path) -> Path:
         for column in flat.columns:
             if flat[column].map(lambda v: isinstance(v, list | tuple)).any():
                 flat[column] = flat[column].map(
-                    lambda v: json.dumps(v) if isinstance(v, list | tuple) else v)
+                    lambda v: json.dumps(v) if isinstance(v, list | tuple) else v
+                )
         flat.to_csv(path, index=False)
     else:
         raise InputError(f"{path}: the table is written as .parquet or .csv")

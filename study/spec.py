@@ -252,8 +252,12 @@ class Cell:
             "study": self.study,
             "run": self.run,
             "collectives": self.collectives,
-            "network": [self.network.params.as_dict(), self.network.topology,
-                        self.network.latencies, self.network.keys],
+            "network": [
+                self.network.params.as_dict(),
+                self.network.topology,
+                self.network.latencies,
+                self.network.keys,
+            ],
             "placement": None if self.placement is None else self.placement.model_dump(),
             "analysis": self.analysis,
             "settings": self.settings,
@@ -344,7 +348,7 @@ def _analysis_items(spec: StudySpec) -> list[tuple[int, str, dict[str, Any]]]:
         if isinstance(item, str):
             out.append((i, item, {}))
         elif len(item) == 1:
-            (name, settings), = item.items()
+            ((name, settings),) = item.items()
             out.append((i, name, dict(settings or {})))
         else:
             raise ValueError("an analysis is a name or {name: {settings}} with one key")
@@ -449,13 +453,13 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
         for run, variant, net, option, analysis in itertools.product(
             runs, spec.collectives, spec.networks, options, analyses
         ):
-            if net.name and ANALYSES[analysis].networks and net.kind not in ANALYSES[
-                analysis
-            ].networks:
+            if (
+                net.name
+                and ANALYSES[analysis].networks
+                and net.kind not in ANALYSES[analysis].networks
+            ):
                 continue
-            places = (
-                list(placements.values()) or [default_place] if net.topology else [None]
-            )
+            places = list(placements.values()) or [default_place] if net.topology else [None]
             for place in places:
                 cells.append(
                     make(run, variant, net.name, place, option.name if option else None, analysis)
@@ -478,8 +482,9 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
             net = nets[c.network]
             kind = ANALYSES[c.analysis]
             if net.kind not in kind.networks:
-                raise fail(("cells", i, "analysis"), f"{c.analysis} does not run on a {net.kind} "
-                           "network")
+                raise fail(
+                    ("cells", i, "analysis"), f"{c.analysis} does not run on a {net.kind} network"
+                )
             if c.option is not None and c.option not in {o.name for o in spec.options}:
                 raise fail(("cells", i, "option"), f"no option {c.option!r} in the spec")
             if c.placement is not None and not net.topology:

@@ -34,7 +34,9 @@ def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
 
 
 def small_spec(tmp_path: Path, analyses: str = "[predict, {tolerance: {x: [1, 5]}}]") -> Path:
-    return write_spec(tmp_path, f"""\
+    return write_spec(
+        tmp_path,
+        f"""\
         study: small
         runs:
           - {{name: dumpi, path: {DUMPI}}}
@@ -43,7 +45,8 @@ def small_spec(tmp_path: Path, analyses: str = "[predict, {tolerance: {x: [1, 5]
           - {{name: slow, L: 10us, G: 10Gb/s}}
           - {{name: fast, L: 1us, G: 200Gb/s, o: 1us}}
         analyses: {analyses}
-        """)
+        """,
+    )
 
 
 def close(a, b) -> bool:
@@ -64,7 +67,7 @@ def cli_json(args: list[str], home: Path) -> dict:
     result = runner.invoke(cli, args, obj={}, env={"LLAMP_HOME": str(home)})
     assert result.exit_code == 0, (args, result.output, result.exception)
     text = result.stdout
-    return json.loads(text[text.index("{"):])
+    return json.loads(text[text.index("{") :])
 
 
 # ---------------------------------------------------------------------------- the spec
@@ -112,9 +115,16 @@ def test_a_bad_spec_names_file_line_and_key(tmp_path, body, expected):
 
 def test_the_cli_rejects_a_bad_spec_with_exit_2_and_one_line(tmp_path):
     path = tmp_path / "spec.yaml"
-    path.write_text(f"study: s\nruns:\n  - {{name: a, path: {DUMPI}}}\nnetworks: [{{name: n, G: fast}}]\nanalyses: [predict]\n")
-    proc = subprocess.run([sys.executable, "-m", "llamp", "study", str(path)], capture_output=True,
-                          text=True, env=os.environ | {"LLAMP_HOME": str(tmp_path)}, timeout=120)
+    path.write_text(
+        f"study: s\nruns:\n  - {{name: a, path: {DUMPI}}}\nnetworks: [{{name: n, G: fast}}]\nanalyses: [predict]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "llamp", "study", str(path)],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"LLAMP_HOME": str(tmp_path)},
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {path}:4: networks[0].G: cannot read gap per byte 'fast': expected e.g. "
@@ -126,20 +136,29 @@ def test_the_cross_product_and_an_explicit_list(tmp_path):
     study = load_spec(small_spec(tmp_path))
     assert len(study.cells) == 2 * 2 * 2
     assert {(c.run, c.network.name, c.analysis) for c in study.cells} == {
-        (r, n, a) for r in ("dumpi", "sweep3d") for n in ("slow", "fast")
+        (r, n, a)
+        for r in ("dumpi", "sweep3d")
+        for n in ("slow", "fast")
         for a in ("predict", "tolerance")
     }
     fast = next(c for c in study.cells if c.network.name == "fast")
     assert (fast.network.params.L, fast.network.params.o, fast.network.params.G) == (
-        1000.0, 1000.0, 0.04)
-    listed = write_spec(tmp_path, f"""\
+        1000.0,
+        1000.0,
+        0.04,
+    )
+    listed = write_spec(
+        tmp_path,
+        f"""\
         study: listed
         runs: [{{name: dumpi, path: {DUMPI}}}]
         networks: [{{name: slow, L: 10us}}, {{name: fast, L: 1us}}]
         analyses: [predict, tolerance]
         cells:
           - {{run: dumpi, network: fast, analysis: tolerance}}
-        """, "listed.yaml")
+        """,
+        "listed.yaml",
+    )
     cells = load_spec(listed).cells
     assert [(c.run, c.network.name, c.analysis) for c in cells] == [("dumpi", "fast", "tolerance")]
 
@@ -148,8 +167,11 @@ def test_cell_ids_are_stable_and_change_with_the_definition(tmp_path):
     a = [c.id for c in load_spec(small_spec(tmp_path)).cells]
     assert a == [c.id for c in load_spec(small_spec(tmp_path)).cells]
     b = [c.id for c in load_spec(small_spec(tmp_path, "[predict, {tolerance: {x: [1, 2]}}]")).cells]
-    assert set(a) & set(b) == {c for c, cell in zip(a, load_spec(small_spec(tmp_path)).cells,
-                                                     strict=True) if cell.analysis == "predict"}
+    assert set(a) & set(b) == {
+        c
+        for c, cell in zip(a, load_spec(small_spec(tmp_path)).cells, strict=True)
+        if cell.analysis == "predict"
+    }
 
 
 def test_unknown_loggps_keys_pass_through_to_loggps_parse(tmp_path, monkeypatch):
@@ -165,13 +187,16 @@ def test_unknown_loggps_keys_pass_through_to_loggps_parse(tmp_path, monkeypatch)
         return original(cls, L=L, o=o, G=G, S=S, base=base)
 
     monkeypatch.setattr(LogGPS, "parse", classmethod(parse))
-    path = write_spec(tmp_path, f"""\
+    path = write_spec(
+        tmp_path,
+        f"""\
         study: progress
         runs: [{{name: dumpi, path: {DUMPI}}}]
         networks: [{{name: n, L: 2us, progress: wait, nic: serial}}]
         options: [{{name: plain}}, {{name: g, g: 5ns}}]
         analyses: [predict]
-        """)
+        """,
+    )
     study = load_spec(path)
     assert len(study.cells) == 2
     assert seen == {"progress": "wait", "nic": "serial", "g": "5ns"}
@@ -179,7 +204,9 @@ def test_unknown_loggps_keys_pass_through_to_loggps_parse(tmp_path, monkeypatch)
 
 # ---------------------------------------------------------------------------- same numbers
 def all_analyses_spec(tmp_path: Path) -> Path:
-    return write_spec(tmp_path, f"""\
+    return write_spec(
+        tmp_path,
+        f"""\
         study: every-analysis
         runs:
           - {{name: dumpi, path: {DUMPI}}}
@@ -198,7 +225,8 @@ def all_analyses_spec(tmp_path: Path) -> Path:
           - classify
           - mc: {{samples: 6, temporal_cv: 0.1, seed: 3, x: [1, 5]}}
           - place: {{intra: "300ns,0.05ns/B", inter: "3us,0.1ns/B", ranks_per_node: 2, max_swaps: 5}}
-        """)
+        """,
+    )
 
 
 def test_every_analysis_cell_equals_its_single_command(tmp_path):
@@ -222,23 +250,33 @@ def test_every_analysis_cell_equals_its_single_command(tmp_path):
             assert close(row[key], value), (cell.analysis, cell.network.name, key, row[key], value)
         checked.add((cell.analysis, cell.network.kind))
     assert checked >= {(a, "loggps") for a in ANALYSES} | {
-        ("predict", "topology"), ("tolerance", "topology"), ("matrix", "topology"),
-        ("place", "topology")}
+        ("predict", "topology"),
+        ("tolerance", "topology"),
+        ("matrix", "topology"),
+        ("place", "topology"),
+    }
 
 
 def test_a_collective_variant_equals_the_command_on_the_trace(tmp_path):
-    path = write_spec(tmp_path, f"""\
+    path = write_spec(
+        tmp_path,
+        f"""\
         study: variants
         runs: [{{name: sweep3d, path: {SWEEP3D}}}]
         networks: [{{name: eth, L: 5us, G: 10Gb/s}}]
         collectives: [default, allreduce=ring]
         analyses: [tolerance]
-        """)
+        """,
+    )
     report = run_study(load_spec(path), use_store=False, serial=True)
     by_variant = {r["collectives"]: r for r in report.table.to_dict(orient="records")}
-    for variant, extra in (("default", []), ("allreduce=ring", ["--collectives", "allreduce=ring"])):
-        out = cli_json(["tolerance", str(SWEEP3D), *extra, "--L", "5us", "--G", "10Gb/s",
-                        "--json"], tmp_path)
+    for variant, extra in (
+        ("default", []),
+        ("allreduce=ring", ["--collectives", "allreduce=ring"]),
+    ):
+        out = cli_json(
+            ["tolerance", str(SWEEP3D), *extra, "--L", "5us", "--G", "10Gb/s", "--json"], tmp_path
+        )
         assert close(by_variant[variant]["baseline_ns"], out["baseline_ns"])
         assert close(by_variant[variant]["tolerance_5pct_L_ns"], out["latency"][2]["latency_ns"])
     assert by_variant["default"]["baseline_ns"] != by_variant["allreduce=ring"]["baseline_ns"]
@@ -259,7 +297,7 @@ def test_cells_are_stored_linked_to_their_run_and_resumed(tmp_path):
         assert len(cells) == 8 and set(cells["cell"]) == {c.id for c in study.cells}
         counts = s.query(
             "MATCH (a:Analysis) WHERE a.complete = true AND a.params CONTAINS "
-            "'\"study\": \"small\"' MATCH (r:Run) WHERE r.id = a.run "
+            '\'"study": "small"\' MATCH (r:Run) WHERE r.id = a.run '
             "RETURN r.name AS run, count(*) AS n ORDER BY run"
         )
         assert counts["n"].tolist() == [4, 4]
@@ -271,8 +309,12 @@ def test_cells_are_stored_linked_to_their_run_and_resumed(tmp_path):
     table = pd.read_parquet(tmp_path / "t.parquet")
     first_rows = first.table.set_index("cell")
     for row in table.to_dict(orient="records"):
-        assert row["runtime_ns" if row["analysis"] == "predict" else "baseline_ns"] == \
-            first_rows.loc[row["cell"], "runtime_ns" if row["analysis"] == "predict" else "baseline_ns"]
+        assert (
+            row["runtime_ns" if row["analysis"] == "predict" else "baseline_ns"]
+            == first_rows.loc[
+                row["cell"], "runtime_ns" if row["analysis"] == "predict" else "baseline_ns"
+            ]
+        )
     redo = run_study(study, store_uri=store, serial=True, restart=True)
     assert redo.computed == 8
     with open_store(store, read_only=True) as s:
@@ -290,16 +332,23 @@ def test_an_interrupted_study_resumes_from_its_journal(tmp_path):
 
 
 def test_a_failed_cell_is_reported_and_the_others_go_on(tmp_path):
-    path = write_spec(tmp_path, f"""\
+    path = write_spec(
+        tmp_path,
+        f"""\
         study: failing
         runs: [{{name: dumpi, path: {DUMPI}}}]
         networks: [{{name: free, L: 1us, G: 0}}, {{name: eth, L: 5us, G: 10Gb/s}}]
         analyses: [predict, classify]
         output: out.csv
-        """)
+        """,
+    )
     runner = CliRunner()
-    result = runner.invoke(cli, ["study", str(path), "--serial", "--no-store"], obj={},
-                           env={"LLAMP_HOME": str(tmp_path)})
+    result = runner.invoke(
+        cli,
+        ["study", str(path), "--serial", "--no-store"],
+        obj={},
+        env={"LLAMP_HOME": str(tmp_path)},
+    )
     assert result.exit_code == 1
     assert "3 computed" in result.stdout and "1 failed" in result.stdout
     assert "classify needs a bandwidth: G must be > 0" in result.stdout
@@ -317,10 +366,14 @@ def test_the_example_study_runs_and_its_table_has_units(tmp_path):
     shutil.copy(EXAMPLE, spec)
     (tmp_path / "tests").symlink_to(Path(__file__).parent)
     runner = CliRunner()
-    result = runner.invoke(cli, ["--store", str(tmp_path / "store"), "study", str(spec),
-                                 "--serial", "--json"], obj={}, env={"LLAMP_HOME": str(tmp_path)})
+    result = runner.invoke(
+        cli,
+        ["--store", str(tmp_path / "store"), "study", str(spec), "--serial", "--json"],
+        obj={},
+        env={"LLAMP_HOME": str(tmp_path)},
+    )
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout[result.stdout.index("{"):])
+    data = json.loads(result.stdout[result.stdout.index("{") :])
     assert data["cells"] == 4 * 3 * 2 and data["failed"] == 0
     rows = data["rows"]
     assert {r["run"] for r in rows} == {"sweep3d", "sstmacro-otf2", "simgrid-ti", "dumpi"}
@@ -359,26 +412,58 @@ def test_a_real_dask_scheduler_and_two_workers(tmp_path):
     dask = str(Path(sys.executable).parent / "dask")
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     try:
         for _ in range(2):
-            procs.append(subprocess.Popen(
-                [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--host",
-                 "127.0.0.1", "--no-dashboard", "--local-directory", str(tmp_path / "dask")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        dask,
+                        "worker",
+                        address,
+                        "--nworkers",
+                        "1",
+                        "--nthreads",
+                        "1",
+                        "--host",
+                        "127.0.0.1",
+                        "--no-dashboard",
+                        "--local-directory",
+                        str(tmp_path / "dask"),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    cwd=tmp_path,
+                )
+            )
         from distributed import Client
 
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
         runner = CliRunner()
         spec = small_spec(tmp_path)
-        result = runner.invoke(cli, ["--store", str(tmp_path / "store"), "study", str(spec),
-                                     "--scheduler", address, "--json"], obj={},
-                               env={"LLAMP_HOME": str(tmp_path)})
+        result = runner.invoke(
+            cli,
+            [
+                "--store",
+                str(tmp_path / "store"),
+                "study",
+                str(spec),
+                "--scheduler",
+                address,
+                "--json",
+            ],
+            obj={},
+            env={"LLAMP_HOME": str(tmp_path)},
+        )
         assert result.exit_code == 0, result.output
-        data = json.loads(result.stdout[result.stdout.index("{"):])
+        data = json.loads(result.stdout[result.stdout.index("{") :])
         assert data["executor"] == f"Dask scheduler {address}"
         assert (data["computed"], data["failed"]) == (8, 0)
         workers = {r["worker"] for r in data["rows"]}
@@ -402,7 +487,9 @@ def test_a_real_dask_scheduler_and_two_workers(tmp_path):
 def test_the_slurm_job_script_carries_the_spec_settings(tmp_path):
     """dask-jobqueue is not run against a real Slurm here: the job script it would submit is
     checked instead."""
-    path = write_spec(tmp_path, f"""\
+    path = write_spec(
+        tmp_path,
+        f"""\
         study: on-slurm
         runs: [{{name: dumpi, path: {DUMPI}}}]
         networks: [{{name: n}}]
@@ -410,10 +497,15 @@ def test_the_slurm_job_script_carries_the_spec_settings(tmp_path):
         execution:
           cluster: slurm
           slurm: {{cores: 32, memory: 64GB, walltime: "02:30:00", queue: compute, account: proj42, jobs: 4}}
-        """)
+        """,
+    )
     runner = CliRunner()
-    result = runner.invoke(cli, ["study", str(path), "--job-script", "--walltime", "03:00:00"],
-                           obj={}, env={"LLAMP_HOME": str(tmp_path)})
+    result = runner.invoke(
+        cli,
+        ["study", str(path), "--job-script", "--walltime", "03:00:00"],
+        obj={},
+        env={"LLAMP_HOME": str(tmp_path)},
+    )
     assert result.exit_code == 0, result.output
     script = result.stdout
     assert "#SBATCH -p compute" in script

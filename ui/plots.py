@@ -925,3 +925,37 @@ def distribution_figure(
         template="plotly_white",
     )
     return fig
+
+
+def study_heatmap(matrix: pd.DataFrame, metric: str, *, log: bool = False) -> go.Figure:
+    """A study's runs (down) × networks (across) coloured by ``metric``, values written in."""
+    M = matrix.to_numpy(dtype=np.float64)
+    finite = np.where(np.isfinite(M), M, np.nan)
+    z = finite
+    if log:
+        z = np.full_like(finite, np.nan)
+        np.log10(finite, out=z, where=finite > 0)
+    text = [["∞" if np.isinf(v) else ("—" if np.isnan(v) else f"{v:.4g}") for v in row]
+            for row in M]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[str(c) for c in matrix.columns],
+            y=[str(i) for i in matrix.index],
+            customdata=M,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            colorbar={"title": {"text": f"log10 {metric}" if log else metric, "side": "right"}},
+            hovertemplate="%{y} on %{x}<br>" + metric + " = %{customdata:.6g}<extra></extra>",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    fig.update_layout(
+        height=max(320, 120 + 48 * len(matrix.index)),
+        margin={"t": 30, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig

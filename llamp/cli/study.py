@@ -12,16 +12,32 @@ from llamp.cli.base import cli, emit_json, json_option, table
 
 @cli.command()
 @click.argument("spec_path", metavar="SPEC.yaml")
-@click.option("-o", "--output", default=None, help="Table to write (.parquet or .csv); "
-              "default: the spec's output.")
-@click.option("--workers", default=None, type=click.IntRange(1),
-              help="Local worker processes (default: the spec's, else all cores).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Table to write (.parquet or .csv); default: the spec's output.",
+)
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(1),
+    help="Local worker processes (default: the spec's, else all cores).",
+)
 @click.option("--serial", is_flag=True, help="Compute every cell in this process (no Dask).")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
-              help="Run on an existing Dask distributed cluster.")
-@click.option("--cluster", type=click.Choice(["local", "slurm"]), default=None,
-              help="slurm: start workers through dask-jobqueue (settings: execution.slurm "
-              "or the options below).")
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Run on an existing Dask distributed cluster.",
+)
+@click.option(
+    "--cluster",
+    type=click.Choice(["local", "slurm"]),
+    default=None,
+    help="slurm: start workers through dask-jobqueue (settings: execution.slurm "
+    "or the options below).",
+)
 @click.option("--jobs", default=None, type=click.IntRange(1), help="Slurm jobs to start.")
 @click.option("--cores", default=None, type=click.IntRange(1), help="Cores per Slurm job.")
 @click.option("--memory", default=None, help="Memory per Slurm job (e.g. 64GB).")
@@ -34,8 +50,26 @@ from llamp.cli.base import cli, emit_json, json_option, table
 @click.option("--job-script", is_flag=True, help="Print the Slurm job script and stop.")
 @json_option
 @click.pass_context
-def study(ctx, spec_path, output, workers, serial, scheduler, cluster, jobs, cores, memory,
-          walltime, queue, account, no_store, restart, dry_run, job_script, as_json) -> None:
+def study(
+    ctx,
+    spec_path,
+    output,
+    workers,
+    serial,
+    scheduler,
+    cluster,
+    jobs,
+    cores,
+    memory,
+    walltime,
+    queue,
+    account,
+    no_store,
+    restart,
+    dry_run,
+    job_script,
+    as_json,
+) -> None:
     """Run the study SPEC.yaml: every cell (run × collectives × network × placement × option ×
     analysis) not computed yet; one Analysis per cell in the store and one row per cell in
     the table. Cells already stored (or in the study's journal) are skipped; a failed cell is
@@ -49,23 +83,59 @@ def study(ctx, spec_path, output, workers, serial, scheduler, cluster, jobs, cor
         execution.scheduler = scheduler
     if cluster:
         execution.cluster = cluster
-    for key, value in (("jobs", jobs), ("cores", cores), ("memory", memory),
-                       ("walltime", walltime), ("queue", queue), ("account", account)):
+    for key, value in (
+        ("jobs", jobs),
+        ("cores", cores),
+        ("memory", memory),
+        ("walltime", walltime),
+        ("queue", queue),
+        ("account", account),
+    ):
         if value is not None:
             setattr(execution.slurm, key, value)
     if job_script:
         click.echo(slurm_cluster(execution.slurm).job_script())
         return
     if dry_run:
-        rows = [(c.id, c.run, c.collectives, c.network.name,
-                 c.placement.name if c.placement else "", c.option, c.analysis)
-                for c in spec.cells]
+        rows = [
+            (
+                c.id,
+                c.run,
+                c.collectives,
+                c.network.name,
+                c.placement.name if c.placement else "",
+                c.option,
+                c.analysis,
+            )
+            for c in spec.cells
+        ]
         if as_json:
-            emit_json([dict(zip(("cell", "run", "collectives", "network", "placement",
-                                 "option", "analysis"), r, strict=True)) for r in rows])
+            emit_json(
+                [
+                    dict(
+                        zip(
+                            (
+                                "cell",
+                                "run",
+                                "collectives",
+                                "network",
+                                "placement",
+                                "option",
+                                "analysis",
+                            ),
+                            r,
+                            strict=True,
+                        )
+                    )
+                    for r in rows
+                ]
+            )
             return
-        click.echo(table(rows, ("cell", "run", "collectives", "network", "placement", "option",
-                                "analysis")))
+        click.echo(
+            table(
+                rows, ("cell", "run", "collectives", "network", "placement", "option", "analysis")
+            )
+        )
         click.echo(f"{len(rows)} cells")
         return
     report = run_study(
@@ -89,9 +159,15 @@ def study(ctx, spec_path, output, workers, serial, scheduler, cluster, jobs, cor
     )
     failed = report.table[report.table["status"] != "ok"] if len(report.table) else None
     if failed is not None and len(failed):
-        click.echo(table([(r.cell, r.run, r.network, r.analysis, r.error)
-                          for r in failed.itertuples(index=False)],
-                         ("failed cell", "run", "network", "analysis", "error")))
+        click.echo(
+            table(
+                [
+                    (r.cell, r.run, r.network, r.analysis, r.error)
+                    for r in failed.itertuples(index=False)
+                ],
+                ("failed cell", "run", "network", "analysis", "error"),
+            )
+        )
     if report.output is not None:
         click.echo(f"wrote {report.output}")
     if report.failed:
