@@ -19,7 +19,14 @@ from typing import Any
 import pandas as pd
 
 from llamp.errors import InputError
-from llamp.study.execute import CellResult, GraphSource, connect, run_dask, run_serial
+from llamp.study.execute import (
+    CellResult,
+    Cluster,
+    GraphSource,
+    connect,
+    run_dask,
+    run_serial,
+)
 from llamp.study.spec import Cell, Study
 
 _BOLT = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
@@ -198,8 +205,12 @@ def run_study(
     output: Path | None = None,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
+    cluster: Cluster | None = None,
 ) -> StudyReport:
-    """Compute the cells of ``study`` not done yet; store them; write and return the table."""
+    """Compute the cells of ``study`` not done yet; store them; write and return the table.
+
+    ``cluster``: a connected :class:`~llamp.study.execute.Cluster` to use (and leave open)
+    instead of the one the spec or ``workers`` describe."""
     from tqdm import tqdm
 
     started = time.perf_counter()
@@ -245,12 +256,12 @@ def run_study(
     say(f"{len(study.cells)} cells: {len(done)} done before, {len(todo)} to compute")
 
     where = "this process"
-    cluster = None
+    given = cluster
     computed = failed = loads = 0
     store = None
     try:
         if todo and not serial:
-            cluster = connect(study.execution, workers)
+            cluster = given or connect(study.execution, workers)
             where = cluster.description
             results = run_dask(todo, sources, cluster)
         else:
@@ -301,7 +312,7 @@ def run_study(
     finally:
         if store is not None:
             store.close()
-        if cluster is not None:
+        if cluster is not None and cluster is not given:
             cluster.close()
     order = [c.id for c in study.cells]
     table = pd.DataFrame([rows[i] for i in order if i in rows])

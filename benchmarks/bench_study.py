@@ -1,0 +1,180 @@
+"""Studies (issue 18): a Monte Carlo / tolerance study of one graph on 1 and 2 local Dask
+workers, the overhead per cell, and the client's store writes.
+
+The graph is the synthetic stencil (16 ranks, an alltoall every 10th iteration) saved as
+``.npz``; the study is N networks (L from 1 to 50 µs, so every cell differs) × two analyses:
+``tolerance`` (1 % L and G tolerance) and ``mc`` (4 samples, 2 % temporal noise, ``T`` only).
+Measured, each from a cold start of the executor:
+
+- ``in process``: ``run_study(serial=True)``, the cells one after the other: the compute time;
+- ``1 worker`` / ``2 workers``: ``LocalCluster`` of that many single-threaded processes
+  (start-up included: it is paid once per study);
+- overhead per cell = (wall time on 1 worker − Σ cell compute seconds) / cells: what a study
+  adds to the analyses (task submission, result transfer, journal, graph load once per worker);
+- ``store write per cell``: the client writing one Analysis to the embedded store.
+
+Sizes: ``--quick`` 10^5 vertices × 40 cells; default 10^6 × 200 cells; ``--full`` 10^6 × 1000.
+Run alone: ``python -m benchmarks.bench_study [--quick|--full]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.timing import row
+from llamp.ingest.synthetic import stencil_with_vertices
+
+
+def _spec(directory: Path, npz: Path, networks: int) -> Path:
+    lines = [
+        f"  - {{name: n{i:04d}, L: {L:.6g}ns, G: 100Gb/s}}"
+        for i, L in enumerate(np.linspace(1000.0, 50000.0, networks))
+    ]
+    spec = directory / "bench.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        study: bench
+        runs: [{{name: stencil, path: {npz}}}]
+        analyses:
+          - tolerance: {{x: [1]}}
+          - mc: {{samples: 4, temporal_cv: 0.02, runtime_only: true}}
+        networks:
+        """)
+        + "\n".join(lines)
+        + "\n"
+    )
+    return spec
+
+
+def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
+    from llamp.study import load_spec, run_study
+    from llamp.study.execute import connect
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="llamp-bench-study-") as tmp:
+        directory = Path(tmp)
+        graph = stencil_with_vertices(vertices, ranks=16, alltoall_every=10)
+        npz = graph.save(directory / "stencil.npz")
+        study = load_spec(_spec(directory, npz, cells // 2))
+        case = f"stencil {graph.num_vertices:.2g} vertices, {len(study.cells)} cells"
+
+        start = time.perf_counter()
+        serial = run_study(study, use_store=False, serial=True, restart=True)
+        wall_serial = time.perf_counter() - start
+        compute = float(serial.table["seconds"].sum())
+        per_cell = serial.table.groupby("analysis")["seconds"].median()
+        rows.append(row("study", case, "in process (wall)", wall_serial, "s"))
+        for analysis, seconds in per_cell.items():
+            rows.append(row("study", case, f"  median cell: {analysis}", seconds, "s"))
+        warm = load_spec(_spec(directory, npz, 2))  # other L: cells the study does not have
+        walls, startups = {}, {}
+        for workers in (1, 2):
+            start = time.perf_counter()
+            cluster = connect(study.execution, workers)
+            run_study(warm, use_store=False, cluster=cluster, restart=True)
+            startups[workers] = time.perf_counter() - start
+            try:
+                start = time.perf_counter()
+                report = run_study(study, use_store=False, cluster=cluster, restart=True)
+                walls[workers] = time.perf_counter() - start
+            finally:
+                cluster.close()
+            assert report.failed == 0
+            rows.append(
+                row(
+                    "study",
+                    case,
+                    f"start-up of {workers} worker(s): processes, imports, JIT, graph load",
+                    startups[workers],
+                    "s",
+                )
+            )
+            rows.append(
+                row("study", case, f"{workers} worker(s) (wall, warm)", walls[workers], "s")
+            )
+            same = np.array_equal(
+                report.table.set_index("cell").sort_index()["tolerance_1pct_L_ns"].to_numpy(),
+                serial.table.set_index("cell").sort_index()["tolerance_1pct_L_ns"].to_numpy(),
+                equal_nan=True,
+            )
+            rows.append(
+                row("study", case, f"  same numbers as in process ({workers})", float(same), "bool")
+            )
+        rows.append(row("study", case, "speed-up 2 workers vs 1 (warm)", walls[1] / walls[2], "×"))
+        rows.append(
+            row(
+                "study",
+                case,
+                "speed-up 2 workers vs 1 (with start-up)",
+                (walls[1] + startups[1]) / (walls[2] + startups[2]),
+                "×",
+            )
+        )
+        overhead = (walls[1] - compute) / len(study.cells)
+        rows.append(row("study", case, "overhead per cell (1 worker, warm)", overhead * 1e3, "ms"))
+        rows.append(
+            row(
+                "study",
+                case,
+                "  overhead / median cell compute",
+                overhead / float(serial.table["seconds"].median()) * 100,
+                "%",
+            )
+        )
+
+        small = load_spec(_spec(directory, npz, 10))
+        store = directory / "store"
+        start = time.perf_counter()
+        run_study(small, store_uri=str(store), serial=True, restart=True)
+        with_store = time.perf_counter() - start
+        start = time.perf_counter()
+        run_study(small, use_store=False, serial=True, restart=True)
+        without = time.perf_counter() - start
+        rows.append(
+            row(
+                "study",
+                f"{len(small.cells)} cells",
+                "store write per cell (client)",
+                (with_store - without) / len(small.cells) * 1e3,
+                "ms",
+            )
+        )
+    return rows
+
+
+def run(quick: bool = False, repeat: int = 1, full: bool = False) -> list[dict[str, Any]]:
+    if quick:
+        return _measure(100_000, 40)
+    return _measure(1_000_000, 1000 if full else 200)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_study", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="10^5 vertices, 40 cells")
+    parser.add_argument("--full", action="store_true", help="10^6 vertices, 1000 cells")
+    args = parser.parse_args(argv)
+    rows = run(quick=args.quick, full=args.full)
+    width = max(len(r["metric"]) for r in rows)
+    print(f"case: {rows[0]['case']}")
+    print(f"| {'metric'.ljust(width)} | value | unit |")
+    print(f"|{'-' * (width + 2)}|-------|------|")
+    for r in rows:
+        value = r["value"]
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        label = r["metric"] if r["case"] == rows[0]["case"] else f"{r['metric']} ({r['case']})"
+        print(f"| {label.ljust(width)} | {text} | {r['unit']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
