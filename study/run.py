@@ -102,7 +102,7 @@ def prepare_graphs(
             name = stored_name(run.stored or run_name, variant)
             npz = graphs_dir / f"{run_name}__{_slug(variant)}.npz"
             if progress:
-                progress(f"graph {name}")
+                progress(f"preparing graph {name}")
             if run.stored is not None:
                 if store is None or not store.has_run(run.stored):
                     raise InputError(f"runs.{run_name}: no stored run {run.stored!r}")
@@ -270,6 +270,7 @@ def run_study(
             from llamp.graphdb import open_store
 
             store = open_store(store_uri)
+        computing = time.perf_counter()
         with (
             journal.open("a") as out,
             tqdm(
@@ -309,6 +310,10 @@ def run_study(
                 out.write(json.dumps(row, default=str) + "\n")
                 out.flush()
                 bar.update(1)
+                if bar.disable and log is not None:
+                    _report_progress(
+                        computed + failed, len(todo), time.perf_counter() - computing, say
+                    )
     finally:
         if store is not None:
             store.close()
@@ -330,6 +335,15 @@ def run_study(
         graph_loads=loads,
         stored_runs=names,
     )
+
+
+def _report_progress(done: int, total: int, elapsed: float, say: Callable[[str], None]) -> None:
+    """Without a terminal (batch jobs, logs): a line at every tenth of the cells."""
+    step = max(1, total // 10)
+    if done % step and done != total:
+        return
+    left = elapsed / done * (total - done)
+    say(f"{done}/{total} cells, {elapsed:.0f} s elapsed, about {left:.0f} s left")
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:

@@ -427,6 +427,9 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
                     raise fail(("options", j, bad), str(err)) from None
                 raise fail(("networks", i, bad) if bad else ("networks", i), str(err)) from None
 
+    for place in spec.placements:
+        if place.mapping is not None:
+            place.mapping = str((base_dir / place.mapping).resolve())
     placements = {p.name: p for p in spec.placements}
     runs = {r.name: r for r in spec.runs}
     for run in runs.values():
