@@ -514,3 +514,60 @@ def test_the_slurm_job_script_carries_the_spec_settings(tmp_path):
     assert "#SBATCH --mem=60G" in script
     assert "#SBATCH -t 03:00:00" in script
     assert "--nthreads 1" in script and "--nworkers 32" in script
+
+
+def test_a_stored_run_and_placements_with_a_mapping_file(tmp_path):
+    """A run named by the store is exported once for the workers; a placement's mapping file
+    (relative to the spec) reaches the topology analysis as `llamp topology --mapping` does."""
+    from llamp.graphdb import open_store
+    from llamp.ingest import read
+
+    store = str(tmp_path / "store")
+    with open_store(store) as s:
+        s.put_run(read(DUMPI), "dumpi-stored")
+    (tmp_path / "map.txt").write_text("0\n0\n5\n5\n")
+    path = write_spec(
+        tmp_path,
+        """\
+        study: placed
+        runs: [{name: d, stored: dumpi-stored}]
+        networks: [{name: fly, topology: "dragonfly:g=3,a=2,p=1", o: 1us}]
+        placements: [{name: dense}, {name: far, mapping: map.txt}]
+        analyses: [tolerance]
+        """,
+    )
+    study = load_spec(path)
+    report = run_study(study, store_uri=store, serial=True)
+    assert report.failed == 0 and len(report.table) == 2
+    rows = {r["placement"]: r for r in report.table.to_dict(orient="records")}
+    for placement, args in (
+        ("dense", ["--ranks-per-node", "1"]),
+        ("far", ["--mapping", str(tmp_path / "map.txt")]),
+    ):
+        out = cli_json(
+            [
+                "--store",
+                store,
+                "topology",
+                "dumpi-stored",
+                "dragonfly:g=3,a=2,p=1",
+                *args,
+                "--o",
+                "1us",
+                "--json",
+            ],
+            tmp_path,
+        )
+        one = out["topologies"][0]
+        assert close(rows[placement]["runtime_ns"], one["runtime_ns"])
+        for t in one["tolerances"]:
+            key = f"tolerance_{t['x'] * 100:g}pct_{t['variable']}_ns"
+            assert close(rows[placement][key], t["tolerance_ns"])
+    assert (
+        rows["dense"]["runtime_ns"] != rows["far"]["runtime_ns"]
+        or rows["dense"]["mean_switches"] != rows["far"]["mean_switches"]
+    )
+    with open_store(store, read_only=True) as s:
+        from llamp.graphdb.studies import study_cells
+
+        assert set(study_cells(s, "placed")["stored_run"]) == {"dumpi-stored"}
