@@ -141,7 +141,10 @@ def slurm_cluster(settings: Any):
         "memory": settings.memory,
         "walltime": settings.walltime,
         "job_extra_directives": list(settings.job_extra_directives),
+        "job_script_prologue": list(settings.prologue),
     }
+    if settings.interface:
+        kwargs["interface"] = settings.interface
     if settings.queue:
         kwargs["queue"] = settings.queue
     if settings.account:

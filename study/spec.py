@@ -170,6 +170,8 @@ class SlurmSpec(_Strict):
     account: str | None = None
     jobs: int = Field(default=1, ge=1)
     job_extra_directives: list[str] = Field(default_factory=list)
+    prologue: list[str] = Field(default_factory=list)  # e.g. module load, source venv
+    interface: str | None = None  # network interface of the workers (e.g. ib0)
 
 
 class ExecutionSpec(_Strict):

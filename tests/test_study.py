@@ -26,6 +26,8 @@ DUMPI = DATA / "dumpi" / "sst-dumpi-4ranks"
 SWEEP3D = DATA / "liballprof" / "sweep3d-2x2"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "study.yaml"
 
+pytest_plugins = ["test_store_fixtures"]  # store_uri: embedded, FalkorDB over Bolt, Neo4j
+
 
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     path = tmp_path / name
@@ -496,7 +498,7 @@ def test_the_slurm_job_script_carries_the_spec_settings(tmp_path):
         analyses: [predict]
         execution:
           cluster: slurm
-          slurm: {{cores: 32, memory: 64GB, walltime: "02:30:00", queue: compute, account: proj42, jobs: 4}}
+          slurm: {{cores: 32, memory: 64GB, walltime: "02:30:00", queue: compute, account: proj42, jobs: 4, prologue: ["source /work/venv/bin/activate"]}}
         """,
     )
     runner = CliRunner()
@@ -514,6 +516,7 @@ def test_the_slurm_job_script_carries_the_spec_settings(tmp_path):
     assert "#SBATCH --mem=60G" in script
     assert "#SBATCH -t 03:00:00" in script
     assert "--nthreads 1" in script and "--nworkers 32" in script
+    assert "source /work/venv/bin/activate" in script
 
 
 def test_a_stored_run_and_placements_with_a_mapping_file(tmp_path):
@@ -571,3 +574,39 @@ def test_a_stored_run_and_placements_with_a_mapping_file(tmp_path):
         from llamp.graphdb.studies import study_cells
 
         assert set(study_cells(s, "placed")["stored_run"]) == {"dumpi-stored"}
+
+
+def test_workers_read_a_bolt_store_and_cells_are_stored_there(store_uri, tmp_path):
+    """With a server store, workers load stored runs from it (no .npz); the client stores the
+    cells there too. Trace runs are stored under their name on first use."""
+    from llamp.graphdb import open_store
+    from llamp.graphdb.studies import study_cells
+    from llamp.ingest import read
+    from llamp.study.run import prepare_graphs
+
+    with open_store(store_uri) as s:
+        s.put_run(read(DUMPI), "dumpi-stored")
+    path = write_spec(
+        tmp_path,
+        f"""\
+        study: served
+        runs: [{{name: d, stored: dumpi-stored}}, {{name: sweep3d, path: {SWEEP3D}}}]
+        networks: [{{name: eth, L: 5us, G: 10Gb/s}}]
+        analyses: [predict]
+        """,
+    )
+    study = load_spec(path)
+    sources, names = prepare_graphs(
+        study, store_uri=store_uri, use_store=True, directory=tmp_path / "work"
+    )
+    bolt = store_uri.startswith("bolt")
+    assert (sources[("d", "default")].npz is None) == bolt
+    assert names == {("d", "default"): "dumpi-stored", ("sweep3d", "default"): "sweep3d"}
+    report = run_study(study, store_uri=store_uri, serial=True)
+    assert report.failed == 0
+    expected = cli_json(["predict", str(DUMPI), "--L", "5us", "--G", "10Gb/s", "--json"], tmp_path)
+    row = report.table.set_index("run").loc["d"]
+    assert close(row["runtime_ns"], expected["runtime_ns"])
+    with open_store(store_uri, read_only=True) as s:
+        cells = study_cells(s, "served")
+    assert sorted(cells["stored_run"]) == ["dumpi-stored", "sweep3d"]
