@@ -458,13 +458,9 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
         for run, variant, net, option, analysis in itertools.product(
             runs, spec.collectives, spec.networks, options, analyses
         ):
-            if (
-                net.name
-                and ANALYSES[analysis].networks
-                and net.kind not in ANALYSES[analysis].networks
-            ):
-                continue
-            places = list(placements.values()) or [default_place] if net.topology else [None]
+            if net.kind not in ANALYSES[analysis].networks:
+                continue  # e.g. sweep on a topology: the cross product leaves it out
+            places = (list(placements.values()) or [default_place]) if net.topology else [None]
             for place in places:
                 cells.append(
                     make(run, variant, net.name, place, option.name if option else None, analysis)
