@@ -86,7 +86,12 @@ def study_matrix(
         return pd.DataFrame()
     varying = [c for c in columns if c in frame.columns and frame[c].nunique(dropna=False) > 1]
     varying = varying or [columns[0]]
-    label = frame[varying].astype(str).agg(" · ".join, axis=1)
+    label = (
+        frame[varying]
+        .fillna("")
+        .astype(str)
+        .agg(lambda parts: " · ".join(p for p in parts if p), axis=1)
+    )
     values = pd.to_numeric(frame[metric], errors="coerce")
     table = pd.DataFrame({rows: frame[rows], "column": label, metric: values})
     return table.pivot_table(index=rows, columns="column", values=metric, aggfunc="first")

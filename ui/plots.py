@@ -927,10 +927,19 @@ def distribution_figure(
     return fig
 
 
-def study_heatmap(matrix: pd.DataFrame, metric: str, *, log: bool = False) -> go.Figure:
-    """A study's runs (down) × networks (across) coloured by ``metric``, values written in."""
+def study_heatmap(
+    matrix: pd.DataFrame, metric: str, *, log: bool = False, relative: bool = False
+) -> go.Figure:
+    """A study's runs (down) × networks (across) coloured by ``metric``, values written in.
+
+    ``relative``: colours by value / the row's smallest value (which network suits each run
+    best, whatever the runs' scales); the cells still show the values."""
     M = matrix.to_numpy(dtype=np.float64)
     finite = np.where(np.isfinite(M), M, np.nan)
+    if relative:
+        with np.errstate(all="ignore"):
+            finite = finite / np.nanmin(np.where(finite > 0, finite, np.nan), axis=1)[:, None]
+        metric = f"{metric} / row minimum"
     z = finite
     if log:
         z = np.full_like(finite, np.nan)

@@ -35,12 +35,12 @@ if listing.empty:
         "(e.g. examples/study.yaml)."
     )
     st.stop()
-st.dataframe(listing, hide_index=True, use_container_width=True)
+st.dataframe(listing, hide_index=True, width="stretch")
 
 name = st.selectbox("Study", listing["study"].tolist(), key="study_name")
 cells = _cells(store.location(), name)
 analyses = sorted(cells["analysis"].unique())
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 analysis = c1.selectbox("Analysis", analyses, key="study_analysis")
 mine = cells[cells["analysis"] == analysis]
 skip = {*LABELS, "stored_run", "analysis_id", "created", "S_bytes"}
@@ -58,6 +58,12 @@ metric = c2.selectbox(
     "Quantity", numeric, index=numeric.index(preferred[0]) if preferred else 0, key="study_metric"
 )
 log = c3.toggle("Logarithmic colours", key="study_log")
+relative = c4.toggle(
+    "Relative to each run's best",
+    value=True,
+    key="study_relative",
+    help="Colour by value / the run's smallest value, so runs of different scales compare.",
+)
 
 f1, f2, f3 = st.columns(3)
 runs = f1.multiselect("Runs", sorted(mine["run"].unique()), key="study_runs")
@@ -79,13 +85,13 @@ else:
     matrix = matrix.sort_index()
 
 event = st.plotly_chart(
-    plots.study_heatmap(matrix, metric, log=log),
-    use_container_width=True,
+    plots.study_heatmap(matrix, metric, log=log, relative=relative),
+    width="stretch",
     on_select="rerun",
     selection_mode="points",
     key="study_heatmap",
 )
-st.dataframe(matrix, use_container_width=True)
+st.dataframe(matrix, width="stretch")
 controls.csv_download(
     mine.drop(columns=["analysis_id"]),
     f"{controls.slug(name)}.csv",
