@@ -6,11 +6,12 @@ The graph is the synthetic stencil (16 ranks, an alltoall every 10th iteration) 
 ``tolerance`` (1 % L and G tolerance) and ``mc`` (4 samples, 2 % temporal noise, ``T`` only).
 Measured, each from a cold start of the executor:
 
-- ``in process``: ``run_study(serial=True)``, the cells one after the other: the compute time;
-- ``1 worker`` / ``2 workers``: ``LocalCluster`` of that many single-threaded processes
-  (start-up included: it is paid once per study);
-- overhead per cell = (wall time on 1 worker − Σ cell compute seconds) / cells: what a study
-  adds to the analyses (task submission, result transfer, journal, graph load once per worker);
+- ``start-up``: a ``LocalCluster`` of 1 or 2 single-threaded worker processes started and
+  warmed by a 2-cell study (process start, imports, numba compilation, graph load): paid once
+  per study;
+- ``1 worker`` / ``2 workers``: the study's wall time on the warm cluster;
+- overhead per cell = (wall time on 1 worker − Σ cell compute seconds measured inside the
+  cells) / cells: what a study adds to the analyses (task submission, result transfer, journal);
 - ``store write per cell``: the client writing one Analysis to the embedded store.
 
 Sizes: ``--quick`` 10^5 vertices × 40 cells; default 10^6 × 200 cells; ``--full`` 10^6 × 1000.
@@ -54,11 +55,17 @@ def _spec(directory: Path, npz: Path, networks: int) -> Path:
     return spec
 
 
-def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
+def _measure(vertices: int, cells: int, echo: bool = False) -> list[dict[str, Any]]:
     from llamp.study import load_spec, run_study
     from llamp.study.execute import connect
 
     rows: list[dict[str, Any]] = []
+
+    def emit(r: dict[str, Any]) -> None:
+        rows.append(r)
+        if echo:  # a long run keeps what it measured if it is stopped
+            print(f"# {r['metric']}: {r['value']:.4g} {r['unit']}", file=sys.stderr, flush=True)
+
     with tempfile.TemporaryDirectory(prefix="llamp-bench-study-") as tmp:
         directory = Path(tmp)
         graph = stencil_with_vertices(vertices, ranks=16, alltoall_every=10)
@@ -66,16 +73,8 @@ def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
         study = load_spec(_spec(directory, npz, cells // 2))
         case = f"stencil {graph.num_vertices:.2g} vertices, {len(study.cells)} cells"
 
-        start = time.perf_counter()
-        serial = run_study(study, use_store=False, serial=True, restart=True)
-        wall_serial = time.perf_counter() - start
-        compute = float(serial.table["seconds"].sum())
-        per_cell = serial.table.groupby("analysis")["seconds"].median()
-        rows.append(row("study", case, "in process (wall)", wall_serial, "s"))
-        for analysis, seconds in per_cell.items():
-            rows.append(row("study", case, f"  median cell: {analysis}", seconds, "s"))
         warm = load_spec(_spec(directory, npz, 2))  # other L: cells the study does not have
-        walls, startups = {}, {}
+        walls, startups, tables = {}, {}, {}
         for workers in (1, 2):
             start = time.perf_counter()
             cluster = connect(study.execution, workers)
@@ -88,7 +87,8 @@ def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
             finally:
                 cluster.close()
             assert report.failed == 0
-            rows.append(
+            tables[workers] = report.table.set_index("cell").sort_index()
+            emit(
                 row(
                     "study",
                     case,
@@ -97,36 +97,37 @@ def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
                     "s",
                 )
             )
-            rows.append(
-                row("study", case, f"{workers} worker(s) (wall, warm)", walls[workers], "s")
-            )
-            same = np.array_equal(
-                report.table.set_index("cell").sort_index()["tolerance_1pct_L_ns"].to_numpy(),
-                serial.table.set_index("cell").sort_index()["tolerance_1pct_L_ns"].to_numpy(),
-                equal_nan=True,
-            )
-            rows.append(
-                row("study", case, f"  same numbers as in process ({workers})", float(same), "bool")
-            )
-        rows.append(row("study", case, "speed-up 2 workers vs 1 (warm)", walls[1] / walls[2], "×"))
-        rows.append(
+            emit(row("study", case, f"{workers} worker(s) (wall, warm)", walls[workers], "s"))
+            if workers == 1:
+                compute = float(report.table["seconds"].sum())
+                for analysis, seconds in (
+                    report.table.groupby("analysis")["seconds"].median().items()
+                ):
+                    emit(row("study", case, f"  median cell: {analysis}", seconds, "s"))
+                overhead = (walls[1] - compute) / len(study.cells)
+                emit(row("study", case, "overhead per cell (1 worker, warm)", overhead * 1e3, "ms"))
+                emit(
+                    row(
+                        "study",
+                        case,
+                        "  overhead / median cell compute",
+                        overhead / float(report.table["seconds"].median()) * 100,
+                        "%",
+                    )
+                )
+        same = all(
+            np.array_equal(tables[1][c].to_numpy(), tables[2][c].to_numpy(), equal_nan=True)
+            for c in ("tolerance_1pct_L_ns", "mc_mean_runtime_ns")
+        )
+        emit(row("study", case, "same numbers on 1 and 2 workers", float(same), "bool"))
+        emit(row("study", case, "speed-up 2 workers vs 1 (warm)", walls[1] / walls[2], "×"))
+        emit(
             row(
                 "study",
                 case,
                 "speed-up 2 workers vs 1 (with start-up)",
                 (walls[1] + startups[1]) / (walls[2] + startups[2]),
                 "×",
-            )
-        )
-        overhead = (walls[1] - compute) / len(study.cells)
-        rows.append(row("study", case, "overhead per cell (1 worker, warm)", overhead * 1e3, "ms"))
-        rows.append(
-            row(
-                "study",
-                case,
-                "  overhead / median cell compute",
-                overhead / float(serial.table["seconds"].median()) * 100,
-                "%",
             )
         )
 
@@ -150,10 +151,12 @@ def _measure(vertices: int, cells: int) -> list[dict[str, Any]]:
     return rows
 
 
-def run(quick: bool = False, repeat: int = 1, full: bool = False) -> list[dict[str, Any]]:
+def run(
+    quick: bool = False, repeat: int = 1, full: bool = False, echo: bool = False
+) -> list[dict[str, Any]]:
     if quick:
-        return _measure(100_000, 40)
-    return _measure(1_000_000, 1000 if full else 200)
+        return _measure(100_000, 40, echo)
+    return _measure(1_000_000, 1000 if full else 200, echo)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10^5 vertices, 40 cells")
     parser.add_argument("--full", action="store_true", help="10^6 vertices, 1000 cells")
     args = parser.parse_args(argv)
-    rows = run(quick=args.quick, full=args.full)
+    rows = run(quick=args.quick, full=args.full, echo=True)
     width = max(len(r["metric"]) for r in rows)
     print(f"case: {rows[0]['case']}")
     print(f"| {'metric'.ljust(width)} | value | unit |")
