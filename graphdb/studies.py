@@ -70,6 +70,22 @@ def studies(store: GraphStore) -> pd.DataFrame:
     ).reset_index()
 
 
+def column_labels(
+    cells: pd.DataFrame,
+    columns: tuple[str, ...] = ("network", "placement", "option", "collectives"),
+) -> pd.Series:
+    """The matrix column of each cell: its network, with placement, option and collective
+    variant when the study has several (``"dragonfly · dense"``)."""
+    varying = [c for c in columns if c in cells.columns and cells[c].nunique(dropna=False) > 1]
+    varying = varying or [columns[0]]
+    return (
+        cells[varying]
+        .fillna("")
+        .astype(str)
+        .agg(lambda parts: " · ".join(p for p in parts if p), axis=1)
+    )
+
+
 def study_matrix(
     cells: pd.DataFrame,
     metric: str,
@@ -84,14 +100,7 @@ def study_matrix(
     frame = cells if analysis is None else cells[cells["analysis"] == analysis]
     if frame.empty or metric not in frame.columns:
         return pd.DataFrame()
-    varying = [c for c in columns if c in frame.columns and frame[c].nunique(dropna=False) > 1]
-    varying = varying or [columns[0]]
-    label = (
-        frame[varying]
-        .fillna("")
-        .astype(str)
-        .agg(lambda parts: " · ".join(p for p in parts if p), axis=1)
-    )
+    label = column_labels(frame, columns)
     values = pd.to_numeric(frame[metric], errors="coerce")
     table = pd.DataFrame({rows: frame[rows], "column": label, metric: values})
     return table.pivot_table(index=rows, columns="column", values=metric, aggfunc="first")

@@ -97,3 +97,21 @@ def test_opening_a_cell_carries_run_and_parameters_to_the_latency_page(env):
     assert at.session_state["_keep_param_G"] == "0.04ns/B"
     assert at.title[0].value == "Latency sensitivity and tolerance"
     assert any("Run **sweep3d**" in c.value and "L = 1 µs" in c.value for c in at.caption)
+
+
+def test_a_click_on_the_heatmap_picks_that_cell(env):
+    at = study_page()
+    first = at.selectbox(key="study_cell").value
+    target = next(c for c in ("sweep3d on hdr", "dumpi on eth") if c != first)
+    run, net = target.split(" on ")
+    at.session_state["study_heatmap"] = {
+        "selection": {
+            "points": [{"x": net, "y": run}],
+            "point_indices": [0],
+            "box": [],
+            "lasso": [],
+        }
+    }
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="study_cell").value == target

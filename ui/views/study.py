@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from llamp.graphdb.studies import LABELS, studies, study_cells, study_matrix
+from llamp.graphdb.studies import LABELS, column_labels, studies, study_cells, study_matrix
 from llamp.params import LogGPS
 from llamp.ui import controls, plots, store
 
@@ -101,27 +101,21 @@ controls.csv_download(
 
 # ---------------------------------------------------------------------- open a cell
 st.subheader("Open a cell")
-mine = mine.assign(
-    _label=mine["run"]
-    + " on "
-    + mine["network"]
-    + mine["placement"].fillna("").map(lambda p: f" · {p}" if p else "")
-    + mine["option"].fillna("").map(lambda o: f" · {o}" if o else "")
-    + mine["collectives"].map(lambda c: "" if c == "default" else f" · {c}")
-)
+mine = mine.assign(_column=column_labels(mine).to_numpy())
+mine = mine.assign(_label=mine["run"] + " on " + mine["_column"])
 labels = mine["_label"].tolist()
 picked = None
 points = (event or {}).get("selection", {}).get("points", []) if event else []
-if points:
-    run, column = str(points[0].get("y")), str(points[0].get("x"))
-    hit = [lbl for lbl in labels if lbl.startswith(f"{run} on {column.split(' · ')[0]}")]
-    picked = hit[0] if hit else None
-choice = st.selectbox(
-    "Cell (or click it in the matrix)",
-    labels,
-    index=labels.index(picked) if picked in labels else 0,
-    key="study_cell",
-)
+if points:  # a click on the heatmap: the cell of that run (y) and column (x)
+    x, y = str(points[0].get("x")), str(points[0].get("y"))
+    hit = mine[(mine["run"] == y) & (mine["_column"] == x)]
+    picked = hit["_label"].iloc[0] if len(hit) else None
+    if picked is not None and st.session_state.get("_study_click") != (x, y):
+        st.session_state["_study_click"] = (x, y)  # a new click moves the picker, once
+        st.session_state["study_cell"] = picked
+if st.session_state.get("study_cell") not in labels:
+    st.session_state.pop("study_cell", None)  # another study or filter: start from the first
+choice = st.selectbox("Cell (or click it in the matrix)", labels, key="study_cell")
 row = mine[mine["_label"] == choice].iloc[0]
 params = LogGPS(
     L=float(row["L_ns"]), o=float(row["o_ns"]), G=float(row["G_ns_per_byte"]), S=int(row["S_bytes"])
