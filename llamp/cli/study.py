@@ -151,6 +151,8 @@ def study(
     )
     if as_json:
         emit_json(report.as_dict() | {"rows": report.table.to_dict(orient="records")})
+        if report.failed:
+            ctx.exit(1)
         return
     click.echo(
         f"study {spec.name}: {len(report.table)} cells, {report.computed} computed, "
