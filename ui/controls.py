@@ -199,6 +199,14 @@ def choose_run(name: str) -> None:
     _keep("run", name)
 
 
+def choose_params(params: LogGPS) -> None:
+    """Make ``params`` the LogGPS inputs the analysis pages open with (exact, in ns)."""
+    _keep("param_L", f"{params.L!r}ns")
+    _keep("param_o", f"{params.o!r}ns")
+    _keep("param_G", f"{params.G!r}ns/B")
+    _keep("param_S", str(int(params.S)))
+
+
 def selection(page: str) -> Selection:
     """Render the sidebar controls of ``page`` and return the chosen run and parameters; stops
     the page with a message if there is no run or a parameter cannot be read."""

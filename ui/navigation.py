@@ -31,6 +31,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/topology.py", "Topology what-if", ":material/hub:", "Network"),
     PageSpec("views/matrices.py", "Sensitivity matrices", ":material/grid_on:", "Network"),
     PageSpec("views/placement.py", "Placement", ":material/swap_horiz:", "Network"),
+    PageSpec("views/study.py", "Studies", ":material/table_chart:", "Analyses"),
     PageSpec("views/cypher.py", "Cypher console", ":material/terminal:", "Query"),
     PageSpec("views/validation.py", "Validation", ":material/fact_check:", "Analyses"),
 )

@@ -1041,3 +1041,46 @@ def region_figure(
 def _rgba(hex_color: str, alpha: float) -> str:
     r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha})"
+
+
+def study_heatmap(
+    matrix: pd.DataFrame, metric: str, *, log: bool = False, relative: bool = False
+) -> go.Figure:
+    """A study's runs (down) × networks (across) coloured by ``metric``, values written in.
+
+    ``relative``: colours by value / the row's smallest value (which network suits each run
+    best, whatever the runs' scales); the cells still show the values."""
+    M = matrix.to_numpy(dtype=np.float64)
+    finite = np.where(np.isfinite(M), M, np.nan)
+    if relative:
+        with np.errstate(all="ignore"):
+            finite = finite / np.nanmin(np.where(finite > 0, finite, np.nan), axis=1)[:, None]
+        metric = f"{metric} / row minimum"
+    z = finite
+    if log:
+        z = np.full_like(finite, np.nan)
+        np.log10(finite, out=z, where=finite > 0)
+    text = [["∞" if np.isinf(v) else ("—" if np.isnan(v) else f"{v:.4g}") for v in row]
+            for row in M]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[str(c) for c in matrix.columns],
+            y=[str(i) for i in matrix.index],
+            customdata=M,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            colorbar={"title": {"text": f"log10 {metric}" if log else metric, "side": "right"}},
+            hovertemplate="%{y} on %{x}<br>" + metric + " = %{customdata:.6g}<extra></extra>",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    fig.update_layout(
+        height=max(320, 120 + 48 * len(matrix.index)),
+        margin={"t": 30, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig
