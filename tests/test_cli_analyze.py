@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import llamp
 
 from llamp.ingest import read
 from llamp.lp import predict, tolerance
 from llamp.params import LogGPS
 
 SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
-
-
-def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "llamp", *args],
-        capture_output=True,
-        text=True,
-        env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin"},
-        timeout=600,
-    )
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 def test_predict_json_on_the_paper_example(paper_npz, tmp_path):

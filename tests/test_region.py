@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from cli_process import llamp
 from hand_graphs import build, paper_example
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_graphs import random_graph
-from test_cli_analyze import llamp
 
 from llamp.errors import InputError
 from llamp.lp import engine_for

@@ -26,7 +26,6 @@ DUMPI = DATA / "dumpi" / "sst-dumpi-4ranks"
 SWEEP3D = DATA / "liballprof" / "sweep3d-2x2"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "study.yaml"
 
-pytest_plugins = ["test_store_fixtures"]  # store_uri: embedded, FalkorDB over Bolt, Neo4j
 
 
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_ui_apptest import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
+from apptest_pages import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
 
 from llamp.config import format_ns
 from llamp.ingest import read
