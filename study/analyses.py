@@ -99,6 +99,14 @@ class PlaceSettings(_Settings):
     start: Literal["best", "block", "round-robin", "volume", "random"] = "best"
 
 
+class RegionSettings(_Settings):
+    x: list[float] = Field(default_factory=lambda: [1.0, 2.0, 5.0], min_length=1)
+    axes: Literal["L,G", "L,o", "G,o"] = "L,G"
+    #: Designs to mark inside/outside, as ``llamp region --design NAME=U,V`` takes them.
+    designs: list[str] = Field(default_factory=list)
+    max_evaluations: str | int = "all"
+
+
 class MatrixSettings(_Settings):
     intra: str | None = None
     inter: str | None = None
@@ -178,6 +186,61 @@ def _range(settings: dict[str, Any]) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- analyses
+def _region(inp: CellInput) -> dict[str, Any]:
+    """``llamp region --json`` of the cell: the exact 1/2/5 % polygons over two of L, G, o and
+    whether each listed design lies inside (which designs the application tolerates)."""
+    from llamp.lp.region import parse_design, tolerance_region
+
+    s = inp.settings
+    budget = str(s["max_evaluations"]).strip().lower()
+    u, v = s["axes"].split(",")
+    result = tolerance_region(
+        inp.graph,
+        inp.params,
+        x=_levels(s["x"]),
+        axes=(u, v),
+        max_evaluations=None if budget == "all" else int(budget),
+    )
+    designs = dict(parse_design(text, result.axes) for text in s["designs"])
+    payload = result.as_dict()
+    payload["designs"] = result.designs(designs).to_dict(orient="records") if designs else []
+    return payload
+
+
+def _region_scalars(payload: dict[str, Any]) -> dict[str, Any]:
+    keys = [a["name"] for a in payload["axes"]]
+    out: dict[str, Any] = {"baseline_ns": payload["baseline_ns"], "complete": payload["complete"]}
+    for region in payload["regions"]:
+        pct = _pct(region["x"])
+        out[f"region_{pct}_vertices"] = len(region["vertices"])
+        for name in keys:
+            column = next(k for k in region["vertices"][0] if k.startswith(f"{name}_"))
+            out[f"region_{pct}_{column}"] = [vertex[column] for vertex in region["vertices"]]
+    for design in payload["designs"]:
+        for key, value in design.items():
+            if key.startswith("inside_") or key.startswith("slack_"):
+                out[f"{design['design']}_{key}"] = value
+    return out
+
+
+def _region_cli(inp: CellInput) -> list[str]:
+    s = inp.settings
+    designs = [arg for text in s["designs"] for arg in ("--design", text)]
+    return [
+        "region",
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--x",
+        ",".join(f"{v:g}" for v in s["x"]),
+        "--axes",
+        s["axes"],
+        *designs,
+        "--max-evaluations",
+        str(s["max_evaluations"]),
+        "--json",
+    ]
+
+
 def _predict(inp: CellInput) -> dict[str, Any]:
     if inp.cell.network.kind == "topology":
         return _topology(inp, [1.0, 2.0, 5.0])
@@ -703,6 +766,16 @@ ANALYSES: dict[str, AnalysisKind] = {
             _tolerance_scalars,
             _tolerance_cli,
             "x% L and G tolerance (llamp tolerance / topology)",
+        ),
+        AnalysisKind(
+            "region",
+            _LOGGPS,
+            RegionSettings,
+            _region,
+            _region_scalars,
+            _region_cli,
+            "exact joint x% tolerance regions over two of L, G, o and the designs inside them "
+            "(llamp region)",
         ),
         AnalysisKind(
             "matrix",

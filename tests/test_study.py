@@ -226,6 +226,7 @@ def all_analyses_spec(tmp_path: Path) -> Path:
           - classify
           - mc: {{samples: 6, temporal_cv: 0.1, seed: 3, x: [1, 5]}}
           - place: {{intra: "300ns,0.05ns/B", inter: "3us,0.1ns/B", ranks_per_node: 2, max_swaps: 5}}
+          - region: {{x: [1, 5], axes: "L,G", designs: ["cheap=6us,0.9ns/B", "fast=1us,0.08ns/B"]}}
         """,
     )
 
