@@ -100,6 +100,57 @@ def forward_slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
 
 
 @numba.njit(cache=True, nogil=True)
+def _forward_sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right,
+    −1: left), aggregated over the tight sinks here: the sweep of :func:`forward_slopes`
+    without its predecessor array and without handing per-event arrays back (32 B per event
+    for three directions, not 40 plus temporaries)."""
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        q = pattern[lo]
+        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
+        for k in range(lo + 1, hi):
+            q = pattern[k]
+            cand = t[src[k]] + wa[q] + value[k] * wb[q]
+            if cand > best:
+                best = cand
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
+                for j in range(k_dim):
+                    cand = d[s, j] + sa[q, j] + v * sb[q, j]
+                    if first or sign * cand > sign * d[p, j]:
+                        d[p, j] = cand
+                first = False
+    T = 0.0
+    for p in range(n):
+        if t[p] > T:
+            T = t[p]
+    tol = rel * abs(T) + absol
+    agg = np.zeros(k_dim)
+    seen = False
+    for p in range(n):
+        if t[p] >= T - tol:
+            for j in range(k_dim):
+                if not seen or sign * d[p, j] > sign * agg[j]:
+                    agg[j] = d[p, j]
+            seen = True
+    return T, agg
+
+
+@numba.njit(cache=True, nogil=True)
 def _forward_pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
     """``T`` and its right and left derivative along one parameter (per-pattern slope
     ``sa[q] + value·sb[q]``) in one sweep."""
@@ -272,13 +323,16 @@ class GraphEngine:
             zero = dict.fromkeys(directions, 0.0)
             return Point(params, 0.0, zero, dict(zero))
         cols = np.array([DIRECTIONS[d] for d in directions], dtype=np.int64)
+        wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
+        sa = np.ascontiguousarray(ev.fixed[:, cols])
+        sb = np.ascontiguousarray(ev.scaled[:, cols])
         sides = {}
         T = 0.0
         for sign in (1.0, -1.0) if left else (1.0,):
-            t, d, _ = slopes_at(ev, params, cols, sign)
-            T = float(t.max())
-            tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
-            agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
+            T, agg = _forward_sided(
+                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, sign, REL_TOL, ABS_TOL_NS
+            )
+            T = float(T)
             sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
         return Point(params, T, sides[1.0], sides.get(-1.0, {}))
 
