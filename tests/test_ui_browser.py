@@ -70,6 +70,7 @@ def server(tmp_path_factory):
     home = tmp_path_factory.mktemp("llamp-home")
     port = _free_port()
     env = {**os.environ, "LLAMP_HOME": str(home)}
+    env["LLAMP_UI_SERVER_ROOTS"] = str(SWEEP3D.resolve().parent)  # "Path on the server" is opt-in
     env.pop("LLAMP_STORE", None)
     log = home / "ui.log"
     with open(log, "w") as out:

@@ -16,4 +16,4 @@ for spec in PAGES:
     page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.default)
     sections.setdefault(spec.section, []).append(page)
 
-st.navigation(sections).run()
+st.navigation(sections, expanded=True).run()  # every page visible (more than the default 10)
