@@ -19,8 +19,10 @@ that with a throwaway handshake).
 
 from __future__ import annotations
 
+import random
 import socket
 import time
+import uuid
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -248,16 +250,29 @@ class Neo4jStore(GraphStore):
     def _new_run_id(self) -> int:
         """Reserve an id by creating its (incomplete, nameless) Run node; the uniqueness
         constraint makes a concurrent loader that picked the same id retry."""
-        for _ in range(10):
+        for attempt in range(20):
             top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
             run_id = 1 if top is None else int(top) + 1
+            token = uuid.uuid4().hex
             try:
                 self._write("CREATE (r:Run {id: $id, name: $name, complete: false, "
-                            "touched: timestamp()})", {"id": run_id, "name": _pending(run_id)})
-                return run_id
+                            "reservation: $token, touched: timestamp()})",
+                            {"id": run_id, "name": _pending(run_id), "token": token})
             except QueryError as err:
                 if "already exists" not in str(err) and "constraint" not in str(err).lower():
                     raise
+                continue
+            # A server without constraints (FalkorDB) lets two loaders create the same id: the
+            # id is ours only if no other Run holds it; otherwise withdraw ours and retry (a
+            # shared id would let one loader's clean-up delete the other's run).
+            holders = self._arrow(
+                "MATCH (r:Run {id: $id}) RETURN count(r) AS n", {"id": run_id}
+            ).column("n")[0].as_py()
+            if holders == 1:
+                return run_id
+            self._write("MATCH (r:Run {id: $id, reservation: $token}) DELETE r",
+                        {"id": run_id, "token": token})
+            time.sleep(random.uniform(0.0, 0.05 * (attempt + 1)))
         raise StoreError(f"{self.location}: could not reserve a run id (too many concurrent loads)")
 
     def _batches(self, table: pa.Table, columns: list[str]) -> Any:

@@ -344,7 +344,7 @@ class GraphEngine:
         left: bool = True,
     ) -> list[Point]:
         """:meth:`point` at each configuration, spread over the machine's cores (the sweeps
-        release the GIL; each thread holds one sweep's arrays, ~40 B per event)."""
+        release the GIL; each thread holds one sweep's times and slopes, 32 B per event)."""
         for lowering in {(c.S, c.progress, c.nic): c for c in configs}.values():
             self.events(lowering)  # lower once, before the threads
         if len(configs) <= 1 or WORKERS == 1:
