@@ -33,6 +33,20 @@ ABS_TOL_NS = 1e-7
 DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """The latest arrival over in-edges ``lo:hi`` (``hi > lo``): max of ``t[src] + weight``,
+    an edge weighing ``wa[pattern] + value·wb[pattern]`` — the step every sweep shares."""
+    q = pattern[lo]
+    best = t[src[lo]] + wa[q] + value[lo] * wb[q]
+    for k in range(lo + 1, hi):
+        q = pattern[k]
+        cand = t[src[k]] + wa[q] + value[k] * wb[q]
+        if cand > best:
+            best = cand
+    return best
+
+
 @numba.njit(cache=True, nogil=True)
 def _forward_value(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
@@ -43,13 +57,7 @@ def _forward_value(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - c
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        q = pattern[lo]
-        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
-        for k in range(lo + 1, hi):
-            q = pattern[k]
-            cand = t[src[k]] + wa[q] + value[k] * wb[q]
-            if cand > best:
-                best = cand
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
         t[p] = best
     return t
 
@@ -69,13 +77,7 @@ def forward_slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        q = pattern[lo]
-        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
-        for k in range(lo + 1, hi):
-            q = pattern[k]
-            cand = t[src[k]] + wa[q] + value[k] * wb[q]
-            if cand > best:
-                best = cand
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
         t[p] = best
         tol = rel * abs(best) + absol
         first = True
@@ -114,13 +116,7 @@ def _forward_sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        q = pattern[lo]
-        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
-        for k in range(lo + 1, hi):
-            q = pattern[k]
-            cand = t[src[k]] + wa[q] + value[k] * wb[q]
-            if cand > best:
-                best = cand
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
         t[p] = best
         tol = rel * abs(best) + absol
         first = True
@@ -163,13 +159,7 @@ def _forward_pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # p
         hi = in_ptr[p + 1]
         if lo == hi:
             continue
-        q = pattern[lo]
-        best = t[src[lo]] + wa[q] + value[lo] * wb[q]
-        for k in range(lo + 1, hi):
-            q = pattern[k]
-            cand = t[src[k]] + wa[q] + value[k] * wb[q]
-            if cand > best:
-                best = cand
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
         t[p] = best
         tol = rel * abs(best) + absol
         right = -np.inf
