@@ -205,5 +205,11 @@ def _forward_csr(ev: EventGraph, E: int) -> bool:
         return False
     if E == 0:
         return True
-    dst = np.repeat(np.arange(ev.num_events, dtype=np.int64), counts)
-    return bool(np.all((ev.src >= 0) & (ev.src < dst)))
+    block = 1 << 20  # positions per step: the temporaries stay a few MB at any size
+    for lo in range(0, ev.num_events, block):
+        hi = min(lo + block, ev.num_events)
+        dst = np.repeat(np.arange(lo, hi, dtype=ev.src.dtype), counts[lo:hi])
+        src = ev.src[in_ptr[lo] : in_ptr[hi]]
+        if not np.all((src >= 0) & (src < dst)):
+            return False
+    return True
