@@ -51,7 +51,11 @@ def _applications(halo: Path, quick: bool) -> list[tuple[str, int, list[str]]]:
     apps = [
         ("halo 8 KiB", 2, [str(halo), "-n", iterations, "-s", "8192", "-c", "50", "-b", "10"]),
         ("halo 8 KiB", 4, [str(halo), "-n", iterations, "-s", "8192", "-c", "50", "-b", "10"]),
-        ("halo 1 MiB", 2, [str(halo), "-n", "200" if quick else "500", "-s", "1048576", "-c", "50", "-b", "10"]),
+        (
+            "halo 1 MiB",
+            2,
+            [str(halo), "-n", "200" if quick else "500", "-s", "1048576", "-c", "50", "-b", "10"],
+        ),
     ]
     if shutil.which("lmp") and not quick:
         melt = ["lmp", "-in", str(APPS / "in.melt"), "-log", "none", "-screen", "none"]
@@ -75,7 +79,9 @@ def run(
     log("calibrating this machine (ping-pong and burst)…")
     fit = calibrate(_launcher(2), iters=200)
     params = fit.params()
-    log(f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns")
+    log(
+        f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns"
+    )
     results = []
     for name, ranks, argv in _applications(halo, quick):
         log(f"validating {name} on {ranks} ranks…")
@@ -125,7 +131,10 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
     for name, ranks, v in results:
         err = v.rrmse_by_model()
         best = min(err.values())
-        cells = [f"**{err[n] * 100:.1f} %**" if err[n] == best else f"{err[n] * 100:.1f} %" for n in names]
+        cells = [
+            f"**{err[n] * 100:.1f} %**" if err[n] == best else f"{err[n] * 100:.1f} %"
+            for n in names
+        ]
         over = " (oversubscribed)" if ranks > cores else ""
         lines.append(
             f"| {name} | {ranks}{over} | {v.repeat} | {v.load.get('other_load_cores_mean', math.nan):.2f} | "
@@ -148,7 +157,9 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
         ]
         for k, p in enumerate(v.points):
             preds = " | ".join(f"{v.models[n][k] / 1e6:.3f} ms" for n in names)
-            lines.append(f"| {p.delta_ns / 1000:g} µs | {p.mean_ns / 1e6:.3f} ± {p.sd_ns / 1e6:.3f} ms | {preds} |")
+            lines.append(
+                f"| {p.delta_ns / 1000:g} µs | {p.mean_ns / 1e6:.3f} ± {p.sd_ns / 1e6:.3f} ms | {preds} |"
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -166,7 +177,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     calibration, results = run(repeat=args.repeat, quick=args.quick, max_load=args.max_load)
-    text = markdown(calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else ""))
+    text = markdown(
+        calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")
+    )
     print(text)
     if args.out:
         args.out.write_text(text)

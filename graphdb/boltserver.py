@@ -79,17 +79,36 @@ class FalkorBoltServer:
         self.port = free_port(20000, 32767)  # FalkorDB reads BOLT_PORT as a signed 16-bit int
         with open(self._dir / "server.log", "wb") as log:
             self._process = subprocess.Popen(
-                [str(self._server), "--port", str(free_port()), "--bind", "127.0.0.1",
-                 "--dir", str(self._dir), "--save", "", "--appendonly", "no",
-                 "--daemonize", "no", "--loadmodule", str(self._module),
-                 "BOLT_PORT", str(self.port)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [
+                    str(self._server),
+                    "--port",
+                    str(free_port()),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(self._dir),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--daemonize",
+                    "no",
+                    "--loadmodule",
+                    str(self._module),
+                    "BOLT_PORT",
+                    str(self.port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
         if not wait_for_bolt("127.0.0.1", self.port, self._timeout):
             log_text = self.log[-2000:]
             self.stop()
-            raise StoreError(f"FalkorDB did not answer Bolt on port {self.port} within "
-                             f"{self._timeout:g} s; its log:\n{log_text}")
+            raise StoreError(
+                f"FalkorDB did not answer Bolt on port {self.port} within "
+                f"{self._timeout:g} s; its log:\n{log_text}"
+            )
         return self
 
     def stop(self) -> None:
@@ -109,7 +128,10 @@ class FalkorBoltServer:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 

@@ -128,9 +128,7 @@ class LadybugStore(GraphStore):
                 if not _LOCK.search(text) or time.monotonic() > deadline:
                     raise self._open_error(err) from None
                 if not announced:
-                    self.notify(
-                        f"the store {self.location} is held by another process; waiting…"
-                    )
+                    self.notify(f"the store {self.location} is held by another process; waiting…")
                     announced = True
                 time.sleep(0.2)
 
@@ -363,7 +361,8 @@ class LadybugStore(GraphStore):
             return []
         runs = self._arrow(
             "MATCH (r:Run) WHERE r.complete = false RETURN r.id AS id, r.name AS name, "
-            "r.vertices AS vertices", {}
+            "r.vertices AS vertices",
+            {},
         )
         if runs.num_rows:
             names = ", ".join(repr(n) for n in runs.column("name").to_pylist())

@@ -38,7 +38,13 @@ from llamp.graphdb.store import GraphStore
 from llamp.graphdb.tables import RunTables
 
 #: The Bolt handshake: magic preamble and four protocol versions (5.7…5.0, 4.4, 4.3, none).
-_HANDSHAKE = b"\x60\x60\xb0\x17" + b"\x00\x07\x07\x05" + b"\x00\x00\x04\x04" + b"\x00\x00\x00\x03" + b"\x00" * 4
+_HANDSHAKE = (
+    b"\x60\x60\xb0\x17"
+    + b"\x00\x07\x07\x05"
+    + b"\x00\x00\x04\x04"
+    + b"\x00\x00\x00\x03"
+    + b"\x00" * 4
+)
 
 
 def _driver_module() -> Any:
@@ -78,8 +84,15 @@ class Neo4jStore(GraphStore):
     #: Vertices per read-back page (key range).
     page_vertices = 200_000
 
-    def __init__(self, uri: str, *, read_only: bool = False, stale_after_s: float = 900.0,
-                 connect_timeout_s: float = 5.0, notify: Notify | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        read_only: bool = False,
+        stale_after_s: float = 900.0,
+        connect_timeout_s: float = 5.0,
+        notify: Notify | None = None,
+    ) -> None:
         neo4j = _driver_module()
         parts, port, user, password = _parse_uri(uri)
         super().__init__(f"{parts.scheme}://{user}@{parts.hostname}:{port}")
@@ -92,8 +105,10 @@ class Neo4jStore(GraphStore):
         self._errors = neo4j.exceptions
         self._read_mode = neo4j.READ_ACCESS
         self._driver = neo4j.GraphDatabase.driver(
-            f"{parts.scheme}://{parts.hostname}:{port}", auth=auth,
-            connection_timeout=connect_timeout_s, max_transaction_retry_time=15.0,
+            f"{parts.scheme}://{parts.hostname}:{port}",
+            auth=auth,
+            connection_timeout=connect_timeout_s,
+            max_transaction_retry_time=15.0,
         )
         self.flavour = "unknown"
         self._closed = False
@@ -116,7 +131,9 @@ class Neo4jStore(GraphStore):
                 self._driver.verify_connectivity()
                 return
             except errors.AuthError as err:
-                raise StoreError(f"{self.location} refused the credentials: {err.message}") from None
+                raise StoreError(
+                    f"{self.location} refused the credentials: {err.message}"
+                ) from None
             except (errors.ServiceUnavailable, errors.SessionExpired, OSError) as err:
                 last = err
             except (errors.Neo4jError, errors.DriverError) as err:
@@ -133,7 +150,9 @@ class Neo4jStore(GraphStore):
         try:
             rows = self._records(
                 "CALL dbms.components() YIELD name, versions, edition "
-                "RETURN name, versions[0] AS version, edition", {}, write=False,
+                "RETURN name, versions[0] AS version, edition",
+                {},
+                write=False,
             )
         except (QueryError, StoreError):
             return "falkordb", self._driver.get_server_info().agent
@@ -186,7 +205,10 @@ class Neo4jStore(GraphStore):
     def _error(self, err: Exception) -> Exception:
         errors = self._errors
         if isinstance(err, errors.ClientError):
-            if "AccessMode" in (err.code or "") or "read access mode" in (err.message or "").lower():
+            if (
+                "AccessMode" in (err.code or "")
+                or "read access mode" in (err.message or "").lower()
+            ):
                 return QueryError(f"this query writes, and was run read-only: {err.message}")
             return QueryError(f"Cypher error: {err.message}")
         if isinstance(err, errors.DatabaseError):
@@ -200,7 +222,9 @@ class Neo4jStore(GraphStore):
             return StoreError(f"{self.location}: {err}")
         return err
 
-    def _records(self, cypher: str, params: dict[str, Any], *, write: bool) -> tuple[list[str], list[list[Any]]]:
+    def _records(
+        self, cypher: str, params: dict[str, Any], *, write: bool
+    ) -> tuple[list[str], list[list[Any]]]:
         if self._closed:
             raise StoreError(f"the store {self.location} is closed")
 
@@ -236,6 +260,7 @@ class Neo4jStore(GraphStore):
 
     def _write_all(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
         """Several statements in one transaction."""
+
         def work(tx: Any) -> None:
             for cypher, params in statements:
                 tx.run(cypher, params).consume()
@@ -255,9 +280,11 @@ class Neo4jStore(GraphStore):
             run_id = 1 if top is None else int(top) + 1
             token = uuid.uuid4().hex
             try:
-                self._write("CREATE (r:Run {id: $id, name: $name, complete: false, "
-                            "reservation: $token, touched: timestamp()})",
-                            {"id": run_id, "name": _pending(run_id), "token": token})
+                self._write(
+                    "CREATE (r:Run {id: $id, name: $name, complete: false, "
+                    "reservation: $token, touched: timestamp()})",
+                    {"id": run_id, "name": _pending(run_id), "token": token},
+                )
             except QueryError as err:
                 if "already exists" not in str(err) and "constraint" not in str(err).lower():
                     raise
@@ -265,20 +292,24 @@ class Neo4jStore(GraphStore):
             # A server without constraints (FalkorDB) lets two loaders create the same id: the
             # id is ours only if no other Run holds it; otherwise withdraw ours and retry (a
             # shared id would let one loader's clean-up delete the other's run).
-            holders = self._arrow(
-                "MATCH (r:Run {id: $id}) RETURN count(r) AS n", {"id": run_id}
-            ).column("n")[0].as_py()
+            holders = (
+                self._arrow("MATCH (r:Run {id: $id}) RETURN count(r) AS n", {"id": run_id})
+                .column("n")[0]
+                .as_py()
+            )
             if holders == 1:
                 return run_id
-            self._write("MATCH (r:Run {id: $id, reservation: $token}) DELETE r",
-                        {"id": run_id, "token": token})
+            self._write(
+                "MATCH (r:Run {id: $id, reservation: $token}) DELETE r",
+                {"id": run_id, "token": token},
+            )
             time.sleep(random.uniform(0.0, 0.05 * (attempt + 1)))
         raise StoreError(f"{self.location}: could not reserve a run id (too many concurrent loads)")
 
     def _batches(self, table: pa.Table, columns: list[str]) -> Any:
         arrays = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
         for lo in range(0, table.num_rows, self.batch_rows):
-            yield {c: a[lo:lo + self.batch_rows].tolist() for c, a in arrays.items()}
+            yield {c: a[lo : lo + self.batch_rows].tolist() for c, a in arrays.items()}
 
     def _load_run(
         self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
@@ -288,18 +319,33 @@ class Neo4jStore(GraphStore):
         # kept aside, so a replaced run keeps its name while its successor loads.
         props = {k: v for k, v in row.items() if k not in ("id", "name")}
         props["pending_name"] = row["name"]
-        self._write("MATCH (r:Run {id: $id}) SET r += $props, r.touched = timestamp()",
-                    {"id": run_id, "props": props})
+        self._write(
+            "MATCH (r:Run {id: $id}) SET r += $props, r.touched = timestamp()",
+            {"id": run_id, "props": props},
+        )
         touch = "MATCH (r:Run {id: $run_id}) SET r.touched = timestamp()"
         ops = tables.ops
-        columns = [c for c in ops.column_names if ops.column(c).null_count < ops.num_rows or ops.num_rows == 0]
+        columns = [
+            c
+            for c in ops.column_names
+            if ops.column(c).null_count < ops.num_rows or ops.num_rows == 0
+        ]
         create = (
-            "UNWIND range(0, size($key) - 1) AS i CREATE (:" + OP + " {"
-            + ", ".join(f"{c}: ${c}[i]" for c in columns) + "})"
+            "UNWIND range(0, size($key) - 1) AS i CREATE (:"
+            + OP
+            + " {"
+            + ", ".join(f"{c}: ${c}[i]" for c in columns)
+            + "})"
         )
         total = ops.num_rows + tables.num_edges
-        with tqdm(total=total, desc=f"storing {row['name']}", unit="row", unit_scale=True,
-                  disable=not progress, leave=False) as bar:
+        with tqdm(
+            total=total,
+            desc=f"storing {row['name']}",
+            unit="row",
+            unit_scale=True,
+            disable=not progress,
+            leave=False,
+        ) as bar:
             for batch in self._batches(ops, columns):
                 self._write_all([(create, batch), (touch, {"run_id": run_id})])
                 bar.update(len(batch["key"]))
@@ -346,7 +392,8 @@ class Neo4jStore(GraphStore):
     def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
         analysis_id = row["id"]
         self._write(
-            "CREATE (a:Analysis {" + ", ".join(f"{k}: ${k}" for k in row)
+            "CREATE (a:Analysis {"
+            + ", ".join(f"{k}: ${k}" for k in row)
             + ", complete: false, touched: timestamp()})",
             row,
         )
@@ -372,8 +419,11 @@ class Neo4jStore(GraphStore):
     # ------------------------------------------------------------------ deleting
     def _hide_run(self, run_id: int) -> None:
         """Invisible at once, and its name free for a new run (names are unique)."""
-        self._write("MATCH (r:Run {id: $id}) SET r.complete = false, r.pending_name = r.name, "
-                    "r.name = $hidden", {"id": run_id, "hidden": _pending(run_id)})
+        self._write(
+            "MATCH (r:Run {id: $id}) SET r.complete = false, r.pending_name = r.name, "
+            "r.name = $hidden",
+            {"id": run_id, "hidden": _pending(run_id)},
+        )
 
     def _delete_in_batches(self, cypher: str, params: dict[str, Any]) -> None:
         while True:
@@ -384,17 +434,23 @@ class Neo4jStore(GraphStore):
     def _delete_run_rows(self, run_id: int) -> None:
         self._delete_in_batches(
             "MATCH (a:Analysis)-[x:RESULT]->(o:Op) WHERE a.run = $id "
-            "WITH x LIMIT $limit DELETE x RETURN count(*) AS n", {"id": run_id})
+            "WITH x LIMIT $limit DELETE x RETURN count(*) AS n",
+            {"id": run_id},
+        )
         self._write("MATCH (a:Analysis) WHERE a.run = $id DETACH DELETE a", {"id": run_id})
         self._delete_in_batches(
             "MATCH (o:Op) WHERE o.run = $id WITH o LIMIT $limit DETACH DELETE o "
-            "RETURN count(*) AS n", {"id": run_id})
+            "RETURN count(*) AS n",
+            {"id": run_id},
+        )
         self._write("MATCH (r:Run {id: $id}) DETACH DELETE r", {"id": run_id})
 
     def _delete_analysis_rows(self, analysis_id: str) -> None:
         self._delete_in_batches(
             "MATCH (a:Analysis {id: $id})-[x:RESULT]->(o:Op) WITH x LIMIT $limit DELETE x "
-            "RETURN count(*) AS n", {"id": analysis_id})
+            "RETURN count(*) AS n",
+            {"id": analysis_id},
+        )
         self._write("MATCH (a:Analysis {id: $id}) DETACH DELETE a", {"id": analysis_id})
 
     def cleanup(self, older_than_s: float | None = None) -> list[str]:
@@ -405,17 +461,22 @@ class Neo4jStore(GraphStore):
         age_ms = int(1000 * (self.stale_after_s if older_than_s is None else older_than_s))
         runs = self._arrow(
             "MATCH (r:Run) WHERE r.complete = false AND r.touched <= timestamp() - $age "
-            "RETURN r.id AS id, coalesce(r.pending_name, r.name) AS name", {"age": age_ms})
+            "RETURN r.id AS id, coalesce(r.pending_name, r.name) AS name",
+            {"age": age_ms},
+        )
         if runs.num_rows:
             self.notify(
                 f"removing what killed loads left in {self.location} (run "
-                + ", ".join(repr(n) for n in runs.column("name").to_pylist()) + ")…"
+                + ", ".join(repr(n) for n in runs.column("name").to_pylist())
+                + ")…"
             )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
         dead = self._arrow(
             "MATCH (a:Analysis) WHERE a.complete = false AND a.touched <= timestamp() - $age "
-            "RETURN a.id AS id", {"age": age_ms})
+            "RETURN a.id AS id",
+            {"age": age_ms},
+        )
         for analysis_id in dead.column("id").to_pylist():
             self._delete_analysis_rows(analysis_id)
         return [str(n) for n in runs.column("name").to_pylist()]

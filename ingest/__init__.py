@@ -233,8 +233,17 @@ def _damaged_input(path: Path, fmt: str) -> Iterator[None]:
     InputError naming the file and the reason, not a traceback."""
     try:
         yield
-    except (KeyError, IndexError, ValueError, OverflowError, UnicodeDecodeError, EOFError,
-            struct.error, zipfile.BadZipFile, zlib.error) as err:
+    except (
+        KeyError,
+        IndexError,
+        ValueError,
+        OverflowError,
+        UnicodeDecodeError,
+        EOFError,
+        struct.error,
+        zipfile.BadZipFile,
+        zlib.error,
+    ) as err:
         reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         raise TraceError(
             f"damaged {fmt} input, cannot be read ({reason})", path=str(path)
@@ -246,8 +255,8 @@ def _damaged_input(path: Path, fmt: str) -> Iterator[None]:
         ) from None
     except MemoryError:
         raise TraceError(
-            f"too large or damaged {fmt} input: reading it needs more memory than this "
-            "machine has", path=str(path)
+            f"too large or damaged {fmt} input: reading it needs more memory than this machine has",
+            path=str(path),
         ) from None
 
 

@@ -39,7 +39,8 @@ def check(path: Path, *, named_in: Path, line: int | None = None) -> Path:
     if resolved != root and root not in resolved.parents:
         raise TraceError(
             f"names {str(path)[:100]!r}, which is outside the uploaded files",
-            path=named_in.name, line=line,
+            path=named_in.name,
+            line=line,
         )
     return path
 

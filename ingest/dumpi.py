@@ -647,9 +647,7 @@ def find_rank_files(path: str | Path) -> tuple[list[Path], dict[str, str]]:
     except (KeyError, ValueError):
         raise TraceError("no numprocs=<P> line", path=str(meta)) from None
     if not 1 <= count <= _MAX_RANKS:
-        raise TraceError(
-            f"numprocs={count}: a trace has 1 to {_MAX_RANKS} ranks", path=str(meta)
-        )
+        raise TraceError(f"numprocs={count}: a trace has 1 to {_MAX_RANKS} ranks", path=str(meta))
     files = []
     for r in range(count):
         candidates = [folder / f"{prefix}-{r:04d}.bin", folder / f"{prefix}-{r}.bin"]

@@ -481,7 +481,8 @@ def _scan_file(path: Path) -> _Scan:
         raise TraceError(
             f"line is {int(ends[longest + 1] - ends[longest] - 1)} bytes long, more than "
             f"{MAX_LINE_BYTES >> 20} MiB: not a liballprof trace, or damaged",
-            path=str(path), line=longest + 1,
+            path=str(path),
+            line=longest + 1,
         )
     max_tokens = int(np.count_nonzero(buf == 58) + np.count_nonzero(buf == 44)) + 1
     (

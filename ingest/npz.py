@@ -49,8 +49,16 @@ def _check_members(path: Path) -> None:
                         else np.lib.format.read_array_header_2_0
                     )
                     shape, _, dtype = read_header(member, max_header_size=10_000)
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
-                    SyntaxError, TypeError, NotImplementedError) as err:
+            except (
+                ValueError,
+                OSError,
+                EOFError,
+                zipfile.BadZipFile,
+                zlib.error,
+                SyntaxError,
+                TypeError,
+                NotImplementedError,
+            ) as err:
                 raise InputError(f"{path}: member {name[:100]!r} is damaged ({err})") from None
             # one column per member; the pattern tables of a stored event graph are 2-D
             dims = 2 if name.startswith("lowering_") else 1
@@ -76,8 +84,19 @@ def read_npz(path: str | Path, *, validate: bool = True, lazy: bool = False) -> 
         return ExecutionGraph.load(path, validate=validate, lazy=lazy)
     except InputError:
         raise
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, KeyError, TypeError,
-            IndexError, OverflowError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        OverflowError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+    ) as err:
         raise InputError(
             f"{path}: not a valid llamp graph file ({type(err).__name__}: {err})"
         ) from None

@@ -657,7 +657,8 @@ def _c_stderr() -> Iterator[list[str]]:
             text = sink.read(1 << 16).decode(errors="replace")
             said.extend(
                 line.split("error: ", 1)[-1].strip()
-                for line in text.splitlines() if line.startswith("[OTF2]")
+                for line in text.splitlines()
+                if line.startswith("[OTF2]")
             )
 
 

@@ -432,7 +432,9 @@ class _Group:
         self, col: np.ndarray, what: str, diag: Diagnostics, minimum: float | None = 0.0
     ) -> None:
         """Report values of ``col`` below ``minimum`` or too large for a count as problems."""
-        bad = (np.abs(col) > _MAX_COUNT) if minimum is None else (col < minimum) | (col > _MAX_COUNT)
+        bad = (
+            (np.abs(col) > _MAX_COUNT) if minimum is None else (col < minimum) | (col > _MAX_COUNT)
+        )
         bad = np.flatnonzero(self.ok & bad)
         if bad.size:
             e = int(self.idx[bad[0]])

@@ -73,7 +73,12 @@ def build(
     target = compile_cached(
         info,
         (home or llamp_home()) / "injector" / info.id / artefact.name,
-        [*artefact.flags, "-I", str(SOURCE_DIR), *(str(SOURCE_DIR / src) for src in artefact.sources)],
+        [
+            *artefact.flags,
+            "-I",
+            str(SOURCE_DIR),
+            *(str(SOURCE_DIR / src) for src in artefact.sources),
+        ],
         _stamp(artefact, info),
         what=artefact.name,
         error=InjectorError,

@@ -260,7 +260,9 @@ class Validation:
         if self.models:
             lines.append(
                 "RRMSE by model (same runs): "
-                + ", ".join(f"{name} {err * 100:.2f}%" for name, err in self.rrmse_by_model().items())
+                + ", ".join(
+                    f"{name} {err * 100:.2f}%" for name, err in self.rrmse_by_model().items()
+                )
             )
         if load:
             lines.append(

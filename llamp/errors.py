@@ -70,7 +70,11 @@ class TraceError(InputError):
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
         where = ""
         if path is not None:
-            where = f"{quote(str(path), 300)}:{line}: " if line is not None else f"{quote(str(path), 300)}: "
+            where = (
+                f"{quote(str(path), 300)}:{line}: "
+                if line is not None
+                else f"{quote(str(path), 300)}: "
+            )
         super().__init__(where + message)
         self.path = path
         self.line = line

@@ -108,12 +108,18 @@ class NpzMembers:
                 offset = f.tell()
             if dtype.hasobject:
                 raise ValueError("object arrays are not allowed")
-            if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size - (offset - start):
+            if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size - (
+                offset - start
+            ):
                 raise ValueError(f"{name}: array larger than its member")
             if int(np.prod(shape, dtype=np.int64)) == 0:
                 return np.zeros(shape, dtype=dtype)
             mapped = np.memmap(
-                self.path, dtype=dtype, mode="r", shape=shape, offset=offset,
+                self.path,
+                dtype=dtype,
+                mode="r",
+                shape=shape,
+                offset=offset,
                 order="F" if fortran else "C",
             )
             return np.asarray(mapped)

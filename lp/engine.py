@@ -63,7 +63,9 @@ def _forward_value(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - c
 
 
 @numba.njit(cache=True, nogil=True)
-def forward_slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+def forward_slopes(
+    in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
+):  # pragma: no cover
     """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
     is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
     chosen at each event (tight, with the best slope along column 0)."""
@@ -102,7 +104,9 @@ def forward_slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+def _forward_sided(
+    in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
+):  # pragma: no cover
     """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right,
     −1: left), aggregated over the tight sinks here: the sweep of :func:`forward_slopes`
     without its predecessor array and without handing per-event arrays back (32 B per event

@@ -211,8 +211,15 @@ class EventGraph:
         return sum(
             a.nbytes
             for a in (
-                self.src, self.pattern, self.value, self.msg, self.event_of_pos,
-                self.pos_of_event, self.in_ptr, self.out_ptr, self.out_edge,
+                self.src,
+                self.pattern,
+                self.value,
+                self.msg,
+                self.event_of_pos,
+                self.pos_of_event,
+                self.in_ptr,
+                self.out_ptr,
+                self.out_edge,
             )
         )
 
@@ -428,7 +435,9 @@ def _serialisation_chains(
             last = np.concatenate((cw[1:] != cw[:-1], [True]))
             wait_start = _Chain(c[last], first_recv[cw[last]])
 
-    recv_nic = _stream_chain(graph, np.flatnonzero(kind == RECV), "nic") if nic == "serial" else empty
+    recv_nic = (
+        _stream_chain(graph, np.flatnonzero(kind == RECV), "nic") if nic == "serial" else empty
+    )
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
@@ -532,7 +541,9 @@ def build_event_graph(
         sync = sync_base + instance
         inst = present[instance]
         add(2 * colls, sync)
-        terms, which = np.unique(np.stack([lat[inst], byt[inst]], axis=1), axis=0, return_inverse=True)
+        terms, which = np.unique(
+            np.stack([lat[inst], byt[inst]], axis=1), axis=0, return_inverse=True
+        )
         ids = np.array([cols.pattern_of((0, cl, cg, 0, 0), CONST1) for cl, cg in terms])
         add(sync, 2 * colls + 1, value=graph.cost_ns[colls], pattern=ids[which.reshape(-1)])
     del msg_ids, handshake, h, e

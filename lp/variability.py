@@ -466,7 +466,9 @@ def monte_carlo(
             baseline[_tolerance_column(x)] = max_parameter_within(
                 graph, params, (1.0 + x) * base_point.runtime_ns, parameter="L"
             )
-        unbounded = eng.point(params.with_(L=UNBOUNDED_AT["L"]), ("L",), left=False).right["L"] <= 0.0
+        unbounded = (
+            eng.point(params.with_(L=UNBOUNDED_AT["L"]), ("L",), left=False).right["L"] <= 0.0
+        )
     seeds = np.random.SeedSequence(spec.seed).spawn(spec.samples)
     chunks = [list(range(i, min(i + batch, spec.samples))) for i in range(0, spec.samples, batch)]
     n_cols = 1 + (2 + len(levels) if sensitivity else 0)

@@ -15,4 +15,7 @@ bash scripts/setup.sh
 if [ "$quick" = 1 ]; then
   args=(-m "not slow and not integration" "${args[@]}")
 fi
+# Style first (seconds): ruff's lint and format rules, as configured in pyproject.toml.
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${args[@]}"

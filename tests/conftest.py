@@ -91,9 +91,7 @@ def store_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> s
 
 
 @pytest.fixture
-def store(
-    store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[GraphStore]:
+def store(store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GraphStore]:
     from llamp.graphdb import open_store
 
     monkeypatch.setenv("LLAMP_HOME", str(tmp_path / "home"))  # the store's lowered files

@@ -47,7 +47,9 @@ def backend_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) ->
     else:
         uri = os.environ.get("NEO4J_URI", "")
         if not uri:
-            pytest.skip("set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j")
+            pytest.skip(
+                "set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j"
+            )
     wipe(uri)
     return uri
 
@@ -65,14 +67,30 @@ def tiny_graph() -> ExecutionGraph:
     peer = [0, 1, 0, 2, 0, 0, 2, 1, 0, 0]
     tag = [0, 5, 0, 7, 5, 0, 9, 9, 7, 0]
     edges = [
-        (0, 1, REQUIRES), (1, 2, IREQUIRES), (2, 3, REQUIRES), (1, 3, REQUIRES),
-        (4, 5, REQUIRES), (5, 6, REQUIRES), (7, 8, REQUIRES), (8, 9, REQUIRES),
-        (1, 4, MESSAGE), (6, 7, MESSAGE), (8, 3, MESSAGE),
+        (0, 1, REQUIRES),
+        (1, 2, IREQUIRES),
+        (2, 3, REQUIRES),
+        (1, 3, REQUIRES),
+        (4, 5, REQUIRES),
+        (5, 6, REQUIRES),
+        (7, 8, REQUIRES),
+        (8, 9, REQUIRES),
+        (1, 4, MESSAGE),
+        (6, 7, MESSAGE),
+        (8, 3, MESSAGE),
     ]
     src, dst, ekind = zip(*edges, strict=True)
     return ExecutionGraph.from_arrays(
-        3, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
-        edge_src=src, edge_dst=dst, edge_kind=ekind,
+        3,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=size,
+        peer=peer,
+        tag=tag,
+        edge_src=src,
+        edge_dst=dst,
+        edge_kind=ekind,
         t_trace_ns=np.array([0, 100, 101, 160, 0, 120, 151, 0, 170, 180], dtype=np.float64),
         label=[f"rank{r}.txt:{i + 1} op" for i, r in enumerate(rank)],
         meta={"name": "tiny", "format": "hand", "collectives": {"bcast": "binomial"}},
@@ -98,7 +116,13 @@ def chain_graph(ranks: int, steps: int) -> ExecutionGraph:
     recvs = nxt[sends] * per_rank + pos[sends] + 1
     size[recvs] = size[sends]
     return ExecutionGraph.from_arrays(
-        ranks, rank=rank, kind=kind, cost_ns=cost, size=size, peer=peer, tag=tag,
+        ranks,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=size,
+        peer=peer,
+        tag=tag,
         edge_src=np.concatenate([local, sends]),
         edge_dst=np.concatenate([local + 1, recvs]),
         edge_kind=np.concatenate([np.full(local.size, REQUIRES), np.full(sends.size, MESSAGE)]),

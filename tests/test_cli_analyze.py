@@ -16,7 +16,18 @@ SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x
 
 
 def test_predict_json_on_the_paper_example(paper_npz, tmp_path):
-    out = llamp("predict", str(paper_npz), "--L", "0.5us", "--o", "0", "--G", "5ns/B", "--json", home=tmp_path)
+    out = llamp(
+        "predict",
+        str(paper_npz),
+        "--L",
+        "0.5us",
+        "--o",
+        "0",
+        "--G",
+        "5ns/B",
+        "--json",
+        home=tmp_path,
+    )
     data = json.loads(out.stdout)
     assert {"runtime_ns", "lambda_L", "lambda_G", "lambda_o", "rho_L", "engine"} <= data.keys()
     assert data["runtime_ns"] == pytest.approx(1615.0)
@@ -24,7 +35,22 @@ def test_predict_json_on_the_paper_example(paper_npz, tmp_path):
 
 
 def test_critical_json_on_the_paper_example(paper_npz, tmp_path):
-    out = llamp("critical", str(paper_npz), "--L", "0", "--o", "0", "--G", "5ns/B", "--from", "0", "--to", "1us", "--json", home=tmp_path)
+    out = llamp(
+        "critical",
+        str(paper_npz),
+        "--L",
+        "0",
+        "--o",
+        "0",
+        "--G",
+        "5ns/B",
+        "--from",
+        "0",
+        "--to",
+        "1us",
+        "--json",
+        home=tmp_path,
+    )
     data = json.loads(out.stdout)
     assert data["critical_latencies_ns"] == [pytest.approx(385.0)]
     assert [s["lambda_L"] for s in data["segments"]] == [0.0, 1.0]
@@ -45,7 +71,9 @@ def test_tolerance_json_matches_the_api_on_sweep3d(tmp_path):
 def test_report_on_a_stored_run_with_a_rank_selection(tmp_path):
     llamp("ingest", str(SWEEP3D), "--name", "s3d", home=tmp_path)
     full = json.loads(llamp("predict", "s3d", "--json", home=tmp_path).stdout)
-    assert full["runtime_ns"] == pytest.approx(predict(read(SWEEP3D), LogGPS()).runtime_ns, rel=1e-12)
+    assert full["runtime_ns"] == pytest.approx(
+        predict(read(SWEEP3D), LogGPS()).runtime_ns, rel=1e-12
+    )
     part = json.loads(llamp("predict", "s3d", "--ranks", "0-1", "--json", home=tmp_path).stdout)
     graph = read(SWEEP3D)
     sub = graph.subgraph(graph.rank <= 1)

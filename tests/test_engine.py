@@ -162,7 +162,9 @@ def test_send_posts_are_serialised():
     graph, ids = build(4, vertices, edges)
     ev = evaluate(graph, LogGPS(L=1000.0, o=100.0, G=0.0, S=BIG_S))
     np.testing.assert_allclose(ev.start_ns[[ids["s1"], ids["s2"], ids["s3"]]], [0.0, 100.0, 200.0])
-    np.testing.assert_allclose(ev.finish_ns[[ids["r1"], ids["r2"], ids["r3"]]], [1200.0, 1300.0, 1400.0])
+    np.testing.assert_allclose(
+        ev.finish_ns[[ids["r1"], ids["r2"], ids["r3"]]], [1200.0, 1300.0, 1400.0]
+    )
     assert ev.runtime_ns == pytest.approx(1400.0)
     assert ev.lambda_o == 4.0
 
@@ -183,7 +185,9 @@ def test_receives_of_one_waitall_are_processed_one_after_another():
         edges.append((f"s{k}", "message", f"r{k}"))
     graph, ids = build(4, vertices, edges)
     ev = evaluate(graph, LogGPS(L=1000.0, o=100.0, G=0.0, S=BIG_S))
-    np.testing.assert_allclose(ev.finish_ns[[ids["r1"], ids["r2"], ids["r3"]]], [1200.0, 1300.0, 1400.0])
+    np.testing.assert_allclose(
+        ev.finish_ns[[ids["r1"], ids["r2"], ids["r3"]]], [1200.0, 1300.0, 1400.0]
+    )
     assert ev.start_ns[ids["w"]] == pytest.approx(1400.0)
 
 
@@ -239,7 +243,12 @@ def test_critical_path_splits_runtime_exactly():
     cp = critical_path(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S))
     assert cp.vertices.tolist() == [0, 1, 4, 5]
     assert cp.messages.tolist() == [[1, 4]]
-    assert cp.totals == {"compute_ns": 1100.0, "overhead_ns": 0.0, "latency_ns": 500.0, "bandwidth_ns": 15.0}
+    assert cp.totals == {
+        "compute_ns": 1100.0,
+        "overhead_ns": 0.0,
+        "latency_ns": 500.0,
+        "bandwidth_ns": 15.0,
+    }
     assert sum(cp.totals.values()) == pytest.approx(cp.runtime_ns)
 
 

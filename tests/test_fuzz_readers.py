@@ -36,8 +36,17 @@ SAMPLES = {
 }
 SEEDS = 25
 _NUMBER = re.compile(rb"\d+")
-_WILD = [b"18446744073709551616", b"-1000", b"99999999999999999999999", b"-1", b"0",
-         b"9223372036854775808", b"1e308", b"nan", b"-0.5"]
+_WILD = [
+    b"18446744073709551616",
+    b"-1000",
+    b"99999999999999999999999",
+    b"-1",
+    b"0",
+    b"9223372036854775808",
+    b"1e308",
+    b"nan",
+    b"-0.5",
+]
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
@@ -50,12 +59,12 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     if kind == 0:
         return data[:i]
     if kind == 1:
-        return data[:i] + bytes([rng.randrange(256)]) + data[i + 1:]
+        return data[:i] + bytes([rng.randrange(256)]) + data[i + 1 :]
     if kind == 2:
         numbers = list(_NUMBER.finditer(data))
         if numbers:
             m = rng.choice(numbers)
-            return data[:m.start()] + rng.choice(_WILD) + data[m.end():]
+            return data[: m.start()] + rng.choice(_WILD) + data[m.end() :]
     if kind == 3:
         return data[:i] + b"\x1b[31m\x07\x00" + data[i:]
     if kind == 4:
@@ -66,7 +75,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         lines.insert(j, lines[j])
         return b"\n".join(lines)
     if kind == 6:
-        return data[:i] + data[i + rng.randrange(1, 50):]
+        return data[:i] + data[i + rng.randrange(1, 50) :]
     return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))) + data[i:]
 
 
@@ -96,8 +105,9 @@ def assert_contract(err: InputError, target: Path) -> None:
     text = str(err)
     assert "\n" not in text and text.isprintable(), text[:300]
     assert len(text) <= 1200, len(text)
-    assert target.name in text or any(p.name in text for p in target.rglob("*")) or \
-        str(target) in text, text[:300]
+    assert (
+        target.name in text or any(p.name in text for p in target.rglob("*")) or str(target) in text
+    ), text[:300]
 
 
 @pytest.mark.parametrize("fmt", list(SAMPLES))
@@ -223,10 +233,14 @@ def test_cli_damaged_inputs_exit_2_with_one_line(tmp_path):
     bad.write_bytes(b"num_ranks 1\nrank 0 {\nl1: calc 10\x1b[31m" + b"A" * 300 + b"\n}\n")
     npz = tmp_path / "bad.npz"
     npz.write_bytes(b"PK\x03\x04 junk")
-    for args in (["info", str(bad)], ["info", str(npz)],
-                 ["ingest", str(SAMPLES["goal"]), "-o", str(tmp_path / "missing" / "x.npz")]):
-        done = subprocess.run([sys.executable, "-m", "llamp", *args], capture_output=True,
-                              text=True, timeout=120)
+    for args in (
+        ["info", str(bad)],
+        ["info", str(npz)],
+        ["ingest", str(SAMPLES["goal"]), "-o", str(tmp_path / "missing" / "x.npz")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "llamp", *args], capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr

@@ -40,8 +40,11 @@ from llamp.params import LogGPS
         ("MATCH (n) RETURN n /* harmless */ // SET\nSET n.x = 1", ["SET"]),
         # keywords that are not clauses
         ("MATCH (o:Op) WHERE o.label = 'CREATE (x)' RETURN o", []),
-        ('RETURN "DELETE everything" AS s, \'it\\\'s SET\' AS t', ["SET"]),  # quotes read with and without escapes
-        ('RETURN "DELETE everything" AS s, \'its SET\' AS t', []),
+        (
+            "RETURN \"DELETE everything\" AS s, 'it\\'s SET' AS t",
+            ["SET"],
+        ),  # quotes read with and without escapes
+        ("RETURN \"DELETE everything\" AS s, 'its SET' AS t", []),
         ("MATCH (o:Op) RETURN o.set, o.delete AS merge", ["MERGE"]),  # aliases are quoted
         ("MATCH (o:Op) RETURN o.set, o.delete AS `merge`", []),
         ("MATCH (c:Create)-[:SET]->(d) RETURN {remove: 1, drop: 2} AS m", []),
@@ -62,8 +65,13 @@ def test_catalogue_texts_use_only_declared_parameters():
             assert "CALL {" not in query.text(backend) and "apoc." not in query.text(backend)
     differing = sorted(q.name for q in CATALOGUE.values() if not q.portable)
     assert differing == ["edges_in_seq_ranges", "ops_in_seq_ranges"]  # list indexing base
-    assert set(SELECTIONS) == {"in_ranks", "in_trace_window", "in_start_window",
-                               "near_critical", "in_seq_ranges"}
+    assert set(SELECTIONS) == {
+        "in_ranks",
+        "in_trace_window",
+        "in_start_window",
+        "near_critical",
+        "in_seq_ranges",
+    }
 
 
 # ---------------------------------------------------------------------------- loaded store
@@ -97,15 +105,28 @@ def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:
     else:
         uri = os.environ.get("NEO4J_URI", "")
         if not uri:
-            pytest.skip("set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j")
+            pytest.skip(
+                "set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j"
+            )
         wipe(uri)
     ev = evaluate(sweep3d, LogGPS())
     with open_store(uri) as store:
         store.put_run(sweep3d, "sweep3d")
-        per_vertex = pd.DataFrame({"vid": np.arange(sweep3d.num_vertices), "start_ns": ev.start_ns,
-                                   "slack_ns": ev.slack_ns, "critical": ev.critical})
-        analysis = store.write_analysis("sweep3d", "critical", {"L_ns": 3000.0},
-                                        {"runtime_ns": ev.runtime_ns}, per_vertex=per_vertex)
+        per_vertex = pd.DataFrame(
+            {
+                "vid": np.arange(sweep3d.num_vertices),
+                "start_ns": ev.start_ns,
+                "slack_ns": ev.slack_ns,
+                "critical": ev.critical,
+            }
+        )
+        analysis = store.write_analysis(
+            "sweep3d",
+            "critical",
+            {"L_ns": 3000.0},
+            {"runtime_ns": ev.runtime_ns},
+            per_vertex=per_vertex,
+        )
         yield Loaded(store, sweep3d, ev.start_ns, ev.slack_ns, ev.critical, analysis, request.param)
 
 
@@ -119,8 +140,8 @@ def test_rank_pair_traffic_equals_numpy(loaded):
     g = loaded.graph
     sends, recvs = g.messages()
     pair = g.rank[sends].astype(np.int64) * g.num_ranks + g.rank[recvs]
-    count = np.bincount(pair, minlength=g.num_ranks ** 2)
-    volume = np.bincount(pair, weights=g.size[sends], minlength=g.num_ranks ** 2).astype(np.int64)
+    count = np.bincount(pair, minlength=g.num_ranks**2)
+    volume = np.bincount(pair, weights=g.size[sends], minlength=g.num_ranks**2).astype(np.int64)
     nz = np.flatnonzero(count)
     frame = loaded.store.run_query("rank_pair_traffic", "sweep3d")
     assert frame["src"].tolist() == (nz // g.num_ranks).tolist()
@@ -138,8 +159,13 @@ def test_rank_summary_equals_graph_summary(loaded):
     # Sweep3D costs are whole nanoseconds: the sums are exact in any order
     assert frame["calc_ns"].tolist() == summary.calc_ns_per_rank
     for column, kind in (("sends", SEND), ("recvs", RECV)):
-        assert frame[column].tolist() == np.bincount(g.rank[g.kind == kind], minlength=g.num_ranks).tolist()
-    sent = np.bincount(g.rank[g.kind == SEND], weights=g.size[g.kind == SEND], minlength=g.num_ranks)
+        assert (
+            frame[column].tolist()
+            == np.bincount(g.rank[g.kind == kind], minlength=g.num_ranks).tolist()
+        )
+    sent = np.bincount(
+        g.rank[g.kind == SEND], weights=g.size[g.kind == SEND], minlength=g.num_ranks
+    )
     got = np.bincount(g.rank[g.kind == RECV], weights=g.size[g.kind == RECV], minlength=g.num_ranks)
     assert frame["bytes_sent"].tolist() == sent.astype(np.int64).tolist()
     assert frame["bytes_received"].tolist() == got.astype(np.int64).tolist()
@@ -169,8 +195,10 @@ def test_rank_subset_equals_subgraph(loaded, ranks):
 def test_trace_window_equals_subgraph(loaded):
     g = loaded.graph
     t0, t1 = 5.0e9, 9.0e9
-    _same(loaded.store.select("sweep3d", trace_window_ns=(t0, t1)),
-          g.subgraph((g.t_trace_ns >= t0) & (g.t_trace_ns < t1)))
+    _same(
+        loaded.store.select("sweep3d", trace_window_ns=(t0, t1)),
+        g.subgraph((g.t_trace_ns >= t0) & (g.t_trace_ns < t1)),
+    )
 
 
 def test_start_window_of_an_analysis_equals_subgraph(loaded):
@@ -189,8 +217,9 @@ def test_ranks_and_window_combine(loaded):
 
 
 def test_critical_candidates_at_zero_slack_are_the_engine_critical_path(loaded):
-    frame = loaded.store.run_query("critical_candidates", "sweep3d", analysis=loaded.analysis,
-                                   eps_ns=0.0)
+    frame = loaded.store.run_query(
+        "critical_candidates", "sweep3d", analysis=loaded.analysis, eps_ns=0.0
+    )
     assert sorted(frame["vid"]) == np.flatnonzero(loaded.critical).tolist()
     assert frame["critical"].all()
     assert frame["start_ns"].is_monotonic_increasing
@@ -203,19 +232,23 @@ def test_near_critical_candidates_and_their_messages(loaded):
     g = loaded.graph
     eps = 50_000.0
     near = loaded.slack_ns <= eps
-    frame = loaded.store.run_query("critical_candidates", "sweep3d", analysis=loaded.analysis,
-                                   eps_ns=eps)
+    frame = loaded.store.run_query(
+        "critical_candidates", "sweep3d", analysis=loaded.analysis, eps_ns=eps
+    )
     assert sorted(frame["vid"]) == np.flatnonzero(near).tolist()
     assert frame["critical"].tolist() == loaded.critical[frame["vid"]].tolist()
     sends, recvs = g.messages()
     joined = near[sends] & near[recvs]
-    messages = loaded.store.run_query("critical_messages", "sweep3d", analysis=loaded.analysis,
-                                      eps_ns=eps)
+    messages = loaded.store.run_query(
+        "critical_messages", "sweep3d", analysis=loaded.analysis, eps_ns=eps
+    )
     assert sorted(zip(messages["send_vid"], messages["recv_vid"], strict=True)) == sorted(
-        zip(sends[joined].tolist(), recvs[joined].tolist(), strict=True))
+        zip(sends[joined].tolist(), recvs[joined].tolist(), strict=True)
+    )
     assert messages["size"].tolist() == g.size[messages["send_vid"]].tolist()
-    _same(loaded.store.select("sweep3d", analysis=loaded.analysis, slack_le_ns=eps),
-          g.subgraph(near))
+    _same(
+        loaded.store.select("sweep3d", analysis=loaded.analysis, slack_le_ns=eps), g.subgraph(near)
+    )
 
 
 def _first_seq(g: ExecutionGraph, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -282,5 +315,7 @@ def test_an_analysis_of_another_run_is_refused(loaded):
 def test_subgraph_of_a_selection_is_evaluable(loaded):
     selected = loaded.store.select("sweep3d", ranks=[0, 1])
     runtime = evaluate(selected, LogGPS()).runtime_ns
-    expected = evaluate(loaded.graph.subgraph(np.isin(loaded.graph.rank, [0, 1])), LogGPS()).runtime_ns
+    expected = evaluate(
+        loaded.graph.subgraph(np.isin(loaded.graph.rank, [0, 1])), LogGPS()
+    ).runtime_ns
     assert runtime == expected and MESSAGE in selected.edge_kind

@@ -152,8 +152,10 @@ def test_cli_cypher_without_write_refuses_and_runs_still_lists(tmp_path, tiny):
     with open_store(uri) as writer:
         writer.put_run(tiny, "tiny")
     cmd = [sys.executable, "-m", "llamp", "--store", uri]
-    for cypher in BYPASSES[:2] + ["LOAD FROM '/etc/passwd' RETURN *",
-                                  "CALL read_csv_serial('/etc/passwd') RETURN *"]:
+    for cypher in BYPASSES[:2] + [
+        "LOAD FROM '/etc/passwd' RETURN *",
+        "CALL read_csv_serial('/etc/passwd') RETURN *",
+    ]:
         done = subprocess.run([*cmd, "cypher", cypher], capture_output=True, text=True)
         assert done.returncode == 2, done.stderr
         assert "not an allowed read" in done.stderr and "Traceback" not in done.stderr

@@ -87,7 +87,10 @@ def test_two_paths_give_a_quadrilateral_with_each_path_on_its_edge():
         ("bound", 1.0, 100.0),
         ("box", None, None),
     ]
-    assert [e.constant_ns for e in large.edges[1:3]] == [pytest.approx(1000.0), pytest.approx(500.0)]
+    assert [e.constant_ns for e in large.edges[1:3]] == [
+        pytest.approx(1000.0),
+        pytest.approx(500.0),
+    ]
     assert large.contains(400.0, 5.9) and not large.contains(400.0, 6.1)
     assert not large.contains(501.0, 0.0)
 
@@ -105,7 +108,12 @@ def test_a_variable_no_path_pays_is_unbounded():
     # One-byte messages never pay G: the region is a band L ≤ 320, whatever G.
     graph, _ = build(
         2,
-        {"s": (0, "send", 1, 1), "c0": (0, "calc", 1200.0), "r": (1, "recv", 1, 0), "c1": (1, "calc", 1000.0)},
+        {
+            "s": (0, "send", 1, 1),
+            "c0": (0, "calc", 1200.0),
+            "r": (1, "recv", 1, 0),
+            "c1": (1, "calc", 1000.0),
+        },
         [("s", "requires", "c0"), ("r", "requires", "c1"), ("s", "message", "r")],
     )
     level = tolerance_region(graph, TWO_PATHS, x=[0.1]).levels[0]
@@ -296,7 +304,16 @@ def test_cli_region_bad_input_is_one_line(two_paths_npz, tmp_path):
     out = llamp("region", str(two_paths_npz), "--axes", "L,S", home=tmp_path, check=False)
     assert out.returncode == 2
     assert "unknown variable 'S'" in out.stderr and "Traceback" not in out.stderr
-    out = llamp("region", str(two_paths_npz), "--G-max", "1ns/B", "--axes", "L,o", home=tmp_path, check=False)
+    out = llamp(
+        "region",
+        str(two_paths_npz),
+        "--G-max",
+        "1ns/B",
+        "--axes",
+        "L,o",
+        home=tmp_path,
+        check=False,
+    )
     assert out.returncode == 2 and "G is not an axis" in out.stderr
 
 

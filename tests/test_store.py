@@ -31,7 +31,13 @@ def _count(store, cypher: str, **params) -> int:
 def test_tiny_graph_round_trip_keeps_every_column(store, tiny):
     info = store.put_run(tiny, "tiny")
     assert (info.name, info.ranks, info.vertices, info.edges, info.messages, info.bytes) == (
-        "tiny", 3, 10, 11, 3, 28)
+        "tiny",
+        3,
+        10,
+        11,
+        3,
+        28,
+    )
     assert info.has_t_trace and info.has_label and info.format == "hand"
     back = store.load_run("tiny")
     assert back.equals(tiny, labels=True)
@@ -46,16 +52,27 @@ def test_sweep3d_round_trip_is_exact(store, sweep3d):
     assert back.equals(sweep3d)
     np.testing.assert_array_equal(back.t_trace_ns, sweep3d.t_trace_ns)
     assert back.name == "sweep3d" and back.meta["format"] == "liballprof"
-    assert {**back.summary().as_dict(), "name": None} == {**sweep3d.summary().as_dict(), "name": None}
+    assert {**back.summary().as_dict(), "name": None} == {
+        **sweep3d.summary().as_dict(),
+        "name": None,
+    }
 
 
 def test_arbitrary_doubles_round_trip_bit_for_bit(store, backend, tiny):
     rng = np.random.default_rng(7)
     graph = type(tiny).from_arrays(
-        tiny.num_ranks, rank=tiny.rank, kind=tiny.kind,
-        cost_ns=np.where(tiny.kind == 0, rng.random(10) * 1e9, 0.0), size=tiny.size,
-        peer=tiny.peer, tag=tiny.tag, edge_src=tiny.edge_src, edge_dst=tiny.edge_dst,
-        edge_kind=tiny.edge_kind, t_trace_ns=rng.random(10) * 1e12, meta={"name": "doubles"},
+        tiny.num_ranks,
+        rank=tiny.rank,
+        kind=tiny.kind,
+        cost_ns=np.where(tiny.kind == 0, rng.random(10) * 1e9, 0.0),
+        size=tiny.size,
+        peer=tiny.peer,
+        tag=tiny.tag,
+        edge_src=tiny.edge_src,
+        edge_dst=tiny.edge_dst,
+        edge_kind=tiny.edge_kind,
+        t_trace_ns=rng.random(10) * 1e12,
+        meta={"name": "doubles"},
     )
     store.put_run(graph, "doubles")
     back = store.load_run("doubles")
@@ -71,9 +88,17 @@ def test_arbitrary_doubles_round_trip_bit_for_bit(store, backend, tiny):
 
 def test_graph_without_optional_columns_round_trips(store, tiny):
     bare = type(tiny).from_arrays(
-        tiny.num_ranks, rank=tiny.rank, kind=tiny.kind, cost_ns=tiny.cost_ns, size=tiny.size,
-        peer=tiny.peer, tag=tiny.tag, edge_src=tiny.edge_src, edge_dst=tiny.edge_dst,
-        edge_kind=tiny.edge_kind, meta={"name": "bare"},
+        tiny.num_ranks,
+        rank=tiny.rank,
+        kind=tiny.kind,
+        cost_ns=tiny.cost_ns,
+        size=tiny.size,
+        peer=tiny.peer,
+        tag=tiny.tag,
+        edge_src=tiny.edge_src,
+        edge_dst=tiny.edge_dst,
+        edge_kind=tiny.edge_kind,
+        meta={"name": "bare"},
     )
     info = store.put_run(bare, "bare")
     assert not info.has_t_trace and not info.has_label
@@ -87,9 +112,20 @@ def test_runs_are_listed_found_and_deleted_with_their_analyses(store, tiny):
     store.put_run(tiny, "a")
     assert [r.name for r in store.list_runs()] == ["a", "b"]
     assert store.has_run("a") and not store.has_run("c")
-    store.write_analysis("a", "predict", {"L": 3000.0}, {"runtime_ns": 1.0},
-                         per_vertex=pd.DataFrame({"vid": [0, 1], "start_ns": [0.0, 1.0],
-                                                  "slack_ns": [0.0, 2.0], "critical": [True, False]}))
+    store.write_analysis(
+        "a",
+        "predict",
+        {"L": 3000.0},
+        {"runtime_ns": 1.0},
+        per_vertex=pd.DataFrame(
+            {
+                "vid": [0, 1],
+                "start_ns": [0.0, 1.0],
+                "slack_ns": [0.0, 2.0],
+                "critical": [True, False],
+            }
+        ),
+    )
     run_id = store.run_info("a").id
     store.delete_run("a")
     assert [r.name for r in store.list_runs()] == ["b"]
@@ -132,14 +168,21 @@ def test_invalid_run_name_is_refused(store, tiny):
 # ---------------------------------------------------------------------------- analyses
 def test_analysis_write_back_round_trips(store, tiny):
     store.put_run(tiny, "tiny")
-    per_vertex = pd.DataFrame({
-        "vid": np.arange(9, -1, -1),
-        "start_ns": np.linspace(0.0, 900.5, 10),
-        "slack_ns": np.array([0, 0, 5, 0, 1.5, 0, 0, 2, 0, 0], dtype=float),
-        "critical": np.array([1, 1, 0, 1, 0, 1, 1, 0, 1, 1], dtype=bool),
-    })
-    aid = store.write_analysis("tiny", "critical", {"L_ns": 3000.0, "engine": "graph"},
-                               {"runtime_ns": 1234.5, "lambda_L": 2}, per_vertex=per_vertex)
+    per_vertex = pd.DataFrame(
+        {
+            "vid": np.arange(9, -1, -1),
+            "start_ns": np.linspace(0.0, 900.5, 10),
+            "slack_ns": np.array([0, 0, 5, 0, 1.5, 0, 0, 2, 0, 0], dtype=float),
+            "critical": np.array([1, 1, 0, 1, 0, 1, 1, 0, 1, 1], dtype=bool),
+        }
+    )
+    aid = store.write_analysis(
+        "tiny",
+        "critical",
+        {"L_ns": 3000.0, "engine": "graph"},
+        {"runtime_ns": 1234.5, "lambda_L": 2},
+        per_vertex=per_vertex,
+    )
     info, frame = store.load_analysis(aid)
     assert (info.id, info.run, info.kind, info.vertices) == (aid, "tiny", "critical", 10)
     assert info.params == {"L_ns": 3000.0, "engine": "graph"}
@@ -218,7 +261,9 @@ def test_store_path_that_cannot_be_created_is_a_store_error(tmp_path):
 
 def test_unreachable_bolt_server_is_a_store_error():
     port = free_port(20000, 32000)
-    with pytest.raises(StoreError, match=rf"cannot reach the graph server at bolt://neo4j@127.0.0.1:{port}"):
+    with pytest.raises(
+        StoreError, match=rf"cannot reach the graph server at bolt://neo4j@127.0.0.1:{port}"
+    ):
         open_store(f"bolt://neo4j:secret@127.0.0.1:{port}")
 
 
@@ -229,8 +274,13 @@ def test_unknown_uri_scheme_is_refused():
 
 def _child(code: str) -> subprocess.Popen[str]:
     script = f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n" + textwrap.dedent(code)
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=TESTS.parent)
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=TESTS.parent,
+    )
 
 
 def _wait_for(child: subprocess.Popen[str], marker: str) -> None:

@@ -39,10 +39,13 @@ def test_runs_list_show_and_delete(capsys, stored, sweep3d):
     assert code == 0
     runs = json.loads(out)
     assert [(r["name"], r["vertices"], r["bytes"]) for r in runs] == [
-        ("sweep3d", sweep3d.num_vertices, sweep3d.summary().bytes)]
+        ("sweep3d", sweep3d.num_vertices, sweep3d.summary().bytes)
+    ]
     code, out, _ = llamp(capsys, "--store", stored, "runs", "show", "sweep3d", "--json")
     shown = json.loads(out)
-    assert code == 0 and [r["calc_ns"] for r in shown["ranks"]] == sweep3d.summary().calc_ns_per_rank
+    assert (
+        code == 0 and [r["calc_ns"] for r in shown["ranks"]] == sweep3d.summary().calc_ns_per_rank
+    )
     code, out, _ = llamp(capsys, "--store", stored, "runs")
     assert code == 0 and "sweep3d" in out and "24084" in out
     code, _, err = llamp(capsys, "--store", stored, "runs", "show", "nope")
@@ -54,15 +57,24 @@ def test_runs_list_show_and_delete(capsys, stored, sweep3d):
 
 
 def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
-    code, out, _ = llamp(capsys, "--store", stored, "cypher", "--json",
-                         "MATCH (r:Run {name: $n}) MATCH (o:Op) WHERE o.run = r.id "
-                         "RETURN o.rank AS rank, count(*) AS ops ORDER BY rank", "-p", "n=\"sweep3d\"")
+    code, out, _ = llamp(
+        capsys,
+        "--store",
+        stored,
+        "cypher",
+        "--json",
+        "MATCH (r:Run {name: $n}) MATCH (o:Op) WHERE o.run = r.id "
+        "RETURN o.rank AS rank, count(*) AS ops ORDER BY rank",
+        "-p",
+        'n="sweep3d"',
+    )
     assert code == 0
     assert [row["ops"] for row in json.loads(out)] == [6022, 6026, 6018, 6018]
     code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (r:Run) SET r.name = 'x'")
     assert code == 2 and "not an allowed read (SET)" in err and "--write" in err
-    code, _, _ = llamp(capsys, "--store", stored, "cypher", "--write",
-                       "MATCH (r:Run) SET r.format = 'edited'")
+    code, _, _ = llamp(
+        capsys, "--store", stored, "cypher", "--write", "MATCH (r:Run) SET r.format = 'edited'"
+    )
     assert code == 0
     code, _, err = llamp(capsys, "--store", stored, "cypher", "MATCH (o:Op RETURN o")
     assert code == 2 and "error:" in err
@@ -71,16 +83,30 @@ def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
 
 
 def test_catalogue_query_from_the_command_line(capsys, stored, sweep3d):
-    code, out, _ = llamp(capsys, "--store", stored, "query", "rank_pair_traffic", "--run",
-                         "sweep3d", "--json")
+    code, out, _ = llamp(
+        capsys, "--store", stored, "query", "rank_pair_traffic", "--run", "sweep3d", "--json"
+    )
     assert code == 0
     assert sum(row["bytes"] for row in json.loads(out)) == sweep3d.summary().bytes
-    code, out, _ = llamp(capsys, "--store", stored, "query", "heaviest_messages", "--run",
-                         "sweep3d", "-p", "limit=2", "--json")
+    code, out, _ = llamp(
+        capsys,
+        "--store",
+        stored,
+        "query",
+        "heaviest_messages",
+        "--run",
+        "sweep3d",
+        "-p",
+        "limit=2",
+        "--json",
+    )
     assert [row["size"] for row in json.loads(out)] == sorted(
-        sweep3d.size[sweep3d.messages()[0]], reverse=True)[:2]
+        sweep3d.size[sweep3d.messages()[0]], reverse=True
+    )[:2]
     code, out, _ = llamp(capsys, "--store", stored, "query", "--list", "--json")
-    assert {"rank_summary", "critical_candidates", "ops_in_ranks"} <= {q["name"] for q in json.loads(out)}
+    assert {"rank_summary", "critical_candidates", "ops_in_ranks"} <= {
+        q["name"] for q in json.loads(out)
+    }
     code, out, _ = llamp(capsys, "--store", stored, "query", "ops_in_seq_ranges", "--show")
     assert "$lo[o.rank + 1]" in out and "$lo[o.rank]" in out
     code, _, err = llamp(capsys, "--store", stored, "query", "rank_summary")
@@ -99,7 +125,9 @@ def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
     back = read_goal(goal)
     assert code == 0 and back.num_vertices == sweep3d.num_vertices
     np.testing.assert_array_equal(np.sort(back.size), np.sort(sweep3d.size))
-    code, _, err = llamp(capsys, "--store", stored, "export", "sweep3d", "-o", str(tmp_path / "x.csv"))
+    code, _, err = llamp(
+        capsys, "--store", stored, "export", "sweep3d", "-o", str(tmp_path / "x.csv")
+    )
     assert code == 2 and ".npz or .goal" in err
 
 

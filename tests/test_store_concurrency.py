@@ -24,14 +24,18 @@ def _python(code: str, *args: str) -> subprocess.Popen:
     script = f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + textwrap.dedent(code)
     return subprocess.Popen(
         [sys.executable, "-c", script, *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def _llamp(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "llamp", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -45,8 +49,10 @@ def stored(tmp_path: Path) -> str:
 
 def test_four_predictions_and_pipeline_reads_run_at_once(stored):
     procs = [_llamp("--store", stored, "predict", "tiny", "--json") for _ in range(4)]
-    procs += [_llamp("--store", stored, "runs"), _llamp("--store", stored, "cypher",
-                                                         "MATCH (r:Run) RETURN r.name AS n")]
+    procs += [
+        _llamp("--store", stored, "runs"),
+        _llamp("--store", stored, "cypher", "MATCH (r:Run) RETURN r.name AS n"),
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
@@ -169,8 +175,7 @@ def test_writer_lock_records_its_holder_and_releases_on_close(stored):
 def test_concurrent_bolt_ingests_of_one_name_cannot_both_succeed(store_uri, tmp_path):
     graph = tmp_path / "g.npz"
     chain_graph(2, 300).save(graph)
-    procs = [_llamp("--store", store_uri, "ingest", str(graph), "--name", "dup")
-             for _ in range(2)]
+    procs = [_llamp("--store", store_uri, "ingest", str(graph), "--name", "dup") for _ in range(2)]
     results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
     assert sorted(code for code, _, _ in results) == [0, 2], results
     refused = next(err for code, _, err in results if code == 2)

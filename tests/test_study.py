@@ -27,7 +27,6 @@ SWEEP3D = DATA / "liballprof" / "sweep3d-2x2"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "study.yaml"
 
 
-
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))

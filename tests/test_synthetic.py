@@ -28,7 +28,9 @@ def test_message_counts_follow_the_pattern():
     assert (sizes == p.halo_bytes).sum() == 192
     assert (sizes == p.allreduce_bytes).sum() == 72
     assert (sizes == p.alltoall_bytes).sum() == 112
-    assert s.vertices == 8 * round(vertices_per_iteration(StencilPattern(ranks=8, allreduce_every=2, alltoall_every=3)) * 6 + 1)
+    assert s.vertices == 8 * round(
+        vertices_per_iteration(StencilPattern(ranks=8, allreduce_every=2, alltoall_every=3)) * 6 + 1
+    )
 
 
 def test_same_seed_same_graph_and_valid_evaluation():

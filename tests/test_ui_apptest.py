@@ -445,6 +445,9 @@ def test_analysis_failure_is_a_readable_error(store_env, monkeypatch):
     at.text_input(key="param_o::latency").set_value("1.25us").run()  # a key no cache holds
     assert not at.exception
     assert any(
-        e.value.startswith("Latency analysis failed: RuntimeError: solver exploded (an "
-                           "internal error: please report it") for e in at.error
+        e.value.startswith(
+            "Latency analysis failed: RuntimeError: solver exploded (an "
+            "internal error: please report it"
+        )
+        for e in at.error
     ), [e.value for e in at.error]

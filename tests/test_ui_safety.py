@@ -56,8 +56,14 @@ def test_upload_size_and_file_count_limits(tmp_path, monkeypatch):
 
 
 def test_defaults_fit_the_machine(monkeypatch):
-    for name in ("LLAMP_UI_MAX_UPLOAD_MB", "LLAMP_UI_MAX_UNPACKED_MB", "LLAMP_UI_MAX_FILES",
-                 "LLAMP_UI_SERVER_ROOTS", "LLAMP_UI_READ_ONLY", "LLAMP_UI_ADMIN"):
+    for name in (
+        "LLAMP_UI_MAX_UPLOAD_MB",
+        "LLAMP_UI_MAX_UNPACKED_MB",
+        "LLAMP_UI_MAX_FILES",
+        "LLAMP_UI_SERVER_ROOTS",
+        "LLAMP_UI_READ_ONLY",
+        "LLAMP_UI_ADMIN",
+    ):
         monkeypatch.delenv(name, raising=False)
     settings = ui_settings()
     assert settings.max_upload_bytes == 1 << 30
@@ -131,7 +137,8 @@ def test_console_writes_only_with_the_admin_setting(store_env, monkeypatch):
     at = page("cypher")
     at.checkbox(key="cypher_write").check().run()
     at.text_area(key="cypher_text").set_value(
-        "MATCH (r:Run {name: 'sweep3d'}) SET r.format = r.format RETURN r.name AS n").run()
+        "MATCH (r:Run {name: 'sweep3d'}) SET r.format = r.format RETURN r.name AS n"
+    ).run()
     at.button(key="cypher_run_button").click().run()
     assert_clean(at)
     assert list(at.dataframe[0].value["n"]) == [RUN]
@@ -176,7 +183,9 @@ def test_stored_upload_names_its_files_as_uploaded(tmp_path, monkeypatch):
     monkeypatch.delenv("LLAMP_STORE", raising=False)
     goal = SWEEP3D.parent.parent / "goal" / "blocking.goal"
     at = page()
-    at.file_uploader(key="ingest_files").set_value((goal.name, goal.read_bytes(), "text/plain")).run()
+    at.file_uploader(key="ingest_files").set_value(
+        (goal.name, goal.read_bytes(), "text/plain")
+    ).run()
     at.button(key="ingest_button").click().run()
     assert_clean(at)
     with open_store(None, read_only=True) as store:

@@ -34,7 +34,12 @@ def test_per_message_latency_changes_only_its_pair():
     """Two receivers; raising L on the 0→2 message by 1 µs delays only that receiver."""
     graph, ids = build(
         3,
-        {"a": (0, "send", 8, 1), "b": (0, "send", 8, 2), "r1": (1, "recv", 8, 0), "r2": (2, "recv", 8, 0)},
+        {
+            "a": (0, "send", 8, 1),
+            "b": (0, "send", 8, 2),
+            "r1": (1, "recv", 8, 0),
+            "r2": (2, "recv", 8, 0),
+        },
         [("a", "message", "r1"), ("b", "message", "r2")],
     )
     params = LogGPS(L=1000.0, o=0.0, G=0.0, S=1 << 20)

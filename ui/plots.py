@@ -1060,8 +1060,9 @@ def study_heatmap(
     if log:
         z = np.full_like(finite, np.nan)
         np.log10(finite, out=z, where=finite > 0)
-    text = [["∞" if np.isinf(v) else ("—" if np.isnan(v) else f"{v:.4g}") for v in row]
-            for row in M]
+    text = [
+        ["∞" if np.isinf(v) else ("—" if np.isnan(v) else f"{v:.4g}") for v in row] for row in M
+    ]
     fig = go.Figure(
         go.Heatmap(
             z=z,

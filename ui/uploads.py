@@ -130,8 +130,16 @@ def _unpack(archive: Path, into: Path, limits: UiSettings | None = None) -> None
                         )
                     with src, open(target, "wb") as dst:
                         budget.copy(src, dst)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, OSError,
-            NotImplementedError, RuntimeError, ValueError) as err:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        tarfile.TarError,
+        EOFError,
+        OSError,
+        NotImplementedError,
+        RuntimeError,
+        ValueError,
+    ) as err:
         raise InputError(f"{archive.name}: cannot unpack the archive ({str(err)[:200]})") from None
 
 
@@ -170,8 +178,9 @@ def stage(uploads: list[Upload], workdir: Path, run_name: str) -> Path:
             "(LLAMP_UI_MAX_UPLOAD_MB)"
         )
     if len(uploads) > limits.max_files:
-        raise InputError(f"{len(uploads)} files uploaded, more than {limits.max_files} "
-                         "(LLAMP_UI_MAX_FILES)")
+        raise InputError(
+            f"{len(uploads)} files uploaded, more than {limits.max_files} (LLAMP_UI_MAX_FILES)"
+        )
     names = [Path(u.name).name for u in uploads]
     if len(set(names)) != len(names):
         raise InputError("two uploaded files have the same name")

@@ -293,7 +293,9 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
 
     a, b = parse_range(parameter, lo, hi)
     choice = _engine_choice(engine, graph)
-    points_ = sweep_rows(graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine)
+    points_ = sweep_rows(
+        graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine
+    )
     if as_json:
         emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
         return
@@ -485,8 +487,9 @@ def _print_tolerance(result) -> None:
 
 
 # ---------------------------------------------------------------------- region
-def _region_variables(graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter,
-                      latencies):
+def _region_variables(
+    graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
+):
     """``None`` (L, G, o) or the link variables of a topology or a two-level machine."""
     from llamp.lp.region import topology_variables, two_level_variables
 
@@ -722,7 +725,9 @@ def _print_region(result, frame) -> None:
             if edge.kind == "box":
                 along = f"box ({edge.side})"
             else:
-                along = f"T = bound, λ_{au.name} = {edge.lambda_u:g}, λ_{av.name} = {edge.lambda_v:g}"
+                along = (
+                    f"T = bound, λ_{au.name} = {edge.lambda_u:g}, λ_{av.name} = {edge.lambda_v:g}"
+                )
             rows.append(
                 (
                     fmt(au, level.u[i]),

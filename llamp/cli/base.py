@@ -83,8 +83,16 @@ def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @model_options
     @functools.wraps(func)
     def wrapper(
-        *args: Any, network: str | None, L: str | None, o: str | None, G: str | None,
-        S: str | None, g: str | None, progress: str | None, nic: str | None, **kw: Any,
+        *args: Any,
+        network: str | None,
+        L: str | None,
+        o: str | None,
+        G: str | None,
+        S: str | None,
+        g: str | None,
+        progress: str | None,
+        nic: str | None,
+        **kw: Any,
     ):
         models = {"g": g, "progress": progress, "nic": nic}
         if network:
@@ -234,7 +242,9 @@ def table(rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> str:
     """A plain aligned text table."""
     cells = [tuple(str(c) for c in headers)] + [tuple(str(c) for c in row) for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

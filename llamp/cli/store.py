@@ -61,8 +61,12 @@ def _print_frame(frame: pd.DataFrame, as_json: bool) -> None:
 
 
 param_option = click.option(
-    "--param", "-p", "param_items", multiple=True, metavar="NAME=VALUE",
-    help="Query parameter $NAME; VALUE is read as JSON (10, [0,1], \"x\") or else as text.",
+    "--param",
+    "-p",
+    "param_items",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help='Query parameter $NAME; VALUE is read as JSON (10, [0,1], "x") or else as text.',
 )
 
 
@@ -83,11 +87,24 @@ def runs_group(ctx: click.Context, as_json: bool) -> None:
     if not runs:
         click.echo(f"no runs in {location} (store one with: llamp ingest TRACE --name NAME)")
         return
-    click.echo(table(
-        [(r.name, r.ranks, r.vertices, r.edges, r.messages, r.bytes, r.format or "-", r.created)
-         for r in runs],
-        ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created"),
-    ))
+    click.echo(
+        table(
+            [
+                (
+                    r.name,
+                    r.ranks,
+                    r.vertices,
+                    r.edges,
+                    r.messages,
+                    r.bytes,
+                    r.format or "-",
+                    r.created,
+                )
+                for r in runs
+            ],
+            ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created"),
+        )
+    )
 
 
 @runs_group.command("show")
@@ -101,33 +118,68 @@ def runs_show(ctx: click.Context, name: str, as_json: bool) -> None:
         ranks = store.run_query("rank_summary", name)
         analyses = store.list_analyses(name)
     if as_json:
-        emit_json({"run": info.as_dict(), "ranks": ranks.to_dict(orient="records"),
-                   "analyses": [a.as_dict() for a in analyses]})
+        emit_json(
+            {
+                "run": info.as_dict(),
+                "ranks": ranks.to_dict(orient="records"),
+                "analyses": [a.as_dict() for a in analyses],
+            }
+        )
         return
     meta = info.meta
     lines = [
-        ("name", info.name), ("store id", info.id), ("format", info.format or "-"),
-        ("created", info.created), ("ranks", info.ranks), ("vertices", info.vertices),
-        ("edges", info.edges), ("messages", f"{info.messages} ({info.bytes} bytes)"),
+        ("name", info.name),
+        ("store id", info.id),
+        ("format", info.format or "-"),
+        ("created", info.created),
+        ("ranks", info.ranks),
+        ("vertices", info.vertices),
+        ("edges", info.edges),
+        ("messages", f"{info.messages} ({info.bytes} bytes)"),
         ("trace times", "yes" if info.has_t_trace else "no"),
-        ("collectives", ", ".join(f"{k}={v}" for k, v in (meta.get("collectives") or {}).items()) or "-"),
+        (
+            "collectives",
+            ", ".join(f"{k}={v}" for k, v in (meta.get("collectives") or {}).items()) or "-",
+        ),
     ]
     if meta.get("flops_per_s") is not None:
         lines.append(("host speed", format_flop_rate(meta["flops_per_s"])))
     click.echo(table(lines, ("run", "")))
     click.echo()
-    click.echo(table(
-        [(r.rank, r.ops, format_ns(r.calc_ns), r.sends, r.recvs, r.bytes_sent, r.bytes_received)
-         for r in ranks.itertuples(index=False)],
-        ("rank", "ops", "calc", "sends", "recvs", "bytes sent", "bytes received"),
-    ))
+    click.echo(
+        table(
+            [
+                (
+                    r.rank,
+                    r.ops,
+                    format_ns(r.calc_ns),
+                    r.sends,
+                    r.recvs,
+                    r.bytes_sent,
+                    r.bytes_received,
+                )
+                for r in ranks.itertuples(index=False)
+            ],
+            ("rank", "ops", "calc", "sends", "recvs", "bytes sent", "bytes received"),
+        )
+    )
     if analyses:
         click.echo()
-        click.echo(table(
-            [(a.id, a.kind, a.created, a.vertices, json.dumps(a.scalars, sort_keys=True)[:60])
-             for a in analyses],
-            ("analysis", "kind", "created", "per-vertex rows", "scalars"),
-        ))
+        click.echo(
+            table(
+                [
+                    (
+                        a.id,
+                        a.kind,
+                        a.created,
+                        a.vertices,
+                        json.dumps(a.scalars, sort_keys=True)[:60],
+                    )
+                    for a in analyses
+                ],
+                ("analysis", "kind", "created", "per-vertex rows", "scalars"),
+            )
+        )
 
 
 @runs_group.command("delete")
@@ -157,8 +209,9 @@ def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None
 @click.option("--write", is_flag=True, help="Allow clauses that change the store (CREATE, SET, …).")
 @json_option
 @click.pass_context
-def cypher_cmd(ctx: click.Context, query: str, param_items: tuple[str, ...], write: bool,
-               as_json: bool) -> None:
+def cypher_cmd(
+    ctx: click.Context, query: str, param_items: tuple[str, ...], write: bool, as_json: bool
+) -> None:
     """Run the Cypher QUERY on the store (read-only unless --write).
 
     Ops are (:Op {run, vid, rank, seq, kind, cost_ns, size, peer, tag, t_trace_ns, label})
@@ -180,8 +233,15 @@ def cypher_cmd(ctx: click.Context, query: str, param_items: tuple[str, ...], wri
 @click.option("--show", is_flag=True, help="Print the query's Cypher instead of running it.")
 @json_option
 @click.pass_context
-def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items: tuple[str, ...],
-              list_queries: bool, show: bool, as_json: bool) -> None:
+def query_cmd(
+    ctx: click.Context,
+    name: str | None,
+    run: str | None,
+    param_items: tuple[str, ...],
+    list_queries: bool,
+    show: bool,
+    as_json: bool,
+) -> None:
     """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue)."""
     from llamp.graphdb.queries import CATALOGUE, get
 
@@ -193,10 +253,12 @@ def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items
         if as_json:
             emit_json(entries)
         else:
-            click.echo(table(
-                [(e["name"], ", ".join(e["params"]) or "-", e["doc"][:70]) for e in entries],
-                ("query", "params (besides run)", "what"),
-            ))
+            click.echo(
+                table(
+                    [(e["name"], ", ".join(e["params"]) or "-", e["doc"][:70]) for e in entries],
+                    ("query", "params (besides run)", "what"),
+                )
+            )
         return
     query = get(name)
     if show:
@@ -218,8 +280,13 @@ def query_cmd(ctx: click.Context, name: str | None, run: str | None, param_items
 # ---------------------------------------------------------------------------- export
 @cli.command("export")
 @click.argument("run")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Output file: .npz (exact, with metadata) or .goal (Schedgen/LogGOPSim).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file: .npz (exact, with metadata) or .goal (Schedgen/LogGOPSim).",
+)
 @json_option
 @click.pass_context
 def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> None:

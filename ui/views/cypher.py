@@ -93,7 +93,9 @@ cypher = st.text_area("Query", key="cypher_text", height=160)
 allow_write = False
 if config.ui_settings().admin:
     allow_write = st.checkbox(
-        "Allow writes (admin: LLAMP_UI_ADMIN is set)", key="cypher_write", value=False,
+        "Allow writes (admin: LLAMP_UI_ADMIN is set)",
+        key="cypher_write",
+        value=False,
         help="Runs the query read-write, as `llamp cypher --write` does.",
     )
 

@@ -197,10 +197,15 @@ else:
     if st.button("Ingest", type="primary", key="ingest_button", icon=":material/upload:"):
         bar = st.progress(0, text="Preparing the input…")
         done = False
-        with controls.readable_errors("Ingest"), tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp:
+        with (
+            controls.readable_errors("Ingest"),
+            tempfile.TemporaryDirectory(prefix="llamp-ui-") as tmp,
+        ):
             try:
                 if not run_name:
-                    raise InputError("give the run a name (e.g. the application and its rank count)")
+                    raise InputError(
+                        "give the run a name (e.g. the application and its rank count)"
+                    )
                 if source_kind == "Upload files":
                     if not files:
                         raise InputError("choose trace files to upload first")
