@@ -415,6 +415,7 @@ class ExecutionGraph:
                 )
         self._validate_messages()
         self._validate_collectives()
+        self.__dict__["_valid"] = True
 
     def _validate_messages(self) -> None:
         sends, recvs = self.messages()
@@ -605,7 +606,8 @@ class ExecutionGraph:
         for name in ("cpu", "nic"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
-        stamp = {"version": GRAPH_FILE_VERSION, "validated": True}
+        # A lazy load skips the invariant checks only for a graph that passed them.
+        stamp = {"version": GRAPH_FILE_VERSION, "validated": self.__dict__.get("_valid", False)}
         arrays[_STAMP] = np.frombuffer(json.dumps(stamp).encode(), dtype=np.uint8)
         arrays.update(extra or {})
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # writers may race
@@ -675,6 +677,7 @@ class ExecutionGraph:
         )
         if validate and trusted:
             graph.check_shapes()
+            graph.__dict__["_valid"] = True  # validated when it was saved
         return graph
 
     def equals(self, other: ExecutionGraph, *, labels: bool = False) -> bool:

@@ -134,3 +134,26 @@ def test_an_inconsistent_event_graph_is_refused(tmp_path):
     _rewrite(path, "lowering_0_src.npy", backwards)
     with pytest.raises(InputError, match="inconsistent"):
         predict(ExecutionGraph.load(path, lazy=True), BASE)
+
+
+def test_a_graph_saved_without_validation_is_checked_when_mapped(tmp_path):
+    """Only a graph that passed its checks is stamped as such: an unchecked one (here a
+    message whose two ends disagree on the size) is validated on a lazy load and refused."""
+    from llamp.errors import GraphError
+
+    bad = ExecutionGraph.from_arrays(
+        2,
+        rank=[0, 1],
+        kind=[1, 2],
+        cost_ns=[0.0, 0.0],
+        size=[8, 16],
+        peer=[1, 0],
+        tag=[0, 0],
+        edge_src=[0],
+        edge_dst=[1],
+        edge_kind=[2],
+        validate=False,
+    )
+    path = bad.save(tmp_path / "bad.npz")
+    with pytest.raises(GraphError, match="size, peer or tag differ"):
+        ExecutionGraph.load(path, lazy=True)
