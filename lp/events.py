@@ -206,22 +206,6 @@ class EventGraph:
         """Position of every vertex's finish event."""
         return self.pos_of_event[1 : 2 * self.num_vertices : 2]
 
-    def nbytes(self) -> int:
-        """Memory held by the event graph's arrays (without derived ``dst``/``coef``)."""
-        return sum(
-            a.nbytes
-            for a in (
-                self.src,
-                self.pattern,
-                self.value,
-                self.msg,
-                self.event_of_pos,
-                self.pos_of_event,
-                self.in_ptr,
-                self.out_ptr,
-                self.out_edge,
-            )
-        )
 
 
 _ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)

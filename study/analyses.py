@@ -139,6 +139,19 @@ def param_args(params: LogGPS, keys: tuple[str, ...] = ("L", "o", "G", "S")) -> 
     return out
 
 
+def _engine_command(inp: CellInput, name: str, *extra: str) -> list[str]:
+    """``llamp NAME GRAPH <parameters> --engine E <extra> --json`` for the cell."""
+    return [
+        name,
+        inp.graph_spec,
+        *param_args(inp.params),
+        "--engine",
+        inp.cell.engine,
+        *extra,
+        "--json",
+    ]
+
+
 def _levels(x: list[float]) -> list[float]:
     return [float(v) / 100.0 for v in x]
 
@@ -299,14 +312,7 @@ def _topology_cli(inp: CellInput, x: list[float]) -> list[str]:
 def _predict_cli(inp: CellInput) -> list[str]:
     if inp.cell.network.kind == "topology":
         return _topology_cli(inp, [1.0, 2.0, 5.0])
-    return [
-        "predict",
-        inp.graph_spec,
-        *param_args(inp.params),
-        "--engine",
-        inp.cell.engine,
-        "--json",
-    ]
+    return _engine_command(inp, "predict")
 
 
 def _tolerance(inp: CellInput) -> dict[str, Any]:
@@ -334,16 +340,7 @@ def _tolerance_cli(inp: CellInput) -> list[str]:
     x = inp.settings["x"]
     if inp.cell.network.kind == "topology":
         return _topology_cli(inp, x)
-    return [
-        "tolerance",
-        inp.graph_spec,
-        *param_args(inp.params),
-        "--engine",
-        inp.cell.engine,
-        "--x",
-        ",".join(f"{v:g}" for v in x),
-        "--json",
-    ]
+    return _engine_command(inp, "tolerance", "--x", ",".join(f"{v:g}" for v in x))
 
 
 def _sweep(inp: CellInput) -> dict[str, Any]:
@@ -378,17 +375,7 @@ def _range_cli(inp: CellInput) -> list[str]:
 
 
 def _sweep_cli(inp: CellInput) -> list[str]:
-    return [
-        "sweep",
-        inp.graph_spec,
-        *param_args(inp.params),
-        "--engine",
-        inp.cell.engine,
-        *_range_cli(inp),
-        "--points",
-        str(inp.settings["points"]),
-        "--json",
-    ]
+    return _engine_command(inp, "sweep", *_range_cli(inp), "--points", str(inp.settings["points"]))
 
 
 def _critical(inp: CellInput) -> dict[str, Any]:
@@ -419,17 +406,9 @@ def _critical_scalars(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _critical_cli(inp: CellInput) -> list[str]:
-    return [
-        "critical",
-        inp.graph_spec,
-        *param_args(inp.params),
-        "--engine",
-        inp.cell.engine,
-        *_range_cli(inp),
-        "--max-evaluations",
-        str(inp.settings["max_evaluations"]),
-        "--json",
-    ]
+    return _engine_command(
+        inp, "critical", *_range_cli(inp), "--max-evaluations", str(inp.settings["max_evaluations"])
+    )
 
 
 def _gap_network(params: LogGPS):
