@@ -207,7 +207,6 @@ class EventGraph:
         return self.pos_of_event[1 : 2 * self.num_vertices : 2]
 
 
-
 _ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)
 
 
