@@ -11,6 +11,15 @@ reset per stage). Each process first loads numba's compiled kernels from its cac
 trace (about 1 s, reported on its own row, not counted); interpreter start-up and imports are
 not included either.
 
+``python -m benchmarks.bench_e2e`` (the *data path*, issue 15) instead runs each stage as the
+whole process a user runs, under GNU time (peak RSS of that process alone): write the noisy
+stencil as GOAL, ``llamp ingest X.goal -o X.npz`` (which lowers and keeps the event graph),
+the lowering alone (:func:`llamp.lp.events.build_event_graph` on the mapped graph, a process of
+its own), the first ``llamp predict X.npz``, ``llamp sweep X.npz --points 11`` and ``llamp
+report X.npz``; with ``--side NAME=PYTHON`` once per checkout (e.g. ``before`` = main's
+interpreter, ``after`` = this branch's), interleaved, and it checks that every side predicts
+the same ``T``.
+
 Cases: the synthetic stencil trace (``llamp.ingest.synthetic.write_liballprof``: 16 ranks,
 2-D halo exchange with Isend/Irecv/Waitall, an Allreduce every iteration, an Alltoall every
 10th, 10 % load imbalance, 5 % noise, seed 0) at 10^4, 10^5 and 10^6 vertices (``--full``:
@@ -19,9 +28,15 @@ also 10^7, with at most :data:`FULL_REPEAT` repeats), and the shared real traces
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +197,167 @@ def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
             _progress(case, case_rows)
             rows += case_rows
     return rows
+
+
+# ---------------------------------------------------------------------- data path (issue 15)
+
+#: Sizes of the data-path table (vertices of the noisy 16-rank stencil).
+DATA_PATH_SIZES = (10**5, 10**6, 3 * 10**6, 10**7)
+DATA_PATH_STAGES = (
+    "synth → GOAL",
+    "ingest GOAL → .npz",
+    "lowering alone",
+    "predict",
+    "sweep 11",
+    "report",
+)
+_SYNTH = (
+    "import sys; from llamp.ingest.synthetic import stencil_with_vertices; "
+    "from llamp.ingest.goal import write_goal; "
+    "write_goal(stencil_with_vertices(int(sys.argv[1]), ranks=16, alltoall_every=10), sys.argv[2])"
+)
+_LOWER = (
+    "import sys, warnings; warnings.simplefilter('ignore'); from llamp.ingest import read; "
+    "from llamp.lp.events import build_event_graph; from llamp.params import LogGPS; "
+    "g = read(sys.argv[1]); p = LogGPS(); "
+    "ev = build_event_graph(g, p.S, progress=p.progress, nic=p.nic); print(ev.num_edges)"
+)
+
+
+def whole_process(argv: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of ``argv`` run to completion under GNU time
+    (``%M``: the process's own high-water mark, not this one's). Fails loudly."""
+    time_bin = "/usr/bin/time"
+    if not os.access(time_bin, os.X_OK):
+        raise SystemExit("the data-path benchmark needs GNU time at /usr/bin/time")
+    with tempfile.TemporaryDirectory(prefix="llamp-e2e-run-") as tmp:
+        rss = Path(tmp) / "maxrss"
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [time_bin, "-f", "%M", "-o", str(rss), *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-3:]
+            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {tail}")
+        return seconds, int(rss.read_text().split()[-1]) / 1024.0, proc.stdout
+
+
+def data_path(python: Path, vertices: int, work: Path) -> dict[str, Any]:
+    """Every stage of :data:`DATA_PATH_STAGES` on ``vertices`` with the checkout whose
+    interpreter is ``python``: {stage: (seconds, peak MB)}, plus ``T`` of the predict."""
+    llamp = str(python.parent / "llamp")
+    goal, npz = work / "stencil.goal", work / "stencil.npz"
+    network = ["--progress", "async", "--nic", "serial"]
+    commands = {
+        "synth → GOAL": [str(python), "-c", _SYNTH, str(vertices), str(goal)],
+        "ingest GOAL → .npz": [llamp, "ingest", str(goal), "-o", str(npz), "--no-progress"],
+        "lowering alone": [str(python), "-c", _LOWER, str(npz)],
+        "predict": [llamp, "predict", str(npz), *network, "--json"],
+        "sweep 11": [llamp, "sweep", str(npz), "--points", "11", "--from", "0us"]
+        + ["--to", "100us", *network, "--json"],
+        "report": [llamp, "report", str(npz), *network, "--json"],
+    }
+    out: dict[str, Any] = {}
+    for stage, argv in commands.items():
+        seconds, peak, stdout = whole_process(argv)
+        out[stage] = (seconds, peak)
+        if stage == "predict":
+            out["T_ns"] = json.loads(stdout)["runtime_ns"]
+        print(
+            f"#   {python}: {vertices:.0e} {stage}: {seconds:.2f} s, {peak:.0f} MB",
+            file=sys.stderr,
+            flush=True,
+        )
+    out["vertices"] = int(
+        json.loads(whole_process([llamp, "info", str(npz), "--json"])[2])["vertices"]
+    )
+    return out
+
+
+def data_path_table(results: dict[int, dict[str, list[dict[str, Any]]]]) -> str:
+    """Markdown: per size and stage, time and peak RSS of every side (medians over repeats)."""
+    sides = list(next(iter(results.values())))
+    head = ["graph", "stage"]
+    for side in sides:
+        head += [f"{side}: time (s)", f"{side}: peak RSS (MB)"]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|",
+    ]
+    for by_side in results.values():
+        runs = by_side[sides[0]]
+        label = f"stencil {runs[0]['vertices']:,} vertices"
+        for stage in DATA_PATH_STAGES:
+            cells = [label, stage]
+            for side in sides:
+                reps = by_side[side]
+                cells.append(f"{statistics.median(r[stage][0] for r in reps):.2f}")
+                cells.append(f"{max(r[stage][1] for r in reps):.0f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        Ts = {side: {r["T_ns"] for r in by_side[side]} for side in sides}
+        same = len(set().union(*Ts.values())) == 1
+        lines.append(
+            f"| {label} | T at the default point (ns) | "
+            + " | ".join(
+                f"{sorted(Ts[s])[0]!r} | {'same on every side' if same else 'DIFFERS'}"
+                for s in sides
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_e2e",
+        description="The data path as whole processes (issue 15): time and peak RSS per stage.",
+    )
+    parser.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in DATA_PATH_SIZES),
+        help="vertex counts, comma-separated (e.g. 1e5,1e6,3e6,1e7)",
+    )
+    parser.add_argument(
+        "--side",
+        action="append",
+        metavar="NAME=PYTHON",
+        help="a checkout to measure, by its interpreter (repeatable; default: this one)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per stage (median time)")
+    parser.add_argument("--work", type=Path, default=None, help="scratch directory")
+    parser.add_argument("--json", dest="json_out", help="also write the results here")
+    args = parser.parse_args(argv)
+    sides: dict[str, Path] = {}
+    for spec in args.side or [f"this={sys.executable}"]:
+        name, _, python = spec.partition("=")
+        if not python or not Path(python).is_file():
+            parser.error(f"--side {spec!r}: give NAME=PATH-TO-PYTHON of an existing checkout")
+        sides[name] = Path(python)
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
+    results: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    with tempfile.TemporaryDirectory(prefix="llamp-e2e-", dir=args.work) as tmp:
+        for size in sizes:
+            results[size] = {name: [] for name in sides}
+            for k in range(max(1, args.repeat)):
+                order = list(sides.items())
+                if k % 2:
+                    order.reverse()  # interleave: neither side always runs first
+                for name, python in order:
+                    work = Path(tmp) / name
+                    work.mkdir(exist_ok=True)
+                    results[size][name].append(data_path(python, size, work))
+                    shutil.rmtree(work)
+    print(data_path_table(results))
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps({str(k): v for k, v in results.items()}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

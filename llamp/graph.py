@@ -42,6 +42,8 @@ COLLECTIVE_COSTS = "collective_costs"
 REQUIRES, IREQUIRES, MESSAGE = 0, 1, 2
 EDGE_KIND_NAMES = ("requires", "irequires", "message")
 
+#: Vertex columns and their types. ``size`` and ``tag`` are int32 when every value fits and
+#: int64 otherwise (:func:`narrow_integers`): never a changed number.
 _VERTEX_COLUMNS = {
     "rank": np.int32,
     "kind": np.int8,
@@ -52,9 +54,50 @@ _VERTEX_COLUMNS = {
 }
 _EDGE_COLUMNS = {"src": np.int64, "dst": np.int64, "kind": np.int8}
 
+#: Vertex ids (``edge_src``, ``edge_dst``) are int32 below this many vertices, int64 above:
+#: with the headroom, event ids ``2v + 1`` and the lowering's counts fit in int32 too.
+INDEX32_VERTICES = 1 << 30
+
 #: Version of the graph file layout (:meth:`ExecutionGraph.save`), in its ``llamp_file`` member.
-GRAPH_FILE_VERSION = 2
+#: 3: edge ends int32 below :data:`INDEX32_VERTICES`, ``size``/``tag`` int32 when they fit (2:
+#: all int64; still read, and its validation stamp still trusted: the checks are the same).
+GRAPH_FILE_VERSION = 3
+_TRUSTED_VERSIONS = (2, 3)
 _STAMP = "llamp_file"
+_I32 = np.iinfo(np.int32)
+
+
+def index_dtype(num_vertices: int) -> type:
+    """The type of vertex ids in a graph of ``num_vertices`` vertices."""
+    return np.int32 if num_vertices < INDEX32_VERTICES else np.int64
+
+
+def narrow_integers(values: Any) -> np.ndarray:
+    """An integer column as int32 when every value fits, else int64 (contiguous).
+
+    An int32 input is kept as it is (a memory-mapped column is not copied); anything else is
+    first read as int64, as before, so the numbers are those of the wide column.
+    """
+    column = np.asarray(values)
+    if column.dtype == np.int32:
+        return np.ascontiguousarray(column)
+    column = np.ascontiguousarray(column, dtype=np.int64)
+    if column.size == 0 or (column.min() >= _I32.min and column.max() <= _I32.max):
+        return column.astype(np.int32)
+    return column
+
+
+def _index_column(values: Any, num_vertices: int) -> np.ndarray:
+    """Edge ends as :func:`index_dtype`; an id outside ``0..num_vertices-1`` keeps int64 so
+    that validation reports it as it is (a narrowing cast would wrap it silently)."""
+    dtype = index_dtype(num_vertices)
+    column = np.asarray(values)
+    if column.dtype == dtype:
+        return np.ascontiguousarray(column)
+    column = np.ascontiguousarray(column, dtype=np.int64)
+    if dtype is np.int64 or (column.size and (column.min() < 0 or column.max() >= num_vertices)):
+        return column
+    return column.astype(dtype)
 
 
 class NpzMembers:
@@ -258,20 +301,26 @@ class ExecutionGraph:
     ) -> ExecutionGraph:
         """Build a graph from array-likes, casting to the canonical dtypes, and validate it.
 
+        Compact columns: edge ends are int32 below :data:`INDEX32_VERTICES` vertices, ``size``
+        and ``tag`` int32 when every value fits (else int64); arrays already of their type
+        (memory-mapped from a graph file) are used as they are, not copied.
+
         ``cpu`` / ``nic`` (optional, one small integer per vertex) name the CPU stream and the
         NIC of a rank that a vertex runs on (GOAL's ``cpu``/``nic``); ``None`` — or a column of
         zeros, which is stored as ``None`` — is one CPU and one NIC per rank.
         """
+        rank = np.ascontiguousarray(rank, dtype=np.int32)
+        n = int(rank.shape[0]) if rank.ndim == 1 else 0
         graph = cls(
             num_ranks=int(num_ranks),
-            rank=np.ascontiguousarray(rank, dtype=np.int32),
+            rank=rank,
             kind=np.ascontiguousarray(kind, dtype=np.int8),
             cost_ns=np.ascontiguousarray(cost_ns, dtype=np.float64),
-            size=np.ascontiguousarray(size, dtype=np.int64),
+            size=narrow_integers(size),
             peer=np.ascontiguousarray(peer, dtype=np.int32),
-            tag=np.ascontiguousarray(tag, dtype=np.int64),
-            edge_src=np.ascontiguousarray(edge_src, dtype=np.int64),
-            edge_dst=np.ascontiguousarray(edge_dst, dtype=np.int64),
+            tag=narrow_integers(tag),
+            edge_src=_index_column(edge_src, n),
+            edge_dst=_index_column(edge_dst, n),
             edge_kind=np.ascontiguousarray(edge_kind, dtype=np.int8),
             t_trace_ns=None if t_trace_ns is None else np.ascontiguousarray(t_trace_ns, np.float64),
             label=_label_column(label),
@@ -655,7 +704,7 @@ class ExecutionGraph:
     def _load_mapped(cls, path: Path, *, validate: bool) -> ExecutionGraph:
         members = NpzMembers(path)
         stamp = members.json(_STAMP) if _STAMP in members else {}
-        trusted = stamp.get("version") == GRAPH_FILE_VERSION and stamp.get("validated") is True
+        trusted = stamp.get("version") in _TRUSTED_VERSIONS and stamp.get("validated") is True
         missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in members]
         if missing:
             raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")

@@ -154,6 +154,12 @@ class EventGraph:
         for the what-if analyses; the engines read the compact form)."""
         return self.coefficients(np.arange(self.num_edges))
 
+    def dst_of(self, edges: np.ndarray) -> np.ndarray:
+        """Destination position of the given edges (binary search in ``in_ptr``: for a few
+        edges this avoids building :attr:`dst`, 4 B per edge)."""
+        edges = np.asarray(edges, dtype=np.int64)
+        return (np.searchsorted(self.in_ptr, edges, side="right") - 1).astype(self.src.dtype)
+
     def coefficients(self, edges: np.ndarray) -> np.ndarray:
         """Coefficients ``(const, cL, cG, co, cg)`` of the given edges (rows of :attr:`coef`)."""
         q = self.pattern[edges]
@@ -208,6 +214,10 @@ class EventGraph:
 
 
 _ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+#: Event and edge counts below this use int32 indices (a module constant so that tests can
+#: lower small graphs with int64 indices too).
+_INDEX32_LIMIT = int(np.iinfo(np.int32).max)
 
 
 class _EdgeColumns:
@@ -293,13 +303,14 @@ def program_position(graph: ExecutionGraph) -> np.ndarray:
     otherwise the stable topological order of the rank-local edges, ties by vertex id.
     """
     V = graph.num_vertices
+    index = graph.edge_src.dtype
     local = graph.edge_kind != MESSAGE  # requires and irequires (messages join ranks)
     src, dst = graph.edge_src[local], graph.edge_dst[local]
     if not np.any(src > dst):
-        return np.arange(V, dtype=np.int64)
+        return np.arange(V, dtype=index)
     order = _stable_topological(V, src, dst)
-    position = np.empty(V, dtype=np.int64)
-    position[order] = np.arange(V, dtype=np.int64)
+    position = np.empty(V, dtype=index)
+    position[order] = np.arange(V, dtype=index)
     return position
 
 
@@ -454,17 +465,23 @@ def build_event_graph(
     V = graph.num_vertices
     kind = graph.kind
     sends, recvs = graph.messages()
+    # Events (≤ 3V) and event edges (≤ 3.5V + E) fit in int32 below this bound: then every
+    # index array and temporary here is int32.
+    wide = 4 * V + graph.num_edges >= _INDEX32_LIMIT
+    vid = np.int64 if wide else np.int32
+    if wide:
+        sends, recvs = sends.astype(np.int64), recvs.astype(np.int64)
     nbytes = graph.size[sends]
     rdv = nbytes > S
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
     del nbytes
-    msg_ids = np.arange(sends.size, dtype=np.int64)
-    msg_of = np.full(V, -1, dtype=np.int64)
+    msg_ids = np.arange(sends.size, dtype=np.int32)
+    msg_of = np.full(V, -1, dtype=np.int32)
     msg_of[sends] = msg_ids
     msg_of[recvs] = msg_ids
-    rdv_ids = np.flatnonzero(rdv)
-    handshake = np.full(sends.size, -1, dtype=np.int64)
-    handshake[rdv_ids] = 2 * V + np.arange(rdv_ids.size)
+    rdv_ids = np.flatnonzero(rdv).astype(vid)
+    handshake = np.full(sends.size, -1, dtype=vid)
+    handshake[rdv_ids] = 2 * V + np.arange(rdv_ids.size, dtype=vid)
     colls = np.flatnonzero(kind == COLL)
     instance = np.zeros(0, np.int64)
     if colls.size:
@@ -475,7 +492,7 @@ def build_event_graph(
     sync_base = 2 * V + rdv_ids.size
     num_syncs = int(instance.max()) + 1 if instance.size else 0
     num_events = sync_base + num_syncs
-    extra_owner = np.empty(num_events - 2 * V, dtype=np.int64)
+    extra_owner = np.empty(num_events - 2 * V, dtype=vid)
     extra_owner[: rdv_ids.size] = recvs[rdv_ids]
     if num_syncs:
         first_member = np.full(num_syncs, V, dtype=np.int64)
@@ -485,7 +502,7 @@ def build_event_graph(
     ek = graph.edge_kind
     req = ek == REQUIRES
     ireq = ek == IREQUIRES
-    calc = np.flatnonzero(kind == CALC)
+    calc = np.flatnonzero(kind == CALC).astype(vid)
     chains = _serialisation_chains(graph, progress, nic)
     send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
     n_rdv = rdv_ids.size
@@ -499,7 +516,9 @@ def build_event_graph(
         + int(ireq.sum())
         + sum(chain.size for chain in chains)
     )
-    index = np.int32 if max(num_events, capacity) < np.iinfo(np.int32).max else np.int64
+    index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
+    if index is np.int64 and not wide:
+        raise RuntimeError(f"event graph: {num_events} events, {capacity} edges exceed int32")
     cols = _EdgeColumns(capacity, index)
     add = cols.add
     O1, O2 = (0.0, 0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 2.0, 0.0)
@@ -521,7 +540,8 @@ def build_event_graph(
     add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
     # Analytic collectives: every member enters the instance's sync, which releases them all.
     if colls.size:
-        sync = sync_base + instance
+        colls = colls.astype(vid)
+        sync = (sync_base + instance).astype(vid)
         inst = present[instance]
         add(2 * colls, sync)
         terms, which = np.unique(
@@ -531,8 +551,10 @@ def build_event_graph(
         add(sync, 2 * colls + 1, value=graph.cost_ns[colls], pattern=ids[which.reshape(-1)])
     del msg_ids, handshake, h, e
     # Dependencies.
-    add(2 * graph.edge_src[req] + 1, 2 * graph.edge_dst[req])
-    isrc, idst = graph.edge_src[ireq], graph.edge_dst[ireq]
+    edge_src, edge_dst = graph.edge_src.astype(vid), graph.edge_dst.astype(vid)
+    add(2 * edge_src[req] + 1, 2 * edge_dst[req])
+    isrc, idst = edge_src[ireq], edge_dst[ireq]
+    del edge_src, edge_dst
     from_send = kind[isrc] == SEND
     add(2 * isrc[from_send], 2 * idst[from_send], O1)
     add(2 * isrc[~from_send], 2 * idst[~from_send])
@@ -577,32 +599,41 @@ def build_event_graph(
 
     # Renumber events by topological position so both engines sweep arrays front to back,
     # and sort edges by destination so the in-edges of an event are one contiguous run
-    # (stable: in-edges keep the order above). Both in place.
-    event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0).astype(index)
+    # (stable: in-edges keep the order above). Every index array and temporary is of the
+    # index type; the columns are reordered one at a time (a gather: far fewer cache misses
+    # than following the permutation's cycles), so the extra memory is one column.
+    event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0, index)
     del depth
     pos_of_event = np.empty(num_events, dtype=index)
     pos_of_event[event_of_pos] = np.arange(num_events, dtype=index)
     p_src, p_dst = cols.src, cols.dst
     _renumber(p_src, pos_of_event)
     _renumber(p_dst, pos_of_event)
-    by_dst = _group_by(p_dst, num_events)
-    _permute(by_dst, p_src, p_dst, cols.msg, cols.pattern, cols.value)
-    del by_dst
-    in_ptr = _ptr(p_dst, num_events).astype(index)
+    by_dst = _group_by(p_dst, num_events, index)
+    in_ptr = _ptr(p_dst, num_events, index)
     del p_dst, cols.dst
-    out_edge = _group_by(p_src, num_events).astype(index)
-    out_ptr = _ptr(p_src, num_events).astype(index)
     fixed, scaled = cols.tables()
-    pattern = cols.pattern.astype(np.uint8) if fixed.shape[0] <= 256 else cols.pattern
+    narrow = fixed.shape[0] <= 256
+    p_src = p_src[by_dst]
+    cols.src = None
+    msg = cols.msg[by_dst]
+    cols.msg = None
+    pattern = cols.pattern[by_dst].astype(np.uint8) if narrow else cols.pattern[by_dst]
+    cols.pattern = None
+    value = cols.value[by_dst]
+    cols.value = None
+    del by_dst
+    out_edge = _group_by(p_src, num_events, index)
+    out_ptr = _ptr(p_src, num_events, index)
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
         src=p_src,
         pattern=pattern,
-        value=cols.value,
+        value=value,
         fixed=fixed,
         scaled=scaled,
-        msg=cols.msg,
+        msg=msg,
         event_of_pos=event_of_pos,
         pos_of_event=pos_of_event,
         in_ptr=in_ptr,
@@ -617,23 +648,29 @@ def build_event_graph(
     )
 
 
-@numba.njit(cache=True)
-def _group_by(keys, n):  # pragma: no cover - compiled
-    """Stable counting sort: the permutation that groups ``keys`` (in [0, n)) in ascending order.
+def _group_by(keys: np.ndarray, n: int, dtype: type = np.int32) -> np.ndarray:
+    """Stable counting sort: the permutation (of ``dtype``; int32 unless ``keys`` has 2^31
+    elements or more) that groups ``keys`` (in [0, n)) in ascending order.
 
     O(len + n), where ``np.argsort`` on int64 costs ~100 ns per element on this machine.
     """
-    count = np.zeros(n + 1, dtype=np.int64)
+    if keys.shape[0] >= np.iinfo(np.int32).max:
+        dtype = np.int64
+    perm = np.empty(keys.shape[0], dtype=dtype)
+    _counting_sort(keys, np.zeros(n + 1, dtype=dtype), perm)
+    return perm
+
+
+@numba.njit(cache=True)
+def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
     for k in keys:
         count[k + 1] += 1
-    for i in range(n):
+    for i in range(count.shape[0] - 2):
         count[i + 1] += count[i]
-    perm = np.empty(keys.shape[0], dtype=np.int64)
     for i in range(keys.shape[0]):
         k = keys[i]
         perm[count[k]] = i
         count[k] += 1
-    return perm
 
 
 @numba.njit(cache=True)
@@ -643,38 +680,27 @@ def _renumber(ids, new_id):  # pragma: no cover - compiled
         ids[i] = new_id[ids[i]]
 
 
-@numba.njit(cache=True)
-def _permute(perm, a, b, c, d, e):  # pragma: no cover - compiled
-    """Reorder ``a``…``e`` in place: element ``i`` becomes element ``perm[i]`` (``x[:] =
-    x[perm]`` without a copy). Consumes ``perm`` (a moved element is marked ``perm[j] = j``)."""
-    n = perm.shape[0]
-    for start in range(n):
-        if perm[start] == start:
-            continue
-        ta, tb, tc, td, te = a[start], b[start], c[start], d[start], e[start]
-        j = start
-        while True:
-            nxt = perm[j]
-            perm[j] = j
-            if nxt == start:
-                a[j], b[j], c[j], d[j], e[j] = ta, tb, tc, td, te
-                break
-            a[j], b[j], c[j], d[j], e[j] = a[nxt], b[nxt], c[nxt], d[nxt], e[nxt]
-            j = nxt
-
-
-def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
-    """Row pointer of a CSR whose rows are ``keys`` (their counts: order does not matter)."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+def _ptr(keys: np.ndarray, n: int, dtype: type = np.int64) -> np.ndarray:
+    """Row pointer (of ``dtype``) of a CSR whose rows are ``keys`` (their counts: order does
+    not matter)."""
+    ptr = np.zeros(n + 1, dtype=dtype)
+    _count_rows(keys, ptr)
     return ptr
 
 
 @numba.njit(cache=True)
+def _count_rows(keys, ptr):  # pragma: no cover - compiled
+    for k in keys:
+        ptr[k + 1] += 1
+    for i in range(ptr.shape[0] - 1):
+        ptr[i + 1] += ptr[i]
+
+
+@numba.njit(cache=True)
 def _kahn_depth(n, out_ptr, out_edge, dst, indeg):  # pragma: no cover - compiled
-    depth = np.zeros(n, dtype=np.int64)
+    depth = np.zeros(n, dtype=indeg.dtype)
     done = np.zeros(n, dtype=np.bool_)
-    queue = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=indeg.dtype)
     head = 0
     tail = 0
     for v in range(n):
@@ -697,11 +723,16 @@ def _kahn_depth(n, out_ptr, out_edge, dst, indeg):  # pragma: no cover - compile
 
 
 def _depths(n: int, src: np.ndarray, dst: np.ndarray, graph: ExecutionGraph) -> np.ndarray:
-    """Longest edge count from a source for every event; raise on a cycle (a deadlock)."""
-    out_edge = _group_by(src, n)
-    out_ptr = _ptr(src[out_edge], n)
-    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    """Longest edge count from a source for every event; raise on a cycle (a deadlock).
+
+    Temporaries of the index type: 4 B per edge and 17 B per event besides the result."""
+    index = src.dtype
+    out_edge = _group_by(src, n, index)
+    out_ptr = _ptr(src, n, index)
+    indeg = _ptr(dst, n, index)
+    indeg = np.diff(indeg)
     depth, done = _kahn_depth(n, out_ptr, out_edge, dst, indeg)
+    del out_edge, out_ptr, indeg
     if not done.all():
         raise GraphError(_describe_cycle(n, src, dst, ~done, graph))
     return depth
@@ -716,7 +747,7 @@ def _describe_cycle(
     them must revisit an event: the walk's tail is a cycle.
     """
     in_edge = _group_by(dst, n)
-    in_ptr = _ptr(dst[in_edge], n)
+    in_ptr = _ptr(dst, n)
     seen: dict[int, int] = {}
     path: list[int] = []
     event = int(np.flatnonzero(remaining)[0])

@@ -258,19 +258,3 @@ def test_slack_and_critical_flags():
     ev = evaluate(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S))
     np.testing.assert_allclose(ev.slack_ns, [0.0, 0.0, 515.0, 115.0, 0.0, 0.0])
     assert ev.critical.tolist() == [True, True, False, False, True, True]
-
-
-def test_in_place_edge_sort_equals_a_gather():
-    """The lowering sorts its edge columns in place (memory); it must equal ``x[perm]``."""
-    from llamp.lp.events import _group_by, _permute
-
-    rng = np.random.default_rng(3)
-    keys = rng.integers(0, 50, 1000)
-    perm = _group_by(keys, 50)
-    a, b, c = (rng.integers(0, 10**9, 1000).astype(np.int32) for _ in range(3))
-    pattern = rng.integers(0, 20, 1000).astype(np.uint16)
-    value = rng.random(1000)
-    want = (a[perm], b[perm], c[perm], pattern[perm], value[perm])
-    _permute(perm.copy(), a, b, c, pattern, value)
-    for got, expected in zip((a, b, c, pattern, value), want, strict=True):
-        np.testing.assert_array_equal(got, expected)

@@ -157,3 +157,152 @@ def test_a_graph_saved_without_validation_is_checked_when_mapped(tmp_path):
     path = bad.save(tmp_path / "bad.npz")
     with pytest.raises(GraphError, match="size, peer or tag differ"):
         ExecutionGraph.load(path, lazy=True)
+
+
+# ---------------------------------------------------------------------- compact columns
+
+
+def _two_rank_message(size: int, tag: int) -> ExecutionGraph:
+    """calc → send on rank 0, recv → calc on rank 1: one message of ``size`` bytes."""
+    return ExecutionGraph.from_arrays(
+        2,
+        rank=[0, 0, 1, 1],
+        kind=[0, 1, 2, 0],
+        cost_ns=[100.0, 0.0, 0.0, 50.0],
+        size=[0, size, size, 0],
+        peer=[0, 1, 0, 0],
+        tag=[0, tag, tag, 0],
+        edge_src=[0, 1, 2],
+        edge_dst=[1, 2, 3],
+        edge_kind=[0, 2, 0],
+    )
+
+
+def test_graph_columns_are_32_bit_and_stay_mapped(tmp_path):
+    graph, path = _saved(tmp_path)
+    for name in ("edge_src", "edge_dst", "size", "tag", "peer", "rank"):
+        assert getattr(graph, name).dtype == np.int32, name
+    loaded = ExecutionGraph.load(path, lazy=True)
+    for name in ("edge_src", "edge_dst", "size", "tag"):
+        column = getattr(loaded, name)
+        assert column.dtype == np.int32 and not column.flags.owndata, name  # mapped, no copy
+
+
+def test_sizes_and_tags_that_do_not_fit_32_bits_keep_64(tmp_path):
+    """5 GiB in one message and a tag of 2^40: int64 columns, the same numbers after a round
+    trip, and T pays (5·2^30 − 1)·G exactly."""
+    size, tag = 5 << 30, 1 << 40
+    graph = _two_rank_message(size, tag)
+    assert graph.size.dtype == np.int64 and graph.tag.dtype == np.int64
+    assert graph.edge_src.dtype == np.int32
+    params = LogGPS(L=1000.0, o=10.0, G=0.5, S=1 << 62)
+    T = predict(graph, params).runtime_ns
+    # calc 100, send start → recv finish: 2o + L + (size−1)·G, then calc 50
+    assert T == 100.0 + 2 * 10.0 + 1000.0 + (size - 1) * 0.5 + 50.0
+    path = save_graph(graph, tmp_path / "wide.npz", (params,))
+    loaded = ExecutionGraph.load(path, lazy=True)
+    assert loaded.size.dtype == np.int64 and int(loaded.size[1]) == size
+    assert int(loaded.tag[2]) == tag
+    assert predict(loaded, params).runtime_ns == T
+    # values that fit after all are narrowed, with the same numbers
+    small = _two_rank_message(1 << 20, 7)
+    assert small.size.dtype == np.int32 and int(small.size[1]) == 1 << 20
+
+
+def test_an_edge_end_beyond_32_bits_is_reported_not_wrapped():
+    """Narrowing 2^32 + 1 to int32 would give 1, a valid vertex: the column stays wide and
+    validation names the real value."""
+    from llamp.errors import GraphError
+
+    with pytest.raises(GraphError, match="refers to vertex 4294967297 of 2"):
+        ExecutionGraph.from_arrays(
+            1,
+            rank=[0, 0],
+            kind=[0, 0],
+            cost_ns=[1.0, 1.0],
+            size=[0, 0],
+            peer=[0, 0],
+            tag=[0, 0],
+            edge_src=[0],
+            edge_dst=[(1 << 32) + 1],
+            edge_kind=[0],
+        )
+
+
+def _as_version_2(path) -> None:
+    """Rewrite a graph file as llamp wrote it before compact columns: int64 edge ends, sizes
+    and tags, stamp version 2 (the lowering layout did not change)."""
+    import io
+
+    def widen(data: bytes) -> bytes:
+        out = io.BytesIO()
+        np.lib.format.write_array(out, np.lib.format.read_array(io.BytesIO(data)).astype(np.int64))
+        return out.getvalue()
+
+    def stamp_v2(data: bytes) -> bytes:
+        stamp = json.loads(bytes(np.lib.format.read_array(io.BytesIO(data))).decode())
+        stamp["version"] = 2
+        out = io.BytesIO()
+        np.lib.format.write_array(out, np.frombuffer(json.dumps(stamp).encode(), np.uint8))
+        return out.getvalue()
+
+    for member in ("edge_src", "edge_dst", "size", "tag"):
+        _rewrite(path, f"{member}.npy", widen)
+    _rewrite(path, "llamp_file.npy", stamp_v2)
+
+
+def test_a_file_written_before_compact_columns_still_reads(tmp_path, monkeypatch):
+    graph, path = _saved(tmp_path)
+    _as_version_2(path)
+    with zipfile.ZipFile(path) as archive, archive.open("edge_src.npy") as member:
+        assert np.lib.format.read_array(member).dtype == np.int64
+    for lazy in (False, True):
+        loaded = ExecutionGraph.load(path, lazy=lazy)
+        assert loaded.equals(graph, labels=True)
+        assert loaded.edge_src.dtype == np.int32 and loaded.size.dtype == np.int32
+    import llamp.lp.engine as engine
+
+    def no_lowering(*args, **kwargs):
+        raise AssertionError("lowered again")
+
+    monkeypatch.setattr(engine, "build_event_graph", no_lowering)  # its lowering is reused
+    loaded = ExecutionGraph.load(path, lazy=True)
+    assert predict(loaded, BASE).runtime_ns == predict(graph, BASE).runtime_ns
+
+
+def test_the_lowering_counting_sort_is_stable_in_both_index_types():
+    from llamp.lp.events import _group_by
+
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 50, 1000).astype(np.int32)
+    want = np.argsort(keys, kind="stable")
+    for dtype in (np.int32, np.int64):
+        perm = _group_by(keys, 50, dtype)
+        assert perm.dtype == dtype
+        np.testing.assert_array_equal(perm, want)
+
+
+def test_destinations_of_a_few_edges_without_the_dst_column():
+    graph = random_graph(8, ranks=4, steps=60)
+    ev = engine_for(graph).events(BASE)
+    edges = np.array([0, 1, ev.num_edges // 2, ev.num_edges - 1])
+    np.testing.assert_array_equal(ev.dst_of(edges), ev.dst[edges])
+    assert ev.src.dtype == np.int32 and ev.in_ptr.dtype == np.int32
+
+
+def test_the_lowering_with_64_bit_indices_is_the_same_event_graph(monkeypatch):
+    """Graphs too large for int32 indices are lowered with int64 ones: the same arrays."""
+    from llamp.lp import events
+
+    graph = random_graph(9, ranks=4, steps=60)
+    for params in (BASE, BASE.with_(progress="wait", nic="serial", S=0)):
+        narrow = events.build_event_graph(graph, params.S, progress=params.progress, nic=params.nic)
+        with monkeypatch.context() as patch:
+            patch.setattr(events, "_INDEX32_LIMIT", 10)
+            wide = events.build_event_graph(
+                graph, params.S, progress=params.progress, nic=params.nic
+            )
+        assert narrow.src.dtype == np.int32 and wide.src.dtype == np.int64
+        for name in ("src", "pattern", "value", "msg", "event_of_pos", "in_ptr", "out_edge"):
+            np.testing.assert_array_equal(getattr(wide, name), getattr(narrow, name))
+        np.testing.assert_array_equal(wide.fixed, narrow.fixed)
