@@ -22,7 +22,9 @@ a few hundred MB.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import weakref
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -116,6 +118,7 @@ class NpzMembers:
         except (OSError, zipfile.BadZipFile, ValueError) as err:
             raise InputError(f"{self.path}: not a llamp graph file ({err})") from err
         self._infos = {i.filename[:-4]: i for i in infos if i.filename.endswith(".npy")}
+        self._maps: dict[str, weakref.ref] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self._infos
@@ -165,9 +168,24 @@ class NpzMembers:
                 offset=offset,
                 order="F" if fortran else "C",
             )
+            self._maps[name] = weakref.ref(mapped._mmap)
             return np.asarray(mapped)
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
             raise InputError(f"{self.path}: damaged llamp graph file ({err})") from err
+
+    def release(self, names: Any = None) -> None:
+        """Drop the pages of the mapped members ``names`` (all by default) from this process's
+        resident set (``MADV_DONTNEED``): they stay in the page cache, and the next access
+        maps them again without reading the disk. After a full pass that only checks an
+        array (the lowering's consistency checks), the process does not keep it resident."""
+        for name in self._maps if names is None else names:
+            ref = self._maps.get(name)
+            region = None if ref is None else ref()
+            if region is not None and not region.closed and hasattr(mmap, "MADV_DONTNEED"):
+                try:
+                    region.madvise(mmap.MADV_DONTNEED)
+                except (OSError, ValueError):  # pragma: no cover - best effort
+                    pass
 
     def _check_crc(self, f, start: int, info: zipfile.ZipInfo) -> None:
         f.seek(start)

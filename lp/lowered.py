@@ -161,14 +161,22 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
             nic=str(entry["nic"]),
             **arrays,
         )
-        _check(ev, table.path, int(table.members.array(SIZE_COUNTS).sum()))
+        # The checks read every array once; each is released from the resident set after its
+        # pass (the analyses touch what they use, when they do).
+        _check(
+            ev,
+            table.path,
+            int(table.members.array(SIZE_COUNTS).sum()),
+            lambda *names, i=i: table.members.release(f"lowering_{i}_{n}" for n in names),
+        )
         return ev
     return None
 
 
-def _check(ev: EventGraph, path: Path, messages: int) -> None:
+def _check(ev: EventGraph, path: Path, messages: int, checked=lambda *names: None) -> None:
     """Structure a sweep relies on (it reads arrays unchecked): sizes, index ranges, and every
-    edge going forward in position order. Raises :class:`InputError` on a damaged lowering."""
+    edge going forward in position order. Raises :class:`InputError` on a damaged lowering.
+    ``checked(*names)`` is called once the arrays ``names`` have been read."""
     n, E = ev.num_events, ev.num_edges
     K = ev.fixed.shape[0]
     ok = (
@@ -186,9 +194,13 @@ def _check(ev: EventGraph, path: Path, messages: int) -> None:
         and ev.rendezvous.shape == (messages,)
     )
     ok = ok and (E == 0 or int(ev.msg.max()) < messages)
+    checked("msg")
     ok = ok and (E == 0 or (int(ev.pattern.max()) < K and int(ev.out_edge.max()) < E))
+    checked("pattern", "out_edge")
     ok = ok and (n == 0 or int(ev.event_of_pos.max()) < n)
+    checked("event_of_pos")
     ok = ok and _forward_csr(ev, E)
+    checked("src", "in_ptr", "out_ptr")
     if not ok:
         raise InputError(f"{path}: damaged llamp graph file (its event graph is inconsistent)")
 

@@ -71,10 +71,10 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
         np.stack([sends[msg], recvs[msg]], axis=1) if msg.size else np.zeros((0, 2), np.int64)
     )
 
-    coef = ev.coef[edges]
+    coef = ev.coefficients(edges)  # not ev.coef[edges]: that builds all E × 5 first
     # A handshake is charged to the receiver of its message; a collective's sync to the
     # member whose cost edge follows (the edge into the sync weighs 0).
-    dst_vertex = ev.owner_of_pos(ev.dst[edges])
+    dst_vertex = ev.owner_of_pos(ev.dst_of(edges))
     ranks = graph.rank[dst_vertex] if dst_vertex.size else np.zeros(0, np.int32)
     parts = {
         "compute_ns": coef[:, CONST],
