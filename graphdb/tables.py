@@ -18,7 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from llamp.errors import StoreError
-from llamp.graph import CALC, KIND_NAMES, MESSAGE, RECV, SEND, ExecutionGraph
+from llamp.graph import (
+    CALC,
+    KIND_NAMES,
+    MESSAGE,
+    RECV,
+    SEND,
+    ExecutionGraph,
+    index_dtype,
+    narrow_integers,
+)
 from llamp.graphdb.schema import EDGE_TYPES, MAX_VERTICES, op_key
 
 _KIND_VALUES = pa.array(KIND_NAMES)
@@ -65,9 +74,9 @@ def run_tables(graph: ExecutionGraph, run_id: int) -> RunTables:
             "seq": seq,
             "kind": kind.dictionary_decode(),
             "cost_ns": graph.cost_ns,
-            "size": graph.size,
+            "size": pa.array(graph.size, pa.int64()),  # the store's columns stay 64-bit
             "peer": graph.peer,
-            "tag": graph.tag,
+            "tag": pa.array(graph.tag, pa.int64()),
             "t_trace_ns": t_trace,
             "label": label,
         }
@@ -78,7 +87,7 @@ def run_tables(graph: ExecutionGraph, run_id: int) -> RunTables:
         src, dst = graph.edge_src[mask], graph.edge_dst[mask]
         columns: dict[str, Any] = {"from": op_key(run_id, src), "to": op_key(run_id, dst)}
         if kind_id == MESSAGE:
-            columns["size"] = graph.size[src]
+            columns["size"] = pa.array(graph.size[src], pa.int64())
         edges[rel] = pa.table(columns)
     return RunTables(ops=ops, edges=edges)
 
@@ -92,11 +101,17 @@ def kinds_from_names(names: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
 
 
-def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
+def _column(table: pa.Table, name: str, dtype: Any, order: np.ndarray | None = None) -> np.ndarray:
+    """Column ``name`` as numpy ``dtype`` (``None``: as stored), rows in ``order`` (``None``:
+    as returned). Arrow's buffer is used without a copy where it can be (one chunk, no
+    nulls); otherwise one copy, straight into the result's type."""
     column = table.column(name)
     if column.null_count:
         raise StoreError(f"the store returned null {name} values for a run that needs them")
-    return np.asarray(column.to_numpy(), dtype=dtype)
+    values = column.to_numpy()  # zero-copy for one chunk; one concatenation otherwise
+    if order is not None:
+        values = values[order]
+    return values if dtype is None else np.asarray(values, dtype=dtype)
 
 
 #: ``Run.meta`` key of a graph's CPU streams and NICs (GOAL's ``cpu``/``nic``): the columns,
@@ -149,8 +164,10 @@ def graph_from_tables(
     exactly as :meth:`ExecutionGraph.subgraph` does.
     """
     vid = _column(ops, "vid", np.int64)
-    order = np.argsort(vid, kind="stable")
-    vid = vid[order]
+    order: np.ndarray | None = None  # rows come back in vid order (a whole run): no permutation
+    if vid.size > 1 and np.any(vid[1:] < vid[:-1]):
+        order = np.argsort(vid, kind="stable")
+        vid = vid[order]
     n = vid.shape[0]
     if vertices is not None and (n != vertices or (n and (vid[0] != 0 or vid[-1] != n - 1))):
         raise StoreError(
@@ -159,30 +176,37 @@ def graph_from_tables(
         )
     if n > 1 and np.any(vid[1:] == vid[:-1]):
         raise StoreError("the store returned the same op twice: the run is damaged")
-    rank = _column(ops, "rank", np.int32)[order]
-    kind = kinds_from_names(ops.column("kind"))[order]
-    cost = _column(ops, "cost_ns", np.float64)[order]
-    size = _column(ops, "size", np.int64)[order]
-    peer = _column(ops, "peer", np.int32)[order]
-    tag = _column(ops, "tag", np.int64)[order]
-    t_trace = _column(ops, "t_trace_ns", np.float64)[order] if with_t_trace else None
+    rank = _column(ops, "rank", np.int32, order)
+    kind = kinds_from_names(ops.column("kind"))
+    kind = kind if order is None else kind[order]
+    cost = _column(ops, "cost_ns", np.float64, order)
+    size = narrow_integers(_column(ops, "size", None, order))
+    peer = _column(ops, "peer", np.int32, order)
+    tag = narrow_integers(_column(ops, "tag", None, order))
+    t_trace = _column(ops, "t_trace_ns", np.float64, order) if with_t_trace else None
     label = None
     if with_label:
-        label = ops.column("label").to_numpy(zero_copy_only=False)[order].astype(object)
+        label = ops.column("label").to_numpy(zero_copy_only=False)
+        label = (label if order is None else label[order]).astype(object)
     streams = {}
     if meta.get(STREAMS):
         total = meta.get("vertices_total", vertices if vertices is not None else n)
         streams = {k: v[vid] for k, v in decode_streams(meta, int(total)).items()}
         meta = {k: v for k, v in meta.items() if k not in (STREAMS, "vertices_total")}
 
-    src_vid = _column(edges, "src", np.int64)
-    dst_vid = _column(edges, "dst", np.int64)
+    src_vid = _column(edges, "src", None)
+    dst_vid = _column(edges, "dst", None)
     edge_kind = _column(edges, "kind", np.int8)
     if vertices is not None:
         # a whole run: the vids are exactly 0..n-1 (checked above), so an edge's vids are its
-        # vertex ids; only the range needs checking (searchsorted costs seconds at 10^7)
-        src, dst = src_vid, dst_vid
-        inside = (src >= 0) & (src < n) & (dst >= 0) & (dst < n)
+        # vertex ids; only the range needs checking (searchsorted costs seconds at 10^7), then
+        # they become the graph's 32-bit ids (one pass each, no int64 copy kept)
+        inside = (src_vid.min(initial=0) >= 0 and src_vid.max(initial=0) < n) and (
+            dst_vid.min(initial=0) >= 0 and dst_vid.max(initial=0) < n
+        )
+        index = index_dtype(n)
+        src, dst = src_vid.astype(index), dst_vid.astype(index)
+        del src_vid, dst_vid
     else:
         src = np.searchsorted(vid, src_vid)
         dst = np.searchsorted(vid, dst_vid)
@@ -190,7 +214,7 @@ def graph_from_tables(
         inside[inside] &= (vid[src[inside]] == src_vid[inside]) & (
             vid[dst[inside]] == dst_vid[inside]
         )
-    if not inside.all():
+    if not np.all(inside):
         raise StoreError("the store returned an edge to an op outside the selection")
 
     if vertices is None:

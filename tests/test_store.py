@@ -58,6 +58,32 @@ def test_sweep3d_round_trip_is_exact(store, sweep3d):
     }
 
 
+def test_read_back_columns_are_compact_and_wide_values_exact(store, tiny):
+    """The read-back gives 32-bit edge ends, sizes and tags where they fit, and keeps a 5 GiB
+    message and a 2^40 tag exact in 64 bits (from the database, then from its mapped file)."""
+    store.put_run(tiny, "tiny")
+    back = store.load_run("tiny")
+    assert back.edge_src.dtype == back.size.dtype == back.tag.dtype == np.int32
+    wide = ExecutionGraph.from_arrays(
+        2,
+        rank=[0, 0, 1, 1],
+        kind=[0, 1, 2, 0],
+        cost_ns=[100.0, 0.0, 0.0, 50.0],
+        size=[0, 5 << 30, 5 << 30, 0],
+        peer=[0, 1, 0, 0],
+        tag=[0, 1 << 40, 1 << 40, 0],
+        edge_src=[0, 1, 2],
+        edge_dst=[1, 2, 3],
+        edge_kind=[0, 2, 0],
+    )
+    store.put_run(wide, "wide")
+    for _ in range(2):  # the database, then the graph file kept for the run
+        back = store.load_run("wide")
+        assert back.equals(wide)
+        assert back.size.dtype == back.tag.dtype == np.int64
+        assert int(back.size[1]) == 5 << 30 and int(back.tag[2]) == 1 << 40
+
+
 def test_arbitrary_doubles_round_trip_bit_for_bit(store, backend, tiny):
     rng = np.random.default_rng(7)
     graph = type(tiny).from_arrays(
