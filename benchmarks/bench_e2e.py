@@ -224,9 +224,11 @@ _LOWER = (
 )
 
 
-def whole_process(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of ``argv`` run to completion under GNU time
-    (``%M``: the process's own high-water mark, not this one's). Fails loudly."""
+def whole_process(argv: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS in MB, stdout, CPU seconds) of ``argv`` run to completion under
+    GNU time: ``%M`` is the process's own high-water mark (not this one's), ``%U + %S`` its
+    user and system time, which a machine shared with other jobs inflates far less than the
+    wall time. Fails loudly."""
     time_bin = "/usr/bin/time"
     if not os.access(time_bin, os.X_OK):
         raise SystemExit("the data-path benchmark needs GNU time at /usr/bin/time")
@@ -234,7 +236,7 @@ def whole_process(argv: list[str]) -> tuple[float, float, str]:
         rss = Path(tmp) / "maxrss"
         start = time.perf_counter()
         proc = subprocess.run(
-            [time_bin, "-f", "%M", "-o", str(rss), *argv],
+            [time_bin, "-f", "%M %U %S", "-o", str(rss), *argv],
             capture_output=True,
             text=True,
             check=False,
@@ -243,12 +245,14 @@ def whole_process(argv: list[str]) -> tuple[float, float, str]:
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-3:]
             raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {tail}")
-        return seconds, int(rss.read_text().split()[-1]) / 1024.0, proc.stdout
+        peak_kib, user, system = rss.read_text().split()[-3:]
+        return seconds, int(peak_kib) / 1024.0, proc.stdout, float(user) + float(system)
 
 
 def data_path(python: Path, vertices: int, work: Path) -> dict[str, Any]:
     """Every stage of :data:`DATA_PATH_STAGES` on ``vertices`` with the checkout whose
-    interpreter is ``python``: {stage: (seconds, peak MB)}, plus ``T`` of the predict."""
+    interpreter is ``python``: {stage: (wall seconds, peak MB, CPU seconds)}, plus ``T`` of
+    the predict and the graph's vertex count."""
     llamp = str(python.parent / "llamp")
     goal, npz = work / "stencil.goal", work / "stencil.npz"
     network = ["--progress", "async", "--nic", "serial"]
@@ -263,51 +267,56 @@ def data_path(python: Path, vertices: int, work: Path) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for stage, argv in commands.items():
-        seconds, peak, stdout = whole_process(argv)
-        out[stage] = (seconds, peak)
+        seconds, peak, stdout, cpu = whole_process(argv)
+        out[stage] = (seconds, peak, cpu)
         if stage == "predict":
             out["T_ns"] = json.loads(stdout)["runtime_ns"]
         print(
-            f"#   {python}: {vertices:.0e} {stage}: {seconds:.2f} s, {peak:.0f} MB",
+            f"#   {python}: {vertices:.0e} {stage}: {seconds:.2f} s ({cpu:.2f} s CPU), "
+            f"{peak:.0f} MB",
             file=sys.stderr,
             flush=True,
         )
-    out["vertices"] = int(
-        json.loads(whole_process([llamp, "info", str(npz), "--json"])[2])["vertices"]
-    )
+    info = whole_process([llamp, "info", str(npz), "--json"])[2]
+    out["vertices"] = int(json.loads(info)["vertices"])
     return out
 
 
 def data_path_table(results: dict[int, dict[str, list[dict[str, Any]]]]) -> str:
-    """Markdown: per size and stage, time and peak RSS of every side (medians over repeats)."""
+    """Markdown: per size and stage, wall time, CPU time and peak RSS of every side (medians
+    of the times, the largest peak over repeats); then ``T`` of every side."""
     sides = list(next(iter(results.values())))
     head = ["graph", "stage"]
     for side in sides:
-        head += [f"{side}: time (s)", f"{side}: peak RSS (MB)"]
+        head += [f"{side}: wall (s)", f"{side}: CPU (s)", f"{side}: peak RSS (MB)"]
     lines = [
         "| " + " | ".join(head) + " |",
         "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|",
     ]
     for by_side in results.values():
-        runs = by_side[sides[0]]
+        runs = next(r for r in by_side.values() if r)
         label = f"stencil {runs[0]['vertices']:,} vertices"
         for stage in DATA_PATH_STAGES:
             cells = [label, stage]
             for side in sides:
-                reps = by_side[side]
+                reps = [r for r in by_side.get(side, []) if stage in r]
+                if not reps:
+                    cells += ["—", "—", "—"]
+                    continue
                 cells.append(f"{statistics.median(r[stage][0] for r in reps):.2f}")
+                cpu = [r[stage][2] for r in reps if len(r[stage]) > 2]
+                cells.append(f"{statistics.median(cpu):.2f}" if cpu else "—")
                 cells.append(f"{max(r[stage][1] for r in reps):.0f}")
             lines.append("| " + " | ".join(cells) + " |")
-        Ts = {side: {r["T_ns"] for r in by_side[side]} for side in sides}
-        same = len(set().union(*Ts.values())) == 1
-        lines.append(
-            f"| {label} | T at the default point (ns) | "
-            + " | ".join(
-                f"{sorted(Ts[s])[0]!r} | {'same on every side' if same else 'DIFFERS'}"
-                for s in sides
-            )
-            + " |"
-        )
+        Ts = {
+            side: sorted({r["T_ns"] for r in by_side.get(side, []) if "T_ns" in r})
+            for side in sides
+        }
+        same = len({t for ts in Ts.values() for t in ts}) == 1
+        cells = [label, "T at L = 3 µs (ns)" + ("; equal on every side" if same else "; DIFFERS")]
+        for side in sides:
+            cells += [", ".join(repr(t) for t in Ts[side]) or "—", "", ""]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -330,7 +339,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per stage (median time)")
     parser.add_argument("--work", type=Path, default=None, help="scratch directory")
     parser.add_argument("--json", dest="json_out", help="also write the results here")
+    parser.add_argument(
+        "--merge",
+        action="append",
+        type=Path,
+        metavar="JSON",
+        help="print one table of the results in these --json files (runs nothing)",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        merged: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for path in args.merge:
+            for size, by_side in json.loads(path.read_text()).items():
+                merged.setdefault(int(size), {}).update(by_side)
+        print(data_path_table(dict(sorted(merged.items()))))
+        return 0
     sides: dict[str, Path] = {}
     for spec in args.side or [f"this={sys.executable}"]:
         name, _, python = spec.partition("=")
