@@ -306,3 +306,33 @@ def test_the_lowering_with_64_bit_indices_is_the_same_event_graph(monkeypatch):
         for name in ("src", "pattern", "value", "msg", "event_of_pos", "in_ptr", "out_edge"):
             np.testing.assert_array_equal(getattr(wide, name), getattr(narrow, name))
         np.testing.assert_array_equal(wide.fixed, narrow.fixed)
+
+
+def test_integral_values_are_stored_as_float32_with_the_same_answers(tmp_path, monkeypatch):
+    """A graph with integral costs (as every GOAL file has) keeps its edge values in float32
+    — exact — and answers exactly as with float64 values; a fractional cost keeps float64."""
+    from llamp.lp import events
+
+    graph = random_graph(11, ranks=4, steps=80, max_size=8192)
+
+    def with_costs(costs) -> ExecutionGraph:
+        copy = graph.subgraph(np.ones(graph.num_vertices, bool))
+        copy.cost_ns[:] = costs
+        copy.validate()
+        return copy
+
+    integral = with_costs(np.rint(graph.cost_ns * 1000.0))  # ns, integral, < 2^24
+    path = save_graph(integral, tmp_path / "integral.npz", (BASE,))
+    loaded = ExecutionGraph.load(path, lazy=True)
+    assert engine_for(loaded).events(BASE).value.dtype == np.float32  # as stored
+    with monkeypatch.context() as patch:
+        patch.setattr(events, "_fits_float32", lambda values: False)
+        wide = with_costs(integral.cost_ns)
+        assert engine_for(wide).events(BASE).value.dtype == np.float64
+    for L in (0.0, 3000.0, 80_000.0):
+        params = BASE.with_(L=L)
+        got, want = engine_for(loaded).point(params), engine_for(wide).point(params)
+        assert got.runtime_ns == want.runtime_ns
+        assert got.right == want.right and got.left == want.left
+    fractional = with_costs(graph.cost_ns * 1000.0 + 0.1)
+    assert engine_for(fractional).events(BASE).value.dtype == np.float64
