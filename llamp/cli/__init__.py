@@ -17,6 +17,7 @@ import click
 # Each module registers its subcommands on ``cli`` when imported.
 from llamp.cli import analyze as _analyze  # noqa: E402,F401
 from llamp.cli import application as _application  # noqa: E402,F401
+from llamp.cli import compare as _compare  # noqa: E402,F401
 from llamp.cli import ingest as _ingest  # noqa: E402,F401
 from llamp.cli import injector as _injector  # noqa: E402,F401
 from llamp.cli import network as _network  # noqa: E402,F401
