@@ -74,6 +74,7 @@ def compare(ctx, runs, params, as_json, levels, points, hi, html_out) -> None:
     what changed against the first RUN (a stored run, a graph file or a trace directory)."""
     from tqdm import tqdm
 
+    from llamp.ingest import default_name
     from llamp.lp.compare import PARTS, compare_runs
 
     if len(runs) < 2:
@@ -93,8 +94,8 @@ def compare(ctx, runs, params, as_json, levels, points, hi, html_out) -> None:
         for spec in runs:
             bar.set_description(f"loading {spec}")
             graphs.append(load_graph_spec(spec, store_uri=ctx.obj.get("store_uri")))
-            # A file or directory is named by its graph (its stem), a stored run by its name.
-            names.append(graphs[-1].name if Path(spec).exists() else spec)
+            # A file or directory is named as ingest would name it, a stored run by its name.
+            names.append(default_name(spec) if Path(spec).exists() else spec)
         if len(set(names)) != len(names):
             names = list(runs)
         result = compare_runs(
