@@ -399,22 +399,46 @@ def compare_runs(
     for i, (graph, name) in enumerate(zip(graphs, names, strict=True)):
         if progress:
             progress(f"T(L) of {name}…", (len(graphs) + i) / steps)
-        frame = sweep(graph, params, grid, engine="graph")
-        frame.insert(0, "run", name)
-        frames.append(frame[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L"]])
+        frames.append(run_curve(graph, params, grid, name))
     if progress:
         progress("Done.", 1.0)
+    return assemble(params, levels, runs, frames)
+
+
+def run_curve(
+    graph: ExecutionGraph, params: LogGPS, latencies: np.ndarray, name: str
+) -> pd.DataFrame:
+    """``T``, ``λ_L`` and ``ρ_L`` of one run over ``latencies`` (graph engine, exact)."""
+    frame = sweep(graph, params, np.asarray(latencies, dtype=np.float64), engine="graph")
+    frame.insert(0, "run", name)
+    return frame[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L"]]
+
+
+def assemble(
+    params: LogGPS,
+    levels: Sequence[float],
+    runs: Sequence[RunFigures],
+    curves: Sequence[pd.DataFrame],
+) -> Comparison:
+    """A :class:`Comparison` from each run's figures and curve (computed one by one, e.g. by
+    a UI that caches them per run)."""
+    levels = tuple(float(x) for x in levels)
+    if len(runs) < 2:
+        raise InputError(f"compare needs at least two runs, got {len(runs)}")
     return Comparison(
         params=params,
         levels=levels,
-        runs=runs,
-        curves=pd.concat(frames, ignore_index=True),
+        runs=list(runs),
+        curves=pd.concat(list(curves), ignore_index=True),
         changes=[changes_between(runs[0], r, levels) for r in runs[1:]],
     )
 
 
 __all__ = [
     "Change",
+    "assemble",
+    "latency_grid",
+    "run_curve",
     "Comparison",
     "RunFigures",
     "collective_counts",
