@@ -5,6 +5,7 @@ shows is what :func:`llamp.lp.compare.compare_runs` computes for the same runs."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,7 +53,9 @@ def test_compare_page_shows_the_comparison(store_env, expected):
     assert not at.error, [e.value for e in at.error]
     assert at.multiselect(key="cmp_runs").value == ["bcast", "sweep3d"]  # sidebar run first
     summary = keyed(at, "cmp-summary").markdown
-    assert [m.value for m in summary] == [f"- {line}" for line in expected.summary()]
+    literal = [re.sub(r"([\\`*_{}\[\]()<>#+!|~$-])", r"\\\1", x) for x in expected.summary()]
+    assert [m.value for m in summary] == [f"- {line}" for line in literal]
+    assert "\\_" in summary[0].value  # λ_L's underscore is escaped, not an emphasis
     for i, run in enumerate(expected.runs):
         assert exact_ns(keyed(at, f"cmp-runtime-{i}")) == pytest.approx(run.runtime_ns, rel=1e-12)
     tol = table(at, "L tolerance (ns)")
@@ -120,3 +123,21 @@ def test_comparison_download_is_self_contained_html(store_env, expected):
 
     page_html = render_comparison(expected)
     assert "http" not in page_html and json.dumps(expected.summary()[0])[1:10] in page_html
+
+
+def test_critical_path_page_offers_the_exports(store_env, sweep3d):
+    at = page("critical_path")
+    assert not at.exception, [e.value for e in at.exception]
+    buttons = {b.proto.label: b for b in at.get("download_button")}
+    assert {"Perfetto trace (JSON)", "Report (HTML)"} <= buttons.keys()
+    assert at.checkbox(key="cp-export-critical-only").value is False  # 24,084 vertices: whole
+
+
+def test_export_downloads_build_the_files(sweep3d):
+    from llamp.ui import exports
+
+    trace = json.loads(exports._timeline(sweep3d, SIDEBAR, True)())
+    assert {e["cat"] for e in trace["traceEvents"] if e["ph"] == "X"} == {"critical"}
+    html = exports._report(sweep3d, SIDEBAR)()
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html
+    assert "sweep3d-2x2" in html

@@ -6,6 +6,7 @@ cached, so adding a run computes only that run)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,12 @@ from llamp.graph import ExecutionGraph
 from llamp.lp.compare import PARTS, RunFigures, assemble, latency_grid, run_curve, run_figures
 from llamp.ui import analyses, controls, plots, store
 from llamp.ui.analyses import ParamKey, params_of
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally by ``st.markdown`` (run names and λ_L hold ``_``, ``*``…)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+!|~$-])", r"\\\1", text)
+
 
 st.title("Compare runs")
 sel = controls.selection("compare")
@@ -98,7 +105,7 @@ if comparison is None:
 st.subheader("What changed")
 with st.container(key="cmp-summary"):
     for line in comparison.summary():
-        st.markdown(f"- {line}")
+        st.markdown(f"- {markdown_text(line)}")
 
 overview = pd.DataFrame(
     {
