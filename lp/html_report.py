@@ -61,7 +61,10 @@ class ReportData:
     summary: GraphSummary
     params: LogGPS
     prediction: Prediction
+    #: ``T`` at the ``points`` evenly spaced latencies (the report's table).
     sweep: pd.DataFrame
+    #: ``L_ns``, ``runtime_ns``, ``lambda_L`` at every breakpoint and sweep point (the plots).
+    curve: pd.DataFrame
     critical: CriticalLatencies
     tolerance: Tolerance
     path: CriticalPath
@@ -80,16 +83,30 @@ def build_report(
 ) -> ReportData:
     """The analyses of ``llamp report`` over L in [lo, hi] (graph engine for the path)."""
     crit = critical_latencies(graph, params, lo, hi, engine=engine, max_evaluations=max_evaluations)
-    values = np.unique(np.concatenate([np.linspace(lo, hi, points), crit.critical]))
+    frame = sweep(graph, params, np.linspace(lo, hi, points), engine=engine)
     return ReportData(
         summary=graph.summary(),
         params=params,
         prediction=predict(graph, params, engine=engine),
-        sweep=sweep(graph, params, values, engine=engine),
+        sweep=frame,
+        curve=exact_curve(crit, frame),
         critical=crit,
         tolerance=tolerance(graph, params, list(levels), engine=engine),
         path=critical_path(graph, params),
     )
+
+
+def exact_curve(crit: CriticalLatencies, frame: pd.DataFrame) -> pd.DataFrame:
+    """The plotted ``T(L)``: the ends of every linear piece the critical-latency search found
+    (exact, without evaluating ``T`` again) and the sweep's points, by L; ``lambda_L`` is the
+    right derivative at each (the slope of the piece starting there)."""
+    rows = [(seg.start, seg.runtime_start_ns, seg.slope) for seg in crit.segments]
+    if crit.segments:
+        last = crit.segments[-1]
+        rows.append((last.end, last.runtime_end_ns, last.slope))
+    pieces = pd.DataFrame(rows, columns=["L_ns", "runtime_ns", "lambda_L"])
+    both = pd.concat([frame[["L_ns", "runtime_ns", "lambda_L"]], pieces], ignore_index=True)
+    return both.drop_duplicates("L_ns", keep="first").sort_values("L_ns", ignore_index=True)
 
 
 # ---------------------------------------------------------------------------- SVG
@@ -315,12 +332,12 @@ def render_report(data: ReportData) -> str:
         f'<p class="meta">engine: {html.escape(pred.engine)}</p>',
         "<h2>Runtime and latency sensitivity over L</h2>",
     ]
-    sw = data.sweep
+    sw, cv = data.sweep, data.curve
     body.append(
         '<div class="figs">'
-        + svg_lines([(s.name, sw["L_ns"], sw["runtime_ns"])], title="T(L)", xlabel="L", ylabel="T")
+        + svg_lines([(s.name, cv["L_ns"], cv["runtime_ns"])], title="T(L)", xlabel="L", ylabel="T")
         + svg_lines(
-            [(s.name, sw["L_ns"], sw["lambda_L"])],
+            [(s.name, cv["L_ns"], cv["lambda_L"])],
             title="λ_L = ∂T/∂L",
             xlabel="L",
             ylabel="λ_L",
@@ -361,7 +378,9 @@ def render_report(data: ReportData) -> str:
     if not crit.complete:
         body.append(
             f'<p class="note">{len(crit.unresolved):,} intervals were left unresolved by the '
-            "evaluation budget.</p>"
+            f"budget of {crit.max_evaluations:,} evaluations (each holds at least one more "
+            "critical latency; <code>llamp export-report --max-evaluations all</code> finds "
+            "them all).</p>"
         )
     body.append(f"<h2>Tolerance (relative to T = {html.escape(format_ns(pred.runtime_ns))})</h2>")
     body.append(
@@ -484,6 +503,7 @@ def render_comparison(comparison: Comparison) -> str:
 __all__ = [
     "ReportData",
     "build_report",
+    "exact_curve",
     "render_comparison",
     "render_report",
     "svg_composition",

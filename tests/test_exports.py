@@ -90,6 +90,9 @@ def _self_contained(page: str) -> None:
 def test_html_report_is_self_contained_and_shows_the_numbers():
     data = build_report(paper_example(), PARAMS, lo=0.0, hi=1000.0, points=5)
     assert data.critical.critical == [pytest.approx(385.0)]
+    curve = dict(zip(data.curve["L_ns"], data.curve["runtime_ns"], strict=True))
+    assert curve[385.0] == pytest.approx(1500.0) and curve[1000.0] == pytest.approx(2115.0)
+    assert list(data.sweep["L_ns"]) == [0.0, 250.0, 500.0, 750.0, 1000.0]
     page = render_report(data)
     _self_contained(page)
     assert page.count("<svg") == 3  # T(L), λ_L, critical-path composition

@@ -18,6 +18,12 @@ from llamp.ui import controls
 WHOLE_TRACE_VERTICES = 200_000
 
 
+#: Critical-latency evaluations of a report built for a download: about 15 s at 10^6 vertices
+#: (0.075 s each, ``benchmarks/bench_compare.py``); intervals left are listed in the report, and
+#: ``llamp export-report --max-evaluations all`` resolves them all.
+DOWNLOAD_EVALUATIONS = 200
+
+
 def _timeline(graph: ExecutionGraph, params: LogGPS, critical_only: bool):
     def build() -> str:
         from llamp.lp.timeline import timeline_json
@@ -37,7 +43,7 @@ def _report(graph: ExecutionGraph, params: LogGPS):
             params,
             lo=0.0,
             hi=max(100_000.0, 2.0 * params.L),
-            max_evaluations=evaluation_budget(graph, params),
+            max_evaluations=min(evaluation_budget(graph, params), DOWNLOAD_EVALUATIONS),
             engine="graph",
         )
         return render_report(data)

@@ -127,8 +127,9 @@ for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
     with col.container(key=f"cmp-runtime-{i}"):
         delta = None
         if i:
-            ratio = r.runtime_ns / comparison.runs[0].runtime_ns - 1.0
-            delta = f"{ratio:+.1%} vs {comparison.runs[0].name}"
+            (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
+            shift = change.text().rsplit("(", 1)[-1].rstrip(")") if change.significant else "="
+            delta = f"{shift} vs {comparison.runs[0].name}"
         st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
         st.caption(f"{r.runtime_ns:.6f} ns")
 
