@@ -113,9 +113,19 @@ class Change:
             return self.baseline != self.value
         return abs(self.value - self.baseline) > 1e-9 * max(abs(self.baseline), abs(self.value))
 
+    def shown(self, value: float) -> str:
+        """``value`` in this quantity's unit, for people: ``1.615 µs``, ``207.4 MB``, ``12.5%``."""
+        return _FORMAT.get(self.unit, _plain)(value)
+
+    def relative(self) -> str:
+        """The change as people read it: ``+30.0%``, ``×4e-09``, ``+12.2 points``, ``=``."""
+        if not self.significant:
+            return "="
+        return self.text().rsplit(" (", 1)[1].rstrip(")") if " (" in self.text() else ""
+
     def text(self) -> str:
         """``runtime: 1.615 µs → 2.1 µs (+30.0%)``."""
-        show = _FORMAT.get(self.unit, _plain)
+        show = self.shown
         if self.baseline == self.value:
             return f"{self.quantity}: {show(self.value)} (unchanged)"
         if self.unit == "share":

@@ -110,6 +110,8 @@ def test_tables_and_what_changed(comparison):
     assert by["ranks"].value == 3 and by["ranks"].baseline == 2
     assert by["1% L tolerance"].delta == pytest.approx(10.0)
     assert not by["λ_L"].significant and not by["messages"].significant
+    assert by["runtime T"].relative() == "+61.9%" and by["λ_L"].relative() == "="
+    assert by["bytes"].shown(2.5e6) == "2.5 MB" and by["runtime T"].shown(2615.0) == "2.615 µs"
     (line,) = comparison.summary()
     assert line.startswith("longer vs paper: runtime T: 1.615 µs → 2.615 µs (+61.9%)")
     assert "ranks: 2 → 3 (+50.0%)" in line

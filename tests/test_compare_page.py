@@ -15,6 +15,7 @@ from apptest_pages import SWEEP3D, arr, exact_ns, figures, keyed, page, table
 from llamp.ingest import read
 from llamp.lp.compare import compare_runs
 from llamp.params import LogGPS
+from llamp.ui import plots
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
 #: What the sidebar's default inputs parse to.
@@ -58,10 +59,13 @@ def test_compare_page_shows_the_comparison(store_env, expected):
     assert "\\_" in summary[0].value  # λ_L's underscore is escaped, not an emphasis
     for i, run in enumerate(expected.runs):
         assert exact_ns(keyed(at, f"cmp-runtime-{i}")) == pytest.approx(run.runtime_ns, rel=1e-12)
-    tol = table(at, "L tolerance (ns)")
-    assert list(tol["L tolerance (ns)"]) == pytest.approx(
-        list(expected.tolerances()["latency_ns"]), rel=1e-12
-    )
+    tol = table(at, "L tolerance")
+    assert list(tol["L tolerance"]) == [
+        plots.short_ns(v, 6) for v in expected.tolerances()["latency_ns"]
+    ]
+    assert list(tol["G tolerance"]) == [
+        f"{g:.6g} ns/B" for g in expected.tolerances()["G_ns_per_byte"]
+    ]
     figs = figures(at)
     assert len(figs) == 3
     t_fig, lambda_fig, comp_fig = figs

@@ -111,8 +111,8 @@ overview = pd.DataFrame(
     {
         "run": [r.name for r in comparison.runs],
         "ranks": [r.ranks for r in comparison.runs],
-        "messages": [r.messages for r in comparison.runs],
-        "bytes": [r.bytes for r in comparison.runs],
+        "messages": [f"{r.messages:,}" for r in comparison.runs],
+        "bytes": [f"{r.bytes:,}" for r in comparison.runs],
         "collectives": [r.collective_instances for r in comparison.runs],
         "T": [plots.short_ns(r.runtime_ns, 6) for r in comparison.runs],
         "λ_L": [r.prediction.lambda_L for r in comparison.runs],
@@ -128,8 +128,7 @@ for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
         delta = None
         if i:
             (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
-            shift = change.text().rsplit("(", 1)[-1].rstrip(")") if change.significant else "="
-            delta = f"{shift} vs {comparison.runs[0].name}"
+            delta = f"{change.relative()} vs {comparison.runs[0].name}"
         st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
         st.caption(f"{r.runtime_ns:.6f} ns")
 
@@ -226,10 +225,10 @@ table = pd.DataFrame(
         "x": [f"{100 * x:g}%" for x in tol["x"]],
         "T bound": [plots.short_ns(v, 6) for v in tol["bound_ns"]],
         "L tolerance": [plots.short_ns(v, 6) for v in tol["latency_ns"]],
-        "L tolerance (ns)": tol["latency_ns"],
-        "G tolerance (ns/B)": tol["G_ns_per_byte"],
-        "G tolerance (Gb/s)": [
-            8.0 / g if math.isfinite(g) and g > 0 else float("nan") for g in tol["G_ns_per_byte"]
+        "G tolerance": [f"{g:.6g} ns/B" if math.isfinite(g) else "∞" for g in tol["G_ns_per_byte"]],
+        "as bandwidth": [
+            f"{8.0 / g:.4g} Gb/s" if math.isfinite(g) and g > 0 else "0"
+            for g in tol["G_ns_per_byte"]
         ],
     }
 )
@@ -288,9 +287,9 @@ with st.expander("Every quantity against the baseline"):
             pd.DataFrame(
                 {
                     "quantity": [c.quantity for c in changes],
-                    "change": [c.text().split(": ", 1)[1] for c in changes],
-                    "baseline": [c.baseline for c in changes],
-                    "value": [c.value for c in changes],
+                    comparison.runs[0].name: [c.shown(c.baseline) for c in changes],
+                    run.name: [c.shown(c.value) for c in changes],
+                    "change": [c.relative() for c in changes],
                 }
             ),
             hide_index=True,
