@@ -8,7 +8,7 @@ synthetic grid holds), each of ``n`` vertices (``quick``: 10^5; default also 10^
 (measured by ``bench_engine``) is done before timing. Measured, median of ``repeat``:
 
 - compare: :func:`~llamp.lp.compare.compare_runs` of the two graphs at the default LogGPS (per
-  run: prediction, 1/2/5 % L and G tolerances, critical path; then a 41-point T(L) curve each);
+  run: prediction, 1/2/5 % L and G tolerances, critical path; then a 21-point T(L) curve each);
 - Perfetto: :func:`~llamp.lp.timeline.timeline_json` of the 16-rank graph, whole and critical
   path only (with its size in MB);
 - HTML report: :func:`~llamp.lp.html_report.build_report` (11 points over [0, 100 µs], the
@@ -23,10 +23,9 @@ from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
 from llamp.lp.compare import compare_runs
 from llamp.lp.engine import engine_for
-from llamp.lp.html_report import build_report, render_report
+from llamp.lp.html_report import QUICK_EVALUATIONS, build_report, render_report
 from llamp.lp.timeline import timeline_json
 from llamp.params import LogGPS
-from llamp.ui.exports import DOWNLOAD_EVALUATIONS
 
 PARAMS = LogGPS()
 
@@ -41,7 +40,7 @@ def _case(n: int, repeat: int) -> list[dict[str, Any]]:
     t, runs, result = median_time(
         lambda: compare_runs([small, large], PARAMS, names=["16 ranks", "64 ranks"]), repeat
     )
-    rows.append(row("compare", case, "compare_runs (2 runs, 41-point curves)", t, "s", runs))
+    rows.append(row("compare", case, "compare_runs (2 runs, 21-point curves)", t, "s", runs))
     rows.append(row("compare", case, "  runtime T 64 / 16 ranks", result.changes[0][0].ratio, "×"))
     case = f"stencil 16 ranks, {small.num_vertices:.2g} vertices"
     for critical_only in (False, True):
@@ -53,12 +52,12 @@ def _case(n: int, repeat: int) -> list[dict[str, Any]]:
         rows.append(row("compare", case, f"  size, {what}", len(text) / 1e6, "MB"))
     t, runs, page = median_time(
         lambda: render_report(
-            build_report(small, PARAMS, max_evaluations=DOWNLOAD_EVALUATIONS, engine="graph")
+            build_report(small, PARAMS, max_evaluations=QUICK_EVALUATIONS, engine="graph")
         ),
         repeat,
     )
     rows.append(
-        row("compare", case, f"HTML report ({DOWNLOAD_EVALUATIONS} evaluations)", t, "s", runs)
+        row("compare", case, f"HTML report ({QUICK_EVALUATIONS} evaluations)", t, "s", runs)
     )
     rows.append(row("compare", case, "  size of the HTML report", len(page) / 1e3, "kB"))
     return rows

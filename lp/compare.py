@@ -372,7 +372,7 @@ def compare_runs(
     *,
     names: Sequence[str] | None = None,
     levels: Sequence[float] = DEFAULT_LEVELS,
-    points: int = 41,
+    points: int = 21,
     latencies: Sequence[float] | None = None,
     progress: Callable[[str, float], None] | None = None,
 ) -> Comparison:

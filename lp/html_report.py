@@ -39,6 +39,10 @@ PART_COLOURS = {
 }
 #: Critical latencies listed in the report's table (all of them are in the JSON report).
 MAX_LISTED = 50
+#: Critical-latency evaluations of a report built for a UI download: about 15 s at 10^6 vertices
+#: (0.075 s each, ``benchmarks/bench_compare.py``); intervals left are listed in the report, and
+#: ``llamp export-report --max-evaluations all`` resolves them all.
+QUICK_EVALUATIONS = 200
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;

@@ -12,6 +12,7 @@ slice. Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open the file as it i
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,72 +55,69 @@ def _us(ns: float) -> float:
     return round(float(ns) / 1e3, 6)  # µs with ps resolution: stable, short text
 
 
+def _num(value: float) -> str:
+    """A JSON number (non-finite values, which JSON lacks, as null)."""
+    return repr(value) if math.isfinite(value) else "null"
+
+
+def _line(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":"))
+
+
 def _events(
     graph: ExecutionGraph, params: LogGPS, critical_only: bool, stats: dict[str, Any]
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[str]:
+    """Every event as one line of JSON: the track names, the slices, the critical messages."""
     from llamp.lp import critical_path, evaluate
 
     ev = evaluate(graph, params)
     stats["runtime_ns"] = ev.runtime_ns
-    yield {
-        "ph": "M",
-        "pid": 0,
-        "tid": 0,
-        "name": "process_name",
-        "args": {"name": f"llamp: {graph.name}"},
-    }
+    meta = {"ph": "M", "pid": 0}
+    yield _line(meta | {"tid": 0, "name": "process_name", "args": {"name": f"llamp: {graph.name}"}})
     for rank in range(graph.num_ranks):
-        yield {
-            "ph": "M",
-            "pid": 0,
-            "tid": rank,
-            "name": "thread_name",
-            "args": {"name": f"rank {rank}"},
-        }
-        yield {
-            "ph": "M",
-            "pid": 0,
-            "tid": rank,
-            "name": "thread_sort_index",
-            "args": {"sort_index": rank},
-        }
+        yield _line(meta | {"tid": rank, "name": "thread_name", "args": {"name": f"rank {rank}"}})
+        yield _line(meta | {"tid": rank, "name": "thread_sort_index", "args": {"sort_index": rank}})
     chosen = np.flatnonzero(ev.critical) if critical_only else np.arange(graph.num_vertices)
     order = chosen[np.lexsort((ev.start_ns[chosen], graph.rank[chosen]))]
+    # One f-string per slice from columns turned into Python lists once: several times faster
+    # than a dict and json.dumps per slice (bench_compare).
+    start = ev.start_ns[order]
+    columns = zip(
+        order.tolist(),
+        graph.rank[order].tolist(),
+        graph.kind[order].tolist(),
+        np.round(start / 1e3, 6).tolist(),
+        np.round(np.maximum(ev.finish_ns[order] - start, 0.0) / 1e3, 6).tolist(),
+        ev.critical[order].tolist(),
+        ev.slack_ns[order].tolist(),
+        graph.cost_ns[order].tolist(),
+        graph.size[order].tolist(),
+        graph.peer[order].tolist(),
+        graph.tag[order].tolist(),
+        strict=True,
+    )
     labels = graph.label
-    for v in order.tolist():
-        kind = int(graph.kind[v])
-        args: dict[str, Any] = {"vertex": v, "slack_ns": float(ev.slack_ns[v])}
+    for v, rank, kind, ts, dur, critical, slack, cost, size, peer, tag in columns:
         if kind == CALC:
-            args["cost_ns"] = float(graph.cost_ns[v])
+            args = f'"cost_ns":{_num(cost)}'
         else:
-            args |= {
-                "size": int(graph.size[v]),
-                "peer": int(graph.peer[v]),
-                "tag": int(graph.tag[v]),
-            }
+            args = f'"size":{size},"peer":{peer},"tag":{tag}'
         if labels is not None:
-            args["label"] = str(labels[v])
-        yield {
-            "ph": "X",
-            "pid": 0,
-            "tid": int(graph.rank[v]),
-            "ts": _us(ev.start_ns[v]),
-            "dur": _us(max(ev.finish_ns[v] - ev.start_ns[v], 0.0)),
-            "name": KIND_NAMES.get(kind, "op"),
-            "cat": "critical" if ev.critical[v] else "slack",
-            "args": args,
-        }
+            args += f',"label":{json.dumps(str(labels[v]))}'
+        cat = "critical" if critical else "slack"
+        yield (
+            f'{{"ph":"X","pid":0,"tid":{rank},"ts":{_num(ts)},"dur":{_num(dur)},'
+            f'"name":"{KIND_NAMES.get(kind, "op")}","cat":"{cat}",'
+            f'"args":{{"vertex":{v},"slack_ns":{_num(slack)},{args}}}}}'
+        )
     stats["slices"] = int(order.size)
     messages = critical_path(graph, params).messages
     for i, (s, r) in enumerate(messages.tolist()):
-        common = {"pid": 0, "name": "message", "cat": "critical", "id": i}
-        yield common | {"ph": "s", "tid": int(graph.rank[s]), "ts": _us(ev.start_ns[s])}
-        yield common | {
-            "ph": "f",
-            "bp": "e",
-            "tid": int(graph.rank[r]),
-            "ts": _us(ev.finish_ns[r]),
-        }
+        flow = {"pid": 0, "name": "message", "cat": "critical", "id": i}
+        yield _line(flow | {"ph": "s", "tid": int(graph.rank[s]), "ts": _us(ev.start_ns[s])})
+        yield _line(
+            flow | {"ph": "f", "bp": "e", "tid": int(graph.rank[r]), "ts": _us(ev.finish_ns[r])}
+        )
     stats["flows"] = len(messages)
 
 
@@ -156,7 +154,7 @@ def write_timeline(
     for n, event in enumerate(_events(graph, params, critical_only, stats)):
         if n:
             out.write(",\n")
-        out.write(json.dumps(event, separators=(",", ":")))
+        out.write(event)
         if progress and n and n % 100_000 == 0:
             progress(n)
     out.write("\n]}\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llamp.graph import ExecutionGraph
+from llamp.lp.html_report import QUICK_EVALUATIONS
 from llamp.lp.timeline import MAX_SLICES
 from llamp.params import LogGPS
 from llamp.ui import controls
@@ -16,12 +17,6 @@ from llamp.ui import controls
 #: Above this many vertices the trace is offered for the critical path only by default: a
 #: browser download of a whole 10^6-vertex schedule is ~200 MB of JSON.
 WHOLE_TRACE_VERTICES = 200_000
-
-
-#: Critical-latency evaluations of a report built for a download: about 15 s at 10^6 vertices
-#: (0.075 s each, ``benchmarks/bench_compare.py``); intervals left are listed in the report, and
-#: ``llamp export-report --max-evaluations all`` resolves them all.
-DOWNLOAD_EVALUATIONS = 200
 
 
 def _timeline(graph: ExecutionGraph, params: LogGPS, critical_only: bool):
@@ -43,7 +38,7 @@ def _report(graph: ExecutionGraph, params: LogGPS):
             params,
             lo=0.0,
             hi=max(100_000.0, 2.0 * params.L),
-            max_evaluations=min(evaluation_budget(graph, params), DOWNLOAD_EVALUATIONS),
+            max_evaluations=min(evaluation_budget(graph, params), QUICK_EVALUATIONS),
             engine="graph",
         )
         return render_report(data)

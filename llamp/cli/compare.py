@@ -53,7 +53,7 @@ def _write_text(path: Path, text: str) -> None:
     "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
 )
 @click.option(
-    "--points", default=41, show_default=True, type=click.IntRange(2, 10000), help="L values."
+    "--points", default=21, show_default=True, type=click.IntRange(2, 10000), help="L values."
 )
 @click.option(
     "--to",

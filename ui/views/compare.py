@@ -68,7 +68,7 @@ levels_text = c1.text_input("Tolerance levels (%)", "1,2,5", key="cmp_levels")
 hi_text = c2.text_input(
     "Largest L of the curves", "", key="cmp_hi", placeholder="auto: 1.25 × the largest tolerance"
 )
-points = int(c3.number_input("Points per curve", 5, 2001, 41, step=10, key="cmp_points"))
+points = int(c3.number_input("Points per curve", 5, 2001, 21, step=10, key="cmp_points"))
 if len(chosen) < 2:
     st.info("Choose at least two runs.")
     st.stop()
