@@ -66,6 +66,13 @@ class RegistryChoice(click.Choice):
     def choices(self, value: Iterable[str]) -> None:  # click's __init__ assigns ()
         pass
 
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """The names as the registry spells them (``QDR``, ``100GbE``), not case-folded."""
+        return "[" + "|".join(self.choices) + "]"
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        return f"{value!r} is not one of {', '.join(map(repr, self.choices))}."
+
 
 def message(kind: str, text: object) -> None:
     """The CLI's one channel for diagnostics: one line ``llamp: KIND: text`` on stderr
