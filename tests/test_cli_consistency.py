@@ -197,3 +197,17 @@ def test_validate_names_a_run_after_the_application(command, name):
 
     assert application_name(command) == name
     assert default_run_name(command).startswith(f"validate-{name}-")
+
+
+# ---------------------------------------------------------------------- units
+def test_sweep_prints_values_with_units_and_json_in_ns(capsys, paper_npz):
+    """The table says ``10 µs`` (as ``report`` does), the JSON keeps ``L_ns: 10000.0``."""
+    code, out, err = run(capsys, "sweep", paper_npz, "--from", "0", "--to", "10us", "--points", "2")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["L", "T"]
+    assert lines[2].startswith("0 ns ") and lines[3].startswith("10 µs ")
+    code, out, _ = run(capsys, "sweep", paper_npz, "--to", "10us", "--points", "2", "--json")
+    assert [p["L_ns"] for p in json.loads(out)["points"]] == [0.0, 10_000.0]
+    code, out, _ = run(capsys, "sweep", paper_npz, "--param", "G", "--to", "1ns/B", "--points", "2")
+    assert out.splitlines()[3].startswith("1 ns/B ")

@@ -310,7 +310,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     col = next(iter(points_[0]))
     rows = [
         (
-            f"{r[col]:g}",
+            config.format_value(parameter, r[col]),
             format_ns(r["runtime_ns"]),
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
@@ -318,7 +318,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         )
         for r in points_
     ]
-    click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
 

@@ -152,6 +152,13 @@ def collectives(
         click.echo(f"note: {note}")
 
 
+def _distributions() -> tuple[str, ...]:
+    """Noise distributions of the Monte Carlo (:data:`llamp.lp.variability.DISTRIBUTIONS`)."""
+    from llamp.lp.variability import DISTRIBUTIONS
+
+    return DISTRIBUTIONS
+
+
 # ---------------------------------------------------------------------- classify
 def _target_networks() -> tuple[str, ...]:
     """The built-in target networks (:data:`llamp.lp.classify.NETWORKS`)."""
@@ -383,7 +390,7 @@ def _slow_ranks(text: str | None) -> tuple[int, ...]:
 )
 @click.option(
     "--distribution",
-    type=click.Choice(["lognormal", "normal", "halfnormal"]),
+    type=RegistryChoice(_distributions),
     default="lognormal",
     show_default=True,
     help="Law of the factors (mean 1): normal is truncated at 0.",

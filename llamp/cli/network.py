@@ -15,6 +15,7 @@ import numpy as np
 
 from llamp.cli.analyze import graph_argument, parse_levels
 from llamp.cli.base import (
+    RegistryChoice,
     cli,
     emit_json,
     json_option,
@@ -317,6 +318,13 @@ def matrix(
 
 
 # ---------------------------------------------------------------------- place
+def _mapping_formats() -> tuple[str, ...]:
+    """Rank-mapping file formats (:data:`llamp.lp.placement.FORMATS`)."""
+    from llamp.lp.placement import FORMATS
+
+    return FORMATS
+
+
 @cli.command()
 @graph_argument
 @click.option(
@@ -373,7 +381,7 @@ def matrix(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["openmpi", "mpich", "slurm"]),
+    type=RegistryChoice(_mapping_formats),
     default="openmpi",
     show_default=True,
     help="openmpi rankfile, mpich (Hydra) machinefile, slurm SLURM_HOSTFILE.",
