@@ -211,3 +211,26 @@ def test_sweep_prints_values_with_units_and_json_in_ns(capsys, paper_npz):
     assert [p["L_ns"] for p in json.loads(out)["points"]] == [0.0, 10_000.0]
     code, out, _ = run(capsys, "sweep", paper_npz, "--param", "G", "--to", "1ns/B", "--points", "2")
     assert out.splitlines()[3].startswith("1 ns/B ")
+
+
+def test_library_deprecations_stay_hidden_and_user_warnings_show(capsys):
+    """Only warnings meant for the user reach stderr, as one line each (once per message)."""
+    import warnings
+
+    import click
+
+    from llamp.cli.base import cli
+
+    @cli.command("warn-probe", hidden=True)
+    def _probe() -> None:
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        for _ in range(2):
+            warnings.warn("solver hit its iteration limit", RuntimeWarning, stacklevel=1)
+        click.echo("done")
+
+    try:
+        code, out, err = run(capsys, "warn-probe")
+    finally:
+        del cli.commands["warn-probe"]
+    assert code == 0 and out == "done\n"
+    assert err.splitlines() == ["llamp: warning: solver hit its iteration limit"]

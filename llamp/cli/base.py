@@ -89,9 +89,13 @@ def _show_warning(msg, category, filename, lineno, file=None, line=None) -> None
 def relay_warnings() -> Iterator[None]:
     """Python warnings raised while a command runs (``IngestWarning``, a solver's
     ``RuntimeWarning``) become ``llamp: warning:`` lines instead of Python's two-line format;
-    each distinct message once."""
+    each distinct message once. Deprecation and import notices of the libraries llamp uses are
+    for developers, not users, and stay hidden as Python hides them by default."""
     with warnings.catch_warnings():
         warnings.simplefilter("default")
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning):
+            warnings.simplefilter("ignore", category)
+        warnings.simplefilter("ignore", ResourceWarning)
         previous = warnings.showwarning
         warnings.showwarning = _show_warning
         try:
