@@ -234,3 +234,9 @@ def test_library_deprecations_stay_hidden_and_user_warnings_show(capsys):
         del cli.commands["warn-probe"]
     assert code == 0 and out == "done\n"
     assert err.splitlines() == ["llamp: warning: solver hit its iteration limit"]
+
+
+def test_llamp_alone_prints_the_help(capsys):
+    code, out, err = run(capsys)
+    assert code == 2 and "llamp: error" not in out + err
+    assert "Commands:" in out + err and "ingest" in out + err

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         message("error", "aborted")
         sys.exit(1)
+    except _NO_ARGS_IS_HELP as err:  # ``llamp`` or ``llamp runs`` alone: the help, as before
+        err.show()
+        sys.exit(2)
     except click.UsageError as err:
         hint = f" ({err.ctx.command_path} -h for help)" if err.ctx is not None else ""
         message("error", err.format_message() + hint)
@@ -73,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
+
+#: Raised by a group called without a command (click ≥ 8.2); its message is the whole help.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 #: Where to report an internal error.
 REPORT_TO = "the llamp issue tracker"
