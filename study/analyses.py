@@ -45,19 +45,28 @@ class CellInput:
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    @field_validator("x", check_fields=False, mode="before")
+    @field_validator(
+        "x",
+        "compute_share",
+        "bound_share",
+        "sensitive_share",
+        "insensitive",
+        check_fields=False,
+        mode="before",
+    )
     @classmethod
-    def _percentages(cls, value: Any) -> Any:
-        """``x`` is a list of percentages, read as the CLI reads ``--x`` (``5`` or ``"5%"``,
-        positive): kept as the percent numbers."""
-        if not isinstance(value, list):
-            return value
-        for v in value:
+    def _percentages(cls, value: Any, info: Any) -> Any:
+        """Percentages (``x``, the classification shares) are read as the CLI reads them
+        (``5`` or ``"5%"``, positive; :func:`llamp.config.parse_percent`) and kept as the
+        percent numbers."""
+        items = value if isinstance(value, list) else [value]
+        for v in items:
             try:
-                parse_percent(v, what="x")
+                parse_percent(v, what=info.field_name)
             except InputError as err:  # pydantic reports a ValueError with the spec's line
                 raise ValueError(str(err)) from None
-        return [_percent_number(v) for v in value]
+        numbers = [_percent_number(v) for v in items]
+        return numbers if isinstance(value, list) else numbers[0]
 
 
 def _percent_number(value: Any) -> float:

@@ -240,3 +240,25 @@ def test_llamp_alone_prints_the_help(capsys):
     code, out, err = run(capsys)
     assert code == 2 and "llamp: error" not in out + err
     assert "Commands:" in out + err and "ingest" in out + err
+
+
+def test_study_specs_read_percentages_with_the_same_parser(tmp_path):
+    """A spec's ``x`` and classification shares follow ``--x``'s rule and its messages."""
+    from llamp.study.spec import SpecError, load_spec
+
+    dumpi = Path(__file__).parent / "data" / "traces" / "dumpi" / "sst-dumpi-4ranks"
+    head = f"study: s\nruns:\n  - {{name: a, path: {dumpi}}}\nnetworks: [{{name: n}}]\n"
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        head + "analyses:\n  - tolerance: {x: [0.5%, 2]}\n  - classify: {bound_share: 30%}\n"
+    )
+    settings = {cell.analysis: cell.settings for cell in load_spec(good).cells}
+    assert settings["tolerance"]["x"] == [0.5, 2.0]
+    assert settings["classify"]["bound_share"] == 30.0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(head + "analyses:\n  - tolerance: {x: [0.5%, 0]}\n")
+    with pytest.raises(SpecError) as err:
+        load_spec(bad)
+    assert str(err.value) == (
+        f"{bad}:6: analyses[0].tolerance.x: x: 0 must be a positive percentage (e.g. 5 or 5%)"
+    )
