@@ -262,3 +262,14 @@ def test_study_specs_read_percentages_with_the_same_parser(tmp_path):
     assert str(err.value) == (
         f"{bad}:6: analyses[0].tolerance.x: x: 0 must be a positive percentage (e.g. 5 or 5%)"
     )
+
+
+def test_a_target_network_given_as_a_profile_is_pointed_to_classify(
+    capsys, paper_npz, tmp_path, monkeypatch
+):
+    """``--network`` is a calibrated profile; a classify target name there gets a hint."""
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path))
+    code, _, err = run(capsys, "predict", paper_npz, "--network", "hdr")
+    line = one_error(err)
+    assert code == 2 and "no network profile 'hdr'" in line
+    assert line.endswith("HDR is a target network of `llamp classify --target`, not a profile")
