@@ -14,6 +14,7 @@ from typing import Any
 import click
 import numpy as np
 
+from llamp import config
 from llamp.cli.base import (
     cli,
     collectives_option,
@@ -22,13 +23,20 @@ from llamp.cli.base import (
     host_speed_option,
     json_option,
     latency_options,
+    levels_option,
     load_graph_spec,
     params_options,
     parse_collectives,
     refuse_host_speed_for_run,
     table,
 )
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import (
+    format_ns,
+    format_percent,
+    parse_duration_ns,
+    parse_percents,
+    parse_range,
+)
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -302,7 +310,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     col = next(iter(points_[0]))
     rows = [
         (
-            f"{r[col]:g}",
+            config.format_value(parameter, r[col]),
             format_ns(r["runtime_ns"]),
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
@@ -310,21 +318,9 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         )
         for r in points_
     ]
-    click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
-
-
-def parse_range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
-    if parameter == "G":
-        from llamp.config import parse_gap_ns_per_byte
-
-        a, b = parse_gap_ns_per_byte(lo), parse_gap_ns_per_byte(hi if hi != "100us" else "1ns/B")
-    else:
-        a, b = parse_duration_ns(lo), parse_duration_ns(hi)
-    if not 0 <= a <= b:
-        raise InputError(f"--from {lo} --to {hi}: need 0 ≤ from ≤ to")
-    return a, b
 
 
 def _budget_option(default: str):
@@ -341,20 +337,13 @@ def _budget_option(default: str):
 
 
 def parse_budget(text: str, graph: ExecutionGraph, params: LogGPS) -> int | None:
-    """``all`` → no budget, ``auto`` → :func:`llamp.lp.critical.evaluation_budget`, or N ≥ 2."""
-    value = text.strip().lower()
-    if value == "all":
-        return None
-    if value == "auto":
+    """:func:`llamp.config.parse_budget`, with ``auto`` resolved for ``graph`` by
+    :func:`llamp.lp.critical.evaluation_budget`."""
+    budget = config.parse_budget(text)
+    if budget == "auto":
         from llamp.lp.critical import evaluation_budget
 
         return evaluation_budget(graph, params)
-    try:
-        budget = int(value)
-    except ValueError:
-        raise InputError(f"--max-evaluations: {text!r} is not all, auto or a number") from None
-    if budget < 2:
-        raise InputError(f"--max-evaluations: {budget} < 2 (both ends of the range)")
     return budget
 
 
@@ -438,7 +427,7 @@ def _print_critical(result) -> None:
 @engine_option
 @json_option
 @_save_option
-@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+@levels_option("1,2,5", "Degradations")
 def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
     """x% latency and bandwidth tolerance relative to T at the configured L, G."""
     from llamp.lp import tolerance as run_tolerance
@@ -461,10 +450,8 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
 
 
 def parse_levels(text: str) -> list[float]:
-    try:
-        return [float(v) / 100.0 for v in text.split(",") if v.strip()]
-    except ValueError as err:
-        raise InputError(f"--x: cannot read {text!r} (expected percents, e.g. 1,2,5)") from err
+    """``--x``: percentages (:func:`llamp.config.parse_percents`) as sorted fractions."""
+    return list(parse_percents(text, what="--x"))
 
 
 def _print_tolerance(result) -> None:
@@ -475,7 +462,7 @@ def _print_tolerance(result) -> None:
     ):
         rows.append(
             (
-                f"{lat.x:.0%}",
+                format_percent(lat.x),
                 format_ns(lat.bound_ns),
                 format_ns(lat.value),
                 "—"
@@ -556,7 +543,7 @@ def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
 @graph_argument
 @params_options
 @json_option
-@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+@levels_option("1,2,5", "Degradations")
 @click.option(
     "--axes",
     default=None,
@@ -664,12 +651,9 @@ def region(
         if not sep or name not in names:
             raise InputError(f"--max: {item!r} is not VAR=VALUE for an axis ({', '.join(names)})")
         box[name] = axis[name].parse(text, f"--max {name}")
-    max_evaluations = None
-    if budget.strip().lower() != "all":
-        try:
-            max_evaluations = int(budget)
-        except ValueError:
-            raise InputError(f"--max-evaluations: {budget!r} is not all or a number") from None
+    max_evaluations = config.parse_budget(budget)
+    if max_evaluations == "auto":
+        raise InputError("--max-evaluations: region takes all or a whole number, not auto")
     with tqdm(unit=" evaluations", leave=False, disable=None) as bar:
         result = tolerance_region(
             graph,
