@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.config import format_ns
+from llamp.config import format_ns, format_percent
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.path import critical_path
@@ -241,7 +241,7 @@ class Comparison:
         critical-path part whose share moved most, ranks, messages, bytes and collectives —
         those that differ (the full list is :attr:`changes`)."""
         base = self.runs[0].name
-        first_tol = f"{100 * self.levels[0]:g}% L tolerance"
+        first_tol = f"{format_percent(self.levels[0])} L tolerance"
         keys = ("runtime T", "λ_L", first_tol, "ranks", "messages", "bytes", "collectives")
         lines = []
         for run, changes in zip(self.runs[1:], self.changes, strict=True):
@@ -338,7 +338,7 @@ def changes_between(base: RunFigures, run: RunFigures, levels: Sequence[float]) 
     for x in levels:
         out.append(
             Change(
-                f"{100 * x:g}% L tolerance",
+                f"{format_percent(x)} L tolerance",
                 "ns",
                 base.latency_tolerance(x),
                 run.latency_tolerance(x),
@@ -347,7 +347,7 @@ def changes_between(base: RunFigures, run: RunFigures, levels: Sequence[float]) 
     for x in levels:
         out.append(
             Change(
-                f"{100 * x:g}% G tolerance",
+                f"{format_percent(x)} G tolerance",
                 "ns/B",
                 base.bandwidth_tolerance(x),
                 run.bandwidth_tolerance(x),

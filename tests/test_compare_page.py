@@ -118,8 +118,10 @@ def test_profile_picker_fills_the_parameters(store_env):
     at.switch_page("views/compare.py").run()
     assert at.sidebar.text_input(key="param_L::compare").value == "1234.5ns"
     assert at.sidebar.selectbox(key="network::compare").value == "ib-hdr"
+    assert "ib-hdr: L = 1.2345 µs" in " ".join(c.value for c in at.sidebar.caption)
     at.sidebar.text_input(key="param_L::compare").set_value("2us").run()
-    assert "L = 2 µs" in " ".join(c.value for c in at.sidebar.caption)
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "L = 2 µs" in captions and "ib-hdr (edited below)" in captions
 
 
 def test_comparison_download_is_self_contained_html(store_env, expected):

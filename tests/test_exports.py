@@ -115,6 +115,12 @@ def test_cli_exports(paper_npz, tmp_path):
     assert summary["slices"] == 6 and summary["flows"] == 1 and summary["ranks"] == 2
     events = json.loads(trace.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" for e in events) == 6
+    out = llamp(
+        "export-timeline", paper_npz, *ARGS, "-o", str(trace), "--critical-only", home=tmp_path
+    )
+    assert "4 slices on 2 rank tracks, 1 critical messages" in out.stdout
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert [e["args"]["label"] for e in events if e["ph"] == "X"] == ["c0", "S", "R", "c3"]
     page = tmp_path / "report.html"
     llamp("export-report", paper_npz, *ARGS, "--to", "1us", "-o", str(page), home=tmp_path)
     _self_contained(page.read_text())

@@ -74,8 +74,13 @@ def profile_picker(page: str) -> None:
     chosen = next((p for p in profiles if p.name == kept), None)
     if chosen is not None:
         p = chosen.params
+        typed = {
+            key: st.session_state.get(f"{key}::{page}", st.session_state.get(f"_keep_{key}"))
+            for key in profile_inputs(p)
+        }
+        edited = " (edited below)" if typed != profile_inputs(p) else ""
         st.caption(
-            f"{chosen.name}: L = {config.format_ns(p.L)}, o = {config.format_ns(p.o)}, "
+            f"{chosen.name}{edited}: L = {config.format_ns(p.L)}, o = {config.format_ns(p.o)}, "
             f"G = {p.G:.6g} ns/B" + (f" · {chosen.source}" if chosen.source else "")
         )
 
