@@ -141,13 +141,15 @@ def svg_lines(
     x_is_ns: bool = True,
     y_is_ns: bool = True,
     step: bool = False,
+    from_zero: bool = False,
     width: int = 520,
     height: int = 320,
 ) -> str:
     """An SVG line plot of ``series`` = [(name, xs, ys)], one colour each, with a legend.
 
     ``step``: draw each series as a right-continuous step function (``λ_L`` between
-    breakpoints). Axis units are chosen from the data (ns → µs, ms, s) when ``*_is_ns``.
+    breakpoints). ``from_zero``: the y axis starts at 0 (counts); otherwise it spans the data,
+    so a runtime that changes by 0.03 % over L is not a flat line. Axis units are chosen from the data (ns → µs, ms, s) when ``*_is_ns``.
     """
     left, right, top, bottom = 64, 16, 30, 44
     legend_rows = len(series) if len(series) > 1 else 0
@@ -159,12 +161,17 @@ def svg_lines(
     xscale, xunit = _scale_ns(xs_all) if x_is_ns else (1.0, "")
     yscale, yunit = _scale_ns(ys_all) if y_is_ns else (1.0, "")
     x0, x1 = float(xs_all.min()) / xscale, float(xs_all.max()) / xscale
-    y0, y1 = min(0.0, float(ys_all.min()) / yscale), float(ys_all.max()) / yscale
+    y0, y1 = float(ys_all.min()) / yscale, float(ys_all.max()) / yscale
+    if from_zero:
+        y0 = min(0.0, y0)
     if x1 <= x0:
         x1 = x0 + 1.0
     if y1 <= y0:
-        y1 = y0 + 1.0
-    y1 += 0.05 * (y1 - y0)
+        pad = abs(y1) * 0.05 or 1.0
+        y0, y1 = y0 - pad, y1 + pad
+    else:
+        pad = 0.05 * (y1 - y0)
+        y0, y1 = (y0 if from_zero and y0 == 0 else y0 - pad), y1 + pad
     pw = width - left - right
     ph = height - top - bottom - 16 * legend_rows
 
@@ -347,6 +354,7 @@ def render_report(data: ReportData) -> str:
             ylabel="λ_L",
             y_is_ns=False,
             step=True,
+            from_zero=True,
         )
         + "</div>"
     )
@@ -476,6 +484,7 @@ def render_comparison(comparison: Comparison) -> str:
             ylabel="λ_L",
             y_is_ns=False,
             step=True,
+            from_zero=True,
         )
         + "</div>"
     )
