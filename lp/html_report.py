@@ -472,6 +472,17 @@ def render_comparison(comparison: Comparison) -> str:
     body.append(
         '<div class="figs">'
         + svg_lines(
+            [
+                (n, f["L_ns"], (f["runtime_ns"] / r.runtime_ns - 1.0) * 100.0)
+                for (n, f), r in zip(groups, comparison.runs, strict=True)
+                if r.runtime_ns > 0
+            ],
+            title="Slowdown T(L)/T(L0) − 1",
+            xlabel="L",
+            ylabel="%",
+            y_is_ns=False,
+        )
+        + svg_lines(
             [(n, f["L_ns"], f["runtime_ns"]) for n, f in groups],
             title="T(L)",
             xlabel="L",

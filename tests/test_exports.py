@@ -105,7 +105,9 @@ def test_html_comparison_is_self_contained():
     other.meta["name"] = "other"
     page = render_comparison(compare_runs([paper_example(), other], PARAMS, names=["a", "b"]))
     _self_contained(page)
-    assert "b vs a: nothing differs" in page and page.count("<svg") == 3
+    assert "b vs a: nothing differs" in page
+    assert page.count("<svg") == 4  # slowdown, T(L), λ_L, composition
+    assert "Slowdown T(L)/T(L0) − 1" in page
 
 
 def test_cli_exports(paper_npz, tmp_path):
