@@ -1,0 +1,544 @@
+"""The longest-path kernels: every forward sweep over the event graph's CSR arrays lives here.
+
+``T(θ)`` is the longest path of the event DAG (LLAMP Eq. 3/4). Events are numbered in
+topological position and every in-edge ``k`` of position ``p`` comes from ``src[k] < p``, so
+one forward pass — ``t[p] = max_k t[src[k]] + w[k]`` — gives every event time. The family:
+
+- **values** (:func:`values`): event times, edge ``k`` weighing ``wa[q] + value[k]·wb[q]``
+  with ``q = pattern[k]`` (the homogeneous LogGPS weights of :class:`~llamp.lp.events.EventGraph`).
+- **slopes** (:func:`slopes`, :func:`sided`): times plus one-sided derivatives along columns
+  of per-pattern slopes; among the tight in-edges (within ``REL_TOL·|t| + ABS_TOL_NS`` of the
+  max) the larger slope is kept for right derivatives (``sign`` +1), the smaller for left
+  (−1), which makes them exact one-sided derivatives of a max of affine functions. The in-edge
+  chosen at each event (``pred``) gives a critical path (:func:`backtrack_path`).
+- **per-edge weights** (:func:`edge_slopes`, :func:`edge_lanes`, :func:`affine_lanes`,
+  :func:`calc_lanes`): weights given per edge or per message (heterogeneous LogGP, topologies,
+  compute noise, placements, 2-D regions).
+- **lanes** (:func:`pair_lanes`, :func:`sided_lanes` and the ``*_lanes`` variants): ``K``
+  parameter values (or weight vectors) in one pass over the edges. The CSR arrays are read once
+  for all lanes and the ``K`` times of an event sit next to each other (lane index innermost),
+  so a random read of ``t[src[k]]`` brings all lanes in one cache line and the inner loop
+  vectorises. Each lane does exactly the floating-point operations of the one-value kernel, in
+  the same order: lane results are bit-identical to it.
+
+One tie rule for all: :data:`REL_TOL`, :data:`ABS_TOL_NS`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+#: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
+REL_TOL = 1e-12
+ABS_TOL_NS = 1e-7
+
+
+def tie_tol(value: float) -> float:
+    """Tie tolerance at path length ``value`` (the kernels' rule, for Python-side checks)."""
+    return REL_TOL * abs(value) + ABS_TOL_NS
+
+
+# ------------------------------------------------------------------------------ one value
+@numba.njit(cache=True, nogil=True, inline="always")
+def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """The latest arrival over in-edges ``lo:hi`` (``hi > lo``): max of ``t[src] + weight``."""
+    q = pattern[lo]
+    best = t[src[lo]] + wa[q] + value[lo] * wb[q]
+    for k in range(lo + 1, hi):
+        q = pattern[k]
+        cand = t[src[k]] + wa[q] + value[k] * wb[q]
+        if cand > best:
+            best = cand
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
+    n = in_ptr.shape[0] - 1
+    t = np.zeros(n)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        t[p] = _latest(t, lo, hi, src, pattern, value, wa, wb)
+    return t
+
+
+@numba.njit(cache=True, nogil=True)
+def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
+    is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
+    chosen at each event (tight, with the best slope along column 0)."""
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    pred = np.full(n, -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
+                if first:
+                    for j in range(k_dim):
+                        d[p, j] = d[s, j] + sa[q, j] + v * sb[q, j]
+                    pred[p] = k
+                    first = False
+                else:
+                    if sign * (d[s, 0] + sa[q, 0] + v * sb[q, 0]) > sign * d[p, 0]:
+                        pred[p] = k
+                    for j in range(k_dim):
+                        cand = d[s, j] + sa[q, j] + v * sb[q, j]
+                        if sign * cand > sign * d[p, j]:
+                            d[p, j] = cand
+    return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
+    """Latest time of every event such that no path exceeds ``T`` (the backward sweep)."""
+    n = out_ptr.shape[0] - 1
+    late = np.empty(n)
+    for p in range(n - 1, -1, -1):
+        lo = out_ptr[p]
+        hi = out_ptr[p + 1]
+        if lo == hi:
+            late[p] = T
+            continue
+        k = out_edge[lo]
+        best = late[dst[k]] - w[k]
+        for i in range(lo + 1, hi):
+            k = out_edge[i]
+            cand = late[dst[k]] - w[k]
+            if cand < best:
+                best = cand
+        late[p] = best
+    return late
+
+
+@numba.njit(cache=True, nogil=True)
+def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
+    """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
+    length = 0
+    p = sink
+    while pred[p] >= 0:
+        length += 1
+        p = src[pred[p]]
+    positions = np.empty(length + 1, dtype=np.int64)
+    edges = np.empty(length, dtype=np.int64)
+    p = sink
+    for i in range(length, 0, -1):
+        positions[i] = p
+        edges[i - 1] = pred[p]
+        p = src[pred[p]]
+    positions[0] = p
+    return positions, edges
+
+
+# ------------------------------------------------------------------------------ lanes
+@numba.njit(cache=True, nogil=True)
+def reach(in_ptr, src):  # pragma: no cover - compiled
+    """The farthest any edge reaches back, ``max(p − src[k])`` (0 without edges).
+
+    Lane kernels keep the state of the last :func:`ring_size` events only (a ring indexed by
+    ``p & mask``): an event is never read again once every later event that may read it has
+    been swept. Trace graphs reach back little (the 10^6-vertex stencil: under 1,000 of its
+    2·10^6 events), so the ring stays in cache whatever the graph's size.
+    """
+    n = in_ptr.shape[0] - 1
+    far = 0
+    for p in range(n):
+        for k in range(in_ptr[p], in_ptr[p + 1]):
+            if p - src[k] > far:
+                far = p - src[k]
+    return far
+
+
+def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
+    """Events the lane kernels keep: a power of two above :func:`reach` (their ``mask`` + 1)."""
+    return 1 << int(reach(in_ptr, src) + 1).bit_length()
+
+
+@numba.njit(cache=True, nogil=True)
+def _tight(bt, bd, count, j, theta):  # pragma: no cover - compiled
+    """Drop lane ``j``'s candidate sinks below ``theta`` (kept in event order)."""
+    kept = 0
+    for i in range(count[j]):
+        if bt[i, j] >= theta:
+            bt[kept, j] = bt[i, j]
+            for c in range(bd.shape[1]):
+                bd[kept, c, j] = bd[i, c, j]
+            kept += 1
+    count[j] = kept
+
+
+@numba.njit(cache=True, nogil=True)
+def _offer(st, slot, bt, bd, count, T, theta, rel, absol):  # pragma: no cover - compiled
+    """Offer event ``slot``'s time and slopes (``st[slot]``: row 0 time, rows 1.. slopes) as a
+    sink: ``T`` is the running max, candidates are the events within the tie tolerance of it
+    (the final ones are those within the tolerance of the final ``T``, and ``theta`` only
+    grows). Returns the candidate arrays, doubled when a lane ran out of room."""
+    K = T.shape[0]
+    rows = bd.shape[1]
+    for j in range(K):
+        x = st[slot, 0, j]
+        if x > T[j]:
+            T[j] = x
+            theta[j] = x - (rel * abs(x) + absol)
+        if x >= theta[j]:
+            if count[j] == bt.shape[0]:
+                _tight(bt, bd, count, j, theta[j])
+                if 2 * count[j] > bt.shape[0]:
+                    cap = 2 * bt.shape[0]
+                    nt = np.empty((cap, K))
+                    nd = np.empty((cap, rows, K))
+                    nt[: bt.shape[0]] = bt
+                    nd[: bt.shape[0]] = bd
+                    bt = nt
+                    bd = nd
+            i = count[j]
+            bt[i, j] = x
+            for c in range(rows):
+                bd[i, c, j] = st[slot, c + 1, j]
+            count[j] = i + 1
+    return bt, bd
+
+
+@numba.njit(cache=True, nogil=True)
+def sided_lanes(
+    in_ptr, src, pattern, value, WA, WB, sa, sb, sign, mask, rel, absol
+):  # pragma: no cover - compiled
+    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` in ``K`` lanes.
+
+    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]`` (``WA, WB``: patterns × K);
+    the slopes ``sa[q, i] + value·sb[q, i]`` are shared. Per lane it is :func:`slopes`
+    aggregated over the tight sinks (max for ``sign`` +1, min for −1). The state is a ring of
+    ``mask + 1`` events (:func:`ring_size`), ``(1 + k)·8·K`` bytes each. Returns ``T`` (K) and
+    the slopes (K × k).
+    """
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    K = WA.shape[1]
+    st = np.zeros((min(mask + 1, n), 1 + k_dim, K))
+    best = np.empty(K)
+    tol = np.empty(K)
+    first = np.empty(K, dtype=np.bool_)
+    T = np.zeros(K)
+    theta = np.full(K, -absol)
+    bt = np.empty((64, K))
+    bd = np.empty((64, k_dim, K))
+    count = np.zeros(K, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo == hi:
+            for i in range(1 + k_dim):
+                for j in range(K):
+                    st[slot, i, j] = 0.0
+        else:
+            s = src[lo] & mask
+            q = pattern[lo]
+            v = value[lo]
+            for j in range(K):
+                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                for j in range(K):
+                    cand = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    best[j] = cand if cand > best[j] else best[j]
+            for j in range(K):
+                tol[j] = best[j] - (rel * abs(best[j]) + absol)
+                first[j] = True
+            for k in range(lo, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                for j in range(K):
+                    if st[s, 0, j] + WA[q, j] + v * WB[q, j] >= tol[j]:
+                        for i in range(k_dim):
+                            cand = st[s, 1 + i, j] + sa[q, i] + v * sb[q, i]
+                            if first[j] or sign * cand > sign * st[slot, 1 + i, j]:
+                                st[slot, 1 + i, j] = cand
+                        first[j] = False
+            for j in range(K):
+                st[slot, 0, j] = best[j]
+        bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
+    agg = np.zeros((K, k_dim))
+    for j in range(K):
+        _tight(bt, bd, count, j, theta[j])
+        for c in range(count[j]):
+            for i in range(k_dim):
+                if c == 0 or sign * bd[c, i, j] > sign * agg[j, i]:
+                    agg[j, i] = bd[c, i, j]
+    return T, agg
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_lanes(
+    in_ptr, src, pattern, value, WA, WB, sa, sb, mask, rel, absol
+):  # pragma: no cover - compiled
+    """``T`` and its right and left derivative along one parameter in ``K`` lanes.
+
+    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]``; the slope of an edge is
+    ``sa[q] + value[k]·sb[q]`` in every lane. Time, right and left slope of an event share a
+    row of ``3·K`` doubles in a ring of ``mask + 1`` events (:func:`ring_size`). Returns
+    ``T``, right, left (each K).
+    """
+    n = in_ptr.shape[0] - 1
+    K = WA.shape[1]
+    st = np.zeros((min(mask + 1, n), 3, K))
+    best = np.empty(K)
+    tol = np.empty(K)
+    right = np.empty(K)
+    left = np.empty(K)
+    T = np.zeros(K)
+    theta = np.full(K, -absol)
+    bt = np.empty((64, K))
+    bd = np.empty((64, 2, K))
+    count = np.zeros(K, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo == hi:
+            for j in range(K):
+                st[slot, 0, j] = 0.0
+                st[slot, 1, j] = 0.0
+                st[slot, 2, j] = 0.0
+        else:
+            s = src[lo] & mask
+            q = pattern[lo]
+            v = value[lo]
+            for j in range(K):
+                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                for j in range(K):
+                    cand = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    best[j] = cand if cand > best[j] else best[j]
+            for j in range(K):
+                tol[j] = best[j] - (rel * abs(best[j]) + absol)
+                right[j] = -np.inf
+                left[j] = np.inf
+            for k in range(lo, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                c = sa[q] + v * sb[q]
+                for j in range(K):
+                    if st[s, 0, j] + WA[q, j] + v * WB[q, j] >= tol[j]:
+                        r = st[s, 1, j] + c
+                        lf = st[s, 2, j] + c
+                        right[j] = r if r > right[j] else right[j]
+                        left[j] = lf if lf < left[j] else left[j]
+            for j in range(K):
+                st[slot, 0, j] = best[j]
+                st[slot, 1, j] = right[j]
+                st[slot, 2, j] = left[j]
+        bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
+    for j in range(K):
+        _tight(bt, bd, count, j, theta[j])
+        right[j] = -np.inf
+        left[j] = np.inf
+        for c in range(count[j]):
+            right[j] = bd[c, 0, j] if bd[c, 0, j] > right[j] else right[j]
+            left[j] = bd[c, 1, j] if bd[c, 1, j] < left[j] else left[j]
+    return T, right.copy(), left.copy()
+
+
+# ------------------------------------------------------------------------------ per-edge weights
+@numba.njit(cache=True, nogil=True)
+def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
+    """:func:`slopes` with weights given per edge: edge ``k`` weighs ``w[k]``, its slope along
+    variable ``j`` is ``dw[k, j]``. Returns times, slopes (n × k) and chosen in-edges."""
+    n = in_ptr.shape[0] - 1
+    k_dim = dw.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    pred = np.full(n, -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = t[src[lo]] + w[lo]
+        for k in range(lo + 1, hi):
+            cand = t[src[k]] + w[k]
+            if cand > best:
+                best = cand
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            if t[s] + w[k] >= best - tol:
+                if first:
+                    for j in range(k_dim):
+                        d[p, j] = d[s, j] + dw[k, j]
+                    pred[p] = k
+                    first = False
+                else:
+                    if k_dim and sign * (d[s, 0] + dw[k, 0]) > sign * d[p, 0]:
+                        pred[p] = k
+                    for j in range(k_dim):
+                        cand = d[s, j] + dw[k, j]
+                        if sign * cand > sign * d[p, j]:
+                            d[p, j] = cand
+    return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - compiled
+    """Lanes of per-edge weights: lane ``j`` weighs edge ``k`` ``W[k, j]`` (E × K). Returns the
+    latest event time of every group in every lane (K × num_groups; events of ``group`` −1
+    belong to none): with one group (all 0) that is ``T`` per lane, with ranks the completion
+    time of every rank. Times live in a ring of ``mask + 1`` events (:func:`ring_size`)."""
+    n = in_ptr.shape[0] - 1
+    K = W.shape[1]
+    t = np.zeros((min(mask + 1, n), K))
+    fin = np.zeros((K, num_groups))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo < hi:
+            s = src[lo] & mask
+            for j in range(K):
+                t[slot, j] = t[s, j] + W[lo, j]
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                for j in range(K):
+                    cand = t[s, j] + W[k, j]
+                    t[slot, j] = cand if cand > t[slot, j] else t[slot, j]
+        else:
+            for j in range(K):
+                t[slot, j] = 0.0
+        r = group[p]
+        if r >= 0:
+            for j in range(K):
+                if t[slot, j] > fin[j, r]:
+                    fin[j, r] = t[slot, j]
+    return fin
+
+
+@numba.njit(cache=True, nogil=True)
+def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
+    """Event times and the longest in-edge of every event in ``K`` lanes, lane ``j`` with edge
+    weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables). Returns ``t`` and
+    ``pred`` (n × K): following ``pred`` back from the latest event of a lane walks one of its
+    critical paths."""
+    n = in_ptr.shape[0] - 1
+    K = us.shape[0]
+    t = np.zeros((n, K))
+    pred = np.full((n, K), -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        for k in range(lo, hi):
+            s = src[k]
+            base = c0[k]
+            a = du[k]
+            b = dv[k]
+            for j in range(K):
+                cand = t[s, j] + base + a * us[j] + b * vs[j]
+                if pred[p, j] < 0 or cand > t[p, j]:
+                    t[p, j] = cand
+                    pred[p, j] = k
+    return t, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def calc_lanes(
+    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, rel, absol
+):  # pragma: no cover - compiled
+    """``T`` (and its right and left derivative along ``L`` when ``with_slopes``) in ``K``
+    lanes of compute-noise samples: lane ``j`` weighs edge ``k``
+    ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
+    State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
+    K; the slopes are zero without ``with_slopes``)."""
+    n = in_ptr.shape[0] - 1
+    K = S.shape[0]
+    rows = 3 if with_slopes else 1
+    st = np.zeros((min(mask + 1, n), rows, K))
+    best = np.empty(K)
+    tol = np.empty(K)
+    right = np.zeros(K)
+    left = np.zeros(K)
+    T = np.zeros(K)
+    theta = np.full(K, -absol)
+    bt = np.empty((64, K))
+    bd = np.empty((64, rows - 1, K))
+    count = np.zeros(K, dtype=np.int64)
+    width = 1
+    for p in range(n):
+        if in_ptr[p + 1] - in_ptr[p] > width:
+            width = in_ptr[p + 1] - in_ptr[p]
+    cand = np.empty((width, K))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo == hi:
+            for i in range(rows):
+                for j in range(K):
+                    st[slot, i, j] = 0.0
+        else:
+            for j in range(K):
+                best[j] = -np.inf
+            for k in range(lo, hi):
+                r = calc_row[k]
+                s = src[k] & mask
+                for j in range(K):
+                    w = const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * Ls[j] + rest[k]
+                    c = st[s, 0, j] + w
+                    cand[k - lo, j] = c
+                    best[j] = c if c > best[j] else best[j]
+            if with_slopes:
+                for j in range(K):
+                    tol[j] = best[j] - (rel * abs(best[j]) + absol)
+                    right[j] = -np.inf
+                    left[j] = np.inf
+                for k in range(lo, hi):
+                    s = src[k] & mask
+                    for j in range(K):
+                        if cand[k - lo, j] >= tol[j]:
+                            a = st[s, 1, j] + cL[k]
+                            b = st[s, 2, j] + cL[k]
+                            right[j] = a if a > right[j] else right[j]
+                            left[j] = b if b < left[j] else left[j]
+                for j in range(K):
+                    st[slot, 1, j] = right[j]
+                    st[slot, 2, j] = left[j]
+            for j in range(K):
+                st[slot, 0, j] = best[j]
+        if with_slopes:
+            bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
+        else:
+            for j in range(K):
+                T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
+    if with_slopes:
+        for j in range(K):
+            _tight(bt, bd, count, j, theta[j])
+            right[j] = -np.inf
+            left[j] = np.inf
+            for c in range(count[j]):
+                right[j] = bd[c, 0, j] if bd[c, 0, j] > right[j] else right[j]
+                left[j] = bd[c, 1, j] if bd[c, 1, j] < left[j] else left[j]
+    return T, right.copy(), left.copy()
