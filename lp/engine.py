@@ -26,9 +26,10 @@ from llamp.lp.kernels import (
     REL_TOL,
     backtrack_path,
     backward_late,
-    pair_lanes,
+    lanes,
+    pair,
     ring_size,
-    sided_lanes,
+    sided,
     slopes,
     values,
 )
@@ -39,9 +40,11 @@ from llamp.params import LogGPS
 DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
 #: Lanes per pass of :meth:`GraphEngine.probe_many` and :meth:`GraphEngine.points` (parameter
-#: values swept together, :mod:`llamp.lp.kernels`). Measured with ``benchmarks/bench_engine.py``
-#: (lanes table): passes cost little more up to 16 lanes, so values per second grow with K.
-LANES = 16
+#: values swept together, :mod:`llamp.lp.kernels`). Measured on the 10^6-vertex noisy stencil
+#: (2 cores, shared; ``benchmarks/bench_engine.py`` lanes table): 128 probes of L took 7.4 s
+#: one value per pass, 6.1 s with 8 lanes, 3.3 s with 16, 2.7 s with 32, 2.8 s with 64 (the
+#: ring of 32 lanes, 1,024 events × 3 rows × 32 × 8 B = 0.8 MB, still sits in cache).
+LANES = 32
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
 LANE_BYTES = 1 << 26
@@ -167,7 +170,7 @@ class GraphEngine:
         """``T`` and its right (and left) derivatives along ``directions`` at each configuration.
 
         Configurations sharing a lowering go through the lane kernel together
-        (:func:`~llamp.lp.kernels.sided_lanes`, up to :data:`LANES` per pass), the passes
+        (:func:`~llamp.lp.kernels.lanes`, up to :data:`LANES` per pass), the passes
         spread over the machine's cores (they release the GIL)."""
         out: list[Point | None] = [None] * len(configs)
         cols = np.array([DIRECTIONS[d] for d in directions], dtype=np.int64)
@@ -185,38 +188,27 @@ class GraphEngine:
                     out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
                 continue
             mask = self.mask(first)
-            width = self._lane_width(len(idx), mask, 1 + len(directions))
+            width = self._lane_width(len(idx), mask, 1 + len(directions) * (2 if left else 1))
             for s in range(0, len(idx), width):
                 jobs.append((ev, mask, idx[s : s + width]))
 
+        both = np.concatenate([cols, cols]) if left else cols
+        sgn = np.repeat([1.0, -1.0], cols.size)[: both.size]
+        k = len(directions)
+
         def run(job) -> None:
             ev, mask, idx = job
+            if len(idx) == 1:  # one configuration: the scalar kernel, no lane loops
+                out[idx[0]] = self._point(ev, configs[idx[0]], directions, cols, left)
+                return
             WA, WB = _lane_weights(ev, [configs[i] for i in idx])
-            sa = np.ascontiguousarray(ev.fixed[:, cols])
-            sb = np.ascontiguousarray(ev.scaled[:, cols])
-            sides = {}
-            T = np.zeros(len(idx))
-            for sign in (1.0, -1.0) if left else (1.0,):
-                T, agg = sided_lanes(
-                    ev.in_ptr,
-                    ev.src,
-                    ev.pattern,
-                    ev.value,
-                    WA,
-                    WB,
-                    sa,
-                    sb,
-                    sign,
-                    mask,
-                    REL_TOL,
-                    ABS_TOL_NS,
-                )
-                sides[sign] = np.round(agg, 6)
+            sa = np.ascontiguousarray(ev.fixed[:, both])
+            sb = np.ascontiguousarray(ev.scaled[:, both])
+            T, agg = lanes(ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, sgn, mask)
+            agg = np.round(agg, 6)
             for j, i in enumerate(idx):
-                right = {d: float(sides[1.0][j, c]) for c, d in enumerate(directions)}
-                lft = (
-                    {d: float(sides[-1.0][j, c]) for c, d in enumerate(directions)} if left else {}
-                )
+                right = {d: float(agg[j, c]) for c, d in enumerate(directions)}
+                lft = {d: float(agg[j, k + c]) for c, d in enumerate(directions)} if left else {}
                 out[i] = Point(configs[i], float(T[j]), right, lft)
 
         _spread(run, jobs)
@@ -227,7 +219,7 @@ class GraphEngine:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``T``, right and left slope along ``parameter`` at each of ``values`` (others fixed).
 
-        Values go through the lane kernel (:func:`~llamp.lp.kernels.pair_lanes`) up to
+        Values go through the lane kernel (:func:`~llamp.lp.kernels.lanes`) up to
         :data:`LANES` per pass, the passes spread over the machine's cores; each lane's
         numbers are bit-identical to a sweep of its value alone.
         """
@@ -237,24 +229,57 @@ class GraphEngine:
         if ev.num_events == 0 or values.size == 0:
             return out[0], out[1], out[2]
         col = DIRECTIONS[parameter]
-        sa = np.ascontiguousarray(ev.fixed[:, col])
-        sb = np.ascontiguousarray(ev.scaled[:, col])
+        sa = np.ascontiguousarray(ev.fixed[:, [col, col]])
+        sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
+        sgn = np.array([1.0, -1.0])
         mask = self.mask(params)
         width = self._lane_width(values.size, mask, 3)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
             configs = [params.with_(**{parameter: float(v)}) for v in values[chunk]]
+            if len(configs) == 1:  # one value: the scalar kernel, no lane loops
+                wa, wb = ev.pattern_weights(*(getattr(configs[0], n) for n in "LGog"))
+                one = pair(
+                    ev.in_ptr,
+                    ev.src,
+                    ev.pattern,
+                    ev.value,
+                    wa,
+                    wb,
+                    sa[:, 0].copy(),
+                    sb[:, 0].copy(),
+                    REL_TOL,
+                    ABS_TOL_NS,
+                )
+                out[:, chunk] = np.array([one[0], _round_slope(one[1]), _round_slope(one[2])])[
+                    :, None
+                ]
+                return
             WA, WB = _lane_weights(ev, configs)
-            T, right, left = pair_lanes(
-                ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, mask, REL_TOL, ABS_TOL_NS
-            )
+            T, agg = lanes(ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, sgn, mask)
             out[0, chunk] = T
-            out[1, chunk] = np.round(right, 6)
-            out[2, chunk] = np.round(left, 6)
+            out[1:, chunk] = np.round(agg, 6).T
 
         _spread(run, chunks)
         return out[0], out[1], out[2]
+
+    @staticmethod
+    def _point(
+        ev: EventGraph, params: LogGPS, directions: tuple[str, ...], cols: np.ndarray, left: bool
+    ) -> Point:
+        """One configuration through :func:`~llamp.lp.kernels.sided` (one sweep per side)."""
+        wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
+        sa = np.ascontiguousarray(ev.fixed[:, cols])
+        sb = np.ascontiguousarray(ev.scaled[:, cols])
+        sides = {}
+        T = 0.0
+        for sign in (1.0, -1.0) if left else (1.0,):
+            T, agg = sided(
+                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, sign, REL_TOL, ABS_TOL_NS
+            )
+            sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
+        return Point(params, float(T), sides[1.0], sides.get(-1.0, {}))
 
     def _lane_width(self, count: int, mask: int, rows: int) -> int:
         """Lanes per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES` of

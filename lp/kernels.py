@@ -107,6 +107,93 @@ def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pr
 
 
 @numba.njit(cache=True, nogil=True)
+def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right, −1:
+    left), aggregated over the tight sinks: :func:`slopes` without its predecessor array and
+    without handing per-event arrays back (32 B per event for three directions)."""
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
+                for j in range(k_dim):
+                    cand = d[s, j] + sa[q, j] + v * sb[q, j]
+                    if first or sign * cand > sign * d[p, j]:
+                        d[p, j] = cand
+                first = False
+    T = 0.0
+    for p in range(n):
+        if t[p] > T:
+            T = t[p]
+    tol = rel * abs(T) + absol
+    agg = np.zeros(k_dim)
+    seen = False
+    for p in range(n):
+        if t[p] >= T - tol:
+            for j in range(k_dim):
+                if not seen or sign * d[p, j] > sign * agg[j]:
+                    agg[j] = d[p, j]
+            seen = True
+    return T, agg
+
+
+@numba.njit(cache=True, nogil=True)
+def pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
+    """``T`` and its right and left derivative along one parameter (per-pattern slope
+    ``sa[q] + value·sb[q]``) in one sweep: one lane of :func:`lanes` with its two columns
+    (+1, −1), scalar, for the single probes of the tolerance walks."""
+    n = in_ptr.shape[0] - 1
+    t = np.zeros(n)
+    dr = np.zeros(n)
+    dl = np.zeros(n)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        right = -np.inf
+        left = np.inf
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                c = sa[q] + value[k] * sb[q]
+                if dr[s] + c > right:
+                    right = dr[s] + c
+                if dl[s] + c < left:
+                    left = dl[s] + c
+        dr[p] = right
+        dl[p] = left
+    T = t.max()
+    tol = rel * abs(T) + absol
+    right = -np.inf
+    left = np.inf
+    for p in range(n):
+        if t[p] >= T - tol:
+            if dr[p] > right:
+                right = dr[p]
+            if dl[p] < left:
+                left = dl[p]
+    return T, right, left
+
+
+@numba.njit(cache=True, nogil=True)
 def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
     """Latest time of every event such that no path exceeds ``T`` (the backward sweep)."""
     n = out_ptr.shape[0] - 1
@@ -171,81 +258,101 @@ def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
     return 1 << int(reach(in_ptr, src) + 1).bit_length()
 
 
-@numba.njit(cache=True, nogil=True)
-def _tight(bt, bd, count, j, theta):  # pragma: no cover - compiled
-    """Drop lane ``j``'s candidate sinks below ``theta`` (kept in event order)."""
-    kept = 0
-    for i in range(count[j]):
-        if bt[i, j] >= theta:
-            bt[kept, j] = bt[i, j]
-            for c in range(bd.shape[1]):
-                bd[kept, c, j] = bd[i, c, j]
-            kept += 1
-    count[j] = kept
+#: Candidate sinks a lane keeps (events within the tie tolerance of the running max; when
+#: they overflow — a pathological run of equal times — the pass is redone with the final
+#: thresholds known, see :func:`lanes`).
+CANDIDATES = 256
 
 
-@numba.njit(cache=True, nogil=True)
-def _offer(st, slot, bt, bd, count, T, theta, rel, absol):  # pragma: no cover - compiled
-    """Offer event ``slot``'s time and slopes (``st[slot]``: row 0 time, rows 1.. slopes) as a
-    sink: ``T`` is the running max, candidates are the events within the tie tolerance of it
-    (the final ones are those within the tolerance of the final ``T``, and ``theta`` only
-    grows). Returns the candidate arrays, doubled when a lane ran out of room."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
+    """Offer event ``slot`` (``st[slot]``: row 0 its time, rows 1.. its slopes) to the sink
+    aggregation of every lane: ``T`` is the running max; the tight sinks are the events within
+    the tie tolerance of the final ``T``. With the final thresholds ``known`` they are
+    aggregated at once (``agg``: signed max); without, every event within the tolerance of the
+    running max is kept as a candidate (``theta`` only grows, so no final one is missed) and
+    filtered at the end by :func:`_finish`."""
     K = T.shape[0]
-    rows = bd.shape[1]
+    rows = sgn.shape[0]
+    fixed = known.shape[0] > 0
     for j in range(K):
         x = st[slot, 0, j]
         if x > T[j]:
             T[j] = x
-            theta[j] = x - (rel * abs(x) + absol)
+            if not fixed:
+                theta[j] = x - (rel * abs(x) + absol)
         if x >= theta[j]:
-            if count[j] == bt.shape[0]:
-                _tight(bt, bd, count, j, theta[j])
-                if 2 * count[j] > bt.shape[0]:
-                    cap = 2 * bt.shape[0]
-                    nt = np.empty((cap, K))
-                    nd = np.empty((cap, rows, K))
-                    nt[: bt.shape[0]] = bt
-                    nd[: bt.shape[0]] = bd
-                    bt = nt
-                    bd = nd
-            i = count[j]
-            bt[i, j] = x
-            for c in range(rows):
-                bd[i, c, j] = st[slot, c + 1, j]
-            count[j] = i + 1
-    return bt, bd
+            if fixed:
+                for i in range(rows):
+                    v = sgn[i] * st[slot, 1 + i, j]
+                    agg[j, i] = v if v > agg[j, i] else agg[j, i]
+            elif not over[j]:
+                c = count[j]
+                if c == bt.shape[0]:
+                    c = _keep(bt, bd, c, j, theta[j])
+                    if c == bt.shape[0]:
+                        over[j] = True
+                if not over[j]:
+                    bt[c, j] = x
+                    for i in range(rows):
+                        bd[c, i, j] = st[slot, 1 + i, j]
+                    count[j] = c + 1
+                else:
+                    count[j] = c
 
 
 @numba.njit(cache=True, nogil=True)
-def sided_lanes(
-    in_ptr, src, pattern, value, WA, WB, sa, sb, sign, mask, rel, absol
-):  # pragma: no cover - compiled
-    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` in ``K`` lanes.
+def _keep(bt, bd, count, j, theta):  # pragma: no cover - compiled
+    """Keep lane ``j``'s first ``count`` candidates at or above ``theta`` (in order); their number."""
+    kept = 0
+    for c in range(count):
+        if bt[c, j] >= theta:
+            bt[kept, j] = bt[c, j]
+            for i in range(bd.shape[1]):
+                bd[kept, i, j] = bd[c, i, j]
+            kept += 1
+    return kept
 
-    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]`` (``WA, WB``: patterns × K);
-    the slopes ``sa[q, i] + value·sb[q, i]`` are shared. Per lane it is :func:`slopes`
-    aggregated over the tight sinks (max for ``sign`` +1, min for −1). The state is a ring of
-    ``mask + 1`` events (:func:`ring_size`), ``(1 + k)·8·K`` bytes each. Returns ``T`` (K) and
-    the slopes (K × k).
-    """
+
+@numba.njit(cache=True, nogil=True)
+def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compiled
+    """Signed-max aggregation of the candidates within the final thresholds (see :func:`_sink`)."""
+    if known.shape[0] > 0:
+        return
+    for j in range(theta.shape[0]):
+        for c in range(count[j]):
+            if bt[c, j] >= theta[j]:
+                for i in range(sgn.shape[0]):
+                    v = sgn[i] * bd[c, i, j]
+                    agg[j, i] = v if v > agg[j, i] else agg[j, i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _lanes_pass(
+    in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
+):  # pragma: no cover - compiled
+    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates."""
     n = in_ptr.shape[0] - 1
-    k_dim = sa.shape[1]
     K = WA.shape[1]
-    st = np.zeros((min(mask + 1, n), 1 + k_dim, K))
+    rows = sgn.shape[0]
+    st = np.zeros((min(mask + 1, n), 1 + rows, K))
     best = np.empty(K)
-    tol = np.empty(K)
-    first = np.empty(K, dtype=np.bool_)
+    thr = np.empty(K)
+    acc = np.empty((rows, K))
+    tight = np.empty(K, dtype=np.bool_)
     T = np.zeros(K)
-    theta = np.full(K, -absol)
-    bt = np.empty((64, K))
-    bd = np.empty((64, k_dim, K))
+    theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
+    agg = np.full((K, rows), -np.inf)
+    bt = np.empty((CANDIDATES, K))
+    bd = np.empty((CANDIDATES, rows, K))
     count = np.zeros(K, dtype=np.int64)
+    over = np.zeros(K, dtype=np.bool_)
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
         slot = p & mask
         if lo == hi:
-            for i in range(1 + k_dim):
+            for i in range(1 + rows):
                 for j in range(K):
                     st[slot, i, j] = 0.0
         else:
@@ -262,105 +369,67 @@ def sided_lanes(
                     cand = st[s, 0, j] + WA[q, j] + v * WB[q, j]
                     best[j] = cand if cand > best[j] else best[j]
             for j in range(K):
-                tol[j] = best[j] - (rel * abs(best[j]) + absol)
-                first[j] = True
+                thr[j] = best[j] - (rel * abs(best[j]) + absol)
+            for i in range(rows):
+                for j in range(K):
+                    acc[i, j] = -np.inf
             for k in range(lo, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
                 for j in range(K):
-                    if st[s, 0, j] + WA[q, j] + v * WB[q, j] >= tol[j]:
-                        for i in range(k_dim):
-                            cand = st[s, 1 + i, j] + sa[q, i] + v * sb[q, i]
-                            if first[j] or sign * cand > sign * st[slot, 1 + i, j]:
-                                st[slot, 1 + i, j] = cand
-                        first[j] = False
+                    tight[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j] >= thr[j]
+                for i in range(rows):
+                    c = sa[q, i] + v * sb[q, i]
+                    g = sgn[i]
+                    for j in range(K):
+                        x = g * (st[s, 1 + i, j] + c)
+                        acc[i, j] = x if tight[j] and x > acc[i, j] else acc[i, j]
             for j in range(K):
                 st[slot, 0, j] = best[j]
-        bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
-    agg = np.zeros((K, k_dim))
+            for i in range(rows):
+                for j in range(K):
+                    st[slot, 1 + i, j] = sgn[i] * acc[i, j]
+        hit = 0
+        for j in range(K):
+            hit += st[slot, 0, j] >= theta[j]
+        if hit:
+            _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
+    _finish(sgn, theta, known, bt, bd, count, agg)
     for j in range(K):
-        _tight(bt, bd, count, j, theta[j])
-        for c in range(count[j]):
-            for i in range(k_dim):
-                if c == 0 or sign * bd[c, i, j] > sign * agg[j, i]:
-                    agg[j, i] = bd[c, i, j]
-    return T, agg
+        for i in range(rows):
+            agg[j, i] = sgn[i] * agg[j, i]
+    return T, agg, over
 
 
-@numba.njit(cache=True, nogil=True)
-def pair_lanes(
-    in_ptr, src, pattern, value, WA, WB, sa, sb, mask, rel, absol
-):  # pragma: no cover - compiled
-    """``T`` and its right and left derivative along one parameter in ``K`` lanes.
+def lanes(
+    in_ptr: np.ndarray,
+    src: np.ndarray,
+    pattern: np.ndarray,
+    value: np.ndarray,
+    WA: np.ndarray,
+    WB: np.ndarray,
+    sa: np.ndarray,
+    sb: np.ndarray,
+    sgn: np.ndarray,
+    mask: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``T`` and one-sided derivatives in ``K`` lanes: one pass over the edges for all of them.
 
-    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]``; the slope of an edge is
-    ``sa[q] + value[k]·sb[q]`` in every lane. Time, right and left slope of an event share a
-    row of ``3·K`` doubles in a ring of ``mask + 1`` events (:func:`ring_size`). Returns
-    ``T``, right, left (each K).
+    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]`` (``q = pattern[k]``; ``WA,
+    WB``: patterns × K, one column per parameter value). Slope column ``i`` of an edge is
+    ``sa[q, i] + value[k]·sb[q, i]`` in every lane; ``sgn[i]`` +1 makes it a right derivative
+    (larger slope kept among tight in-edges and sinks), −1 a left one. Per lane the numbers are
+    exactly those of :func:`slopes` aggregated over the tight sinks. The state is a ring of
+    ``mask + 1`` events (:func:`ring_size`), ``8·(1 + c)·K`` bytes each. Returns ``T`` (K) and
+    the slopes (K × c).
     """
-    n = in_ptr.shape[0] - 1
-    K = WA.shape[1]
-    st = np.zeros((min(mask + 1, n), 3, K))
-    best = np.empty(K)
-    tol = np.empty(K)
-    right = np.empty(K)
-    left = np.empty(K)
-    T = np.zeros(K)
-    theta = np.full(K, -absol)
-    bt = np.empty((64, K))
-    bd = np.empty((64, 2, K))
-    count = np.zeros(K, dtype=np.int64)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        slot = p & mask
-        if lo == hi:
-            for j in range(K):
-                st[slot, 0, j] = 0.0
-                st[slot, 1, j] = 0.0
-                st[slot, 2, j] = 0.0
-        else:
-            s = src[lo] & mask
-            q = pattern[lo]
-            v = value[lo]
-            for j in range(K):
-                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
-            for k in range(lo + 1, hi):
-                s = src[k] & mask
-                q = pattern[k]
-                v = value[k]
-                for j in range(K):
-                    cand = st[s, 0, j] + WA[q, j] + v * WB[q, j]
-                    best[j] = cand if cand > best[j] else best[j]
-            for j in range(K):
-                tol[j] = best[j] - (rel * abs(best[j]) + absol)
-                right[j] = -np.inf
-                left[j] = np.inf
-            for k in range(lo, hi):
-                s = src[k] & mask
-                q = pattern[k]
-                v = value[k]
-                c = sa[q] + v * sb[q]
-                for j in range(K):
-                    if st[s, 0, j] + WA[q, j] + v * WB[q, j] >= tol[j]:
-                        r = st[s, 1, j] + c
-                        lf = st[s, 2, j] + c
-                        right[j] = r if r > right[j] else right[j]
-                        left[j] = lf if lf < left[j] else left[j]
-            for j in range(K):
-                st[slot, 0, j] = best[j]
-                st[slot, 1, j] = right[j]
-                st[slot, 2, j] = left[j]
-        bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
-    for j in range(K):
-        _tight(bt, bd, count, j, theta[j])
-        right[j] = -np.inf
-        left[j] = np.inf
-        for c in range(count[j]):
-            right[j] = bd[c, 0, j] if bd[c, 0, j] > right[j] else right[j]
-            left[j] = bd[c, 1, j] if bd[c, 1, j] < left[j] else left[j]
-    return T, right.copy(), left.copy()
+    args = (in_ptr, src, pattern, value, WA, WB, sa, sb, np.asarray(sgn, dtype=np.float64), mask)
+    T, agg, over = _lanes_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
+    if over.any():
+        known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
+        T, agg, _ = _lanes_pass(*args, known, REL_TOL, ABS_TOL_NS)
+    return T, agg
 
 
 # ------------------------------------------------------------------------------ per-edge weights
@@ -465,27 +534,26 @@ def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compile
 
 
 @numba.njit(cache=True, nogil=True)
-def calc_lanes(
-    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, rel, absol
+def _calc_pass(
+    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """``T`` (and its right and left derivative along ``L`` when ``with_slopes``) in ``K``
-    lanes of compute-noise samples: lane ``j`` weighs edge ``k``
-    ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
-    State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
-    K; the slopes are zero without ``with_slopes``)."""
+    """One pass of :func:`calc_lanes`; also returns which lanes overflowed their candidates."""
     n = in_ptr.shape[0] - 1
     K = S.shape[0]
-    rows = 3 if with_slopes else 1
-    st = np.zeros((min(mask + 1, n), rows, K))
+    rows = 2 if with_slopes else 0
+    sgn = np.array([1.0, -1.0])[:rows]
+    st = np.zeros((min(mask + 1, n), 1 + rows, K))
     best = np.empty(K)
     tol = np.empty(K)
     right = np.zeros(K)
     left = np.zeros(K)
     T = np.zeros(K)
-    theta = np.full(K, -absol)
-    bt = np.empty((64, K))
-    bd = np.empty((64, rows - 1, K))
+    theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
+    agg = np.full((K, rows), -np.inf)
+    bt = np.empty((CANDIDATES, K))
+    bd = np.empty((CANDIDATES, rows, K))
     count = np.zeros(K, dtype=np.int64)
+    over = np.zeros(K, dtype=np.bool_)
     width = 1
     for p in range(n):
         if in_ptr[p + 1] - in_ptr[p] > width:
@@ -496,7 +564,7 @@ def calc_lanes(
         hi = in_ptr[p + 1]
         slot = p & mask
         if lo == hi:
-            for i in range(rows):
+            for i in range(1 + rows):
                 for j in range(K):
                     st[slot, i, j] = 0.0
         else:
@@ -529,16 +597,43 @@ def calc_lanes(
             for j in range(K):
                 st[slot, 0, j] = best[j]
         if with_slopes:
-            bt, bd = _offer(st, slot, bt, bd, count, T, theta, rel, absol)
+            hit = 0
+            for j in range(K):
+                hit += st[slot, 0, j] >= theta[j]
+            if hit:
+                _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
         else:
             for j in range(K):
                 T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
-    if with_slopes:
-        for j in range(K):
-            _tight(bt, bd, count, j, theta[j])
-            right[j] = -np.inf
-            left[j] = np.inf
-            for c in range(count[j]):
-                right[j] = bd[c, 0, j] if bd[c, 0, j] > right[j] else right[j]
-                left[j] = bd[c, 1, j] if bd[c, 1, j] < left[j] else left[j]
-    return T, right.copy(), left.copy()
+    _finish(sgn, theta, known, bt, bd, count, agg)
+    for j in range(K):
+        for i in range(rows):
+            agg[j, i] = sgn[i] * agg[j, i]
+    return T, agg, over
+
+
+def calc_lanes(
+    in_ptr: np.ndarray,
+    src: np.ndarray,
+    const: np.ndarray,
+    cL: np.ndarray,
+    rest: np.ndarray,
+    calc_row: np.ndarray,
+    S: np.ndarray,
+    Ls: np.ndarray,
+    with_slopes: bool,
+    mask: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``T`` (and its right and left derivative along ``L`` when ``with_slopes``) in ``K``
+    lanes of compute-noise samples: lane ``j`` weighs edge ``k``
+    ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
+    State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
+    K; the slopes are zero without ``with_slopes``)."""
+    args = (in_ptr, src, const, cL, rest, calc_row, S, Ls, bool(with_slopes), mask)
+    T, agg, over = _calc_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
+    if over.any():
+        known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
+        T, agg, _ = _calc_pass(*args, known, REL_TOL, ABS_TOL_NS)
+    if not with_slopes:
+        return T, np.zeros(T.size), np.zeros(T.size)
+    return T, np.ascontiguousarray(agg[:, 0]), np.ascontiguousarray(agg[:, 1])

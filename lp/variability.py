@@ -238,8 +238,6 @@ class _Evaluator:
             np.ascontiguousarray(Ls, dtype=np.float64),
             with_slopes,
             self.mask,
-            REL_TOL,
-            ABS_TOL_NS,
         )
 
 

@@ -178,11 +178,9 @@ def test_edge_and_calc_lanes_equal_single_sweeps(progress, nic):
     Ls = rng.uniform(0.0, 20_000.0, size=6)
     mask = kernels.ring_size(ev.in_ptr, ev.src) - 1
     T, right, left = kernels.calc_lanes(
-        ev.in_ptr, ev.src, const, cL, rest, calc_row, S, Ls, True, mask, REL_TOL, ABS_TOL_NS
+        ev.in_ptr, ev.src, const, cL, rest, calc_row, S, Ls, True, mask
     )
-    T0, _, _ = kernels.calc_lanes(
-        ev.in_ptr, ev.src, const, cL, rest, calc_row, S, Ls, False, mask, REL_TOL, ABS_TOL_NS
-    )
+    T0, _, _ = kernels.calc_lanes(ev.in_ptr, ev.src, const, cL, rest, calc_row, S, Ls, False, mask)
     assert np.array_equal(T, T0)
     W = np.empty((ev.num_edges, Ls.size))
     group = np.arange(ev.num_events, dtype=np.int64) % 3
@@ -219,27 +217,57 @@ def test_ring_covers_every_edge():
     assert R > (dst - ev.src).max() == kernels.reach(ev.in_ptr, ev.src)
 
 
-def test_small_ring_equals_full_state():
-    """A chain whose edges reach back one event: a ring of 2 gives the full sweep's numbers."""
-    n = 50
-    in_ptr = np.r_[0, 0, np.cumsum(np.r_[1, np.full(n - 2, 2)])].astype(np.int64)
+def _chain_and_star(n):
+    """Event p follows p − 1 and p − 2 (reach 2): with zero weights every event is a tight
+    sink at T = 0, more than a lane keeps as candidates."""
+    in_ptr = np.r_[0, 0, 1 + 2 * np.arange(n - 1)].astype(np.int64)
     src = [0]
     for p in range(2, n):
         src += [p - 1, p - 2]
     src = np.array(src, dtype=np.int64)
-    pattern = np.zeros(src.size, dtype=np.uint8)
-    value = np.arange(src.size, dtype=np.float64) % 7
-    WA, WB = np.array([[1.0, 2.0]]), np.array([[0.5, 0.25]])
-    sa, sb = np.array([1.0]), np.array([0.0])
+    return in_ptr, src
+
+
+@pytest.mark.parametrize("n", [50, 3 * kernels.CANDIDATES])
+def test_lanes_equal_full_sweeps_on_rings_and_many_tight_sinks(n):
+    in_ptr, src = _chain_and_star(n)
+    pattern = (np.arange(src.size) % 2).astype(np.uint8)
+    value = (np.arange(src.size) % 7).astype(np.float64)
+    WA = np.array([[0.0, 0.0, 1.0], [0.0, 1.5, 0.0]])
+    WB = np.array([[0.0, 0.0, 0.5], [0.0, 0.25, 0.0]])
+    sa = np.array([[1.0, 1.0], [0.0, 0.0]])
+    sb = np.array([[0.0, 0.0], [1.0, 1.0]])
     mask = kernels.ring_size(in_ptr, src) - 1
     assert mask == 3
-    T, right, left = kernels.pair_lanes(
-        in_ptr, src, pattern, value, WA, WB, sa, sb, mask, REL_TOL, ABS_TOL_NS
+    T, agg = kernels.lanes(in_ptr, src, pattern, value, WA, WB, sa, sb, np.array([1.0, -1.0]), mask)
+    for j in range(WA.shape[1]):
+        T1, r = _single_arrays(in_ptr, src, pattern, value, WA[:, j], WB[:, j], sa, sb, 1.0)
+        _, left = _single_arrays(in_ptr, src, pattern, value, WA[:, j], WB[:, j], sa, sb, -1.0)
+        assert T[j] == T1
+        assert agg[j, 0] == r[0] and agg[j, 1] == left[1]
+    assert T[0] == 0.0
+    over = kernels._lanes_pass(
+        in_ptr,
+        src,
+        pattern,
+        value,
+        WA,
+        WB,
+        sa,
+        sb,
+        np.array([1.0, -1.0]),
+        mask,
+        np.zeros(0),
+        REL_TOL,
+        ABS_TOL_NS,
+    )[2]
+    assert list(over) == [n > kernels.CANDIDATES, False, False]
+
+
+def _single_arrays(in_ptr, src, pattern, value, wa, wb, sa, sb, sign):
+    t, d, _ = kernels.slopes(
+        in_ptr, src, pattern, value, wa.copy(), wb.copy(), sa, sb, sign, REL_TOL, ABS_TOL_NS
     )
-    full = kernels.pair_lanes(
-        in_ptr, src, pattern, value, WA, WB, sa, sb, (1 << 10) - 1, REL_TOL, ABS_TOL_NS
-    )
-    assert np.array_equal(T, full[0]) and np.array_equal(right, full[1])
-    for j in range(2):
-        t = kernels.values(in_ptr, src, pattern, value, WA[:, j].copy(), WB[:, j].copy())
-        assert T[j] == t.max() > 0
+    T = t.max()
+    tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
+    return T, d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
