@@ -265,8 +265,8 @@ CANDIDATES = 256
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
-    """Offer event ``slot`` (``st[slot]``: row 0 its time, rows 1.. its slopes) to the sink
+def _sink(row, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
+    """Offer one event (``row``: row 0 its time in every lane, rows 1.. its slopes) to the sink
     aggregation of every lane: ``T`` is the running max; the tight sinks are the events within
     the tie tolerance of the final ``T``. With the final thresholds ``known`` they are
     aggregated at once (``agg``: signed max); without, every event within the tolerance of the
@@ -274,43 +274,62 @@ def _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):
     filtered at the end by :func:`_finish`."""
     K = T.shape[0]
     rows = sgn.shape[0]
-    fixed = known.shape[0] > 0
-    for j in range(K):
-        x = st[slot, 0, j]
-        if x > T[j]:
-            T[j] = x
-            if not fixed:
-                theta[j] = x - (rel * abs(x) + absol)
-        if x >= theta[j]:
-            if fixed:
-                for i in range(rows):
-                    v = sgn[i] * st[slot, 1 + i, j]
-                    agg[j, i] = v if v > agg[j, i] else agg[j, i]
-            elif not over[j]:
-                c = count[j]
-                if c == bt.shape[0]:
-                    c = _keep(bt, bd, c, j, theta[j])
-                    if c == bt.shape[0]:
-                        over[j] = True
-                if not over[j]:
-                    bt[c, j] = x
+    hit = 0
+    if known.shape[0] > 0:
+        for j in range(K):
+            T[j] = max(T[j], row[0, j])
+            hit += row[0, j] >= theta[j]
+        if hit:
+            for j in range(K):
+                if row[0, j] >= theta[j]:
                     for i in range(rows):
-                        bd[c, i, j] = st[slot, 1 + i, j]
-                    count[j] = c + 1
-                else:
+                        agg[j, i] = max(agg[j, i], sgn[i] * row[1 + i, j])
+        return
+    for j in range(K):
+        T[j] = max(T[j], row[0, j])
+        theta[j] = T[j] - (rel * abs(T[j]) + absol)
+        hit += row[0, j] >= theta[j]
+    if hit == 0:
+        return
+    for j in range(K):
+        x = row[0, j]
+        if x >= theta[j] and not over[j]:
+            c = count[j]
+            if c == bt.shape[0]:
+                c = _keep(bt, bd, c, j, theta[j])
+                if c == bt.shape[0]:
+                    over[j] = True
                     count[j] = c
+                    continue
+            bt[c, j] = x
+            for i in range(rows):
+                bd[c, i, j] = sgn[i] * row[1 + i, j]
+            count[j] = c + 1
 
 
 @numba.njit(cache=True, nogil=True)
 def _keep(bt, bd, count, j, theta):  # pragma: no cover - compiled
-    """Keep lane ``j``'s first ``count`` candidates at or above ``theta`` (in order); their number."""
+    """Lane ``j``'s first ``count`` candidates reduced to those at or above ``theta``, one per
+    distinct time (equal times are tight or not together: their signed slopes merge by max);
+    returns their number."""
     kept = 0
     for c in range(count):
-        if bt[c, j] >= theta:
-            bt[kept, j] = bt[c, j]
+        x = bt[c, j]
+        if x < theta:
+            continue
+        same = -1
+        for e in range(kept):
+            if bt[e, j] == x:
+                same = e
+                break
+        if same < 0:
+            bt[kept, j] = x
             for i in range(bd.shape[1]):
                 bd[kept, i, j] = bd[c, i, j]
             kept += 1
+        else:
+            for i in range(bd.shape[1]):
+                bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
     return kept
 
 
@@ -323,8 +342,7 @@ def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compil
         for c in range(count[j]):
             if bt[c, j] >= theta[j]:
                 for i in range(sgn.shape[0]):
-                    v = sgn[i] * bd[c, i, j]
-                    agg[j, i] = v if v > agg[j, i] else agg[j, i]
+                    agg[j, i] = max(agg[j, i], bd[c, i, j])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -347,54 +365,97 @@ def _lanes_pass(
     bd = np.empty((CANDIDATES, rows, K))
     count = np.zeros(K, dtype=np.int64)
     over = np.zeros(K, dtype=np.bool_)
+    fixed = known.shape[0] > 0
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
         slot = p & mask
+        out = st[slot]
         if lo == hi:
-            for i in range(1 + rows):
-                for j in range(K):
-                    st[slot, i, j] = 0.0
+            out[:, :] = 0.0
         else:
             s = src[lo] & mask
             q = pattern[lo]
             v = value[lo]
+            t0, a, b = st[s, 0], WA[q], WB[q]
             for j in range(K):
-                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                best[j] = t0[j] + a[j] + v * b[j]
             for k in range(lo + 1, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
+                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    cand = st[s, 0, j] + WA[q, j] + v * WB[q, j]
-                    best[j] = cand if cand > best[j] else best[j]
+                    best[j] = max(best[j], t0[j] + a[j] + v * b[j])
             for j in range(K):
                 thr[j] = best[j] - (rel * abs(best[j]) + absol)
-            for i in range(rows):
-                for j in range(K):
-                    acc[i, j] = -np.inf
+            acc[:, :] = -np.inf
             for k in range(lo, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
+                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    tight[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j] >= thr[j]
+                    tight[j] = t0[j] + a[j] + v * b[j] >= thr[j]
                 for i in range(rows):
                     c = sa[q, i] + v * sb[q, i]
                     g = sgn[i]
+                    d, m = st[s, 1 + i], acc[i]
                     for j in range(K):
-                        x = g * (st[s, 1 + i, j] + c)
-                        acc[i, j] = x if tight[j] and x > acc[i, j] else acc[i, j]
+                        x = g * (d[j] + c)
+                        m[j] = x if tight[j] & (x > m[j]) else m[j]
             for j in range(K):
-                st[slot, 0, j] = best[j]
+                out[0, j] = best[j]
             for i in range(rows):
+                g = sgn[i]
                 for j in range(K):
-                    st[slot, 1 + i, j] = sgn[i] * acc[i, j]
+                    out[1 + i, j] = g * acc[i, j]
+        # the sink step of _sink, written out: a call in this loop costs reference counting
+        # on every view above
         hit = 0
         for j in range(K):
-            hit += st[slot, 0, j] >= theta[j]
+            T[j] = max(T[j], out[0, j])
+            if not fixed:
+                theta[j] = T[j] - (rel * abs(T[j]) + absol)
+            hit += out[0, j] >= theta[j]
         if hit:
-            _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
+            for j in range(K):
+                x = out[0, j]
+                if x < theta[j] or over[j]:
+                    continue
+                if fixed:
+                    for i in range(rows):
+                        agg[j, i] = max(agg[j, i], sgn[i] * out[1 + i, j])
+                    continue
+                c = count[j]
+                if c == CANDIDATES:
+                    kept = 0
+                    for e in range(c):
+                        y = bt[e, j]
+                        if y < theta[j]:
+                            continue
+                        same = -1
+                        for f in range(kept):
+                            if bt[f, j] == y:
+                                same = f
+                                break
+                        if same < 0:
+                            bt[kept, j] = y
+                            for i in range(rows):
+                                bd[kept, i, j] = bd[e, i, j]
+                            kept += 1
+                        else:
+                            for i in range(rows):
+                                bd[same, i, j] = max(bd[same, i, j], bd[e, i, j])
+                    c = kept
+                    if c == CANDIDATES:
+                        over[j] = True
+                        count[j] = c
+                        continue
+                bt[c, j] = x
+                for i in range(rows):
+                    bd[c, i, j] = sgn[i] * out[1 + i, j]
+                count[j] = c + 1
     _finish(sgn, theta, known, bt, bd, count, agg)
     for j in range(K):
         for i in range(rows):
@@ -597,11 +658,7 @@ def _calc_pass(
             for j in range(K):
                 st[slot, 0, j] = best[j]
         if with_slopes:
-            hit = 0
-            for j in range(K):
-                hit += st[slot, 0, j] >= theta[j]
-            if hit:
-                _sink(st, slot, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
+            _sink(st[slot], sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
         else:
             for j in range(K):
                 T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
