@@ -48,6 +48,15 @@ LANES = 32
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
 LANE_BYTES = 1 << 26
+#: When lanes pay (measured, 2 shared cores, ms per value of L with right and left λ_L): on the
+#: 10^6-vertex stencil (2·10^6 events) the scalar kernel takes 46, lanes 108 at K=2, 59 at 4,
+#: 49 at 8, 42 at 16, 30 at 32; on the 3·10^6 one (6·10^6 events, whose scalar state, 24 B per
+#: event, is far beyond the 32 MB cache) the scalar kernel takes 290–370, lanes 198 at K=4,
+#: 119 at 8, 70 at 32. Lanes from :data:`LANES_ALWAYS` values per pass, or from
+#: :data:`LANES_LARGE` on graphs of :data:`LARGE_EVENTS` events or more; else scalar sweeps.
+LANES_ALWAYS = 16
+LANES_LARGE = 4
+LARGE_EVENTS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -188,7 +197,9 @@ class GraphEngine:
                     out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
                 continue
             mask = self.mask(first)
-            width = self._lane_width(len(idx), mask, 1 + len(directions) * (2 if left else 1))
+            width = self._lane_width(
+                len(idx), mask, 1 + len(directions) * (2 if left else 1), ev.num_events
+            )
             for s in range(0, len(idx), width):
                 jobs.append((ev, mask, idx[s : s + width]))
 
@@ -233,7 +244,7 @@ class GraphEngine:
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
         mask = self.mask(params)
-        width = self._lane_width(values.size, mask, 3)
+        width = self._lane_width(values.size, mask, 3, ev.num_events)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
@@ -281,12 +292,15 @@ class GraphEngine:
             sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
         return Point(params, float(T), sides[1.0], sides.get(-1.0, {}))
 
-    def _lane_width(self, count: int, mask: int, rows: int) -> int:
-        """Lanes per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES` of
-        state, and few enough that every core gets a pass."""
+    def _lane_width(self, count: int, mask: int, rows: int, events: int) -> int:
+        """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
+        of state, few enough that every core gets a pass, and 1 (the scalar kernels) where
+        lanes do not pay (:data:`LANES_ALWAYS`)."""
         per_core = -(-count // WORKERS)
         fit = LANE_BYTES // (8 * rows * (mask + 1))
-        return int(max(1, min(LANES, per_core, fit)))
+        width = int(max(1, min(LANES, per_core, fit)))
+        pays = width >= LANES_ALWAYS or (width >= LANES_LARGE and events >= LARGE_EVENTS)
+        return width if pays else 1
 
     def evaluate(self, params: LogGPS) -> Evaluation:
         """Full evaluation: T, right derivatives, per-vertex schedule and slack."""

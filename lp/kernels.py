@@ -34,11 +34,6 @@ REL_TOL = 1e-12
 ABS_TOL_NS = 1e-7
 
 
-def tie_tol(value: float) -> float:
-    """Tie tolerance at path length ``value`` (the kernels' rule, for Python-side checks)."""
-    return REL_TOL * abs(value) + ABS_TOL_NS
-
-
 # ------------------------------------------------------------------------------ one value
 @numba.njit(cache=True, nogil=True, inline="always")
 def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled

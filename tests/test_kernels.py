@@ -107,13 +107,22 @@ def _single(ev, params, columns, sign):
     return T, agg
 
 
+@pytest.fixture(params=["lanes", "scalar"])
+def paths(request, monkeypatch):
+    """Run the engine's probes through the lane kernel from 2 values on, or never."""
+    import llamp.lp.engine as engine
+
+    monkeypatch.setattr(engine, "LANES_ALWAYS", 2 if request.param == "lanes" else 10**9)
+    return request.param
+
+
 def _graph(seed):
     return random_graph(seed, ranks=4, steps=90, max_size=8192)
 
 
 @pytest.mark.parametrize(("progress", "nic"), MODELS)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_pair_lanes_equal_single_sweeps(seed, progress, nic):
+def test_pair_lanes_equal_single_sweeps(seed, progress, nic, paths):
     graph = _graph(seed)
     params = LogGPS(L=3000.0, o=800.0, G=0.05, S=2048, progress=progress, nic=nic)
     eng = engine_for(graph)
@@ -139,7 +148,12 @@ def test_lane_chunks_do_not_change_numbers(progress, nic, monkeypatch):
     graph = _graph(4)
     params = LogGPS(L=2000.0, o=500.0, G=0.02, S=1024, progress=progress, nic=nic)
     vals = np.linspace(0.0, 50_000.0, 37)
+    monkeypatch.setattr(engine, "LANES_ALWAYS", 2)
     wide = engine_for(graph).probe_many(params, "L", vals)
+    monkeypatch.setattr(engine, "LANES", 3)
+    mid = engine.GraphEngine(graph).probe_many(params, "L", vals)
+    for a, b in zip(wide, mid, strict=True):
+        assert np.array_equal(a, b)
     monkeypatch.setattr(engine, "LANES", 1)
     narrow = engine.GraphEngine(graph).probe_many(params, "L", vals)
     for a, b in zip(wide, narrow, strict=True):
@@ -148,7 +162,7 @@ def test_lane_chunks_do_not_change_numbers(progress, nic, monkeypatch):
 
 @pytest.mark.parametrize(("progress", "nic"), MODELS)
 @pytest.mark.parametrize("seed", [5, 6])
-def test_sided_lanes_equal_single_sweeps(seed, progress, nic):
+def test_sided_lanes_equal_single_sweeps(seed, progress, nic, paths):
     graph = _graph(seed)
     base = LogGPS(L=3000.0, o=800.0, G=0.05, S=2048, progress=progress, nic=nic)
     configs = [base.with_(L=L, G=G) for L in (0.0, 700.0, 9000.0) for G in (0.0, 0.01, 0.3)]
