@@ -48,15 +48,20 @@ LANES = 32
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
 LANE_BYTES = 1 << 26
-#: When lanes pay (measured, 2 shared cores, ms per value of L with right and left λ_L): on the
-#: 10^6-vertex stencil (2·10^6 events) the scalar kernel takes 46, lanes 108 at K=2, 59 at 4,
-#: 49 at 8, 42 at 16, 30 at 32; on the 3·10^6 one (6·10^6 events, whose scalar state, 24 B per
-#: event, is far beyond the 32 MB cache) the scalar kernel takes 290–370, lanes 198 at K=4,
-#: 119 at 8, 70 at 32. Lanes from :data:`LANES_ALWAYS` values per pass, or from
-#: :data:`LANES_LARGE` on graphs of :data:`LARGE_EVENTS` events or more; else scalar sweeps.
+#: When lanes pay for probes (T, right and left slope along one parameter; measured on 2
+#: shared cores, ms per value of L): on the 10^6-vertex stencil (2·10^6 events) the scalar
+#: kernel takes 46, lanes 108 at K=2, 59 at 4, 49 at 8, 42 at 16, 30 at 32; on the 3·10^6 one
+#: (6·10^6 events: the scalar state, 24 B per event, is far beyond the 32 MB cache) the scalar
+#: kernel takes 290–370, lanes 198 at K=4, 119 at 8, 70 at 32. Lanes from
+#: :data:`LANES_ALWAYS` values per pass, or from :data:`LANES_LARGE` on graphs of
+#: :data:`LARGE_EVENTS` events or more; else scalar sweeps.
 LANES_ALWAYS = 16
 LANES_LARGE = 4
 LARGE_EVENTS = 4_000_000
+#: Points (T and right λ_L, λ_G, λ_o; a scalar sweep holds 32 B per event) go through lanes from
+#: this many per pass: 11 points of L took 0.18 s either way at 10^5 vertices, 2.5–3.4 s scalar
+#: and 1.4 s in lanes of 6 at 10^6, 5.3–6.2 s and 2.4 s at 3·10^6.
+LANES_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -197,9 +202,8 @@ class GraphEngine:
                     out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
                 continue
             mask = self.mask(first)
-            width = self._lane_width(
-                len(idx), mask, 1 + len(directions) * (2 if left else 1), ev.num_events
-            )
+            rows = 1 + len(directions) * (2 if left else 1)
+            width = self._lane_width(len(idx), mask, rows, LANES_POINTS)
             for s in range(0, len(idx), width):
                 jobs.append((ev, mask, idx[s : s + width]))
 
@@ -244,7 +248,8 @@ class GraphEngine:
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
         mask = self.mask(params)
-        width = self._lane_width(values.size, mask, 3, ev.num_events)
+        large = ev.num_events >= LARGE_EVENTS
+        width = self._lane_width(values.size, mask, 3, LANES_LARGE if large else LANES_ALWAYS)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
@@ -292,15 +297,14 @@ class GraphEngine:
             sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
         return Point(params, float(T), sides[1.0], sides.get(-1.0, {}))
 
-    def _lane_width(self, count: int, mask: int, rows: int, events: int) -> int:
+    def _lane_width(self, count: int, mask: int, rows: int, least: int) -> int:
         """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
-        of state, few enough that every core gets a pass, and 1 (the scalar kernels) where
-        lanes do not pay (:data:`LANES_ALWAYS`)."""
+        of state, few enough that every core gets a pass, and 1 (the scalar kernels) below
+        ``least``, where lanes do not pay."""
         per_core = -(-count // WORKERS)
         fit = LANE_BYTES // (8 * rows * (mask + 1))
         width = int(max(1, min(LANES, per_core, fit)))
-        pays = width >= LANES_ALWAYS or (width >= LANES_LARGE and events >= LARGE_EVENTS)
-        return width if pays else 1
+        return width if width >= least else 1
 
     def evaluate(self, params: LogGPS) -> Evaluation:
         """Full evaluation: T, right derivatives, per-vertex schedule and slack."""

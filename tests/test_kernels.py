@@ -112,7 +112,9 @@ def paths(request, monkeypatch):
     """Run the engine's probes through the lane kernel from 2 values on, or never."""
     import llamp.lp.engine as engine
 
-    monkeypatch.setattr(engine, "LANES_ALWAYS", 2 if request.param == "lanes" else 10**9)
+    least = 2 if request.param == "lanes" else 10**9
+    monkeypatch.setattr(engine, "LANES_ALWAYS", least)
+    monkeypatch.setattr(engine, "LANES_POINTS", least)
     return request.param
 
 
