@@ -266,3 +266,27 @@ def format_ns(value_ns: float) -> str:
         if magnitude >= scale:
             return f"{value_ns / scale:.6g} {unit}"
     return f"{value_ns:.6g} ns"
+
+
+def parse_percent(text: str | float | int, *, what: str = "percentage") -> float:
+    """A percentage as a fraction: ``"5"`` → 0.05, ``"5%"`` → 0.05, ``"0.5"`` → 0.005.
+
+    The number *is* a percentage, with or without ``%``. Zero, negative and non-finite
+    values are refused.
+    """
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a percentage (e.g. 5 or 5%)")
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        body = str(text).strip()
+        body = body[:-1].strip() if body.endswith("%") else body
+        try:
+            value = float(body)
+        except ValueError:
+            raise ParameterError(
+                f"{what}: cannot read {str(text)[:40]!r} as a percentage (e.g. 5, 5% or 0.5%)"
+            ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{what}: {text!r} must be a positive percentage (e.g. 5 or 5%)")
+    return value / 100.0

@@ -346,7 +346,7 @@ class Search:
     waves: int
 
 
-def _settle(iv: Interval, tiny: float, pieces: list[Piece]) -> float | None:
+def _settle(iv: Interval, tiny: float, pieces: list[Piece], min_step: float | None) -> float | None:
     """Resolve ``iv`` without a probe if possible (appending its linear pieces); otherwise
     return the tangent intersection to probe."""
     x0, T0, s0, x1, T1, s1 = iv
@@ -356,8 +356,11 @@ def _settle(iv: Interval, tiny: float, pieces: list[Piece]) -> float | None:
         pieces.append((x0, x1, s0, T0, T1))
         return None
     x = min(max((T1 - T0 + s0 * x0 - s1 * x1) / (s0 - s1), x0), x1)
-    if x - x0 <= tiny or x1 - x <= tiny:
-        # The breakpoint sits on an end, to rounding: the tangents meet there.
+    single = min_step is not None and s1 - s0 < 2 * min_step - _SLOPE_RTOL * max(1.0, abs(s1))
+    if single or x - x0 <= tiny or x1 - x <= tiny:
+        # One breakpoint (every breakpoint raises the slope by at least ``min_step``, so a
+        # smaller rise than two steps is one), or it sits on an end to rounding: either way
+        # it is where the tangents meet.
         Tx = T0 + s0 * (x - x0)
         if x > x0:
             pieces.append((x0, x, s0, T0, Tx))
@@ -379,6 +382,7 @@ def tangent_breakpoints(
     *,
     wave_width: int = WAVE_WIDTH,
     min_jump: float = MIN_JUMP,
+    min_step: float | None = None,
     progress: Progress | None = None,
 ) -> Search:
     """Breakpoints of a convex piecewise-linear function on [lo, hi] by tangent intersection,
@@ -391,6 +395,9 @@ def tangent_breakpoints(
     probed in order of their relative λ jump; those that may hold a breakpoint of relative
     jump ≥ ``min_jump`` first, the others only while the budget left exceeds twice the
     intervals open. What is open when the budget is spent is returned in ``Search.open``.
+    ``min_step``, if given, is the least rise of the slope at any breakpoint (1 when every
+    path slope is a whole number): an interval whose slope rises by less than twice that
+    holds one breakpoint, at its tangent intersection, and needs no probe.
     """
     T, left, right = probe([lo, hi])
     calls, waves = 2, 1
@@ -401,7 +408,7 @@ def tangent_breakpoints(
     pieces: list[Piece] = []
     pending: list[Interval] = [ends]
     while pending:
-        work = [(iv, x) for iv in pending if (x := _settle(iv, tiny, pieces)) is not None]
+        work = [(iv, x) for iv in pending if (x := _settle(iv, tiny, pieces, min_step)) is not None]
         pending = []
         if not work:
             break
@@ -416,8 +423,8 @@ def tangent_breakpoints(
             pending = [iv for iv, _ in work[take:]]
             work = work[:take]
         per = max(1, wave_width // len(work))
-        if room is not None:
-            per = max(1, min(per, room // len(work)))
+        if room is not None:  # extra probes may use a quarter of the budget left
+            per = max(1, min(per, room // (4 * len(work))))
         xs: list[float] = []
         plan = []
         for iv, x in work:
@@ -541,6 +548,8 @@ def critical_latencies(
     if wave_width is None:
         wave_width = WAVE_WIDTH if chosen == "graph" else 1
     probe = _probe(graph, params, parameter, chosen)
+    # one-sided slopes are exact only with the graph engine (an LP gives any subgradient)
+    step = _least_step(graph, params, parameter) if chosen == "graph" else None
     search = tangent_breakpoints(
         probe,
         lo,
@@ -548,6 +557,7 @@ def critical_latencies(
         max_evaluations,
         wave_width=wave_width,
         min_jump=min_jump,
+        min_step=step,
         progress=progress,
     )
     critical, segments, unresolved = _assemble(lo, hi, search)
@@ -564,6 +574,24 @@ def critical_latencies(
         max_evaluations=max_evaluations,
         waves=search.waves,
     )
+
+
+def _least_step(graph: ExecutionGraph, params: LogGPS, parameter: str) -> float | None:
+    """1 if every edge's coefficient of ``parameter`` is a whole number (message counts for
+    L and o, bytes for G), so every path slope is one and a breakpoint raises λ by at least
+    1; otherwise ``None``."""
+    from llamp.lp.engine import DIRECTIONS
+
+    ev = engine_for(graph).events(params)
+    col = DIRECTIONS[parameter]
+    whole = np.array_equal(ev.fixed[:, col], np.rint(ev.fixed[:, col]))
+    scaled = ev.scaled[:, col]
+    if whole and np.any(scaled != 0):
+        per_edge = scaled[ev.pattern]
+        mask = per_edge != 0
+        coef = ev.value[mask] * per_edge[mask]
+        whole = np.array_equal(coef, np.rint(coef))
+    return 1.0 if whole else None
 
 
 def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -> ProbeMany:
