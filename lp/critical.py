@@ -7,15 +7,20 @@ if ``T`` touches the intersection, it is the interval's only breakpoint; otherwi
 and recurse. One probe at a time this takes ``2k+1`` evaluations for ``k`` breakpoints.
 
 The search runs in **waves**: the probes of all open intervals go to the engine in one
-``probe_many`` call, which sweeps the graph once for many values (lanes, both cores), so the
-cost that matters is the number of waves. While few intervals are open (the first waves and
-the tail), each gets several probes — its tangent intersection, which keeps the result exact,
-plus evenly spaced points that cut it into pieces resolved in the next wave — up to
-:data:`WAVE_WIDTH` probes per wave. Pieces whose end slopes agree are linear; the breakpoints
-are the joints between linear pieces of different slope.
+``probe_many`` call, which sweeps the graph once for many values (lanes, both cores), so its
+cost is set by the number of waves and of evaluations. Every open interval is probed at its
+tangent intersection, which keeps the result exact; the wave is filled up to a multiple of
+:data:`WAVE_WIDTH` probes (the lanes a pass evaluates anyway) with points shared among the
+intervals in proportion to their λ jump, placed densest where the tangents bend. Pieces whose
+end slopes agree are linear; the breakpoints are the joints between linear pieces of
+different slope. λ_L counts messages (λ_G bytes), so when every edge coefficient is a whole
+number a breakpoint raises the slope by at least one, and an interval whose slope rises by
+one holds a single breakpoint, at its tangent intersection: it needs no probe. On the noisy
+10^6-vertex stencil this takes 13 waves and 1.45 evaluations per breakpoint (one probe at a
+time: 16 waves, 2k+1 = 4,307 evaluations; benchmarks/bench_critical.py).
 
 The number of breakpoints grows with the trace: a noisy stencil has about one per iteration
-(229 at 10^5 vertices, ~1,700 at 10^6, ~23,000 expected at 10^7), so the search takes an
+(229 at 10^5 vertices, 2,153 at 10^6, ~20,000 expected at 10^7), so the search takes an
 optional budget of evaluations. With a budget, intervals are refined in order of their relative
 λ jump ``(λ(end) − λ(start)) / max(λ(start), 1)``, an upper bound on the relative jump of any
 breakpoint inside: those that may hold a breakpoint of at least ``min_jump`` come first. When
@@ -370,6 +375,42 @@ def _settle(iv: Interval, tiny: float, pieces: list[Piece], min_step: float | No
     return x
 
 
+def _extra_probes(
+    work: list[tuple[Interval, float]], wave_width: int, room: int | None, min_step: float | None
+) -> list[int]:
+    """How many probes besides its tangent intersection each interval of a wave gets: the
+    wave is filled up to a multiple of ``wave_width`` (lanes an engine pass evaluates
+    anyway), shared in proportion to each interval's λ jump (a bound on the breakpoints it
+    holds: at most ``jump / min_step``, so no more probes than that); with a budget, at most
+    a quarter of what is left."""
+    n = len(work)
+    spare = -(-n // wave_width) * wave_width - n
+    if room is not None:
+        spare = min(spare, room // 4 - n)
+    if spare <= 0:
+        return [0] * n
+    jumps = np.array([max(iv[5] - iv[2], 0.0) for iv, _ in work])
+    total = jumps.sum()
+    if total <= 0:
+        return [0] * n
+    counts = np.floor(spare * jumps / total)
+    if min_step is not None:
+        counts = np.minimum(counts, np.maximum(np.floor(jumps / min_step) - 1, 0))
+    return [int(c) for c in counts]
+
+
+def _spread(iv: Interval, x: float, count: int, tiny: float) -> list[float]:
+    """``count`` points of ``iv`` besides ``x``, denser where the tangents bend: at even
+    steps of the parameter of the quadratic Bézier curve on the two ends and the tangents'
+    intersection, whose slope rises evenly from one end's to the other's."""
+    if count <= 0:
+        return []
+    x0, x1 = iv[0], iv[3]
+    t = np.arange(1, count + 1) / (count + 1)
+    grid = (1 - t) ** 2 * x0 + 2 * t * (1 - t) * x + t**2 * x1
+    return [float(p) for p in grid if abs(p - x) > tiny and x1 - p > tiny and p - x0 > tiny]
+
+
 def _priority(iv: Interval) -> float:
     return relative_jump(iv[2], iv[5])
 
@@ -422,19 +463,11 @@ def tangent_breakpoints(
             take = min(room, len(work) if 2 * len(work) <= room or not wide else wide)
             pending = [iv for iv, _ in work[take:]]
             work = work[:take]
-        per = max(1, wave_width // len(work))
-        if room is not None:  # extra probes may use a quarter of the budget left
-            per = max(1, min(per, room // (4 * len(work))))
+        counts = _extra_probes(work, wave_width, room, min_step)
         xs: list[float] = []
         plan = []
-        for iv, x in work:
-            extra = []
-            if per > 1:
-                x0, x1 = iv[0], iv[3]
-                grid = x0 + (x1 - x0) * np.arange(1, per) / per
-                extra = [
-                    float(p) for p in grid if abs(p - x) > tiny and x1 - p > tiny and p - x0 > tiny
-                ]
+        for (iv, x), count in zip(work, counts, strict=True):
+            extra = _spread(iv, x, count, tiny)
             plan.append((iv, x, len(xs), len(extra)))
             xs.append(x)
             xs.extend(extra)
