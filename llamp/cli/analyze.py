@@ -300,9 +300,10 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
         return
     col = next(iter(points_[0]))
+    fmt = (lambda v: f"{v:.6g} ns/B") if parameter == "G" else format_ns  # units, as in report
     rows = [
         (
-            f"{r[col]:g}",
+            fmt(r[col]),
             format_ns(r["runtime_ns"]),
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
@@ -310,7 +311,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         )
         for r in points_
     ]
-    click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
 
