@@ -429,9 +429,8 @@ def tangent_breakpoints(
     """Breakpoints of a convex piecewise-linear function on [lo, hi] by tangent intersection,
     in waves (module doc).
 
-    Each wave probes every open interval at its tangent intersection, and while fewer than
-    ``wave_width`` intervals are open, at evenly spaced points too (up to ``wave_width``
-    probes). Slopes are sums of integer coefficients (message counts, bytes), so slope
+    Each wave probes every open interval at its tangent intersection, plus spare points up
+    to a multiple of ``wave_width`` probes (:func:`_extra_probes`, :func:`_spread`). Slopes are sums of integer coefficients (message counts, bytes), so slope
     comparisons are exact up to the rounding of the probe. With ``max_probes``, intervals are
     probed in order of their relative λ jump; those that may hold a breakpoint of relative
     jump ≥ ``min_jump`` first, the others only while the budget left exceeds twice the
@@ -483,11 +482,12 @@ def tangent_breakpoints(
                 pieces.append((x0, x, s0, T0, Tv))
                 pieces.append((x, x1, s1, Tv, T1))
                 continue
+            # (x, T, slope left of x, slope right of x) at the ends and the probes, in order
             order = sorted(range(k, k + 1 + n_extra), key=lambda j: xs[j])
-            knots = [(x0, T0, s0)] + [(xs[j], float(Tx[j]), j) for j in order] + [(x1, T1, s1)]
-            for (a, Ta, ja), (b, Tb, jb) in zip(knots, knots[1:], strict=False):
-                sa = s0 if a == x0 else float(sr[ja])
-                sb = s1 if b == x1 else float(sl[jb])
+            knots = [(x0, T0, s0, s0)]
+            knots += [(xs[j], float(Tx[j]), float(sl[j]), float(sr[j])) for j in order]
+            knots.append((x1, T1, s1, s1))
+            for (a, Ta, _, sa), (b, Tb, sb, _) in zip(knots, knots[1:], strict=False):
                 pending.append((a, Ta, sa, b, Tb, sb))
         if progress is not None:
             open_jump = sum(max(iv[5] - iv[2], 0.0) for iv in pending)
