@@ -140,3 +140,18 @@ def test_runtime_at_refuses_values_it_does_not_know(chains, crit):
         part.slope_at([inside])
     # the ends of an unresolved interval are known exactly
     assert part.runtime_at([u.start, u.end]) == pytest.approx(closed_form([u.start, u.end]))
+
+
+def test_significant_of_a_partial_search_never_merges_across_a_gap(chains, crit):
+    for budget in range(3, 12):
+        part = critical_latencies(chains, PARAMS, 0.0, 10_000.0, max_evaluations=budget)
+        found = part.significant(0.0)
+        assert len(found) == len(part.critical) and all(b.merged == 1 for b in found)
+        exact = dict(zip(BREAKPOINTS, zip(SLOPES, SLOPES[1:], strict=False), strict=True))
+        for b in found:  # the slopes either side of a found breakpoint are the exact ones
+            key = min(exact, key=lambda x, b=b: abs(x - b.at))
+            assert b.at == pytest.approx(key) and (b.slope_before, b.slope_after) == exact[key]
+        for b in part.significant(0.01):
+            inside = [x for x in part.critical if b.lo <= x <= b.hi]
+            assert len(inside) == b.merged
+            assert not any(b.lo < u.start < b.hi for u in part.unresolved)
