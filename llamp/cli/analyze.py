@@ -416,14 +416,17 @@ def critical(
 
 def _search_critical(graph, params, a, b, *, show_progress: bool = False, **options):
     """:func:`llamp.lp.critical_latencies` with a progress bar on a terminal (share of the
-    λ jump between the ends resolved, waves, evaluations)."""
+    λ jump between the ends resolved, or of the budget spent if more; waves, evaluations)."""
     from tqdm import tqdm
 
     from llamp.lp import critical_latencies
 
     with tqdm(total=100, unit="%", leave=False, disable=None if show_progress else True) as bar:
+        budget = options.get("max_evaluations")
 
         def progress(done: float, waves: int, evaluations: int, open_: int) -> None:
+            if budget:  # the budget ends the search before the λ jump is resolved
+                done = max(done, evaluations / budget)
             bar.update(round(100 * done) - bar.n)
             bar.set_postfix_str(f"{waves} waves, {evaluations} evaluations, {open_} open")
 
