@@ -37,6 +37,7 @@ same tangent walk with LP objective values and reduced costs (any subgradient wo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,6 +237,21 @@ class CriticalLatencies:
         out.sort(key=lambda p: (-p.jump, p.at))
         return out
 
+    @functools.cached_property
+    def _pieces_table(self) -> dict[str, np.ndarray]:
+        """Segments and unresolved intervals in order, as arrays (built once)."""
+        pieces = sorted(
+            [(s.start, s.end, 0, s.slope, s.runtime_start_ns, s.slope) for s in self.segments]
+            + [
+                (u.start, u.end, 1, u.slope_start, u.runtime_start_ns, u.slope_end)
+                for u in self.unresolved
+            ]
+        )
+        return {
+            k: np.array([p[i] for p in pieces], dtype=np.float64)
+            for i, k in enumerate(("start", "end", "open", "slope", "T", "slope_end"))
+        }
+
     def _locate(self, values) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         x = np.atleast_1d(np.asarray(values, dtype=np.float64))
         name = self.parameter
@@ -244,20 +260,12 @@ class CriticalLatencies:
             raise InputError(
                 f"{name} = {x[bad][0]:g} is outside the searched range [{self.lo:g}, {self.hi:g}]"
             )
-        pieces = sorted(
-            [(s.start, s.end, 0, s.slope, s.runtime_start_ns, s.slope) for s in self.segments]
-            + [
-                (u.start, u.end, 1, u.slope_start, u.runtime_start_ns, u.slope_end)
-                for u in self.unresolved
-            ]
-        )
-        table = {
-            k: np.array([p[i] for p in pieces], dtype=np.float64)
-            for i, k in enumerate(("start", "end", "open", "slope", "T", "slope_end"))
-        }
-        if not pieces:  # lo == hi: T is known only at lo, from a search of zero width
+        table = self._pieces_table
+        if not table["start"].size:  # lo == hi: T is known only at lo, from no search
             raise InputError(f"the searched range [{self.lo:g}, {self.hi:g}] has no width")
-        i = np.clip(np.searchsorted(table["start"], x, side="right") - 1, 0, len(pieces) - 1)
+        i = np.clip(
+            np.searchsorted(table["start"], x, side="right") - 1, 0, table["start"].size - 1
+        )
         at_hi = x == self.hi
         inside = (table["open"][i] == 1) & (x > table["start"][i]) & ~at_hi
         if inside.any():
