@@ -130,7 +130,7 @@ def test_cli_budget_option_reports_unresolved_intervals(noisy, tmp_path):
     data = json.loads(out.output)
     assert data["critical"]["complete"] is True
     out = runner.invoke(cli, ["critical", str(path), "--max-evaluations", "lots"], env=env)
-    assert out.exit_code != 0 and "not all, auto or a number" in str(out.exception)
+    assert out.exit_code != 0 and "not all, auto or a whole number" in str(out.exception)
 
 
 def test_an_interval_whose_slope_rises_by_one_needs_no_probe(noisy, exact):
