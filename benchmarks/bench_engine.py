@@ -9,11 +9,16 @@ load imbalance and 5 % per-iteration noise: every iteration brings its own break
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import numpy as np
 
 from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
-from llamp.lp import critical_latencies, engine_for, tolerance
+from llamp.lp import critical_latencies, engine_for, kernels, tolerance
+from llamp.lp import engine as graph_engine
+from llamp.lp.events import COEF_L
 from llamp.params import LogGPS
 
 PARAMS = LogGPS()
@@ -57,6 +62,57 @@ def _critical(n: int, noisy: bool) -> list[dict[str, Any]]:
     ]
 
 
+LANE_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _lanes(n: int, repeat: int) -> list[dict[str, Any]]:
+    """The lanes table: one pass of :func:`llamp.lp.kernels.lanes` (T, right and left λ_L) with
+    K values of L, single thread — passes/s and values/s against K — then ``probe_many`` of 128
+    values (both cores) at each :data:`~llamp.lp.engine.LANES` and one value per pass."""
+    graph = _graph(n, noisy=True)
+    case = f"stencil {graph.num_vertices:.2g} vertices, lanes"
+    eng = engine_for(graph)
+    ev = eng.events(PARAMS)
+    mask = eng.mask(PARAMS)
+    rows = [row("engine", case, "ring of events (mask + 1)", mask + 1, "events")]
+    sa = np.ascontiguousarray(ev.fixed[:, [COEF_L, COEF_L]])
+    sb = np.ascontiguousarray(ev.scaled[:, [COEF_L, COEF_L]])
+    sgn = np.array([1.0, -1.0])
+    for K in LANE_WIDTHS:
+        configs = [PARAMS.with_(L=float(x)) for x in np.linspace(0.0, 1e5, K)]
+        WA, WB = graph_engine._lane_weights(ev, configs)
+
+        def one_pass(WA=WA, WB=WB) -> None:
+            kernels.lanes(ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, sgn, mask)
+
+        one_pass()  # compile/warm
+        t, runs, _ = median_time(one_pass, max(repeat, 3))
+        rows.append(row("engine", case, f"K={K:>2}: one pass", t * 1e3, "ms", runs))
+        rows.append(row("engine", case, f"K={K:>2}: passes/s", 1.0 / t, "1/s"))
+        rows.append(row("engine", case, f"K={K:>2}: values/s", K / t, "1/s"))
+    wa, wb = ev.pattern_weights(PARAMS.L, PARAMS.G, PARAMS.o, PARAMS.g)
+    single = (ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa[:, 0].copy(), sb[:, 0].copy())
+    kernels.pair(*single, kernels.REL_TOL, kernels.ABS_TOL_NS)
+    t, runs, _ = median_time(lambda: kernels.pair(*single, kernels.REL_TOL, kernels.ABS_TOL_NS), 3)
+    rows.append(row("engine", case, "scalar kernel (one value): values/s", 1.0 / t, "1/s", runs))
+    values = np.linspace(0.0, 1e5, 128)
+    default = graph_engine.LANES
+    try:
+        for K in (1, 16, 32, 64):
+            graph_engine.LANES = K
+            start = time.perf_counter()
+            eng.probe_many(PARAMS, "L", values)
+            t = time.perf_counter() - start
+            how = f"LANES={K}" if K > 1 else "scalar kernel, one value per pass"
+            rows.append(row("engine", case, f"probe_many 128 values, {how}", t, "s"))
+    finally:
+        graph_engine.LANES = default
+    configs = [PARAMS.with_(L=float(x)) for x in np.linspace(0.0, 1e5, 11)]
+    t, runs, _ = median_time(lambda: eng.points(configs, left=False), repeat)
+    rows.append(row("engine", case, "points: 11 values of L (sweep)", t, "s", runs))
+    return rows
+
+
 def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     sizes = [10**4, 10**5] if quick else [10**4, 10**5, 10**6]
@@ -64,6 +120,7 @@ def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
         sizes.append(10**7)
     for n in sizes:
         rows.extend(_evaluations(n, repeat))
+    rows.extend(_lanes(10**5 if quick else 10**6, repeat))
     for noisy in (False, True):
         rows.extend(_critical(10**5 if quick else 10**6, noisy))
     rows.append(row("engine", "all", "peak RSS", peak_rss_mb(), "MB"))

@@ -512,7 +512,7 @@ class GraphStore(ABC):
     def _iteration_bounds(
         self, info: RunInfo, collectives: tuple[int, int | None], comm: int
     ) -> tuple[list[int], list[int]]:
-        from llamp.ingest.build import COLL_TAG_BASE, COMM_TAG_STRIDE
+        from llamp.config import COLL_TAG_BASE, COMM_TAG_STRIDE
 
         k, m = collectives
         if k < 0 or (m is not None and m <= k):

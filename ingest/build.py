@@ -41,7 +41,7 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   call); a zero-cost join calc ``requires`` all ops of its round; the calc after the call requires
   the last join (no k×k edges). Messages inside an instance pair FIFO per ordered member pair.
   Instead of an algorithm, an op may be given an analytic model (``dimemas``, ``thakur_gropp``
-  or ``thakur_gropp:ALGORITHM``, :mod:`llamp.lp.collective_models`): each member's call is
+  or ``thakur_gropp:ALGORITHM``, :mod:`llamp.ingest.collective_models`): each member's call is
   then one ``coll`` vertex between the calcs around it, and the instance's cost terms go to
   ``meta["collective_costs"]`` (see :mod:`llamp.graph`).
 
@@ -70,6 +70,7 @@ import numpy as np
 from numba import types
 from numba.typed import Dict
 
+from llamp.config import COLL_TAG_BASE, COMM_TAG_STRIDE
 from llamp.errors import InputError, TraceError
 from llamp.graph import (
     CALC,
@@ -83,6 +84,14 @@ from llamp.graph import (
 )
 from llamp.graph import COLL as COLL_VERTEX
 from llamp.ingest import collectives as coll_mod
+from llamp.ingest.collective_models import (
+    ANALYTIC_MODELS,
+    AffineCost,
+    AnalyticChoice,
+    analytic_cost,
+    instance_bytes,
+    parse_analytic,
+)
 from llamp.ingest.events import (
     ANY_TAG,
     CANCEL,
@@ -108,21 +117,9 @@ from llamp.ingest.events import (
 )
 from llamp.ingest.events import RECV as EV_RECV
 from llamp.ingest.events import SEND as EV_SEND
-from llamp.lp.collective_models import (
-    ANALYTIC_MODELS,
-    AffineCost,
-    AnalyticChoice,
-    analytic_cost,
-    instance_bytes,
-    parse_analytic,
-)
 
 __all__ = ["COLL_TAG_BASE", "COMM_TAG_STRIDE", "build_graph", "check_algorithms"]
 
-#: Graph tag of a message on communicator ``c``: ``tag + c · COMM_TAG_STRIDE``.
-COMM_TAG_STRIDE = 1 << 32
-#: Collective messages: ``COLL_TAG_BASE + c · COMM_TAG_STRIDE + instance``.
-COLL_TAG_BASE = 1 << 62
 
 _NONBLOCKING = (ISEND, IRECV, START)
 
@@ -131,7 +128,7 @@ def check_algorithms(collectives: dict[str, str] | None) -> dict[str, str]:
     """Validate a user's ``{op: algorithm}`` choices against :mod:`collectives`; all ops filled.
 
     A choice is an expansion algorithm of :mod:`collectives` or an analytic model
-    (:data:`~llamp.lp.collective_models.ANALYTIC_MODELS`, Thakur–Gropp optionally with
+    (:data:`~llamp.ingest.collective_models.ANALYTIC_MODELS`, Thakur–Gropp optionally with
     ``:ALGORITHM``).
     """
     chosen = dict(coll_mod.DEFAULTS)

@@ -130,9 +130,17 @@ def load_profile(name: str, home: Path | None = None) -> NetworkProfile:
     path = profile_path(name, home)
     if not path.is_file():
         known = ", ".join(p.name for p in list_profiles(home)) or "none yet"
+        from llamp.lp.classify import NETWORKS
+
+        target = next((key for key in NETWORKS if key.lower() == name.lower()), None)
+        hint = (
+            f"; {target} is a target network of `llamp classify --target`, not a profile"
+            if target
+            else ""
+        )
         raise InputError(
             f"no network profile {name!r} in {profiles_dir(home)} (known: {known}); create one "
-            f"with: llamp calibrate --save {name} -- mpirun -n 2"
+            f"with: llamp calibrate --save {name} -- mpirun -n 2{hint}"
         )
     try:
         data = json.loads(path.read_text())

@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
+import shutil
 import time
 import warnings
 from collections.abc import Sequence
@@ -51,6 +53,52 @@ MODELS = tuple((p, n) for p in PROGRESS_MODELS for n in NIC_MODELS)
 def model_name(progress: str, nic: str) -> str:
     """``"wait/serial"``: the key of a model combination in :attr:`Validation.models`."""
     return f"{progress}/{nic}"
+
+
+#: Launchers whose arguments hold the application (``mpirun -np 4 ./app``).
+_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "prun", "srun", "aprun", "jsrun")
+#: Interpreters whose first non-option argument names the application (``python3 app.py``).
+_INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|bash|sh|julia|Rscript|perl|ruby|env)$")
+
+
+def _is_program(word: str) -> bool:
+    if "/" in word:
+        return os.path.isfile(word) and os.access(word, os.X_OK)
+    return shutil.which(word) is not None
+
+
+def application_name(command: Sequence[str]) -> str:
+    """The application a command runs, for naming its run: ``mpirun -np 4 ./lulesh -s 30``
+    → ``lulesh``; ``srun -n 8 python3 app.py`` → ``app``.
+
+    After a launcher, the application is the first word that is an executable (a path or a
+    program on ``PATH``: launcher options and their values, such as ``-np 4``, are not); after
+    an interpreter, its first argument that is not an option. Without an executable: the first
+    word after the launcher that is neither an option nor a number."""
+    words = [w for w in command if w]
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # VAR=value prefixes
+        words = words[1:]
+    if not words:
+        return "app"
+    first = os.path.basename(words[0])
+    rest = words[1:] if first.split(".")[0] in _LAUNCHERS else words
+    app = next((w for w in rest if not w.startswith("-") and _is_program(w)), None)
+    if app is None:
+        app = next(
+            (w for w in rest if not w.startswith("-") and not re.fullmatch(r"[0-9.:,]+", w)),
+            words[0],
+        )
+    if _INTERPRETERS.match(os.path.basename(app)):
+        after = rest[rest.index(app) + 1 :]
+        app = next((w for w in after if not w.startswith("-") and "=" not in w), app)
+    stem = Path(app).name
+    stem = Path(stem).stem if Path(stem).suffix in (".py", ".sh", ".jl", ".R", ".pl") else stem
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "app"
+
+
+def default_run_name(command: Sequence[str]) -> str:
+    """``validate-<application>-<YYYYmmdd-HHMMSS>`` (:func:`application_name`)."""
+    return f"validate-{application_name(command)}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def parse_deltas(text: str) -> tuple[float, ...]:
@@ -234,7 +282,7 @@ class Validation:
 
     def summary(self) -> str:
         """Human table: ΔL, predicted, measured mean ± sd, error; RRMSE and the load."""
-        from llamp.cli.base import table
+        from llamp.config import format_table as table
 
         rows = [
             (
@@ -443,7 +491,7 @@ def run_validation(
     if not command:
         raise InputError("no command: llamp validate --deltas 0,10,20us -- mpirun -np 4 ./app")
     deltas = tuple(sorted(float(d) for d in deltas))
-    name = run_name or f"validate-{Path(command[-1]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name = run_name or default_run_name(command)
     directory = Path(trace_dir) if trace_dir else llamp_home() / "validation" / name / "trace"
     for attempt in range(4 if max_other_load is not None else 1):
         if max_other_load is not None:

@@ -266,3 +266,155 @@ def format_ns(value_ns: float) -> str:
         if magnitude >= scale:
             return f"{value_ns / scale:.6g} {unit}"
     return f"{value_ns:.6g} ns"
+
+
+# ---------------------------------------------------------------------- graph tags
+#: Graph tag of a point-to-point message on communicator ``c``: ``tag + c · COMM_TAG_STRIDE``
+#: (``MPI_COMM_WORLD`` is ``c = 0``, so its messages keep their MPI tag). Shared by the
+#: trace→graph rules (``ingest/build.py``) and the store's collective selection
+#: (``graphdb/store.py``), hence kept in the core.
+COMM_TAG_STRIDE = 1 << 32
+#: Collective messages: ``COLL_TAG_BASE + c · COMM_TAG_STRIDE + instance``, above any user tag.
+COLL_TAG_BASE = 1 << 62
+
+
+# ---------------------------------------------------------------------- value parsers
+# One parser per value kind, used by the CLI, the UI and study specs alike. Each raises a
+# ParameterError (an InputError: exit 2) whose one line says what was read and what is accepted.
+
+
+def parse_percent(text: str | float | int, *, what: str = "percentage") -> float:
+    """A percentage as a fraction: ``"5"`` → 0.05, ``"5%"`` → 0.05, ``"0.5"`` → 0.005.
+
+    One rule everywhere: the number *is* a percentage, with or without ``%`` (``0.05`` means
+    0.05 %, not 5 %). Zero, negative and non-finite values are refused: every llamp
+    percentage is a degradation or a share that must be positive.
+    """
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a percentage (e.g. 5 or 5%)")
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        body = str(text).strip()
+        body = body[:-1].strip() if body.endswith("%") else body
+        try:
+            value = float(body)
+        except ValueError:
+            raise ParameterError(
+                f"{what}: cannot read {str(text)[:40]!r} as a percentage (e.g. 5, 5% or 0.5%)"
+            ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{what}: {text!r} must be a positive percentage (e.g. 5 or 5%)")
+    return value / 100.0
+
+
+def parse_percents(text: str, *, what: str = "percentages") -> tuple[float, ...]:
+    """A comma-separated list of percentages (:func:`parse_percent`) as sorted, distinct
+    fractions: ``"5, 1%, 2"`` → ``(0.01, 0.02, 0.05)``."""
+    items = [item for item in str(text).split(",") if item.strip()]
+    if not items:
+        raise ParameterError(f"{what}: no value given (expected percentages, e.g. 1,2,5)")
+    return tuple(sorted({parse_percent(item, what=what) for item in items}))
+
+
+def format_percent(fraction: float) -> str:
+    """A fraction as a percentage with as many digits as it has: 0.05 → ``"5%"``,
+    0.005 → ``"0.5%"``, 0.0125 → ``"1.25%"`` (never rounded to ``"0%"``)."""
+    return f"{fraction * 100:.6g}%"
+
+
+def parse_value(parameter: str, text: str | float | int) -> float:
+    """A value of a LogGPS parameter: ``L``/``o``/``g`` a duration in ns, ``G`` a gap per byte
+    in ns/B (or a bandwidth), ``S`` a size in bytes."""
+    if parameter == "G":
+        return parse_gap_ns_per_byte(text)
+    if parameter == "S":
+        return float(parse_size_bytes(text if isinstance(text, int) else str(text)))
+    if parameter in ("L", "o", "g"):
+        return parse_duration_ns(text)
+    raise ParameterError(f"unknown parameter {parameter!r}: choose L, G or o")
+
+
+def format_value(parameter: str, value: float) -> str:
+    """A value of a LogGPS parameter with its unit: L/o/g as a duration (``10 µs``),
+    G in ns/B, S in bytes. What human tables print for a parameter's value."""
+    if parameter == "G":
+        return "∞" if value == float("inf") else f"{value:.6g} ns/B"
+    if parameter == "S":
+        return f"{value:.0f} B"
+    return format_ns(value)
+
+
+#: Default last value of a sweep or critical range: 100 µs for L/o; for G (whose unit is
+#: ns/B) 1 ns/B, about a 8 Gb/s link.
+DEFAULT_RANGE_END = {"L": "100us", "o": "100us", "G": "1ns/B"}
+
+
+def parse_range(parameter: str, lo: str, hi: str | None) -> tuple[float, float]:
+    """``[lo, hi]`` of ``parameter`` (:func:`parse_value`), checked ``0 ≤ lo ≤ hi``.
+
+    ``hi=None`` takes :data:`DEFAULT_RANGE_END`; so does ``"100us"`` for G (the CLI's
+    shared ``--to`` default, which is no gap per byte)."""
+    if hi is None or (parameter == "G" and str(hi).strip() == DEFAULT_RANGE_END["L"]):
+        hi = DEFAULT_RANGE_END.get(parameter, DEFAULT_RANGE_END["L"])
+    a, b = parse_value(parameter, lo), parse_value(parameter, hi)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ParameterError(f"range {lo}..{hi}: both ends must be finite")
+    if not 0 <= a <= b:
+        raise ParameterError(f"range {lo}..{hi}: need 0 ≤ from ≤ to")
+    return a, b
+
+
+def parse_budget(text: str | int | None, *, what: str = "--max-evaluations") -> int | str | None:
+    """An evaluation budget: ``"all"`` (or ``None``) → ``None`` (no budget), ``"auto"`` →
+    ``"auto"`` (resolved by the caller from the graph's size), or a whole number ≥ 2 (the
+    two ends of a range)."""
+    if text is None:
+        return None
+    value = str(text).strip().lower()
+    if value == "all":
+        return None
+    if value == "auto":
+        return "auto"
+    try:
+        budget = int(value)
+    except ValueError:
+        raise ParameterError(f"{what}: {text!r} is not all, auto or a whole number") from None
+    if budget < 2:
+        raise ParameterError(f"{what}: {budget} < 2 (both ends of the range)")
+    return budget
+
+
+def parse_collectives(text: str | None, *, what: str = "--collectives") -> dict[str, str]:
+    """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``
+    (lower case; whether the algorithm exists is checked when the trace is read)."""
+    if not text:
+        return {}
+    choices: dict[str, str] = {}
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        op, sep, alg = (part.strip().lower() for part in item.partition("="))
+        if not sep or not op or not alg:
+            raise ParameterError(f"{what}: {item.strip()!r} is not OP=ALGORITHM")
+        choices[op] = alg
+    return choices
+
+
+def format_table(
+    rows: list[tuple[object, ...]] | list[list[object]], headers: tuple[str, ...]
+) -> str:
+    """A plain aligned text table: a header row, a rule, then the rows.
+
+    Without headers (``()``) only the rows are printed, aligned, with no rule."""
+    width = len(headers) if headers else max((len(r) for r in rows), default=0)
+    cells = [tuple(str(c) for c in row) for row in rows]
+    if headers:
+        cells.insert(0, tuple(str(c) for c in headers))
+    widths = [max((len(row[i]) for row in cells if i < len(row)), default=0) for i in range(width)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells
+    ]
+    if headers:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -5,7 +5,7 @@ operations of ``size`` bytes with ``peer`` and ``tag``). Edges are ``requires`` 
 src finishes), ``irequires`` (dst starts after src starts) and ``message`` (send → matched recv).
 
 A collective charged with an analytic model instead of being expanded into messages
-(Dimemas, Thakur–Gropp: :mod:`llamp.lp.collective_models`) is one ``coll`` vertex per member.
+(Dimemas, Thakur–Gropp: :mod:`llamp.ingest.collective_models`) is one ``coll`` vertex per member.
 Its members share ``tag`` (the instance); ``peer`` is the root's rank (member 0's for unrooted
 ops), ``size`` the bytes the member contributes, and ``cost_ns`` a constant part of the cost
 (0 unless a reduction cost is charged). The instance finishes, at every member, its cost

@@ -7,7 +7,7 @@ rebuilt into one execution graph per *variant* (a set of ``{collective: algorith
 :mod:`llamp.ingest.collectives`); every graph is analysed with the same LogGPS configuration.
 
 A variant may also charge a collective with an analytic model instead of expanding it
-(``allreduce=dimemas``, ``allreduce=thakur_gropp:ring``; :mod:`llamp.lp.collective_models`):
+(``allreduce=dimemas``, ``allreduce=thakur_gropp:ring``; :mod:`llamp.ingest.collective_models`):
 its instances become synchronising ``coll`` vertices, so the expansion and the closed-form
 models are compared on the same graph.
 

@@ -17,201 +17,51 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from llamp.graph import ExecutionGraph
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, EventGraph, build_event_graph
+from llamp.lp.kernels import (
+    ABS_TOL_NS,
+    REL_TOL,
+    backtrack_path,
+    backward_late,
+    lanes,
+    pair,
+    ring_size,
+    sided,
+    slopes,
+    values,
+)
 from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
 from llamp.params import LogGPS
-
-#: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
-REL_TOL = 1e-12
-ABS_TOL_NS = 1e-7
 
 #: Parameter name → column of the event-graph coefficients.
 DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled
-    """The latest arrival over in-edges ``lo:hi`` (``hi > lo``): max of ``t[src] + weight``,
-    an edge weighing ``wa[pattern] + value·wb[pattern]`` — the step every sweep shares."""
-    q = pattern[lo]
-    best = t[src[lo]] + wa[q] + value[lo] * wb[q]
-    for k in range(lo + 1, hi):
-        q = pattern[k]
-        cand = t[src[k]] + wa[q] + value[k] * wb[q]
-        if cand > best:
-            best = cand
-    return best
-
-
-@numba.njit(cache=True, nogil=True)
-def _forward_value(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
-    """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
-    n = in_ptr.shape[0] - 1
-    t = np.zeros(n)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
-        t[p] = best
-    return t
-
-
-@numba.njit(cache=True, nogil=True)
-def forward_slopes(
-    in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
-):  # pragma: no cover
-    """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
-    is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
-    chosen at each event (tight, with the best slope along column 0)."""
-    n = in_ptr.shape[0] - 1
-    k_dim = sa.shape[1]
-    t = np.zeros(n)
-    d = np.zeros((n, k_dim))
-    pred = np.full(n, -1, dtype=np.int64)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
-        t[p] = best
-        tol = rel * abs(best) + absol
-        first = True
-        for k in range(lo, hi):
-            s = src[k]
-            q = pattern[k]
-            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
-                v = value[k]
-                if first:
-                    for j in range(k_dim):
-                        d[p, j] = d[s, j] + sa[q, j] + v * sb[q, j]
-                    pred[p] = k
-                    first = False
-                else:
-                    if sign * (d[s, 0] + sa[q, 0] + v * sb[q, 0]) > sign * d[p, 0]:
-                        pred[p] = k
-                    for j in range(k_dim):
-                        cand = d[s, j] + sa[q, j] + v * sb[q, j]
-                        if sign * cand > sign * d[p, j]:
-                            d[p, j] = cand
-    return t, d, pred
-
-
-@numba.njit(cache=True, nogil=True)
-def _forward_sided(
-    in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol
-):  # pragma: no cover
-    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right,
-    −1: left), aggregated over the tight sinks here: the sweep of :func:`forward_slopes`
-    without its predecessor array and without handing per-event arrays back (32 B per event
-    for three directions, not 40 plus temporaries)."""
-    n = in_ptr.shape[0] - 1
-    k_dim = sa.shape[1]
-    t = np.zeros(n)
-    d = np.zeros((n, k_dim))
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
-        t[p] = best
-        tol = rel * abs(best) + absol
-        first = True
-        for k in range(lo, hi):
-            s = src[k]
-            q = pattern[k]
-            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
-                v = value[k]
-                for j in range(k_dim):
-                    cand = d[s, j] + sa[q, j] + v * sb[q, j]
-                    if first or sign * cand > sign * d[p, j]:
-                        d[p, j] = cand
-                first = False
-    T = 0.0
-    for p in range(n):
-        if t[p] > T:
-            T = t[p]
-    tol = rel * abs(T) + absol
-    agg = np.zeros(k_dim)
-    seen = False
-    for p in range(n):
-        if t[p] >= T - tol:
-            for j in range(k_dim):
-                if not seen or sign * d[p, j] > sign * agg[j]:
-                    agg[j] = d[p, j]
-            seen = True
-    return T, agg
-
-
-@numba.njit(cache=True, nogil=True)
-def _forward_pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
-    """``T`` and its right and left derivative along one parameter (per-pattern slope
-    ``sa[q] + value·sb[q]``) in one sweep."""
-    n = in_ptr.shape[0] - 1
-    t = np.zeros(n)
-    dr = np.zeros(n)
-    dl = np.zeros(n)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
-        t[p] = best
-        tol = rel * abs(best) + absol
-        right = -np.inf
-        left = np.inf
-        for k in range(lo, hi):
-            s = src[k]
-            q = pattern[k]
-            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
-                c = sa[q] + value[k] * sb[q]
-                if dr[s] + c > right:
-                    right = dr[s] + c
-                if dl[s] + c < left:
-                    left = dl[s] + c
-        dr[p] = right
-        dl[p] = left
-    T = t.max()
-    tol = rel * abs(T) + absol
-    right = -np.inf
-    left = np.inf
-    for p in range(n):
-        if t[p] >= T - tol:
-            if dr[p] > right:
-                right = dr[p]
-            if dl[p] < left:
-                left = dl[p]
-    return T, right, left
-
-
-@numba.njit(cache=True, nogil=True)
-def _backward_late(out_ptr, out_edge, dst, w, t, T):  # pragma: no cover - compiled
-    """Latest time of every event such that no path exceeds ``T``."""
-    n = out_ptr.shape[0] - 1
-    late = np.empty(n)
-    for p in range(n - 1, -1, -1):
-        lo = out_ptr[p]
-        hi = out_ptr[p + 1]
-        if lo == hi:
-            late[p] = T
-            continue
-        k = out_edge[lo]
-        best = late[dst[k]] - w[k]
-        for i in range(lo + 1, hi):
-            k = out_edge[i]
-            cand = late[dst[k]] - w[k]
-            if cand < best:
-                best = cand
-        late[p] = best
-    return late
+#: Lanes per pass of :meth:`GraphEngine.probe_many` and :meth:`GraphEngine.points` (parameter
+#: values swept together, :mod:`llamp.lp.kernels`). Measured on the 10^6-vertex noisy stencil
+#: (2 cores, shared; ``benchmarks/bench_engine.py`` lanes table): 128 probes of L took 7.4 s
+#: one value per pass, 6.1 s with 8 lanes, 3.3 s with 16, 2.7 s with 32, 2.8 s with 64 (the
+#: ring of 32 lanes, 1,024 events × 3 rows × 32 × 8 B = 0.8 MB, still sits in cache).
+LANES = 32
+#: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
+#: fewer lanes on a graph whose edges reach far back.
+LANE_BYTES = 1 << 26
+#: When lanes pay for probes (T, right and left slope along one parameter; measured on 2
+#: shared cores, ms per value of L): on the 10^6-vertex stencil (2·10^6 events) the scalar
+#: kernel takes 46, lanes 108 at K=2, 59 at 4, 49 at 8, 42 at 16, 30 at 32; on the 3·10^6 one
+#: (6·10^6 events: the scalar state, 24 B per event, is far beyond the 32 MB cache) the scalar
+#: kernel takes 290–370, lanes 198 at K=4, 119 at 8, 70 at 32. Lanes from
+#: :data:`LANES_ALWAYS` values per pass, or from :data:`LANES_LARGE` on graphs of
+#: :data:`LARGE_EVENTS` events or more; else scalar sweeps.
+LANES_ALWAYS = 16
+LANES_LARGE = 4
+LARGE_EVENTS = 4_000_000
+#: Points (T and right λ_L, λ_G, λ_o; a scalar sweep holds 32 B per event) go through lanes from
+#: this many per pass: 11 points of L took 0.18 s either way at 10^5 vertices, 2.5–3.4 s scalar
+#: and 1.4 s in lanes of 6 at 10^6, 5.3–6.2 s and 2.4 s at 3·10^6.
+LANES_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -257,7 +107,7 @@ def slopes_at(
     """Event times, one-sided slopes along ``columns`` (right for ``sign`` 1, left for −1;
     default L, G, o) and the chosen in-edges at θ = ``params``."""
     wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
-    return forward_slopes(
+    return slopes(
         ev.in_ptr,
         ev.src,
         ev.pattern,
@@ -278,6 +128,7 @@ class GraphEngine:
     def __init__(self, graph: ExecutionGraph):
         self.graph = graph
         self._events: dict[tuple[int, str, str], EventGraph] = {}
+        self._masks: dict[tuple[int, str, str], int] = {}
 
     def events(self, params: LogGPS) -> EventGraph:
         """The event graph for ``params``' threshold S, progress and NIC models (cached: the
@@ -301,8 +152,17 @@ class GraphEngine:
         if ev.num_events == 0:
             return 0.0
         wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
-        t = _forward_value(ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb)
+        t = values(ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb)
         return float(t.max())
+
+    def mask(self, params: LogGPS) -> int:
+        """Ring mask of the lane kernels for ``params``' lowering (cached with it)."""
+        ev = self.events(params)
+        key = lowering_key(rendezvous_count(self.graph, params.S), params)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = ring_size(ev.in_ptr, ev.src) - 1
+        return mask
 
     def point(
         self, params: LogGPS, directions: tuple[str, ...] = ("L", "G", "o"), *, left: bool = True
@@ -312,23 +172,7 @@ class GraphEngine:
             T, right, lft = self.probe_many(params, directions[0], [getattr(params, directions[0])])
             name = directions[0]
             return Point(params, float(T[0]), {name: float(right[0])}, {name: float(lft[0])})
-        ev = self.events(params)
-        if ev.num_events == 0:
-            zero = dict.fromkeys(directions, 0.0)
-            return Point(params, 0.0, zero, dict(zero))
-        cols = np.array([DIRECTIONS[d] for d in directions], dtype=np.int64)
-        wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
-        sa = np.ascontiguousarray(ev.fixed[:, cols])
-        sb = np.ascontiguousarray(ev.scaled[:, cols])
-        sides = {}
-        T = 0.0
-        for sign in (1.0, -1.0) if left else (1.0,):
-            T, agg = _forward_sided(
-                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, sign, REL_TOL, ABS_TOL_NS
-            )
-            T = float(T)
-            sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
-        return Point(params, T, sides[1.0], sides.get(-1.0, {}))
+        return self.points([params], directions, left=left)[0]
 
     def points(
         self,
@@ -337,21 +181,62 @@ class GraphEngine:
         *,
         left: bool = True,
     ) -> list[Point]:
-        """:meth:`point` at each configuration, spread over the machine's cores (the sweeps
-        release the GIL; each thread holds one sweep's times and slopes, 32 B per event)."""
-        for lowering in {(c.S, c.progress, c.nic): c for c in configs}.values():
-            self.events(lowering)  # lower once, before the threads
-        if len(configs) <= 1 or WORKERS == 1:
-            return [self.point(c, directions, left=left) for c in configs]
-        with ThreadPoolExecutor(max_workers=min(WORKERS, len(configs))) as pool:
-            return list(pool.map(lambda c: self.point(c, directions, left=left), configs))
+        """``T`` and its right (and left) derivatives along ``directions`` at each configuration.
+
+        Configurations sharing a lowering go through the lane kernel together
+        (:func:`~llamp.lp.kernels.lanes`, up to :data:`LANES` per pass), the passes
+        spread over the machine's cores (they release the GIL)."""
+        out: list[Point | None] = [None] * len(configs)
+        cols = np.array([DIRECTIONS[d] for d in directions], dtype=np.int64)
+        jobs = []
+        groups: dict[tuple, list[int]] = {}
+        for i, c in enumerate(configs):
+            key = lowering_key(rendezvous_count(self.graph, c.S), c)
+            groups.setdefault(key, []).append(i)
+        for idx in groups.values():
+            first = configs[idx[0]]
+            ev = self.events(first)
+            if ev.num_events == 0:
+                for i in idx:
+                    zero = dict.fromkeys(directions, 0.0)
+                    out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
+                continue
+            mask = self.mask(first)
+            rows = 1 + len(directions) * (2 if left else 1)
+            width = self._lane_width(len(idx), mask, rows, LANES_POINTS)
+            for s in range(0, len(idx), width):
+                jobs.append((ev, mask, idx[s : s + width]))
+
+        both = np.concatenate([cols, cols]) if left else cols
+        sgn = np.repeat([1.0, -1.0], cols.size)[: both.size]
+        k = len(directions)
+
+        def run(job) -> None:
+            ev, mask, idx = job
+            if len(idx) == 1:  # one configuration: the scalar kernel, no lane loops
+                out[idx[0]] = self._point(ev, configs[idx[0]], directions, cols, left)
+                return
+            WA, WB = _lane_weights(ev, [configs[i] for i in idx])
+            sa = np.ascontiguousarray(ev.fixed[:, both])
+            sb = np.ascontiguousarray(ev.scaled[:, both])
+            T, agg = lanes(ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, sgn, mask)
+            agg = np.round(agg, 6)
+            for j, i in enumerate(idx):
+                right = {d: float(agg[j, c]) for c, d in enumerate(directions)}
+                lft = {d: float(agg[j, k + c]) for c, d in enumerate(directions)} if left else {}
+                out[i] = Point(configs[i], float(T[j]), right, lft)
+
+        _spread(run, jobs)
+        return out  # type: ignore[return-value]
 
     def probe_many(
         self, params: LogGPS, parameter: str, values
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``T``, right and left slope along ``parameter`` at each of ``values`` (others fixed).
 
-        The sweeps release the GIL, so values are spread over the machine's cores.
+        Values go through the lane kernel (:func:`~llamp.lp.kernels.lanes`) up to
+        :data:`LANES` per pass, the passes spread over the machine's cores; each lane's
+        numbers are bit-identical to a sweep of its value alone.
         """
         values = np.asarray(values, dtype=np.float64)
         ev = self.events(params)
@@ -359,25 +244,67 @@ class GraphEngine:
         if ev.num_events == 0 or values.size == 0:
             return out[0], out[1], out[2]
         col = DIRECTIONS[parameter]
-        sa = np.ascontiguousarray(ev.fixed[:, col])
-        sb = np.ascontiguousarray(ev.scaled[:, col])
+        sa = np.ascontiguousarray(ev.fixed[:, [col, col]])
+        sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
+        sgn = np.array([1.0, -1.0])
+        mask = self.mask(params)
+        large = ev.num_events >= LARGE_EVENTS
+        width = self._lane_width(values.size, mask, 3, LANES_LARGE if large else LANES_ALWAYS)
+        chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
-        def one(i: int) -> None:
-            theta = {"L": params.L, "G": params.G, "o": params.o, "g": params.g}
-            theta[parameter] = float(values[i])
-            wa, wb = ev.pattern_weights(theta["L"], theta["G"], theta["o"], theta["g"])
-            T, right, left = _forward_pair(
-                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, REL_TOL, ABS_TOL_NS
-            )
-            out[:, i] = (T, _round_slope(right), _round_slope(left))
+        def run(chunk: slice) -> None:
+            configs = [params.with_(**{parameter: float(v)}) for v in values[chunk]]
+            if len(configs) == 1:  # one value: the scalar kernel, no lane loops
+                wa, wb = ev.pattern_weights(*(getattr(configs[0], n) for n in "LGog"))
+                one = pair(
+                    ev.in_ptr,
+                    ev.src,
+                    ev.pattern,
+                    ev.value,
+                    wa,
+                    wb,
+                    sa[:, 0].copy(),
+                    sb[:, 0].copy(),
+                    REL_TOL,
+                    ABS_TOL_NS,
+                )
+                out[:, chunk] = np.array([one[0], _round_slope(one[1]), _round_slope(one[2])])[
+                    :, None
+                ]
+                return
+            WA, WB = _lane_weights(ev, configs)
+            T, agg = lanes(ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, sgn, mask)
+            out[0, chunk] = T
+            out[1:, chunk] = np.round(agg, 6).T
 
-        if values.size == 1 or WORKERS == 1:
-            for i in range(values.size):
-                one(i)
-        else:
-            with ThreadPoolExecutor(max_workers=min(WORKERS, values.size)) as pool:
-                list(pool.map(one, range(values.size)))
+        _spread(run, chunks)
         return out[0], out[1], out[2]
+
+    @staticmethod
+    def _point(
+        ev: EventGraph, params: LogGPS, directions: tuple[str, ...], cols: np.ndarray, left: bool
+    ) -> Point:
+        """One configuration through :func:`~llamp.lp.kernels.sided` (one sweep per side)."""
+        wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
+        sa = np.ascontiguousarray(ev.fixed[:, cols])
+        sb = np.ascontiguousarray(ev.scaled[:, cols])
+        sides = {}
+        T = 0.0
+        for sign in (1.0, -1.0) if left else (1.0,):
+            T, agg = sided(
+                ev.in_ptr, ev.src, ev.pattern, ev.value, wa, wb, sa, sb, sign, REL_TOL, ABS_TOL_NS
+            )
+            sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
+        return Point(params, float(T), sides[1.0], sides.get(-1.0, {}))
+
+    def _lane_width(self, count: int, mask: int, rows: int, least: int) -> int:
+        """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
+        of state, few enough that every core gets a pass, and 1 (the scalar kernels) below
+        ``least``, where lanes do not pay."""
+        per_core = -(-count // WORKERS)
+        fit = LANE_BYTES // (8 * rows * (mask + 1))
+        width = int(max(1, min(LANES, per_core, fit)))
+        return width if width >= least else 1
 
     def evaluate(self, params: LogGPS) -> Evaluation:
         """Full evaluation: T, right derivatives, per-vertex schedule and slack."""
@@ -392,7 +319,7 @@ class GraphEngine:
         tol = REL_TOL * abs(T) + ABS_TOL_NS
         lam = d[t >= T - tol].max(axis=0)
         w = ev.weights_at(params)
-        late = _backward_late(ev.out_ptr, ev.out_edge, ev.dst, w, t, T)
+        late = backward_late(ev.out_ptr, ev.out_edge, ev.dst, w, T)
         start = t[ev.start_pos()]
         finish = t[ev.finish_pos()]
         slack = np.maximum(
@@ -432,29 +359,29 @@ class GraphEngine:
         return ev, positions, edges, w
 
 
-@numba.njit(cache=True)
-def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
-    """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
-    length = 0
-    p = sink
-    while pred[p] >= 0:
-        length += 1
-        p = src[pred[p]]
-    positions = np.empty(length + 1, dtype=np.int64)
-    edges = np.empty(length, dtype=np.int64)
-    p = sink
-    for i in range(length, 0, -1):
-        positions[i] = p
-        edges[i - 1] = pred[p]
-        p = src[pred[p]]
-    positions[0] = p
-    return positions, edges
-
-
 #: Threads for independent sweeps: the cores this process may run on.
 WORKERS = max(
     1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 )
+
+
+def _lane_weights(ev: EventGraph, configs: list[LogGPS]) -> tuple[np.ndarray, np.ndarray]:
+    """Pattern weights of each configuration as lanes (patterns × K), each column exactly
+    :meth:`~llamp.lp.events.EventGraph.pattern_weights` of its configuration."""
+    pairs = [ev.pattern_weights(c.L, c.G, c.o, c.g) for c in configs]
+    WA = np.ascontiguousarray(np.stack([wa for wa, _ in pairs], axis=1))
+    WB = np.ascontiguousarray(np.stack([wb for _, wb in pairs], axis=1))
+    return WA, WB
+
+
+def _spread(run, jobs: list) -> None:
+    """``run`` on every job, over the machine's cores (the kernels release the GIL)."""
+    if len(jobs) <= 1 or WORKERS == 1:
+        for job in jobs:
+            run(job)
+        return
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+        list(pool.map(run, jobs))
 
 
 def _round_slope(value: float) -> float:

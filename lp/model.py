@@ -78,8 +78,8 @@ from ortools.math_opt import (
 from ortools.math_opt.core.python import solver as mathopt_core
 
 from llamp.errors import InputError, LlampError
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, edge_slopes
 from llamp.params import LogGPS
 
 #: Column indices of the parameter variables and of the runtime; ``y`` columns follow.
@@ -244,40 +244,6 @@ def build_arrays(
     )
     shape = (row_lb.size, FIRST_Y + join_pos.size)
     return sp.csr_matrix((data, indices, indptr), shape=shape, copy=False), row_lb, join_pos
-
-
-@numba.njit(cache=True, nogil=True)
-def _critical_tree(in_ptr, src, w, slope, sign, rel, absol):  # pragma: no cover - compiled
-    """Longest-path sweep: event times, their slope along one parameter, the in-edge taken.
-
-    Among in-edges attaining the max (within ``rel·|t| + absol``), the one with the larger
-    (``sign`` = 1) or smaller (``sign`` = −1) slope is taken, as in the graph engine, so the
-    slopes are right (left) derivatives along that parameter.
-    """
-    n = in_ptr.shape[0] - 1
-    t = np.zeros(n)
-    d = np.zeros(n)
-    pred = np.full(n, -1, dtype=np.int64)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = t[src[lo]] + w[lo]
-        for k in range(lo + 1, hi):
-            cand = t[src[k]] + w[k]
-            if cand > best:
-                best = cand
-        t[p] = best
-        tol = rel * abs(best) + absol
-        for k in range(lo, hi):
-            s = src[k]
-            if t[s] + w[k] >= best - tol:
-                cand = d[s] + slope[k]
-                if pred[p] < 0 or sign * cand > sign * d[p]:
-                    d[p] = cand
-                    pred[p] = k
-    return t, d, pred
 
 
 # ---------------------------------------------------------------------- MathOpt protos
@@ -547,8 +513,9 @@ class LinearProgram:
     def _tree(self, values: tuple[float, ...], parameter: str, sign: float):
         ev = self.events
         w = ev.weights(values[COL_L], values[COL_G], values[COL_O], self.params.g)
-        slope = np.ascontiguousarray(ev.coef[:, _COEF_OF[parameter]])
-        t, d, pred = _critical_tree(ev.in_ptr, ev.src, w, slope, sign, REL_TOL, ABS_TOL_NS)
+        slope = np.ascontiguousarray(ev.coef[:, _COEF_OF[parameter], None])
+        t, d, pred = edge_slopes(ev.in_ptr, ev.src, w, slope, sign, REL_TOL, ABS_TOL_NS)
+        d = d[:, 0]
         sink_t = t[self._sinks]
         T = float(sink_t.max())
         tight = np.flatnonzero(sink_t >= T - _tol(T))

@@ -43,15 +43,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
-import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.engine import engine_for
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, edge_lanes, ring_size
 from llamp.lp.matrix import node_costs, traffic
 from llamp.lp.topology import LinkLatencies, Topology
 from llamp.lp.weighted import MessageModel, pair_matrices
@@ -259,35 +259,6 @@ def swap_gains(
     return -(swap_deltas(lambda_L, XL) + swap_deltas(lambda_G, XG))
 
 
-# ---------------------------------------------------------------------- exact batch
-@numba.njit(cache=True, nogil=True)
-def _finish_batch(in_ptr, src, W, rank_of_pos, num_ranks):  # pragma: no cover - compiled
-    """Completion time of every rank for each column of edge weights ``W`` (E × m)."""
-    n = in_ptr.shape[0] - 1
-    m = W.shape[1]
-    t = np.zeros((n, m))
-    fin = np.zeros((m, num_ranks))
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo < hi:
-            s = src[lo]
-            for j in range(m):
-                t[p, j] = t[s, j] + W[lo, j]
-            for k in range(lo + 1, hi):
-                s = src[k]
-                for j in range(m):
-                    cand = t[s, j] + W[k, j]
-                    if cand > t[p, j]:
-                        t[p, j] = cand
-        r = rank_of_pos[p]
-        if r >= 0:
-            for j in range(m):
-                if t[p, j] > fin[j, r]:
-                    fin[j, r] = t[p, j]
-    return fin
-
-
 class _Evaluator:
     """``(T, mean rank completion)`` of many mappings, batched in one sweep per chunk."""
 
@@ -308,7 +279,8 @@ class _Evaluator:
         sends, recvs = graph.messages()
         self.src_rank = graph.rank[sends]
         self.dst_rank = graph.rank[recvs]
-        self.batch = int(max(1, min(64, (1 << 28) // (8 * max(ev.num_events + ev.num_edges, 1)))))
+        self.mask = ring_size(ev.in_ptr, ev.src) - 1
+        self.batch = int(max(1, min(64, (1 << 28) // (8 * max(ev.num_edges, 1)))))
 
     def __call__(self, mappings: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         T = np.zeros(len(mappings))
@@ -323,8 +295,8 @@ class _Evaluator:
                 L = self.machine.latency_ns[a, b]
                 G = self.machine.gap_ns_per_byte[a, b]
                 W[self.has, c] += self.cL * L[self.msg] + self.cG * G[self.msg]
-            fin = _finish_batch(
-                self.ev.in_ptr, self.ev.src, W, self.rank_of_pos, self.graph.num_ranks
+            fin = edge_lanes(
+                self.ev.in_ptr, self.ev.src, W, self.rank_of_pos, self.graph.num_ranks, self.mask
             )
             T[start : start + len(chunk)] = fin.max(axis=1)
             mean[start : start + len(chunk)] = fin.mean(axis=1)

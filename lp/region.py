@@ -49,9 +49,10 @@ import pandas as pd
 from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, WORKERS, engine_for
+from llamp.lp.engine import WORKERS, engine_for
 from llamp.lp.events import COEF_G, COEF_L, COEF_O, EventGraph
-from llamp.lp.weighted import MessageModel, edge_weights, forward_lanes, runtime_columns
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, affine_lanes, edge_lanes, ring_size
+from llamp.lp.weighted import MessageModel, edge_weights
 from llamp.params import LogGPS
 
 #: The homogeneous LogGPS variables a region may span, and their event-graph columns.
@@ -65,7 +66,7 @@ FAR = {NS: 1e15, NS_PER_BYTE: 1e9}
 DEFAULT_SPAN = {NS: 100_000.0, NS_PER_BYTE: 1.0}
 #: Margin of the automatic box over the largest intercept.
 BOX_MARGIN = 1.25
-#: Points per pass of :func:`~llamp.lp.weighted.forward_lanes`. Measured on the 16-rank
+#: Points per pass of :func:`~llamp.lp.kernels.affine_lanes`. Measured on the 16-rank
 #: noisy stencil (2-core machine, loaded): at 10^5 vertices 1.5 ms for one lane, 1.9 ms for
 #: two, 9–16 ms for four (the rows of ``t`` and ``pred`` leave the cache); at 10^6 vertices
 #: 45–49 ms per lane whatever the width. One lane per core it is.
@@ -175,7 +176,7 @@ def path_sums(pred, lane, src, sink, c0, du, dv):  # pragma: no cover - compiled
 class Plane:
     """``T`` over two variables: edge weights ``w = c0 + u·du + v·dv`` (``c0``: every other
     variable at its configured value, both axes at 0). Points are evaluated in lanes of
-    :func:`llamp.lp.weighted.forward_lanes`, then one critical path per point is walked back
+    :func:`llamp.lp.kernels.affine_lanes`, then one critical path per point is walked back
     (:func:`path_sums`)."""
 
     def __init__(self, events: EventGraph, c0: np.ndarray, du: np.ndarray, dv: np.ndarray):
@@ -213,7 +214,7 @@ class Plane:
         """``(T, a, b, c)`` at each point: ``T`` and the affine length ``a + b·u + c·v`` of one
         critical path there (a lower bound of ``T`` everywhere, equal to it at the point).
 
-        Points go through :func:`~llamp.lp.weighted.forward_lanes` in lanes (as many as fit
+        Points go through :func:`~llamp.lp.kernels.affine_lanes` in lanes (as many as fit
         in ``memory_bytes``), the batches spread over the machine's cores."""
         ev = self.events
         if ev.num_events == 0:
@@ -226,7 +227,7 @@ class Plane:
         def run(batch: list[tuple[float, float]]) -> list[tuple[float, float, float, float]]:
             us = np.array([p[0] for p in batch], dtype=np.float64)
             vs = np.array([p[1] for p in batch], dtype=np.float64)
-            t, pred = forward_lanes(ev.in_ptr, ev.src, self.c0, self.du, self.dv, us, vs)
+            t, pred = affine_lanes(ev.in_ptr, ev.src, self.c0, self.du, self.dv, us, vs)
             out = []
             for j in range(us.size):
                 sink = int(np.argmax(t[:, j]))
@@ -258,10 +259,13 @@ class Plane:
             return out.reshape(vs.size, us.size)
         per = 8 * (ev.num_events + ev.num_edges)
         batch = int(max(1, min(uu.size, memory_bytes // max(per, 1))))
+        mask = ring_size(ev.in_ptr, ev.src) - 1
+        one = np.zeros(ev.num_events, dtype=np.int64)
         for s in range(0, uu.size, batch):
             cu, cv = uu[s : s + batch], vv[s : s + batch]
             W = self.c0[:, None] + self.du[:, None] * cu[None, :] + self.dv[:, None] * cv[None, :]
-            out[s : s + cu.size] = runtime_columns(ev.in_ptr, ev.src, np.ascontiguousarray(W))
+            fin = edge_lanes(ev.in_ptr, ev.src, np.ascontiguousarray(W), one, 1, mask)
+            out[s : s + cu.size] = fin[:, 0]
         return out.reshape(vs.size, us.size)
 
 

@@ -67,7 +67,8 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
-from llamp.lp.weighted import MessageModel, edge_weights, forward_sweep
+from llamp.lp.kernels import edge_slopes as forward_sweep
+from llamp.lp.weighted import MessageModel, edge_weights
 from llamp.params import LogGPS
 
 #: Names of the variables every topology model has besides its link classes: every wire at

@@ -40,14 +40,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
 
 from llamp.errors import InputError
 from llamp.graph import CALC, ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, engine_for
+from llamp.lp.engine import engine_for
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, calc_lanes, ring_size
 from llamp.lp.tolerance import UNBOUNDED_AT, max_parameter_within
 from llamp.lp.weighted import calc_edges
 from llamp.params import LogGPS
@@ -57,104 +57,6 @@ _HALFNORMAL_MAX_CV = math.sqrt(math.pi / 2.0 - 1.0)
 _WORKERS = max(
     1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 )
-
-
-# ------------------------------------------------------------------------------ kernels
-@numba.njit(cache=True, nogil=True)
-def _runtimes(in_ptr, src, const, cL, rest, calc_row, S, Ls):  # pragma: no cover - compiled
-    """``T`` of every sample ``j``: edge ``k`` weighs ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j]
-    + rest[k]`` (``calc_row[k] < 0``: scale 1)."""
-    n = in_ptr.shape[0] - 1
-    m = S.shape[0]
-    out = np.zeros(m)
-    t = np.zeros(n)
-    for j in range(m):
-        L = Ls[j]
-        T = 0.0
-        for p in range(n):
-            lo = in_ptr[p]
-            hi = in_ptr[p + 1]
-            if lo == hi:
-                t[p] = 0.0
-                continue
-            best = -np.inf
-            for k in range(lo, hi):
-                r = calc_row[k]
-                w = const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * L + rest[k]
-                cand = t[src[k]] + w
-                if cand > best:
-                    best = cand
-            t[p] = best
-            if best > T:
-                T = best
-        out[j] = T
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _runtimes_slopes(in_ptr, src, const, cL, rest, calc_row, S, Ls, rel, absol):  # pragma: no cover
-    """``T`` and its right and left derivative along ``L`` for every sample (as the engine's
-    ``_forward_pair``, ties within ``rel·|t| + absol``)."""
-    n = in_ptr.shape[0] - 1
-    m = S.shape[0]
-    T_out = np.zeros(m)
-    right_out = np.zeros(m)
-    left_out = np.zeros(m)
-    t = np.zeros(n)
-    dr = np.zeros(n)
-    dl = np.zeros(n)
-    width = 1
-    for p in range(n):
-        if in_ptr[p + 1] - in_ptr[p] > width:
-            width = in_ptr[p + 1] - in_ptr[p]
-    cand = np.empty(width)
-    for j in range(m):
-        L = Ls[j]
-        for p in range(n):
-            lo = in_ptr[p]
-            hi = in_ptr[p + 1]
-            if lo == hi:
-                t[p] = 0.0
-                dr[p] = 0.0
-                dl[p] = 0.0
-                continue
-            best = -np.inf
-            for k in range(lo, hi):
-                r = calc_row[k]
-                c = t[src[k]] + const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * L + rest[k]
-                cand[k - lo] = c
-                if c > best:
-                    best = c
-            t[p] = best
-            tol = rel * abs(best) + absol
-            right = -np.inf
-            left = np.inf
-            for k in range(lo, hi):
-                if cand[k - lo] >= best - tol:
-                    s = src[k]
-                    if dr[s] + cL[k] > right:
-                        right = dr[s] + cL[k]
-                    if dl[s] + cL[k] < left:
-                        left = dl[s] + cL[k]
-            dr[p] = right
-            dl[p] = left
-        T = 0.0
-        for p in range(n):
-            if t[p] > T:
-                T = t[p]
-        tol = rel * abs(T) + absol
-        right = -np.inf
-        left = np.inf
-        for p in range(n):
-            if t[p] >= T - tol:
-                if dr[p] > right:
-                    right = dr[p]
-                if dl[p] < left:
-                    left = dl[p]
-        T_out[j] = T
-        right_out[j] = right
-        left_out[j] = left
-    return T_out, right_out, left_out
 
 
 # ------------------------------------------------------------------------------ sampling
@@ -313,26 +215,30 @@ class _Evaluator:
         self.calc_row = np.full(ev.num_edges, -1, dtype=np.int64)
         self.calc_row[edges] = row_of_vertex[vertices]
         self.scales = sampler.scales
+        self.mask = ring_size(ev.in_ptr, ev.src) - 1
 
     def runtimes(self, S: np.ndarray, Ls: np.ndarray) -> np.ndarray:
-        ev = self.ev
-        return _runtimes(ev.in_ptr, ev.src, self.const, self.cL, self.rest, self.calc_row, S, Ls)
+        return self._lanes(S, Ls, False)[0]
 
     def slopes(self, S: np.ndarray, Ls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        T, right, left = self._lanes(S, Ls, True)
+        return T, np.round(right, 6), np.round(left, 6)
+
+    def _lanes(self, S: np.ndarray, Ls: np.ndarray, with_slopes: bool):
+        """The samples (rows of ``S``, entries of ``Ls``) as lanes of one pass."""
         ev = self.ev
-        T, right, left = _runtimes_slopes(
+        return calc_lanes(
             ev.in_ptr,
             ev.src,
             self.const,
             self.cL,
             self.rest,
             self.calc_row,
-            S,
-            Ls,
-            REL_TOL,
-            ABS_TOL_NS,
+            np.ascontiguousarray(S, dtype=np.float64),
+            np.ascontiguousarray(Ls, dtype=np.float64),
+            with_slopes,
+            self.mask,
         )
-        return T, np.round(right, 6), np.round(left, 6)
 
 
 def _tol(value: np.ndarray) -> np.ndarray:

@@ -13,81 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
-from llamp.lp.engine import ABS_TOL_NS, REL_TOL, backtrack_path, engine_for
+from llamp.lp.engine import engine_for
 from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, backtrack_path, edge_lanes, edge_slopes, ring_size
 from llamp.params import LogGPS
-
-
-@numba.njit(cache=True, nogil=True)
-def forward_sweep(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
-    """Event times, one-sided slopes along the columns of ``dw`` and the chosen in-edges."""
-    n = in_ptr.shape[0] - 1
-    k_dim = dw.shape[1]
-    t = np.zeros(n)
-    d = np.zeros((n, k_dim))
-    pred = np.full(n, -1, dtype=np.int64)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        best = t[src[lo]] + w[lo]
-        for k in range(lo + 1, hi):
-            cand = t[src[k]] + w[k]
-            if cand > best:
-                best = cand
-        t[p] = best
-        tol = rel * abs(best) + absol
-        first = True
-        for k in range(lo, hi):
-            s = src[k]
-            if t[s] + w[k] >= best - tol:
-                if first:
-                    for j in range(k_dim):
-                        d[p, j] = d[s, j] + dw[k, j]
-                    pred[p] = k
-                    first = False
-                else:
-                    if k_dim and sign * (d[s, 0] + dw[k, 0]) > sign * d[p, 0]:
-                        pred[p] = k
-                    for j in range(k_dim):
-                        cand = d[s, j] + dw[k, j]
-                        if sign * cand > sign * d[p, j]:
-                            d[p, j] = cand
-    return t, d, pred
-
-
-@numba.njit(cache=True, nogil=True)
-def runtime_columns(in_ptr, src, W):  # pragma: no cover - compiled
-    """``T`` for each column of the edge-weight matrix ``W`` (E × m), in one sweep."""
-    n = in_ptr.shape[0] - 1
-    m = W.shape[1]
-    t = np.zeros((n, m))
-    T = np.zeros(m)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        if lo == hi:
-            continue
-        s = src[lo]
-        for j in range(m):
-            t[p, j] = t[s, j] + W[lo, j]
-        for k in range(lo + 1, hi):
-            s = src[k]
-            for j in range(m):
-                cand = t[s, j] + W[k, j]
-                if cand > t[p, j]:
-                    t[p, j] = cand
-        for j in range(m):
-            if t[p, j] > T[j]:
-                T[j] = t[p, j]
-    return T
-
 
 PAIRWISE_NEEDS_EXPANSION = (
     "this graph charges collectives with an analytic model (coll vertices), whose cost has no "
@@ -193,7 +126,7 @@ def evaluate_model(
     w, dw = edge_weights(ev, params, model, calc_scale)
     if ev.num_events == 0:
         return WeightedPoint(0.0, dict.fromkeys(model.names, 0.0), np.zeros(0, np.int64), ev)
-    t, d, pred = forward_sweep(ev.in_ptr, ev.src, w, dw, sign, REL_TOL, ABS_TOL_NS)
+    t, d, pred = edge_slopes(ev.in_ptr, ev.src, w, dw, sign, REL_TOL, ABS_TOL_NS)
     T = float(t.max())
     tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
     if d.shape[1]:
@@ -223,11 +156,16 @@ def runtime_batch(
     base = w0 - const
     m = calc_scales.shape[1]
     out = np.empty(m)
-    batch = int(max(1, min(m, memory_bytes // (16 * max(ev.num_events + ev.num_edges, 1)))))
+    if ev.num_events == 0:
+        return np.zeros(m)
+    batch = int(max(1, min(m, memory_bytes // (16 * max(ev.num_edges, 1)))))
+    mask = ring_size(ev.in_ptr, ev.src) - 1
+    one = np.zeros(ev.num_events, dtype=np.int64)
     for start in range(0, m, batch):
         scale = calc_scales[:, start : start + batch]
         W = np.ascontiguousarray(base[:, None] + const[:, None] * scale)
-        out[start : start + scale.shape[1]] = runtime_columns(ev.in_ptr, ev.src, W)
+        T = edge_lanes(ev.in_ptr, ev.src, W, one, 1, mask)[:, 0]
+        out[start : start + scale.shape[1]] = T
     return out
 
 
@@ -271,32 +209,3 @@ def calc_edges(graph: ExecutionGraph, ev: EventGraph) -> tuple[np.ndarray, np.nd
     same = (vs == vd) & (vs >= 0) & start
     edges = np.flatnonzero(same & (graph.kind[np.maximum(vs, 0)] == 0))
     return edges, vs[edges]
-
-
-@numba.njit(cache=True, nogil=True)
-def forward_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
-    """Event times and the longest in-edge of every event in ``m`` lanes at once, lane ``j``
-    with edge weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables).
-
-    One pass reads the CSR once for all lanes, so ``m`` points cost far less than ``m``
-    sweeps. Returns ``t`` and ``pred`` (n × m): following ``pred`` back from the latest event
-    of a lane walks one of its critical paths (:func:`llamp.lp.engine.backtrack_path`).
-    """
-    n = in_ptr.shape[0] - 1
-    m = us.shape[0]
-    t = np.zeros((n, m))
-    pred = np.full((n, m), -1, dtype=np.int64)
-    for p in range(n):
-        lo = in_ptr[p]
-        hi = in_ptr[p + 1]
-        for k in range(lo, hi):
-            s = src[k]
-            base = c0[k]
-            a = du[k]
-            b = dv[k]
-            for j in range(m):
-                cand = t[s, j] + base + a * us[j] + b * vs[j]
-                if pred[p, j] < 0 or cand > t[p, j]:
-                    t[p, j] = cand
-                    pred[p, j] = k
-    return t, pred

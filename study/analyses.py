@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from llamp.config import parse_budget, parse_percent, parse_range
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -43,6 +44,37 @@ class CellInput:
 
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator(
+        "x",
+        "compute_share",
+        "bound_share",
+        "sensitive_share",
+        "insensitive",
+        check_fields=False,
+        mode="before",
+    )
+    @classmethod
+    def _percentages(cls, value: Any, info: Any) -> Any:
+        """Percentages (``x``, the classification shares) are read as the CLI reads them
+        (``5`` or ``"5%"``, positive; :func:`llamp.config.parse_percent`) and kept as the
+        percent numbers."""
+        items = value if isinstance(value, list) else [value]
+        for v in items:
+            try:
+                parse_percent(v, what=info.field_name)
+            except InputError as err:  # pydantic reports a ValueError with the spec's line
+                raise ValueError(str(err)) from None
+        numbers = [_percent_number(v) for v in items]
+        return numbers if isinstance(value, list) else numbers[0]
+
+
+def _percent_number(value: Any) -> float:
+    """The number of a percentage as written (``"5%"`` → 5.0, ``2`` → 2.0), after
+    :func:`llamp.config.parse_percent` has checked it."""
+    if isinstance(value, str):
+        return float(value.strip().removesuffix("%"))
+    return float(value)
 
 
 class NoSettings(_Settings):
@@ -153,7 +185,7 @@ def _engine_command(inp: CellInput, name: str, *extra: str) -> list[str]:
 
 
 def _levels(x: list[float]) -> list[float]:
-    return [float(v) / 100.0 for v in x]
+    return [parse_percent(v, what="x") for v in x]
 
 
 def _pct(x: float) -> str:
@@ -193,9 +225,20 @@ def _placement_args(cell) -> list[str]:
 
 
 def _range(settings: dict[str, Any]) -> tuple[float, float]:
-    from llamp.cli.analyze import parse_range
-
     return parse_range(settings["param"], str(settings["from"]), str(settings["to"]))
+
+
+def _budget(text: str | int, inp: CellInput, *, auto: bool = True) -> int | None:
+    """``max_evaluations`` (:func:`llamp.config.parse_budget`), ``auto`` sized for the graph
+    (critical latencies; a region takes all or a number, as ``llamp region`` does)."""
+    budget = parse_budget(text, what="max_evaluations")
+    if budget == "auto" and not auto:
+        raise InputError("max_evaluations: a region takes all or a whole number, not auto")
+    if budget == "auto":
+        from llamp.lp.critical import evaluation_budget
+
+        return evaluation_budget(inp.graph, inp.params)
+    return budget
 
 
 # ---------------------------------------------------------------------- analyses
@@ -205,14 +248,14 @@ def _region(inp: CellInput) -> dict[str, Any]:
     from llamp.lp.region import parse_design, tolerance_region
 
     s = inp.settings
-    budget = str(s["max_evaluations"]).strip().lower()
+    budget = _budget(s["max_evaluations"], inp, auto=False)
     u, v = s["axes"].split(",")
     result = tolerance_region(
         inp.graph,
         inp.params,
         x=_levels(s["x"]),
         axes=(u, v),
-        max_evaluations=None if budget == "all" else int(budget),
+        max_evaluations=budget,
     )
     designs = dict(parse_design(text, result.axes) for text in s["designs"])
     payload = result.as_dict()
@@ -379,11 +422,10 @@ def _sweep_cli(inp: CellInput) -> list[str]:
 
 
 def _critical(inp: CellInput) -> dict[str, Any]:
-    from llamp.cli.analyze import parse_budget
     from llamp.lp import critical_latencies
 
     a, b = _range(inp.settings)
-    budget = parse_budget(str(inp.settings["max_evaluations"]), inp.graph, inp.params)
+    budget = _budget(inp.settings["max_evaluations"], inp)
     return critical_latencies(
         inp.graph,
         inp.params,

@@ -81,7 +81,7 @@ def prepare_graphs(
 ) -> tuple[dict[tuple[str, str], GraphSource], dict[tuple[str, str], str | None]]:
     """One :class:`GraphSource` per (run, variant) and its stored run name (``None`` without a
     store). Trace runs are read here once, stored (if not yet) and written as ``.npz``."""
-    from llamp.cli.base import parse_collectives
+    from llamp.config import parse_collectives
     from llamp.graph import ExecutionGraph
     from llamp.ingest import read
 

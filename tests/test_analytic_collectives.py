@@ -18,10 +18,10 @@ from llamp.errors import GraphError, InputError
 from llamp.graph import COLL, COLLECTIVE_COSTS, ExecutionGraph
 from llamp.ingest import read
 from llamp.ingest.build import check_algorithms
+from llamp.ingest.collective_models import analytic_choices, dimemas, parse_analytic, thakur_gropp
 from llamp.ingest.goal import write_goal
 from llamp.lp import critical_latencies, predict, tolerance
 from llamp.lp.classify import rank_counters
-from llamp.lp.collective_models import analytic_choices, dimemas, parse_analytic, thakur_gropp
 from llamp.lp.collectives_whatif import compare_collectives
 from llamp.lp.matrix import pair_lp, two_level
 from llamp.lp.path import critical_path

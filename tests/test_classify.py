@@ -308,7 +308,7 @@ def test_cli_classify(capsys, tmp_path):
         out = capsys.readouterr()
         return info.value.code, out.out, out.err
 
-    code, out, err = run("classify", path, "--network", "QDR", "--json")
+    code, out, err = run("classify", path, "--target", "QDR", "--json")
     assert code == 0, err
     payload = json.loads(out)
     assert (payload["label"], payload["rule"]) == ("load-imbalance-bound", "C2")

@@ -99,3 +99,61 @@ def test_bad_input_exits_2_with_a_readable_message(tmp_path):
     assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
     proc = llamp("predict", str(SWEEP3D), "--L", "3 parsecs", home=tmp_path, check=False)
     assert proc.returncode == 2 and "unknown time unit" in proc.stderr
+
+
+def test_critical_min_jump_ranks_the_breakpoints_that_matter(tmp_path):
+    from test_critical import BREAKPOINTS, chains_goal
+
+    path = tmp_path / "chains.goal"
+    path.write_text(chains_goal())
+    args = ["critical", str(path), "--L", "0", "--o", "0", "--G", "0", "--to", "10us"]
+    data = json.loads(llamp(*args, "--min-jump", "1%", "--json", home=tmp_path).stdout)
+    assert data["critical_latencies_ns"] == pytest.approx(BREAKPOINTS)
+    assert data["min_jump"] == 0.01 and data["complete"] is True
+    sig = data["significant"]
+    assert [p["at_ns"] for p in sig] == pytest.approx([3000.0, 8000.0, 4000.0, 1000.0, 2000.0])
+    assert sig[0] | {"at_ns": 0} == {
+        "at_ns": 0,
+        "from_ns": pytest.approx(3000.0),
+        "to_ns": pytest.approx(3000.0),
+        "lambda_L_before": 2.0,
+        "lambda_L_after": 200.0,
+        "jump": 198.0,
+        "relative_jump": pytest.approx(99.0),
+        "merged": 1,
+    }
+    assert sig[2]["merged"] == 3 and sig[2]["to_ns"] == pytest.approx(6000.0)
+    text = llamp(*args, "--min-jump", "2", home=tmp_path).stdout
+    assert "4 breakpoint(s) where λ_L jumps by ≥ 2%" in text
+    assert "7 exact critical value(s) in all" in text
+    assert "no-json" not in text and "significant" not in json.dumps(
+        json.loads(llamp(*args, "--json", home=tmp_path).stdout)
+    )
+    bad = llamp(*args, "--min-jump", "lots", home=tmp_path, check=False)
+    assert bad.returncode == 2 and "--min-jump" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_report_reads_its_sweep_from_the_exact_segments(tmp_path):
+    from test_critical import chains_goal, closed_form
+
+    path = tmp_path / "chains.goal"
+    path.write_text(chains_goal())
+    args = ["report", str(path), "--L", "0", "--o", "0", "--G", "0", "--to", "10us"]
+    data = json.loads(llamp(*args, "--points", "5", "--json", home=tmp_path).stdout)
+    sweep = data["sweep"]
+    assert [r["L_ns"] for r in sweep] == [0.0, 2500.0, 5000.0, 7500.0, 10_000.0]
+    assert {r["source"] for r in sweep} == {"segments"}
+    assert [r["runtime_ns"] for r in sweep] == pytest.approx(
+        closed_form([0.0, 2500.0, 5000.0, 7500.0, 10_000.0]).tolist()
+    )
+    assert [r["lambda_L"] for r in sweep] == [0.0, 2.0, 202.0, 203.0, 250.0]
+    # a budget too small to resolve the range: points in unresolved intervals are evaluated
+    data = json.loads(
+        llamp(*args, "--points", "5", "--max-evaluations", "3", "--json", home=tmp_path).stdout
+    )
+    assert data["critical"]["complete"] is False
+    sources = {r["L_ns"]: r["source"] for r in data["sweep"]}
+    assert "sweep" in sources.values()
+    assert [r["runtime_ns"] for r in data["sweep"]] == pytest.approx(
+        closed_form([0.0, 2500.0, 5000.0, 7500.0, 10_000.0]).tolist()
+    )

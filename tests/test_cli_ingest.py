@@ -125,12 +125,14 @@ def test_bad_trace_strict_exit_2_and_lenient_warning(tmp_path, capsys):
     path = bad_trace(tmp_path / "bad")
     code, _, stderr = run(capsys, "ingest", path, "-o", tmp_path / "x.npz")
     assert code == 2
-    assert stderr.startswith(f"error: {path / 'pmpi-trace-rank-0.txt'}:4: MPI_Send to rank 1")
+    assert stderr.startswith(
+        f"llamp: error: {path / 'pmpi-trace-rank-0.txt'}:4: MPI_Send to rank 1"
+    )
     assert not (tmp_path / "x.npz").exists()
     code, stdout, stderr = run(capsys, "ingest", path, "--lenient", "-o", tmp_path / "x.npz")
     assert code == 0
     assert (
-        "warning: lenient: MPI_Send to rank 1 (tag 5, 4 bytes, MPI_COMM_WORLD) has no matching "
+        "llamp: warning: lenient: MPI_Send to rank 1 (tag 5, 4 bytes, MPI_COMM_WORLD) has no matching "
         "receive" in stderr
     )
     assert ExecutionGraph.load(tmp_path / "x.npz").summary().messages == 0

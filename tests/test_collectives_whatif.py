@@ -14,8 +14,7 @@ from liballprof_writer import CALLS, SWEEP3D, allreduce_call, write_trace
 
 from llamp.errors import InputError
 from llamp.ingest import read
-from llamp.lp import predict, tolerance
-from llamp.lp.collective_models import (
+from llamp.ingest.collective_models import (
     DIMEMAS_TABLE3,
     AffineCost,
     DimemasModel,
@@ -27,6 +26,7 @@ from llamp.lp.collective_models import (
     size_rule,
     thakur_gropp,
 )
+from llamp.lp import predict, tolerance
 from llamp.lp.collectives_whatif import Variant, compare_collectives
 from llamp.params import LogGPS
 

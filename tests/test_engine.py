@@ -38,7 +38,8 @@ def test_paper_running_example_critical_latency():
     result = critical_latencies(paper_example(), LogGPS(L=0.0, o=0.0, G=5.0, S=BIG_S), 0.0, 1000.0)
     assert result.critical == [pytest.approx(385.0, abs=1e-9)]
     assert [s.slope for s in result.segments] == [0.0, 1.0]
-    assert result.evaluations == 3  # 2k + 1 passes for k = 1 breakpoint
+    # both ends only: λ_L rises by one message, so the tangent intersection is the breakpoint
+    assert result.evaluations == 2
 
 
 def test_paper_running_example_tolerance_for_two_microseconds():

@@ -243,7 +243,7 @@ def test_cli_damaged_inputs_exit_2_with_one_line(tmp_path):
         )
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+        assert len(lines) == 1 and lines[0].startswith("llamp: error: "), done.stderr
         assert "\x1b" not in done.stderr and "Traceback" not in done.stderr
         assert len(lines[0]) < 400
 

@@ -127,7 +127,7 @@ def test_the_cli_rejects_a_bad_spec_with_exit_2_and_one_line(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"error: {path}:4: networks[0].G: cannot read gap per byte 'fast': expected e.g. "
+        f"llamp: error: {path}:4: networks[0].G: cannot read gap per byte 'fast': expected e.g. "
         "0.018ns/B, 18ps/B or 100Gb/s"
     ]
 

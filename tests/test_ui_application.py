@@ -19,9 +19,9 @@ from streamlit.testing.v1 import AppTest
 
 from llamp.config import format_ns
 from llamp.ingest import read
+from llamp.ingest.collective_models import dimemas, thakur_gropp
 from llamp.lp import compare_collectives
 from llamp.lp.classify import NETWORKS, Network, classify
-from llamp.lp.collective_models import dimemas, thakur_gropp
 from llamp.lp.variability import monte_carlo
 from llamp.params import LogGPS
 from llamp.ui import APP_PATH, analyses
@@ -188,7 +188,7 @@ def test_collective_variant_with_an_analytic_model(store_env):
 
 
 def test_collectives_analytic_costs(store_env):
-    """One Thakur–Gropp and one Dimemas row against :mod:`llamp.lp.collective_models`."""
+    """One Thakur–Gropp and one Dimemas row against :mod:`llamp.ingest.collective_models`."""
     params = LogGPS()
     at = page("collectives")
     assert_clean(at)

@@ -482,3 +482,61 @@ def test_network_pages(server, browser):
     shown = driver.find_element(By.CSS_SELECTOR, '[data-testid="stCode"] code').text
     assert shown.strip() == rankfile.strip()
     _tall_shot(driver, "placement")
+
+
+BCAST = SWEEP3D.parent / "bcast-synthetic"
+#: Two runs whose names sort before every other run of this module, so the Compare runs page
+#: opens on them (the sidebar's run is the first by name, the second is the next one).
+COMPARED = ("cmp-a-bcast", "cmp-b-sweep3d")
+
+
+def test_compare_page(server, browser, tmp_path):
+    """Two runs stored by ``llamp ingest``: the Compare runs page's "what changed" and runtimes
+    equal ``llamp compare A B --json``; its HTML download is self-contained."""
+    for name, trace in zip(COMPARED, (BCAST, SWEEP3D), strict=True):
+        ingest = subprocess.run(
+            [str(LLAMP), "ingest", str(trace), "--name", name, "--replace"],
+            env=server.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ingest.returncode == 0, ingest.stderr
+    cli = subprocess.run(
+        [str(LLAMP), "compare", *COMPARED, "--json"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)
+
+    driver = browser
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
+    driver.get(server.url)
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+    _open_page(driver, "compare", ".st-key-cmp-summary")
+    _plots_drawn(driver, 3)
+    _no_traceback(driver)
+    shown = driver.find_element(By.CSS_SELECTOR, ".st-key-cmp-summary").text.strip()
+    assert shown == expected["summary"][0], (shown, expected["summary"])
+    for i, run in enumerate(expected["runs"]):
+        box = driver.find_element(By.CSS_SELECTOR, f".st-key-cmp-runtime-{i}")
+        exact = box.find_element(By.CSS_SELECTOR, '[data-testid="stCaptionContainer"]').text
+        assert float(exact.removesuffix(" ns")) == pytest.approx(
+            run["predict"]["runtime_ns"], rel=1e-12, abs=1e-5
+        )
+    _tall_shot(driver, "compare")
+
+    _button(driver, "Download the comparison (HTML)").click()
+    target = downloads / f"{COMPARED[0]}-vs-{COMPARED[1]}.html"
+    _wait(driver, lambda d: target.is_file() and target.stat().st_size > 0, 60, "the download")
+    page = target.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page
+    assert expected["summary"][0].split(":")[0] in page

@@ -24,6 +24,13 @@ import streamlit as st
 
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
+from llamp.ingest.collective_models import (
+    THAKUR_GROPP,
+    instance_bytes,
+    instance_costs,
+    parse_analytic,
+    thakur_gropp,
+)
 from llamp.lp import (
     CriticalLatencies,
     CriticalPath,
@@ -40,13 +47,6 @@ from llamp.lp import (
     tolerance,
 )
 from llamp.lp.classify import Classification, Network, Thresholds, classify
-from llamp.lp.collective_models import (
-    THAKUR_GROPP,
-    instance_bytes,
-    instance_costs,
-    parse_analytic,
-    thakur_gropp,
-)
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
@@ -591,7 +591,7 @@ def collective_instances(trace) -> pd.DataFrame:
 def collective_costs(
     path: str, lenient: bool, variants: tuple[VariantKey, ...], params: ParamKey
 ) -> pd.DataFrame:
-    """Analytic costs of the trace's collective instances (:mod:`llamp.lp.collective_models`)
+    """Analytic costs of the trace's collective instances (:mod:`llamp.ingest.collective_models`)
     at ``params``: Dimemas (Girona et al. Table 3) once, Thakur–Gropp per variant with the
     variant's algorithm (no row cost where the paper has no formula for it). One row per
     (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""

@@ -22,6 +22,7 @@ from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
 from llamp.ui import store
 from llamp.ui.analyses import ParamKey, param_key
+from llamp.ui.profiles import profile_picker
 
 log = logging.getLogger("llamp.ui")
 
@@ -161,6 +162,7 @@ def _sidebar(page: str) -> Selection | None:
         )
         _keep("run", name)
         st.markdown("**LogGPS parameters**")
+        profile_picker(page)
         values = {}
         for key, label, default, help_text in PARAM_INPUTS:
             values[key] = st.text_input(

@@ -24,6 +24,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/runs.py", "Runs", ":material/database:", "Data", default=True),
     PageSpec("views/latency.py", "Latency", ":material/timeline:", "Analyses"),
     PageSpec("views/critical_path.py", "Critical path", ":material/route:", "Analyses"),
+    PageSpec("views/compare.py", "Compare runs", ":material/compare_arrows:", "Analyses"),
     PageSpec("views/region.py", "Design space", ":material/stacked_line_chart:", "Network"),
     PageSpec("views/collectives.py", "Collectives what-if", ":material/call_split:", "Application"),
     PageSpec("views/classification.py", "Classification", ":material/category:", "Application"),

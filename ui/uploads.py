@@ -1,8 +1,10 @@
 """Uploaded files → a path :func:`llamp.ingest.read` understands.
 
-Accepted: several liballprof rank files (``pmpi-trace-rank-N.txt`` or ``<prefix>-N.dat``), one
-``.zip``/``.tar``/``.tar.gz``/``.tgz`` archive holding such a trace directory (or a ``.goal``
-file), one ``.goal`` file, or one ``.npz`` graph. Archives are unpacked without trusting their
+Accepted: every format of :data:`llamp.ingest.FORMATS` — the files of one trace (liballprof
+rank files, DUMPI ``.meta`` and ``.bin`` files, SimGrid TI rank files or one action file), one
+``.goal`` or ``.npz`` graph, or one ``.zip``/``.tar``/``.tar.gz``/``.tgz`` archive holding any of
+these (the only way to upload an OTF2 trace, which is a folder). The format is what
+:func:`llamp.ingest.detect_format` says, so a new format needs no change here. Archives are unpacked without trusting their
 member names (no absolute paths, no ``..``, no links) nor their declared sizes: the upload, the
 unpacked bytes (counted while writing, so a zip bomb stops at the limit) and the number of files
 are bounded by :class:`llamp.config.UiSettings` (``LLAMP_UI_MAX_*``).
@@ -21,10 +23,31 @@ from llamp.errors import InputError
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 GRAPH_SUFFIXES = (".goal", ".npz")
-#: Extensions the upload widget offers (without dots).
-UPLOAD_TYPES = ["txt", "dat", "goal", "npz", "zip", "tar", "gz", "tgz", "bz2", "xz"]
+#: Extensions the upload widget offers (without dots): trace files (liballprof ``.txt``/``.dat``,
+#: DUMPI ``.meta``/``.bin``, SimGrid TI ``.txt``/``.trace``), graphs, and archives (any format,
+#: and the only way to upload an OTF2 folder).
+UPLOAD_TYPES = [
+    "txt", "dat", "meta", "bin", "trace", "ti", "goal", "npz",
+    "zip", "tar", "gz", "tgz", "bz2", "xz",
+]  # fmt: skip
+#: What each registered format looks like as an upload (docs and error messages).
+FORMAT_HINTS = (
+    "liballprof: the pmpi-trace-rank-N.txt (or <prefix>-N.dat) files",
+    "DUMPI: the <prefix>.meta and <prefix>-NNNN.bin files",
+    "SimGrid TI: the per-rank <prefix>N.txt files or one action file",
+    "OTF2: the trace folder as a .zip/.tar.gz archive",
+    "GOAL: one .goal file",
+    "llamp graph: one .npz file",
+    "any of these as one .zip/.tar.gz archive",
+)
+#: Help text of the upload widget.
+UPLOAD_HELP = (
+    "One trace or graph, in any format llamp reads: "
+    + "; ".join(FORMAT_HINTS)
+    + ". Archives are unpacked safely (no links, no paths outside, size-limited)."
+)
 
-_RANK_FILE = re.compile(r"^(.*?)-?(\d+)\.(txt|dat)$")
+_RANK_FILE = re.compile(r"^(.*?)-?(\d+)\.(txt|dat|bin)$")
 
 
 @dataclass(frozen=True)
@@ -50,6 +73,9 @@ def default_run_name(uploads: list[Upload]) -> str:
         suffix = _archive_suffix(name) or Path(name).suffix
         if suffix and (suffix in ARCHIVE_SUFFIXES or suffix.lower() in GRAPH_SUFFIXES):
             return name[: -len(suffix)]
+    metas = [u for u in uploads if u.name.lower().endswith(".meta")]
+    if metas:  # DUMPI: the .meta file's stem is the trace's prefix
+        return Path(metas[0].name).stem
     match = _RANK_FILE.match(Path(uploads[0].name).name)
     stem = match.group(1).rstrip("-_.") if match else Path(uploads[0].name).stem
     # The tracer's standard prefix says nothing about the application: no default then.
@@ -102,8 +128,13 @@ def _unpack(archive: Path, into: Path, limits: UiSettings | None = None) -> None
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
                     rel = _safe_member(info.filename)
-                    if info.is_dir():
+                    if info.is_dir() or _junk(rel):
                         continue
+                    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                        raise InputError(
+                            f"{archive.name}: member {info.filename[:100]!r} is a symbolic link, "
+                            "which uploads may not contain"
+                        )
                     budget.add_file()
                     target = into / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +144,7 @@ def _unpack(archive: Path, into: Path, limits: UiSettings | None = None) -> None
             with tarfile.open(archive) as tf:
                 for member in tf:
                     rel = _safe_member(member.name)
-                    if member.isdir():
+                    if member.isdir() or _junk(rel):
                         continue
                     if not member.isfile():
                         raise InputError(
@@ -143,31 +174,83 @@ def _unpack(archive: Path, into: Path, limits: UiSettings | None = None) -> None
         raise InputError(f"{archive.name}: cannot unpack the archive ({str(err)[:200]})") from None
 
 
+def _detected(path: Path) -> str | None:
+    """The registered format of ``path``, or None."""
+    from llamp.ingest import detect_format
+
+    try:
+        return detect_format(path)
+    except (InputError, OSError, ValueError):
+        return None
+
+
+def _depth(root: Path, candidate: Path) -> int:
+    folder = candidate if candidate.is_dir() else candidate.parent
+    return len(folder.relative_to(root).parts)
+
+
+def _list_covers(list_file: Path) -> set[Path]:
+    """The folders holding the rank files a SimGrid list file names (a ``-trace-ti`` output is
+    such a list beside a folder of rank files: both stand for the same trace)."""
+    from llamp.ingest.simgrid import find_trace_files
+
+    try:
+        return {p.resolve().parent for p, rank in find_trace_files(list_file) if rank is not None}
+    except (InputError, OSError, ValueError):
+        return set()
+
+
 def _find_input(root: Path, label: str) -> Path:
-    """The trace directory or graph file inside an unpacked archive."""
-    files = [p for p in root.rglob("*") if p.is_file() and not p.name.startswith("._")]
-    graphs = [p for p in files if p.suffix.lower() in GRAPH_SUFFIXES]
-    rank_dirs = sorted(
-        {p.parent for p in files if _RANK_FILE.match(p.name)}, key=lambda d: len(d.parts)
-    )
-    if rank_dirs and graphs:
-        raise InputError(f"{label}: holds both trace files and graph files; upload one input")
-    if len(rank_dirs) > 1:
-        dirs = ", ".join(str(d.relative_to(root)) for d in rank_dirs[:4])
-        raise InputError(f"{label}: holds several trace directories ({dirs}); upload one")
-    if rank_dirs:
-        return rank_dirs[0]
-    if len(graphs) == 1:
-        return graphs[0]
-    if len(graphs) > 1:
-        raise InputError(f"{label}: holds {len(graphs)} graph files; upload one")
-    raise InputError(
-        f"{label}: found no trace (pmpi-trace-rank-N.txt files) and no .goal/.npz graph in it"
-    )
+    """The one input (trace directory or file of a registered format) inside an unpacked
+    archive: the directories and files :func:`llamp.ingest.detect_format` recognises, minus
+    those inside a recognised directory; exactly one must remain."""
+    from llamp.ingest.confine import confined_to
+
+    entries = sorted(p for p in root.rglob("*") if not _junk(p.relative_to(root)))
+    dirs = [root] + [p for p in entries if p.is_dir()]
+    files = [p for p in entries if p.is_file()]
+    found: list[tuple[Path, str]] = []
+    covered: list[Path] = []
+    with confined_to(root):
+        for folder in sorted(dirs, key=lambda d: len(d.parts)):
+            if any(c == folder or c in folder.parents for c in covered):
+                continue
+            fmt = _detected(folder)
+            if fmt is not None:
+                found.append((folder, fmt))
+                covered.append(folder)
+        for file in files:
+            if any(c in file.parents for c in covered):
+                continue
+            fmt = _detected(file)
+            if fmt is not None:
+                found.append((file, fmt))
+        listed = set()
+        for path, fmt in found:
+            if fmt == "simgrid" and path.is_file():
+                listed |= _list_covers(path)
+    found = [(p, f) for p, f in found if not (p.is_dir() and p.resolve() in listed)]
+    if len(found) == 1:
+        return found[0][0]
+    if not found:
+        known = ", ".join(FORMAT_HINTS)
+        raise InputError(f"{label}: found no trace or graph in it (readable formats: {known})")
+    names = ", ".join(
+        f"{(p.relative_to(root).as_posix() or '.')} ({fmt})" for p, fmt in found[:4]
+    ) + (", …" if len(found) > 4 else "")
+    raise InputError(f"{label}: holds several inputs ({names}); upload one trace or graph")
+
+
+def _junk(rel: PurePosixPath | Path) -> bool:
+    """Files an archiver adds beside the content (macOS resource forks and folders)."""
+    return any(part == "__MACOSX" or part.startswith("._") for part in rel.parts)
 
 
 def stage(uploads: list[Upload], workdir: Path, run_name: str) -> Path:
-    """Write ``uploads`` under ``workdir`` and return the path to read."""
+    """Write ``uploads`` under ``workdir`` and return the path to read: the one input inside
+    an archive, a graph file, or the folder of the uploaded trace files (every format of
+    :data:`llamp.ingest.FORMATS`: liballprof rank files, DUMPI ``.meta`` + ``.bin`` files,
+    SimGrid TI rank files or one action file; OTF2 only as an archive, as it is a folder)."""
     if not uploads:
         raise InputError("no file uploaded")
     limits = ui_settings()
@@ -181,34 +264,42 @@ def stage(uploads: list[Upload], workdir: Path, run_name: str) -> Path:
         raise InputError(
             f"{len(uploads)} files uploaded, more than {limits.max_files} (LLAMP_UI_MAX_FILES)"
         )
-    names = [Path(u.name).name for u in uploads]
+    names = [Path(u.name.replace("\\", "/")).name for u in uploads]
+    if any(n in ("", ".", "..") for n in names):
+        raise InputError(f"an uploaded file has no usable name ({names})")
     if len(set(names)) != len(names):
         raise InputError("two uploaded files have the same name")
     archives = [u for u in uploads if _archive_suffix(u.name)]
     graphs = [u for u in uploads if Path(u.name).suffix.lower() in GRAPH_SUFFIXES]
-    if archives or graphs:
-        if len(uploads) != 1:
-            raise InputError(
-                "upload either one archive, one .goal/.npz file, or the rank files of one "
-                f"trace, not a mix ({', '.join(names)})"
-            )
-        single = uploads[0]
-        path = workdir / Path(single.name).name
-        path.write_bytes(single.data)
-        if graphs:
-            return path
+    if (archives or graphs) and len(uploads) != 1:
+        raise InputError(
+            "upload either one archive, one .goal/.npz file, or the files of one trace, "
+            f"not a mix ({', '.join(names)})"
+        )
+    if archives:
+        path = workdir / names[0]
+        path.write_bytes(uploads[0].data)
         unpacked = workdir / "unpacked"
         unpacked.mkdir()
         _unpack(path, unpacked, limits)
-        return _find_input(unpacked, single.name)
-    unknown = [n for n in names if not _RANK_FILE.match(n)]
-    if unknown:
-        raise InputError(
-            f"not a trace rank file: {', '.join(unknown)} (expected pmpi-trace-rank-N.txt, "
-            "an archive, or a .goal/.npz file)"
-        )
-    trace_dir = workdir / (re.sub(r"[^A-Za-z0-9_.-]+", "_", run_name) or "trace")
+        return _find_input(unpacked, names[0])
+    trace_dir = workdir / (re.sub(r"[^A-Za-z0-9_.-]+", "_", run_name).strip(".") or "trace")
     trace_dir.mkdir()
-    for upload in uploads:
-        (trace_dir / Path(upload.name).name).write_bytes(upload.data)
-    return trace_dir
+    for name, upload in zip(names, uploads, strict=True):
+        (trace_dir / name).write_bytes(upload.data)
+    candidate = trace_dir / names[0] if len(uploads) == 1 else trace_dir
+    from llamp.ingest.confine import confined_to
+
+    with confined_to(workdir):
+        fmt = _detected(candidate)
+    if fmt is None:
+        raise InputError(
+            f"not a trace rank file nor any format llamp reads: {', '.join(names[:4])}"
+            f"{', …' if len(names) > 4 else ''} (expected {'; '.join(FORMAT_HINTS)})"
+        )
+    if fmt == "otf2":
+        raise InputError(
+            "an OTF2 trace is a folder (the .otf2 anchor, .def files and the traces folder): "
+            "upload it as one .zip or .tar.gz archive"
+        )
+    return candidate

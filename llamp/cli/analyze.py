@@ -14,6 +14,7 @@ from typing import Any
 import click
 import numpy as np
 
+from llamp import config
 from llamp.cli.base import (
     cli,
     collectives_option,
@@ -22,13 +23,20 @@ from llamp.cli.base import (
     host_speed_option,
     json_option,
     latency_options,
+    levels_option,
     load_graph_spec,
     params_options,
     parse_collectives,
     refuse_host_speed_for_run,
     table,
 )
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import (
+    format_ns,
+    format_percent,
+    parse_duration_ns,
+    parse_percents,
+    parse_range,
+)
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -302,7 +310,7 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     col = next(iter(points_[0]))
     rows = [
         (
-            f"{r[col]:g}",
+            config.format_value(parameter, r[col]),
             format_ns(r["runtime_ns"]),
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
@@ -310,21 +318,9 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
         )
         for r in points_
     ]
-    click.echo(table(rows, (col, "T", "λ_L", "λ_G", "ρ_L")))
+    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
-
-
-def parse_range(parameter: str, lo: str, hi: str) -> tuple[float, float]:
-    if parameter == "G":
-        from llamp.config import parse_gap_ns_per_byte
-
-        a, b = parse_gap_ns_per_byte(lo), parse_gap_ns_per_byte(hi if hi != "100us" else "1ns/B")
-    else:
-        a, b = parse_duration_ns(lo), parse_duration_ns(hi)
-    if not 0 <= a <= b:
-        raise InputError(f"--from {lo} --to {hi}: need 0 ≤ from ≤ to")
-    return a, b
 
 
 def _budget_option(default: str):
@@ -341,20 +337,13 @@ def _budget_option(default: str):
 
 
 def parse_budget(text: str, graph: ExecutionGraph, params: LogGPS) -> int | None:
-    """``all`` → no budget, ``auto`` → :func:`llamp.lp.critical.evaluation_budget`, or N ≥ 2."""
-    value = text.strip().lower()
-    if value == "all":
-        return None
-    if value == "auto":
+    """:func:`llamp.config.parse_budget`, with ``auto`` resolved for ``graph`` by
+    :func:`llamp.lp.critical.evaluation_budget`."""
+    budget = config.parse_budget(text)
+    if budget == "auto":
         from llamp.lp.critical import evaluation_budget
 
         return evaluation_budget(graph, params)
-    try:
-        budget = int(value)
-    except ValueError:
-        raise InputError(f"--max-evaluations: {text!r} is not all, auto or a number") from None
-    if budget < 2:
-        raise InputError(f"--max-evaluations: {budget} < 2 (both ends of the range)")
     return budget
 
 
@@ -370,13 +359,27 @@ def parse_budget(text: str, graph: ExecutionGraph, params: LogGPS) -> int | None
 @click.option("--from", "lo", default="0", show_default=True)
 @click.option("--to", "hi", default="100us", show_default=True)
 @_budget_option("all")
-def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi, budget) -> None:
+@click.option(
+    "--min-jump",
+    "min_jump",
+    default=None,
+    metavar="PERCENT",
+    help="Show the breakpoints that matter: merge runs of critical values whose λ steps are "
+    "below PERCENT of λ, rank by the jump of λ (e.g. 1%). The JSON adds them as significant; "
+    "the full exact list stays. With a budget, intervals that may hold such a jump are "
+    "refined first (default 1%).",
+)
+def critical(
+    graph, graph_spec, params, engine, as_json, parameter, lo, hi, budget, min_jump
+) -> None:
     """Every critical latency in [FROM, TO] and λ_L on each linear piece (exact)."""
-    from llamp.lp import critical_latencies
+    from llamp.config import parse_percent
+    from llamp.lp.critical import MIN_JUMP
 
     a, b = parse_range(parameter, lo, hi)
+    jump = None if min_jump is None else parse_percent(min_jump, what="--min-jump")
     choice = _engine_choice(engine, graph)
-    result = critical_latencies(
+    result = _search_critical(
         graph,
         params,
         a,
@@ -384,49 +387,100 @@ def critical(graph, graph_spec, params, engine, as_json, parameter, lo, hi, budg
         parameter=parameter,
         engine=engine,
         max_evaluations=parse_budget(budget, graph, params),
+        min_jump=MIN_JUMP if jump is None else jump,
+        show_progress=not as_json,
     )
     if as_json:
-        emit_json(result.as_dict() | {"engine_note": choice.note})
+        payload = result.as_dict() | {"engine_note": choice.note}
+        if jump is not None:
+            unit, slope = result.units()
+            payload["min_jump"] = jump
+            payload["significant"] = [p.as_dict(unit, slope) for p in result.significant(jump)]
+        emit_json(payload)
         return
-    _print_critical(result)
+    _print_critical(result, jump)
     _echo_note(choice)
 
 
-def _print_critical(result) -> None:
+def _search_critical(graph, params, a, b, *, show_progress: bool = False, **options):
+    """:func:`llamp.lp.critical_latencies` with a progress bar on a terminal (share of the
+    λ jump between the ends resolved, or of the budget spent if more; waves, evaluations)."""
+    from tqdm import tqdm
+
+    from llamp.lp import critical_latencies
+
+    with tqdm(total=100, unit="%", leave=False, disable=None if show_progress else True) as bar:
+        budget = options.get("max_evaluations")
+
+        def progress(done: float, waves: int, evaluations: int, open_: int) -> None:
+            if budget:  # the budget ends the search before the λ jump is resolved
+                done = max(done, evaluations / budget)
+            bar.update(round(100 * done) - bar.n)
+            bar.set_postfix_str(f"{waves} waves, {evaluations} evaluations, {open_} open")
+
+        return critical_latencies(graph, params, a, b, progress=progress, **options)
+
+
+def _print_critical(result, min_jump: float | None = None) -> None:
     fmt = format_ns if result.parameter in ("L", "o") else (lambda v: f"{v:g} ns/B")
     found = "" if result.complete else " found"
+    name = f"λ_{result.parameter}"
     click.echo(
         f"{len(result.critical)} critical value(s) of {result.parameter}{found} in "
-        f"[{fmt(result.lo)}, {fmt(result.hi)}] ({result.evaluations} evaluations, {result.engine})"
+        f"[{fmt(result.lo)}, {fmt(result.hi)}] ({result.evaluations} evaluations in "
+        f"{result.waves} waves, {result.engine})"
     )
     if not result.complete:
         width = sum(u.end - u.start for u in result.unresolved)
         click.echo(
             f"incomplete: the budget of {result.max_evaluations} evaluations ran out with "
             f"{len(result.unresolved)} interval(s) unresolved ({fmt(width)} of the range), each "
-            f"holding at least one more critical value (--max-evaluations all finds them all)"
+            f"holding at least one more critical value (--max-evaluations all finds them all); "
+            f"together {name} jumps by {result.unresolved_jump:g} in them, and every critical "
+            f"value where {name} jumps by more than {result.unresolved_bound:.3%} was found"
         )
-    rows = [
-        (
-            fmt(s.start),
-            fmt(s.end),
-            f"{s.slope:g}",
-            format_ns(s.runtime_start_ns),
-            format_ns(s.runtime_end_ns),
+    if min_jump is not None:
+        significant = result.significant(min_jump)
+        click.echo(
+            f"{len(significant)} breakpoint(s) where {name} jumps by ≥ {min_jump * 100:g}% "
+            f"(runs of smaller steps merged), biggest jump first; {len(result.critical)} exact "
+            f"critical value(s) in all (--json lists them):"
         )
-        for s in result.segments
-    ]
-    if rows:
-        click.echo(table(rows, ("from", "to", f"λ_{result.parameter}", "T(from)", "T(to)")))
+        rows = [
+            (
+                fmt(p.at),
+                "" if p.merged == 1 else f"{fmt(p.lo)} – {fmt(p.hi)}",
+                f"{p.slope_before:g} → {p.slope_after:g}",
+                f"{p.jump:+g}",
+                f"{p.relative_jump:+.2%}",
+                p.merged,
+            )
+            for p in significant
+        ]
+        if rows:
+            click.echo(table(rows, ("at", "merged range", name, "jump", "relative", "merged")))
+    else:
+        rows = [
+            (
+                fmt(s.start),
+                fmt(s.end),
+                f"{s.slope:g}",
+                format_ns(s.runtime_start_ns),
+                format_ns(s.runtime_end_ns),
+            )
+            for s in result.segments
+        ]
+        if rows:
+            click.echo(table(rows, ("from", "to", name, "T(from)", "T(to)")))
     if result.unresolved:
-        name = f"λ_{result.parameter}"
         rows = [
             (fmt(u.start), fmt(u.end), f"{u.slope_start:g} → {u.slope_end:g}")
-            for u in result.unresolved[:20]
+            for u in sorted(result.unresolved, key=lambda u: -u.jump)[:20]
         ]
         more = len(result.unresolved) - len(rows)
         click.echo(
-            f"unresolved intervals (first {len(rows)}{f' of {len(rows) + more}' if more else ''}):"
+            f"unresolved intervals (largest {name} jump first, "
+            f"{len(rows)}{f' of {len(rows) + more}' if more else ''}):"
         )
         click.echo(table(rows, ("from", "to", name)))
 
@@ -438,7 +492,7 @@ def _print_critical(result) -> None:
 @engine_option
 @json_option
 @_save_option
-@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+@levels_option("1,2,5", "Degradations")
 def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
     """x% latency and bandwidth tolerance relative to T at the configured L, G."""
     from llamp.lp import tolerance as run_tolerance
@@ -461,10 +515,8 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
 
 
 def parse_levels(text: str) -> list[float]:
-    try:
-        return [float(v) / 100.0 for v in text.split(",") if v.strip()]
-    except ValueError as err:
-        raise InputError(f"--x: cannot read {text!r} (expected percents, e.g. 1,2,5)") from err
+    """``--x``: percentages (:func:`llamp.config.parse_percents`) as sorted fractions."""
+    return list(parse_percents(text, what="--x"))
 
 
 def _print_tolerance(result) -> None:
@@ -475,7 +527,7 @@ def _print_tolerance(result) -> None:
     ):
         rows.append(
             (
-                f"{lat.x:.0%}",
+                format_percent(lat.x),
                 format_ns(lat.bound_ns),
                 format_ns(lat.value),
                 "—"
@@ -556,7 +608,7 @@ def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
 @graph_argument
 @params_options
 @json_option
-@click.option("--x", "levels", default="1,2,5", show_default=True, help="Degradations in percent.")
+@levels_option("1,2,5", "Degradations")
 @click.option(
     "--axes",
     default=None,
@@ -664,12 +716,9 @@ def region(
         if not sep or name not in names:
             raise InputError(f"--max: {item!r} is not VAR=VALUE for an axis ({', '.join(names)})")
         box[name] = axis[name].parse(text, f"--max {name}")
-    max_evaluations = None
-    if budget.strip().lower() != "all":
-        try:
-            max_evaluations = int(budget)
-        except ValueError:
-            raise InputError(f"--max-evaluations: {budget!r} is not all or a number") from None
+    max_evaluations = config.parse_budget(budget)
+    if max_evaluations == "auto":
+        raise InputError("--max-evaluations: region takes all or a whole number, not auto")
     with tqdm(unit=" evaluations", leave=False, disable=None) as bar:
         result = tolerance_region(
             graph,
@@ -831,6 +880,40 @@ def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) 
 
 
 # ---------------------------------------------------------------------- report
+def _sweep_from_segments(graph, params, crit, values: np.ndarray, engine: str):
+    """The report's sweep of L: ``T`` and ``λ_L`` read from the exact segments of ``crit``
+    (same range), evaluated only at the points inside unresolved intervals. Rows from the
+    segments have ``source`` ``"segments"`` and no ``lambda_G``/``lambda_o`` (null)."""
+    import pandas as pd
+
+    from llamp.lp import sweep as run_sweep
+
+    if crit.hi <= crit.lo:  # a range of zero width has no segments
+        return run_sweep(graph, params, values, engine=engine).assign(source="sweep")
+    inside = np.zeros(values.size, dtype=bool)
+    for u in crit.unresolved:
+        inside |= (values > u.start) & (values < u.end)
+    known = values[~inside]
+    T = crit.runtime_at(known) if known.size else np.zeros(0)
+    lam = crit.slope_at(known) if known.size else np.zeros(0)
+    rows = pd.DataFrame(
+        {
+            "L_ns": known,
+            "runtime_ns": T,
+            "lambda_L": lam,
+            "lambda_G": None,
+            "lambda_o": None,
+            "rho_L": np.where(T > 0, known * lam / np.where(T > 0, T, 1.0), 0.0),
+            "engine": crit.engine,
+            "source": "segments",
+        }
+    )
+    if inside.any():
+        swept = run_sweep(graph, params, values[inside], engine=engine).assign(source="sweep")
+        rows = pd.concat([rows, swept], ignore_index=True).sort_values("L_ns", kind="stable")
+    return rows.reset_index(drop=True)
+
+
 @cli.command()
 @graph_argument
 @params_options
@@ -845,9 +928,8 @@ def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) 
 @_budget_option("auto")
 def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, budget) -> None:
     """Everything at once: summary, prediction, sweep, critical latencies, tolerance, path."""
-    from llamp.lp import critical_latencies, critical_path
+    from llamp.lp import critical_path
     from llamp.lp import predict as run_predict
-    from llamp.lp import sweep as run_sweep
     from llamp.lp import tolerance as run_tolerance
 
     a, b = parse_range("L", lo, hi)
@@ -861,15 +943,22 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, b
         return out
 
     pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
-    frame = timed(
-        "sweep", lambda: run_sweep(graph, params, np.linspace(a, b, points), engine=engine)
-    )
     max_evaluations = parse_budget(budget, graph, params)
     crit = timed(
         "critical",
-        lambda: critical_latencies(
-            graph, params, a, b, engine=engine, max_evaluations=max_evaluations
+        lambda: _search_critical(
+            graph,
+            params,
+            a,
+            b,
+            engine=engine,
+            max_evaluations=max_evaluations,
+            show_progress=not as_json,
         ),
+    )
+    frame = timed(
+        "sweep",
+        lambda: _sweep_from_segments(graph, params, crit, np.linspace(a, b, points), engine),
     )
     tol = timed(
         "tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine)
@@ -904,7 +993,11 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, b
         f"T = {format_ns(pred.runtime_ns)}   λ_L = {pred.lambda_L:g}   λ_G = {pred.lambda_G:g}   "
         f"λ_o = {pred.lambda_o:g}   ρ_L = {pred.rho_L:.3%}   [{pred.engine}]"
     )
-    click.echo(f"\nsweep of L [{', '.join(sorted(set(frame['engine'])))}]:")
+    exact = int((frame["source"] == "segments").sum())
+    click.echo(
+        f"\nsweep of L [{', '.join(sorted(set(frame['engine'])))}]: {exact} of {len(frame)} "
+        "point(s) read from the exact segments, the rest evaluated"
+    )
     rows = [
         (format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}")
         for r in frame.itertuples(index=False)

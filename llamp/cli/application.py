@@ -13,9 +13,25 @@ import math
 import click
 import numpy as np
 
-from llamp.cli.analyze import graph_argument, parse_levels, parse_range
-from llamp.cli.base import cli, emit_json, host_speed_option, json_option, params_options, table
-from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
+from llamp.cli.analyze import graph_argument, parse_levels
+from llamp.cli.base import (
+    RegistryChoice,
+    cli,
+    emit_json,
+    host_speed_option,
+    json_option,
+    levels_option,
+    message,
+    params_options,
+    table,
+)
+from llamp.config import (
+    format_ns,
+    parse_duration_ns,
+    parse_gap_ns_per_byte,
+    parse_percent,
+    parse_range,
+)
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -39,9 +55,7 @@ def _ns(value: float) -> str:
 @click.option("--from", "lo", default="0", show_default=True, help="First L of the sweep.")
 @click.option("--to", "hi", default="100us", show_default=True, help="Last L of the sweep.")
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-@click.option(
-    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
-)
+@levels_option()
 @click.option("--lenient", is_flag=True, help="Turn per-line trace problems into warnings.")
 @host_speed_option
 def collectives(
@@ -138,15 +152,37 @@ def collectives(
         click.echo(f"note: {note}")
 
 
+def _distributions() -> tuple[str, ...]:
+    """Noise distributions of the Monte Carlo (:data:`llamp.lp.variability.DISTRIBUTIONS`)."""
+    from llamp.lp.variability import DISTRIBUTIONS
+
+    return DISTRIBUTIONS
+
+
 # ---------------------------------------------------------------------- classify
+def _target_networks() -> tuple[str, ...]:
+    """The built-in target networks (:data:`llamp.lp.classify.NETWORKS`)."""
+    from llamp.lp.classify import NETWORKS
+
+    return tuple(NETWORKS)
+
+
 @cli.command()
 @graph_argument
 @json_option
 @click.option(
-    "--network",
+    "--target",
     "network_name",
+    type=RegistryChoice(_target_networks, case_sensitive=False),
     default=None,
-    help="Target network: 1GbE, 10GbE, QDR, HDR, NDR, 100GbE, 400GbE.",
+    help="Target network, one of the built-in ones (Tong et al. 2016, Table I).",
+)
+@click.option(
+    "--network",
+    "deprecated_network",
+    default=None,
+    hidden=True,
+    help="Deprecated spelling of --target (elsewhere --network is a calibrated profile).",
 )
 @click.option("--bandwidth", default=None, help="Custom network bandwidth (e.g. 25Gb/s, or Gb/s).")
 @click.option("--latency", default=None, help="Custom network latency (e.g. 2us).")
@@ -159,25 +195,32 @@ def collectives(
 )
 @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (default 256KiB).")
 @click.option(
-    "--compute-share", default=90.0, show_default=True, help="C1: computation ≥ this % of T."
+    "--compute-share",
+    default="90",
+    show_default=True,
+    metavar="PCT",
+    help="C1: computation ≥ this percentage of T (e.g. 90 or 90%).",
 )
 @click.option(
     "--bound-share",
-    default=25.0,
+    default="25",
     show_default=True,
-    help="C2–C5: wait / communication ≥ this % of T.",
+    metavar="PCT",
+    help="C2–C5: wait / communication ≥ this percentage of T.",
 )
 @click.option(
     "--sensitive-share",
-    default=10.0,
+    default="10",
     show_default=True,
-    help="The '-sensitive' variants: ≥ this % of T.",
+    metavar="PCT",
+    help="The '-sensitive' variants: ≥ this percentage of T.",
 )
 @click.option(
     "--insensitive",
-    default=5.0,
+    default="5",
     show_default=True,
-    help="Insensitive: changes by less than this % over a set.",
+    metavar="PCT",
+    help="Insensitive: changes by less than this percentage over a set.",
 )
 @click.option(
     "--decrease",
@@ -197,6 +240,7 @@ def classify(
     graph_spec: str,
     as_json,
     network_name,
+    deprecated_network,
     bandwidth,
     latency,
     o,
@@ -217,8 +261,17 @@ def classify(
     from llamp.lp.classify import Network, Thresholds, network
     from llamp.lp.classify import classify as run_classify
 
+    if deprecated_network is not None:
+        message(
+            "warning",
+            "classify --network is deprecated: use --target (--network names a calibrated "
+            "profile in every other command)",
+        )
+        if network_name is not None:
+            raise InputError("give --target only (--network is its deprecated spelling)")
+        network_name = deprecated_network
     if network_name and (bandwidth or latency):
-        raise InputError("give either --network or --bandwidth/--latency, not both")
+        raise InputError("give either --target or --bandwidth/--latency, not both")
     if network_name:
         net = network(network_name)
     elif bandwidth and latency:
@@ -231,15 +284,15 @@ def classify(
         )
     else:
         raise InputError(
-            "choose a target network: --network NAME (1GbE, 10GbE, QDR, HDR, NDR, 100GbE, "
-            "400GbE) or --bandwidth BW --latency L"
+            f"choose a target network: --target NAME ({', '.join(_target_networks())}) or "
+            "--bandwidth BW --latency L"
         )
     base = LogGPS.parse(o=o, S=S)
     th = Thresholds(
-        compute_share=compute_share / 100.0,
-        bound_share=bound_share / 100.0,
-        sensitive_share=sensitive_share / 100.0,
-        insensitive=insensitive / 100.0,
+        compute_share=parse_percent(compute_share, what="--compute-share"),
+        bound_share=parse_percent(bound_share, what="--bound-share"),
+        sensitive_share=parse_percent(sensitive_share, what="--sensitive-share"),
+        insensitive=parse_percent(insensitive, what="--insensitive"),
         decrease=decrease,
         span=span,
     )
@@ -337,7 +390,7 @@ def _slow_ranks(text: str | None) -> tuple[int, ...]:
 )
 @click.option(
     "--distribution",
-    type=click.Choice(["lognormal", "normal", "halfnormal"]),
+    type=RegistryChoice(_distributions),
     default="lognormal",
     show_default=True,
     help="Law of the factors (mean 1): normal is truncated at 0.",
@@ -351,7 +404,7 @@ def _slow_ranks(text: str | None) -> tuple[int, ...]:
     help="Factor on the calc costs of the slow ranks.",
 )
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--x", "levels", default="1", show_default=True, help="Tolerance levels in percent.")
+@levels_option("1")
 @click.option("--runtime-only", is_flag=True, help="Only T (no λ_L, ρ_L, tolerance): faster.")
 @click.option(
     "--samples-csv",

@@ -1,19 +1,26 @@
-"""Shared pieces of the CLI: the root group, parameter options, JSON output, graph resolution."""
+"""Shared pieces of the CLI: the root group, parameter options, choices built from the
+registries, the message channel (``llamp: warning: …``), JSON output, graph resolution.
+
+Value parsers and formatters live in :mod:`llamp.config` (one per value kind, shared with the
+UI and study specs); they are re-exported here for the commands."""
 
 from __future__ import annotations
 
 import functools
 import json
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from llamp import config
-from llamp.config import parse_duration_ns
-from llamp.errors import InputError
+from llamp.config import format_table as table
+from llamp.config import parse_collectives, parse_duration_ns
+from llamp.errors import InputError, tidy
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
 
@@ -33,6 +40,68 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     """llamp: how much network latency and bandwidth loss an MPI application tolerates."""
     ctx.ensure_object(dict)
     ctx.obj["store_uri"] = store_uri
+    ctx.with_resource(relay_warnings())
+
+
+__all__ = ["RegistryChoice", "message", "parse_collectives", "relay_warnings", "table"]
+
+
+class RegistryChoice(click.Choice):
+    """A ``click.Choice`` whose values come from a registry (``FORMATS``, ``ENGINES``, the
+    built-in networks), read when first needed: adding an entry to the registry adds it to
+    the option, its help and its error message, and ``llamp --help`` imports nothing heavy."""
+
+    def __init__(self, load: Callable[[], Iterable[str]], case_sensitive: bool = True) -> None:
+        self._load = load
+        self._loaded: tuple[str, ...] | None = None
+        super().__init__((), case_sensitive=case_sensitive)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        if self._loaded is None:
+            self._loaded = tuple(self._load())
+        return self._loaded
+
+    @choices.setter
+    def choices(self, value: Iterable[str]) -> None:  # click's __init__ assigns ()
+        pass
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """The names as the registry spells them (``QDR``, ``100GbE``), not case-folded."""
+        return "[" + "|".join(self.choices) + "]"
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        return f"{value!r} is not one of {', '.join(map(repr, self.choices))}."
+
+
+def message(kind: str, text: object) -> None:
+    """The CLI's one channel for diagnostics: one line ``llamp: KIND: text`` on stderr
+    (``warning``, ``error``, ``note``), control characters escaped, passwords redacted."""
+    line = tidy(config.redact(str(text)).strip().replace("\n", " "))
+    click.echo(f"llamp: {kind}: {line}", err=True)
+
+
+def _show_warning(msg, category, filename, lineno, file=None, line=None) -> None:
+    message("warning", msg)
+
+
+@contextmanager
+def relay_warnings() -> Iterator[None]:
+    """Python warnings raised while a command runs (``IngestWarning``, a solver's
+    ``RuntimeWarning``) become ``llamp: warning:`` lines instead of Python's two-line format;
+    each distinct message once. Deprecation and import notices of the libraries llamp uses are
+    for developers, not users, and stay hidden as Python hides them by default."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning):
+            warnings.simplefilter("ignore", category)
+        warnings.simplefilter("ignore", ResourceWarning)
+        previous = warnings.showwarning
+        warnings.showwarning = _show_warning
+        try:
+            yield
+        finally:
+            warnings.showwarning = previous
 
 
 def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -159,16 +228,35 @@ def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def levels_option(default: str = "1,2,5", what: str = "Tolerance levels"):
+    """``--x``: degradations as percentages (:func:`llamp.config.parse_percents`)."""
+    return click.option(
+        "--x",
+        "levels",
+        default=default,
+        show_default=True,
+        metavar="PCT,...",
+        help=f"{what}: percentages of the baseline runtime, e.g. 1,2,5 or 0.5%. A bare number "
+        "is a percentage (0.5 means 0.5 %); each must be positive.",
+    )
+
+
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
         func
     )
 
 
+def _engines() -> tuple[str, ...]:
+    from llamp.lp.predict import ENGINES
+
+    return ENGINES
+
+
 def engine_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--engine",
-        type=click.Choice(["auto", "graph", "glop", "highs"]),
+        type=RegistryChoice(_engines),
         default="auto",
         show_default=True,
         help="graph: exact critical-path engine; glop/highs: the LLAMP linear program.",
@@ -206,21 +294,6 @@ def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def parse_collectives(text: str | None) -> dict[str, str]:
-    """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``."""
-    if not text:
-        return {}
-    choices: dict[str, str] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise InputError(f"--collectives: {item!r} is not OP=ALGORITHM")
-        op, alg = (part.strip().lower() for part in item.split("=", 1))
-        choices[op] = alg
-    return choices
-
-
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -236,17 +309,6 @@ def _clean(value: Any) -> Any:
 def emit_json(payload: Any) -> None:
     """Print ``payload`` as stable JSON (sorted keys, infinities as the string "inf")."""
     click.echo(json.dumps(_clean(payload), indent=2, sort_keys=True))
-
-
-def table(rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> str:
-    """A plain aligned text table."""
-    cells = [tuple(str(c) for c in headers)] + [tuple(str(c) for c in row) for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def check_output(path: Path, suffixes: tuple[str, ...] = (".npz", ".goal")) -> None:

@@ -3,7 +3,7 @@
 ``llamp ingest PATH`` reads a trace directory, a ``.goal`` or an ``.npz`` file. With ``-o OUT``
 the graph is written to ``OUT`` (``.npz`` or ``.goal``, chosen by the suffix); with ``--name`` or
 without ``-o`` it is stored as a run in the graph store (``--store`` / ``$LLAMP_STORE``). Whatever
-the reader absorbed, dropped or guessed is printed on stderr as ``warning:`` lines.
+the reader absorbed, dropped or guessed is printed on stderr as ``llamp: warning:`` lines.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from llamp.cli.base import (
+    RegistryChoice,
     check_output,
     cli,
     collectives_option,
@@ -23,6 +24,7 @@ from llamp.cli.base import (
     host_speed_option,
     json_option,
     load_graph_spec,
+    message,
     parse_collectives,
     table,
 )
@@ -34,14 +36,21 @@ from llamp.graph import ExecutionGraph
 PROGRESS_BYTES = 32 << 20
 
 
+def _formats() -> tuple[str, ...]:
+    """``auto`` and every registered format (:data:`llamp.ingest.FORMATS`)."""
+    from llamp.ingest import FORMATS
+
+    return ("auto", *FORMATS)
+
+
 def _input_bytes(path: Path) -> int:
     if path.is_dir():
         return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
     return path.stat().st_size
 
 
-def _read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
-    """``llamp.ingest.read`` with its warnings turned into ``warning:`` lines on stderr."""
+def read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
+    """``llamp.ingest.read`` with its warnings turned into ``llamp: warning:`` lines on stderr."""
     from llamp.ingest import read
     from llamp.ingest.events import IngestWarning
 
@@ -51,9 +60,9 @@ def _read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
     for w in caught:
         if issubclass(w.category, IngestWarning):
             continue  # the same lines are in graph.meta["warnings"]
-        click.echo(f"warning: {w.message}", err=True)
+        message("warning", w.message)
     for line in graph.meta.get("warnings", []) or []:
-        click.echo(f"warning: {line}", err=True)
+        message("warning", line)
     return graph
 
 
@@ -95,8 +104,8 @@ def _store(
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "liballprof", "goal", "npz"]),
-    help="Input format (auto: from the path).",
+    type=RegistryChoice(_formats),
+    help="Input format (auto: detected from the path).",
 )
 @collectives_option
 @host_speed_option
@@ -139,7 +148,7 @@ def ingest_cmd(
     if progress is None:
         progress = _input_bytes(path) >= PROGRESS_BYTES
     started = time.perf_counter()
-    graph = _read_reporting(
+    graph = read_reporting(
         path,
         fmt=fmt,
         collectives=parse_collectives(collectives),
@@ -248,11 +257,11 @@ def info_cmd(
         rows.append(
             ("collectives", ", ".join(f"{k}={v}" for k, v in payload["collectives"].items()))
         )
-    click.echo(table(rows, ("", "")))
+    click.echo(table(rows, ()))
     per_rank = [(r, format_ns(v)) for r, v in enumerate(summary.calc_ns_per_rank)]
     if len(per_rank) > 16:
         per_rank = per_rank[:8] + [("…", "…")] + per_rank[-8:]
     click.echo()
     click.echo(table(per_rank, ("rank", "calc")))
     for line in payload["warnings"]:
-        click.echo(f"warning: {line}", err=True)
+        message("warning", line)

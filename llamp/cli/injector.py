@@ -21,6 +21,7 @@ from llamp.cli.base import (
     emit_json,
     engine_option,
     json_option,
+    message,
     model_options,
     parse_collectives,
     table,
@@ -183,7 +184,7 @@ def calibrate_cmd(
     )
     click.echo(f"  RMS residual {result['rms_residual_pct']:.1f}%")
     for w in fit.warnings:
-        click.echo(f"warning: {w}", err=True)
+        message("warning", w)
     if save_name:
         click.echo(f"saved network {save_name!r} → {result['saved']}")
 
@@ -249,15 +250,23 @@ def inject_cmd(
             "(intercommunicators, non-commutative reduce, alltoallw, …)"
         )
     if c["header_mismatches"] or c["orphaned_receives"]:
-        click.echo(
-            f"warning: {int(c['header_mismatches'])} messages lost their header pairing, "
+        message(
+            "warning",
+            f"{int(c['header_mismatches'])} messages lost their header pairing, "
             f"{int(c['orphaned_receives'])} active receives were freed",
-            err=True,
         )
     click.echo(f"  other processes used {run.other_load_cores:.2f} cores during the run")
 
 
 # --------------------------------------------------------------------------- validate
+def _seconds(text: str, what: str) -> float:
+    """A positive duration (:func:`llamp.config.parse_duration_ns`, bare numbers in seconds)."""
+    value = parse_duration_ns(text, default_unit="s") / 1e9
+    if not 0 < value < float("inf"):
+        raise InputError(f"{what}: {text!r} must be a positive duration (e.g. 300s)")
+    return value
+
+
 @cli.command("validate", context_settings=_COMMAND)
 @click.option("--deltas", required=True, help="ΔL values, e.g. 0,10,20,50,100us.")
 @click.option("--repeat", default=5, show_default=True, type=int, help="Runs per ΔL.")
@@ -282,13 +291,19 @@ def inject_cmd(
 )
 @click.option(
     "--quiet-timeout",
-    type=float,
-    default=300.0,
+    default="300s",
     show_default=True,
-    help="With --max-load: seconds to wait for a quiet machine before a run.",
+    metavar="DURATION",
+    help="With --max-load: how long to wait for a quiet machine before a run (e.g. 300s, 5000ms; "
+    "a bare number is seconds).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the run order.")
-@click.option("--timeout", type=float, default=None, help="Seconds one application run may take.")
+@click.option(
+    "--timeout",
+    default=None,
+    metavar="DURATION",
+    help="How long one application run may take (e.g. 600s; a bare number is seconds).",
+)
 @click.option("--no-store", is_flag=True, help="Do not store the run and the result.")
 @click.option(
     "--show-output",
@@ -311,9 +326,9 @@ def validate_cmd(
     collectives: str | None,
     engine: str,
     max_load: float | None,
-    quiet_timeout: float,
+    quiet_timeout: str,
     seed: int,
-    timeout: float | None,
+    timeout: str | None,
     no_store: bool,
     show_output: bool,
     mpicc: str | None,
@@ -321,9 +336,7 @@ def validate_cmd(
     command: tuple[str, ...],
 ) -> None:
     """Predict T(L0 + ΔL) from one trace and compare with runs under the injector (RRMSE)."""
-    import time
-
-    from llamp.injector.validate import parse_deltas, run_validation
+    from llamp.injector.validate import default_run_name, parse_deltas, run_validation
 
     if params is None:
         raise InputError(
@@ -336,7 +349,7 @@ def validate_cmd(
         from llamp.ingest.build import check_algorithms
 
         check_algorithms(algorithms)
-    name = run_name or f"validate-{Path(command[-1]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name = run_name or default_run_name(command)
     log_dir = llamp_home() / "validation" / name
     log_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
@@ -355,9 +368,9 @@ def validate_cmd(
             store=not no_store,
             seed=seed,
             max_other_load=max_load,
-            quiet_timeout_s=quiet_timeout,
+            quiet_timeout_s=_seconds(quiet_timeout, "--quiet-timeout"),
             times=times,
-            timeout=timeout,
+            timeout=None if timeout is None else _seconds(timeout, "--timeout"),
             output=None if show_output else app_log,
             log=say,
         )

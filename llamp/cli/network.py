@@ -14,8 +14,17 @@ import click
 import numpy as np
 
 from llamp.cli.analyze import graph_argument, parse_levels
-from llamp.cli.base import cli, emit_json, json_option, latency_options, params_options, table
-from llamp.config import format_ns, parse_duration_ns
+from llamp.cli.base import (
+    RegistryChoice,
+    cli,
+    emit_json,
+    json_option,
+    latency_options,
+    levels_option,
+    params_options,
+    table,
+)
+from llamp.config import format_ns, format_percent, parse_duration_ns
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
@@ -52,9 +61,7 @@ def _shift(value: float) -> str:
 @latency_options
 @params_options
 @json_option
-@click.option(
-    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
-)
+@levels_option()
 def topology(
     graph: ExecutionGraph,
     graph_spec: str,
@@ -110,7 +117,13 @@ def topology(
                 value, share = format_ns(var["value_ns"]), f"{var['lambda_share']:.2%}"
                 cells = [_ns(v) for v in mine["tolerance_ns"]]
             rows.append((var["variable"], value, f"{var['lambda']:g}", share, *cells))
-        headers = ("variable", "value", "λ", "value·λ/T", *(f"{v:.0%} tolerance" for v in x))
+        headers = (
+            "variable",
+            "value",
+            "λ",
+            "value·λ/T",
+            *(f"{format_percent(v)} tolerance" for v in x),
+        )
         click.echo(table(rows, headers))
         click.echo("")
 
@@ -305,6 +318,13 @@ def matrix(
 
 
 # ---------------------------------------------------------------------- place
+def _mapping_formats() -> tuple[str, ...]:
+    """Rank-mapping file formats (:data:`llamp.lp.placement.FORMATS`)."""
+    from llamp.lp.placement import FORMATS
+
+    return FORMATS
+
+
 @cli.command()
 @graph_argument
 @click.option(
@@ -361,7 +381,7 @@ def matrix(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["openmpi", "mpich", "slurm"]),
+    type=RegistryChoice(_mapping_formats),
     default="openmpi",
     show_default=True,
     help="openmpi rankfile, mpich (Hydra) machinefile, slurm SLURM_HOSTFILE.",

@@ -10,7 +10,6 @@ that each rank left a complete ``pmpi-trace-rank-<N>.txt`` (liballprof format) i
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +43,10 @@ def _check_run_name(name: str, store_uri: str | None, replace: bool) -> None:
 
 
 def _ingest(directory: Path, name: str, collectives: dict[str, str], store_uri, replace: bool):
+    from llamp.cli.ingest import read_reporting
     from llamp.graphdb import open_store
-    from llamp.ingest import read
-    from llamp.ingest.events import IngestWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        graph = read(directory, fmt="liballprof", collectives=collectives, name=name)
-    for w in caught:
-        if not issubclass(w.category, IngestWarning):
-            click.echo(f"warning: {w.message}", err=True)
-    for line in graph.meta.get("warnings", []) or []:
-        click.echo(f"warning: {line}", err=True)
+    graph = read_reporting(directory, fmt="liballprof", collectives=collectives, name=name)
     with open_store(store_uri) as store:
         store.put_run(graph, name, replace=replace)
     return graph

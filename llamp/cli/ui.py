@@ -8,7 +8,7 @@ import sys
 import click
 
 from llamp.cli.base import cli
-from llamp.config import llamp_home, ui_settings
+from llamp.config import llamp_home, redact, ui_settings
 
 
 def streamlit_command(app: str, port: int, address: str, max_upload_mb: int) -> list[str]:
@@ -58,7 +58,6 @@ def ui_cmd(
 ) -> None:
     """Serve the web UI (runs, latency tolerance, critical path, Cypher console)."""
     from llamp.ui import APP_PATH
-    from llamp.ui.store import redact
 
     store_uri = ui_store or ctx.obj.get("store_uri")
     env = dict(os.environ)

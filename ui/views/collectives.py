@@ -12,8 +12,8 @@ import streamlit as st
 from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
 from llamp.errors import InputError
 from llamp.ingest import FORMATS
+from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
-from llamp.lp.collective_models import analytic_choices
 from llamp.ui import analyses, controls, plots
 
 st.title("Collectives what-if")

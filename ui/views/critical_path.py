@@ -9,7 +9,7 @@ import streamlit as st
 
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, exports, plots
 
 st.title("Critical path")
 sel = controls.selection("critical_path")
@@ -157,3 +157,6 @@ if len(cp.messages):
     )
 else:
     st.info("No message lies on the critical path: the runtime does not depend on L or G here.")
+
+st.subheader("Export")
+exports.export_buttons(graph, sel.params, sel.name, key="cp-export")

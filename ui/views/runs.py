@@ -140,8 +140,7 @@ else:
                 type=uploads.UPLOAD_TYPES,
                 accept_multiple_files=True,
                 key="ingest_files",
-                help="The pmpi-trace-rank-N.txt files of one liballprof trace, or one .zip/.tar.gz "
-                "archive of a trace directory, or one .goal schedule, or one .npz graph.",
+                help=uploads.UPLOAD_HELP,
             )
             or []
         )

@@ -1,0 +1,691 @@
+"""The longest-path kernels: every forward sweep over the event graph's CSR arrays lives here.
+
+``T(θ)`` is the longest path of the event DAG (LLAMP Eq. 3/4). Events are numbered in
+topological position and every in-edge ``k`` of position ``p`` comes from ``src[k] < p``, so
+one forward pass — ``t[p] = max_k t[src[k]] + w[k]`` — gives every event time. The family:
+
+- **values** (:func:`values`): event times, edge ``k`` weighing ``wa[q] + value[k]·wb[q]``
+  with ``q = pattern[k]`` (the homogeneous LogGPS weights of :class:`~llamp.lp.events.EventGraph`).
+- **slopes** (:func:`slopes`, :func:`sided`): times plus one-sided derivatives along columns
+  of per-pattern slopes; among the tight in-edges (within ``REL_TOL·|t| + ABS_TOL_NS`` of the
+  max) the larger slope is kept for right derivatives (``sign`` +1), the smaller for left
+  (−1), which makes them exact one-sided derivatives of a max of affine functions. The in-edge
+  chosen at each event (``pred``) gives a critical path (:func:`backtrack_path`).
+- **per-edge weights** (:func:`edge_slopes`, :func:`edge_lanes`, :func:`affine_lanes`,
+  :func:`calc_lanes`): weights given per edge or per message (heterogeneous LogGP, topologies,
+  compute noise, placements, 2-D regions).
+- **lanes** (:func:`pair_lanes`, :func:`sided_lanes` and the ``*_lanes`` variants): ``K``
+  parameter values (or weight vectors) in one pass over the edges. The CSR arrays are read once
+  for all lanes and the ``K`` times of an event sit next to each other (lane index innermost),
+  so a random read of ``t[src[k]]`` brings all lanes in one cache line and the inner loop
+  vectorises. Each lane does exactly the floating-point operations of the one-value kernel, in
+  the same order: lane results are bit-identical to it.
+
+One tie rule for all: :data:`REL_TOL`, :data:`ABS_TOL_NS`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+#: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
+REL_TOL = 1e-12
+ABS_TOL_NS = 1e-7
+
+
+# ------------------------------------------------------------------------------ one value
+@numba.njit(cache=True, nogil=True, inline="always")
+def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """The latest arrival over in-edges ``lo:hi`` (``hi > lo``): max of ``t[src] + weight``."""
+    q = pattern[lo]
+    best = t[src[lo]] + wa[q] + value[lo] * wb[q]
+    for k in range(lo + 1, hi):
+        q = pattern[k]
+        cand = t[src[k]] + wa[q] + value[k] * wb[q]
+        if cand > best:
+            best = cand
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
+    """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
+    n = in_ptr.shape[0] - 1
+    t = np.zeros(n)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        t[p] = _latest(t, lo, hi, src, pattern, value, wa, wb)
+    return t
+
+
+@numba.njit(cache=True, nogil=True)
+def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
+    is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
+    chosen at each event (tight, with the best slope along column 0)."""
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    pred = np.full(n, -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
+                if first:
+                    for j in range(k_dim):
+                        d[p, j] = d[s, j] + sa[q, j] + v * sb[q, j]
+                    pred[p] = k
+                    first = False
+                else:
+                    if sign * (d[s, 0] + sa[q, 0] + v * sb[q, 0]) > sign * d[p, 0]:
+                        pred[p] = k
+                    for j in range(k_dim):
+                        cand = d[s, j] + sa[q, j] + v * sb[q, j]
+                        if sign * cand > sign * d[p, j]:
+                            d[p, j] = cand
+    return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
+    """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right, −1:
+    left), aggregated over the tight sinks: :func:`slopes` without its predecessor array and
+    without handing per-event arrays back (32 B per event for three directions)."""
+    n = in_ptr.shape[0] - 1
+    k_dim = sa.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                v = value[k]
+                for j in range(k_dim):
+                    cand = d[s, j] + sa[q, j] + v * sb[q, j]
+                    if first or sign * cand > sign * d[p, j]:
+                        d[p, j] = cand
+                first = False
+    T = 0.0
+    for p in range(n):
+        if t[p] > T:
+            T = t[p]
+    tol = rel * abs(T) + absol
+    agg = np.zeros(k_dim)
+    seen = False
+    for p in range(n):
+        if t[p] >= T - tol:
+            for j in range(k_dim):
+                if not seen or sign * d[p, j] > sign * agg[j]:
+                    agg[j] = d[p, j]
+            seen = True
+    return T, agg
+
+
+@numba.njit(cache=True, nogil=True)
+def pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
+    """``T`` and its right and left derivative along one parameter (per-pattern slope
+    ``sa[q] + value·sb[q]``) in one sweep: one lane of :func:`lanes` with its two columns
+    (+1, −1), scalar, for the single probes of the tolerance walks."""
+    n = in_ptr.shape[0] - 1
+    t = np.zeros(n)
+    dr = np.zeros(n)
+    dl = np.zeros(n)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = _latest(t, lo, hi, src, pattern, value, wa, wb)
+        t[p] = best
+        tol = rel * abs(best) + absol
+        right = -np.inf
+        left = np.inf
+        for k in range(lo, hi):
+            s = src[k]
+            q = pattern[k]
+            if t[s] + wa[q] + value[k] * wb[q] >= best - tol:
+                c = sa[q] + value[k] * sb[q]
+                if dr[s] + c > right:
+                    right = dr[s] + c
+                if dl[s] + c < left:
+                    left = dl[s] + c
+        dr[p] = right
+        dl[p] = left
+    T = t.max()
+    tol = rel * abs(T) + absol
+    right = -np.inf
+    left = np.inf
+    for p in range(n):
+        if t[p] >= T - tol:
+            if dr[p] > right:
+                right = dr[p]
+            if dl[p] < left:
+                left = dl[p]
+    return T, right, left
+
+
+@numba.njit(cache=True, nogil=True)
+def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
+    """Latest time of every event such that no path exceeds ``T`` (the backward sweep)."""
+    n = out_ptr.shape[0] - 1
+    late = np.empty(n)
+    for p in range(n - 1, -1, -1):
+        lo = out_ptr[p]
+        hi = out_ptr[p + 1]
+        if lo == hi:
+            late[p] = T
+            continue
+        k = out_edge[lo]
+        best = late[dst[k]] - w[k]
+        for i in range(lo + 1, hi):
+            k = out_edge[i]
+            cand = late[dst[k]] - w[k]
+            if cand < best:
+                best = cand
+        late[p] = best
+    return late
+
+
+@numba.njit(cache=True, nogil=True)
+def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
+    """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
+    length = 0
+    p = sink
+    while pred[p] >= 0:
+        length += 1
+        p = src[pred[p]]
+    positions = np.empty(length + 1, dtype=np.int64)
+    edges = np.empty(length, dtype=np.int64)
+    p = sink
+    for i in range(length, 0, -1):
+        positions[i] = p
+        edges[i - 1] = pred[p]
+        p = src[pred[p]]
+    positions[0] = p
+    return positions, edges
+
+
+# ------------------------------------------------------------------------------ lanes
+@numba.njit(cache=True, nogil=True)
+def reach(in_ptr, src):  # pragma: no cover - compiled
+    """The farthest any edge reaches back, ``max(p − src[k])`` (0 without edges).
+
+    Lane kernels keep the state of the last :func:`ring_size` events only (a ring indexed by
+    ``p & mask``): an event is never read again once every later event that may read it has
+    been swept. Trace graphs reach back little (the 10^6-vertex stencil: under 1,000 of its
+    2·10^6 events), so the ring stays in cache whatever the graph's size.
+    """
+    n = in_ptr.shape[0] - 1
+    far = 0
+    for p in range(n):
+        for k in range(in_ptr[p], in_ptr[p + 1]):
+            if p - src[k] > far:
+                far = p - src[k]
+    return far
+
+
+def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
+    """Events the lane kernels keep: a power of two above :func:`reach` (their ``mask`` + 1)."""
+    return 1 << int(reach(in_ptr, src) + 1).bit_length()
+
+
+#: Candidate sinks a lane keeps (events within the tie tolerance of the running max; when
+#: they overflow — a pathological run of equal times — the pass is redone with the final
+#: thresholds known, see :func:`lanes`).
+CANDIDATES = 256
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sink(row, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
+    """Offer one event (``row``: row 0 its time in every lane, rows 1.. its slopes) to the sink
+    aggregation of every lane: ``T`` is the running max; the tight sinks are the events within
+    the tie tolerance of the final ``T``. With the final thresholds ``known`` they are
+    aggregated at once (``agg``: signed max); without, every event within the tolerance of the
+    running max is kept as a candidate (``theta`` only grows, so no final one is missed) and
+    filtered at the end by :func:`_finish`."""
+    K = T.shape[0]
+    rows = sgn.shape[0]
+    hit = 0
+    if known.shape[0] > 0:
+        for j in range(K):
+            T[j] = max(T[j], row[0, j])
+            hit += row[0, j] >= theta[j]
+        if hit:
+            for j in range(K):
+                if row[0, j] >= theta[j]:
+                    for i in range(rows):
+                        agg[j, i] = max(agg[j, i], sgn[i] * row[1 + i, j])
+        return
+    for j in range(K):
+        T[j] = max(T[j], row[0, j])
+        theta[j] = T[j] - (rel * abs(T[j]) + absol)
+        hit += row[0, j] >= theta[j]
+    if hit == 0:
+        return
+    for j in range(K):
+        x = row[0, j]
+        if x >= theta[j] and not over[j]:
+            c = count[j]
+            if c == bt.shape[0]:
+                c = _keep(bt, bd, c, j, theta[j])
+                if c == bt.shape[0]:
+                    over[j] = True
+                    count[j] = c
+                    continue
+            bt[c, j] = x
+            for i in range(rows):
+                bd[c, i, j] = sgn[i] * row[1 + i, j]
+            count[j] = c + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _keep(bt, bd, count, j, theta):  # pragma: no cover - compiled
+    """Lane ``j``'s first ``count`` candidates reduced to those at or above ``theta``, one per
+    distinct time (equal times are tight or not together: their signed slopes merge by max);
+    returns their number."""
+    kept = 0
+    for c in range(count):
+        x = bt[c, j]
+        if x < theta:
+            continue
+        same = -1
+        for e in range(kept):
+            if bt[e, j] == x:
+                same = e
+                break
+        if same < 0:
+            bt[kept, j] = x
+            for i in range(bd.shape[1]):
+                bd[kept, i, j] = bd[c, i, j]
+            kept += 1
+        else:
+            for i in range(bd.shape[1]):
+                bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
+    return kept
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compiled
+    """Signed-max aggregation of the candidates within the final thresholds (see :func:`_sink`)."""
+    if known.shape[0] > 0:
+        return
+    for j in range(theta.shape[0]):
+        for c in range(count[j]):
+            if bt[c, j] >= theta[j]:
+                for i in range(sgn.shape[0]):
+                    agg[j, i] = max(agg[j, i], bd[c, i, j])
+
+
+@numba.njit(cache=True, nogil=True)
+def _lanes_pass(
+    in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
+):  # pragma: no cover - compiled
+    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates."""
+    n = in_ptr.shape[0] - 1
+    K = WA.shape[1]
+    rows = sgn.shape[0]
+    st = np.zeros((min(mask + 1, n), 1 + rows, K))
+    best = np.empty(K)
+    thr = np.empty(K)
+    acc = np.empty((rows, K))
+    tight = np.empty(K, dtype=np.bool_)
+    T = np.zeros(K)
+    theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
+    agg = np.full((K, rows), -np.inf)
+    bt = np.empty((CANDIDATES, K))
+    bd = np.empty((CANDIDATES, rows, K))
+    count = np.zeros(K, dtype=np.int64)
+    over = np.zeros(K, dtype=np.bool_)
+    fixed = known.shape[0] > 0
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        out = st[slot]
+        if lo == hi:
+            out[:, :] = 0.0
+        else:
+            s = src[lo] & mask
+            q = pattern[lo]
+            v = value[lo]
+            t0, a, b = st[s, 0], WA[q], WB[q]
+            for j in range(K):
+                best[j] = t0[j] + a[j] + v * b[j]
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                t0, a, b = st[s, 0], WA[q], WB[q]
+                for j in range(K):
+                    best[j] = max(best[j], t0[j] + a[j] + v * b[j])
+            for j in range(K):
+                thr[j] = best[j] - (rel * abs(best[j]) + absol)
+            acc[:, :] = -np.inf
+            for k in range(lo, hi):
+                s = src[k] & mask
+                q = pattern[k]
+                v = value[k]
+                t0, a, b = st[s, 0], WA[q], WB[q]
+                for j in range(K):
+                    tight[j] = t0[j] + a[j] + v * b[j] >= thr[j]
+                for i in range(rows):
+                    c = sa[q, i] + v * sb[q, i]
+                    g = sgn[i]
+                    d, m = st[s, 1 + i], acc[i]
+                    for j in range(K):
+                        x = g * (d[j] + c)
+                        m[j] = x if tight[j] & (x > m[j]) else m[j]
+            for j in range(K):
+                out[0, j] = best[j]
+            for i in range(rows):
+                g = sgn[i]
+                for j in range(K):
+                    out[1 + i, j] = g * acc[i, j]
+        # the sink step of _sink, written out: a call in this loop costs reference counting
+        # on every view above
+        hit = 0
+        for j in range(K):
+            T[j] = max(T[j], out[0, j])
+            if not fixed:
+                theta[j] = T[j] - (rel * abs(T[j]) + absol)
+            hit += out[0, j] >= theta[j]
+        if hit:
+            for j in range(K):
+                x = out[0, j]
+                if x < theta[j] or over[j]:
+                    continue
+                if fixed:
+                    for i in range(rows):
+                        agg[j, i] = max(agg[j, i], sgn[i] * out[1 + i, j])
+                    continue
+                c = count[j]
+                if c == CANDIDATES:
+                    kept = 0
+                    for e in range(c):
+                        y = bt[e, j]
+                        if y < theta[j]:
+                            continue
+                        same = -1
+                        for f in range(kept):
+                            if bt[f, j] == y:
+                                same = f
+                                break
+                        if same < 0:
+                            bt[kept, j] = y
+                            for i in range(rows):
+                                bd[kept, i, j] = bd[e, i, j]
+                            kept += 1
+                        else:
+                            for i in range(rows):
+                                bd[same, i, j] = max(bd[same, i, j], bd[e, i, j])
+                    c = kept
+                    if c == CANDIDATES:
+                        over[j] = True
+                        count[j] = c
+                        continue
+                bt[c, j] = x
+                for i in range(rows):
+                    bd[c, i, j] = sgn[i] * out[1 + i, j]
+                count[j] = c + 1
+    _finish(sgn, theta, known, bt, bd, count, agg)
+    for j in range(K):
+        for i in range(rows):
+            agg[j, i] = sgn[i] * agg[j, i]
+    return T, agg, over
+
+
+def lanes(
+    in_ptr: np.ndarray,
+    src: np.ndarray,
+    pattern: np.ndarray,
+    value: np.ndarray,
+    WA: np.ndarray,
+    WB: np.ndarray,
+    sa: np.ndarray,
+    sb: np.ndarray,
+    sgn: np.ndarray,
+    mask: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``T`` and one-sided derivatives in ``K`` lanes: one pass over the edges for all of them.
+
+    Lane ``j`` weighs edge ``k`` ``WA[q, j] + value[k]·WB[q, j]`` (``q = pattern[k]``; ``WA,
+    WB``: patterns × K, one column per parameter value). Slope column ``i`` of an edge is
+    ``sa[q, i] + value[k]·sb[q, i]`` in every lane; ``sgn[i]`` +1 makes it a right derivative
+    (larger slope kept among tight in-edges and sinks), −1 a left one. Per lane the numbers are
+    exactly those of :func:`slopes` aggregated over the tight sinks. The state is a ring of
+    ``mask + 1`` events (:func:`ring_size`), ``8·(1 + c)·K`` bytes each. Returns ``T`` (K) and
+    the slopes (K × c).
+    """
+    args = (in_ptr, src, pattern, value, WA, WB, sa, sb, np.asarray(sgn, dtype=np.float64), mask)
+    T, agg, over = _lanes_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
+    if over.any():
+        known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
+        T, agg, _ = _lanes_pass(*args, known, REL_TOL, ABS_TOL_NS)
+    return T, agg
+
+
+# ------------------------------------------------------------------------------ per-edge weights
+@numba.njit(cache=True, nogil=True)
+def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
+    """:func:`slopes` with weights given per edge: edge ``k`` weighs ``w[k]``, its slope along
+    variable ``j`` is ``dw[k, j]``. Returns times, slopes (n × k) and chosen in-edges."""
+    n = in_ptr.shape[0] - 1
+    k_dim = dw.shape[1]
+    t = np.zeros(n)
+    d = np.zeros((n, k_dim))
+    pred = np.full(n, -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        if lo == hi:
+            continue
+        best = t[src[lo]] + w[lo]
+        for k in range(lo + 1, hi):
+            cand = t[src[k]] + w[k]
+            if cand > best:
+                best = cand
+        t[p] = best
+        tol = rel * abs(best) + absol
+        first = True
+        for k in range(lo, hi):
+            s = src[k]
+            if t[s] + w[k] >= best - tol:
+                if first:
+                    for j in range(k_dim):
+                        d[p, j] = d[s, j] + dw[k, j]
+                    pred[p] = k
+                    first = False
+                else:
+                    if k_dim and sign * (d[s, 0] + dw[k, 0]) > sign * d[p, 0]:
+                        pred[p] = k
+                    for j in range(k_dim):
+                        cand = d[s, j] + dw[k, j]
+                        if sign * cand > sign * d[p, j]:
+                            d[p, j] = cand
+    return t, d, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - compiled
+    """Lanes of per-edge weights: lane ``j`` weighs edge ``k`` ``W[k, j]`` (E × K). Returns the
+    latest event time of every group in every lane (K × num_groups; events of ``group`` −1
+    belong to none): with one group (all 0) that is ``T`` per lane, with ranks the completion
+    time of every rank. Times live in a ring of ``mask + 1`` events (:func:`ring_size`)."""
+    n = in_ptr.shape[0] - 1
+    K = W.shape[1]
+    t = np.zeros((min(mask + 1, n), K))
+    fin = np.zeros((K, num_groups))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo < hi:
+            s = src[lo] & mask
+            for j in range(K):
+                t[slot, j] = t[s, j] + W[lo, j]
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                for j in range(K):
+                    cand = t[s, j] + W[k, j]
+                    t[slot, j] = cand if cand > t[slot, j] else t[slot, j]
+        else:
+            for j in range(K):
+                t[slot, j] = 0.0
+        r = group[p]
+        if r >= 0:
+            for j in range(K):
+                if t[slot, j] > fin[j, r]:
+                    fin[j, r] = t[slot, j]
+    return fin
+
+
+@numba.njit(cache=True, nogil=True)
+def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
+    """Event times and the longest in-edge of every event in ``K`` lanes, lane ``j`` with edge
+    weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables). Returns ``t`` and
+    ``pred`` (n × K): following ``pred`` back from the latest event of a lane walks one of its
+    critical paths."""
+    n = in_ptr.shape[0] - 1
+    K = us.shape[0]
+    t = np.zeros((n, K))
+    pred = np.full((n, K), -1, dtype=np.int64)
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        for k in range(lo, hi):
+            s = src[k]
+            base = c0[k]
+            a = du[k]
+            b = dv[k]
+            for j in range(K):
+                cand = t[s, j] + base + a * us[j] + b * vs[j]
+                if pred[p, j] < 0 or cand > t[p, j]:
+                    t[p, j] = cand
+                    pred[p, j] = k
+    return t, pred
+
+
+@numba.njit(cache=True, nogil=True)
+def _calc_pass(
+    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, known, rel, absol
+):  # pragma: no cover - compiled
+    """One pass of :func:`calc_lanes`; also returns which lanes overflowed their candidates."""
+    n = in_ptr.shape[0] - 1
+    K = S.shape[0]
+    rows = 2 if with_slopes else 0
+    sgn = np.array([1.0, -1.0])[:rows]
+    st = np.zeros((min(mask + 1, n), 1 + rows, K))
+    best = np.empty(K)
+    tol = np.empty(K)
+    right = np.zeros(K)
+    left = np.zeros(K)
+    T = np.zeros(K)
+    theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
+    agg = np.full((K, rows), -np.inf)
+    bt = np.empty((CANDIDATES, K))
+    bd = np.empty((CANDIDATES, rows, K))
+    count = np.zeros(K, dtype=np.int64)
+    over = np.zeros(K, dtype=np.bool_)
+    width = 1
+    for p in range(n):
+        if in_ptr[p + 1] - in_ptr[p] > width:
+            width = in_ptr[p + 1] - in_ptr[p]
+    cand = np.empty((width, K))
+    for p in range(n):
+        lo = in_ptr[p]
+        hi = in_ptr[p + 1]
+        slot = p & mask
+        if lo == hi:
+            for i in range(1 + rows):
+                for j in range(K):
+                    st[slot, i, j] = 0.0
+        else:
+            for j in range(K):
+                best[j] = -np.inf
+            for k in range(lo, hi):
+                r = calc_row[k]
+                s = src[k] & mask
+                for j in range(K):
+                    w = const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * Ls[j] + rest[k]
+                    c = st[s, 0, j] + w
+                    cand[k - lo, j] = c
+                    best[j] = c if c > best[j] else best[j]
+            if with_slopes:
+                for j in range(K):
+                    tol[j] = best[j] - (rel * abs(best[j]) + absol)
+                    right[j] = -np.inf
+                    left[j] = np.inf
+                for k in range(lo, hi):
+                    s = src[k] & mask
+                    for j in range(K):
+                        if cand[k - lo, j] >= tol[j]:
+                            a = st[s, 1, j] + cL[k]
+                            b = st[s, 2, j] + cL[k]
+                            right[j] = a if a > right[j] else right[j]
+                            left[j] = b if b < left[j] else left[j]
+                for j in range(K):
+                    st[slot, 1, j] = right[j]
+                    st[slot, 2, j] = left[j]
+            for j in range(K):
+                st[slot, 0, j] = best[j]
+        if with_slopes:
+            _sink(st[slot], sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
+        else:
+            for j in range(K):
+                T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
+    _finish(sgn, theta, known, bt, bd, count, agg)
+    for j in range(K):
+        for i in range(rows):
+            agg[j, i] = sgn[i] * agg[j, i]
+    return T, agg, over
+
+
+def calc_lanes(
+    in_ptr: np.ndarray,
+    src: np.ndarray,
+    const: np.ndarray,
+    cL: np.ndarray,
+    rest: np.ndarray,
+    calc_row: np.ndarray,
+    S: np.ndarray,
+    Ls: np.ndarray,
+    with_slopes: bool,
+    mask: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``T`` (and its right and left derivative along ``L`` when ``with_slopes``) in ``K``
+    lanes of compute-noise samples: lane ``j`` weighs edge ``k``
+    ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
+    State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
+    K; the slopes are zero without ``with_slopes``)."""
+    args = (in_ptr, src, const, cL, rest, calc_row, S, Ls, bool(with_slopes), mask)
+    T, agg, over = _calc_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
+    if over.any():
+        known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
+        T, agg, _ = _calc_pass(*args, known, REL_TOL, ABS_TOL_NS)
+    if not with_slopes:
+        return T, np.zeros(T.size), np.zeros(T.size)
+    return T, np.ascontiguousarray(agg[:, 0]), np.ascontiguousarray(agg[:, 1])

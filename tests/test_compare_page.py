@@ -1,0 +1,149 @@
+"""The Compare runs page and the sidebar's network-profile picker, under Streamlit's AppTest,
+on a store holding Sweep3D (4 ranks) and the bcast loop (4 ranks, 15 messages): what the page
+shows is what :func:`llamp.lp.compare.compare_runs` computes for the same runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from apptest_pages import SWEEP3D, arr, exact_ns, figures, keyed, page, table
+
+from llamp.ingest import read
+from llamp.lp.compare import compare_runs
+from llamp.params import LogGPS
+from llamp.ui import plots
+
+BCAST = SWEEP3D.parent / "bcast-synthetic"
+#: What the sidebar's default inputs parse to.
+SIDEBAR = LogGPS.parse(L="3us", o="1.5us", G="0.018ns/B", S="256KiB", g="0ns")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
+    """A LLAMP_HOME whose store holds ``bcast`` and ``sweep3d``, and one network profile."""
+    from llamp.graphdb import open_store
+    from llamp.injector.profiles import save_profile
+
+    path = tmp_path_factory.mktemp("llamp-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LLAMP_HOME", str(path))
+        mp.delenv("LLAMP_STORE", raising=False)
+        with open_store(None) as opened:
+            opened.put_run(sweep3d, "sweep3d")
+            opened.put_run(read(BCAST), "bcast")
+        save_profile(
+            "ib-hdr",
+            LogGPS(L=1234.5, o=321.0, G=0.04, S=65536, g=7.0),
+            source="llamp calibrate -- mpirun -n 2",
+        )
+        yield path
+
+
+@pytest.fixture(scope="module")
+def expected(sweep3d):
+    return compare_runs([read(BCAST), sweep3d], SIDEBAR, names=["bcast", "sweep3d"])
+
+
+def test_compare_page_shows_the_comparison(store_env, expected):
+    at = page("compare")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="cmp_runs").value == ["bcast", "sweep3d"]  # sidebar run first
+    summary = keyed(at, "cmp-summary").markdown
+    literal = [re.sub(r"([\\`*_{}\[\]()<>#+!|~$-])", r"\\\1", x) for x in expected.summary()]
+    assert [m.value for m in summary] == [f"- {line}" for line in literal]
+    assert "\\_" in summary[0].value  # λ_L's underscore is escaped, not an emphasis
+    for i, run in enumerate(expected.runs):
+        assert exact_ns(keyed(at, f"cmp-runtime-{i}")) == pytest.approx(run.runtime_ns, rel=1e-12)
+    tol = table(at, "L tolerance")
+    assert list(tol["L tolerance"]) == [
+        plots.short_ns(v, 6) for v in expected.tolerances()["latency_ns"]
+    ]
+    assert list(tol["G tolerance"]) == [
+        f"{g:.6g} ns/B" for g in expected.tolerances()["G_ns_per_byte"]
+    ]
+    figs = figures(at)
+    assert len(figs) == 3
+    t_fig, lambda_fig, comp_fig = figs
+    assert [tr["name"] for tr in lambda_fig["data"]] == ["bcast", "sweep3d"]
+    for trace, (name, frame) in zip(
+        lambda_fig["data"], expected.curves.groupby("run", sort=False), strict=True
+    ):
+        assert trace["name"] == name
+        assert list(arr(trace["y"])) == list(frame["lambda_L"])
+    # Slowdown mode: each curve is 0 at L0 (T(L0)/T(L0) − 1).
+    unit = t_fig["layout"]["xaxis"]["title"]["text"].rsplit("(", 1)[1].rstrip(")")
+    L0 = SIDEBAR.L / {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
+    for trace, run in zip(t_fig["data"], expected.runs, strict=True):
+        x = arr(trace["x"])
+        at_L0 = arr(trace["y"])[abs(x - L0) < 1e-12 * max(L0, 1.0)]
+        assert at_L0 == pytest.approx([0.0], abs=1e-9), run.name
+    shares = {tr["name"]: list(arr(tr["x"])) for tr in comp_fig["data"]}
+    assert shares["compute"] == pytest.approx(
+        [100 * r.path_share("compute") for r in expected.runs]
+    )
+
+    at.radio(key="cmp_mode").set_value("T(L)").run()
+    t_fig = figures(at)[0]
+    assert t_fig["layout"]["yaxis"]["title"]["text"].startswith("T (")
+    at.multiselect(key="cmp_runs").set_value(["bcast"]).run()
+    assert any("at least two runs" in i.value for i in at.info)
+
+
+def test_compare_page_reports_bad_inputs_readably(store_env):
+    at = page("compare")
+    at.text_input(key="cmp_levels").set_value("one,two").run()
+    assert not at.exception
+    assert any("tolerance levels" in e.value for e in at.error)
+
+
+def test_profile_picker_fills_the_parameters(store_env):
+    at = page("latency")
+    box = at.sidebar.selectbox(key="network::latency")
+    assert box.options == ["— none: type L, o, G, S —", "ib-hdr"]
+    box.set_value("ib-hdr").run()
+    assert not at.exception
+    values = {k: at.sidebar.text_input(key=f"{k}::latency").value for k in ("param_L", "param_o")}
+    assert values == {"param_L": "1234.5ns", "param_o": "321.0ns"}
+    assert at.sidebar.text_input(key="param_G::latency").value == "0.04ns/B"
+    assert at.sidebar.text_input(key="param_S::latency").value == "65536"
+    assert at.sidebar.text_input(key="param_g::latency").value == "7.0ns"
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "L = 1.2345 µs · o = 321 ns" in captions  # what the analyses run with
+    # The choice carries over to the next page, and the inputs stay editable.
+    at.switch_page("views/compare.py").run()
+    assert at.sidebar.text_input(key="param_L::compare").value == "1234.5ns"
+    assert at.sidebar.selectbox(key="network::compare").value == "ib-hdr"
+    assert "ib-hdr: L = 1.2345 µs" in " ".join(c.value for c in at.sidebar.caption)
+    at.sidebar.text_input(key="param_L::compare").set_value("2us").run()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "L = 2 µs" in captions and "ib-hdr (edited below)" in captions
+
+
+def test_comparison_download_is_self_contained_html(store_env, expected):
+    from llamp.lp.html_report import render_comparison
+
+    page_html = render_comparison(expected)
+    assert "http" not in page_html and json.dumps(expected.summary()[0])[1:10] in page_html
+
+
+def test_critical_path_page_offers_the_exports(store_env, sweep3d):
+    at = page("critical_path")
+    assert not at.exception, [e.value for e in at.exception]
+    buttons = {b.proto.label: b for b in at.get("download_button")}
+    assert {"Perfetto trace (JSON)", "Report (HTML)"} <= buttons.keys()
+    assert at.checkbox(key="cp-export-critical-only").value is False  # 24,084 vertices: whole
+
+
+def test_export_downloads_build_the_files(sweep3d):
+    from llamp.ui import exports
+
+    trace = json.loads(exports._timeline(sweep3d, SIDEBAR, True)())
+    assert {e["cat"] for e in trace["traceEvents"] if e["ph"] == "X"} == {"critical"}
+    html = exports._report(sweep3d, SIDEBAR)()
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html
+    assert "sweep3d-2x2" in html

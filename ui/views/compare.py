@@ -1,0 +1,321 @@
+"""Compare runs: two or more stored runs side by side at one configuration (issue 17) — T(L)
+and λ_L on one plot each (a line per run), tolerances, critical-path composition, and what
+changed against the first run (:func:`llamp.lp.compare.compare_runs`, computed per run and
+cached, so adding a run computes only that run)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from llamp.config import format_ns, parse_duration_ns
+from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
+from llamp.lp.compare import PARTS, RunFigures, assemble, latency_grid, run_curve, run_figures
+from llamp.ui import analyses, controls, plots, store
+from llamp.ui.analyses import ParamKey, params_of
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally by ``st.markdown`` (run names and λ_L hold ``_``, ``*``…)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+!|~$-])", r"\\\1", text)
+
+
+st.title("Compare runs")
+sel = controls.selection("compare")
+st.caption(controls.describe(sel.params))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def figures_of(
+    run: str, name: str, _graph: ExecutionGraph, params: ParamKey, levels: tuple[float, ...]
+) -> RunFigures:
+    """Size, prediction, tolerances and critical-path composition of one run."""
+    return run_figures(_graph, params_of(params), levels, name=name)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def curve_of(
+    run: str, name: str, _graph: ExecutionGraph, params: ParamKey, latencies: tuple[float, ...]
+) -> pd.DataFrame:
+    """T, λ_L and ρ_L of one run over the shared latencies."""
+    return run_curve(_graph, params_of(params), np.asarray(latencies), name)
+
+
+runs = None
+with controls.readable_errors("Cannot read the graph store"):
+    runs = store.list_runs()
+if runs is None or len(runs) < 2:
+    st.info("Comparing needs at least two stored runs: ingest another trace on the Runs page.")
+    st.stop()
+
+names = list(runs["name"])
+default = [sel.name] + [n for n in names if n != sel.name][:1]
+chosen = st.multiselect(
+    "Runs (the first is the baseline)",
+    names,
+    default=default,
+    key="cmp_runs",
+    help="e.g. two versions of an application, or the same application on 8 and 64 ranks.",
+)
+c1, c2, c3 = st.columns(3)
+levels_text = c1.text_input("Tolerance levels (%)", "1,2,5", key="cmp_levels")
+hi_text = c2.text_input(
+    "Largest L of the curves", "", key="cmp_hi", placeholder="auto: 1.25 × the largest tolerance"
+)
+points = int(c3.number_input("Points per curve", 5, 2001, 21, step=10, key="cmp_points"))
+if len(chosen) < 2:
+    st.info("Choose at least two runs.")
+    st.stop()
+
+comparison = None
+with controls.readable_errors("Comparison"):
+    levels = analyses.tolerance_levels(levels_text)
+    bar = st.progress(0.0, text="Loading the runs…")
+    graphs, figures = [], []
+    steps = 2 * len(chosen)
+    for i, name in enumerate(chosen):
+        token = store.run_token(runs, name)
+        bar.progress(i / steps, text=f"Analysing {name} ({i + 1}/{len(chosen)})…")
+        graph = store.load_graph(name, token)
+        graphs.append((store.cache_key(token), graph))
+        figures.append(figures_of(store.cache_key(token), name, graph, sel.key, levels))
+    if hi_text.strip():
+        top = parse_duration_ns(hi_text)
+        if not top > 0:
+            raise InputError(f"largest L {hi_text!r}: must be > 0")
+        grid = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
+    else:
+        grid = latency_grid(figures, sel.params, points)
+    curves = []
+    for i, (name, (key, graph)) in enumerate(zip(chosen, graphs, strict=True)):
+        bar.progress((len(chosen) + i) / steps, text=f"T(L) of {name}…")
+        curves.append(curve_of(key, name, graph, sel.key, tuple(grid.tolist())))
+    comparison = assemble(sel.params, levels, figures, curves)
+    bar.empty()
+if comparison is None:
+    st.stop()
+
+# ---------------------------------------------------------------------- what changed
+st.subheader("What changed")
+with st.container(key="cmp-summary"):
+    for line in comparison.summary():
+        st.markdown(f"- {markdown_text(line)}")
+
+overview = pd.DataFrame(
+    {
+        "run": [r.name for r in comparison.runs],
+        "ranks": [r.ranks for r in comparison.runs],
+        "messages": [f"{r.messages:,}" for r in comparison.runs],
+        "bytes": [f"{r.bytes:,}" for r in comparison.runs],
+        "collectives": [r.collective_instances for r in comparison.runs],
+        "T": [plots.short_ns(r.runtime_ns, 6) for r in comparison.runs],
+        "λ_L": [r.prediction.lambda_L for r in comparison.runs],
+        "λ_G": [r.prediction.lambda_G for r in comparison.runs],
+        "ρ_L": [f"{r.prediction.rho_L:.3%}" for r in comparison.runs],
+    }
+)
+with st.container(key="cmp-overview"):
+    st.dataframe(overview, hide_index=True, width="stretch")
+cols = st.columns(len(comparison.runs))
+for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
+    with col.container(key=f"cmp-runtime-{i}"):
+        delta = None
+        if i:
+            (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
+            delta = f"{change.relative()} vs {comparison.runs[0].name}"
+        st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
+        st.caption(f"{r.runtime_ns:.6f} ns")
+
+# ---------------------------------------------------------------------- curves
+st.subheader("T(L) and λ_L")
+mode = st.radio(
+    "Runtime axis",
+    ["Slowdown T(L)/T(L0) − 1", "T(L)"],
+    horizontal=True,
+    key="cmp_mode",
+    help="Runs of different sizes have runtimes far apart: the slowdown puts them on one scale "
+    "(each run's x% L tolerance is where its curve crosses x%).",
+)
+groups = list(comparison.curves.groupby("run", sort=False))
+L0 = sel.params.L
+xu, xs = plots.time_unit(float(grid.max()))
+top = max(float(f["runtime_ns"].max()) for _, f in groups)
+yu, ys = plots.time_unit(top)
+slowdown = mode.startswith("Slowdown")
+fig_T = go.Figure()
+fig_l = go.Figure()
+for i, ((name, frame), r) in enumerate(zip(groups, comparison.runs, strict=True)):
+    color = plots.SERIES_COLORS[i % len(plots.SERIES_COLORS)]
+    base = r.runtime_ns
+    y = (
+        (frame["runtime_ns"] / base - 1.0) * 100.0
+        if slowdown and base > 0
+        else frame["runtime_ns"] / ys
+    )
+    fig_T.add_trace(
+        go.Scatter(
+            x=frame["L_ns"] / xs,
+            y=y,
+            mode="lines+markers",
+            marker={"size": 4},
+            name=name,
+            line={
+                "color": color,
+                "width": 2,
+                "dash": plots.LINE_DASHES[i % len(plots.LINE_DASHES)],
+            },
+            customdata=np.stack([frame["runtime_ns"] / ys, frame["lambda_L"]], axis=1),
+            hovertemplate=f"{name}<br>L = %{{x:.6g}} {xu}<br>T = %{{customdata[0]:.9g}} {yu}"
+            "<br>λ_L = %{customdata[1]:g}<extra></extra>",
+        )
+    )
+    fig_l.add_trace(
+        go.Scatter(
+            x=frame["L_ns"] / xs,
+            y=frame["lambda_L"],
+            mode="lines",
+            line_shape="hv",
+            name=name,
+            line={
+                "color": color,
+                "width": 2,
+                "dash": plots.LINE_DASHES[i % len(plots.LINE_DASHES)],
+            },
+            hovertemplate=f"{name}<br>L = %{{x:.6g}} {xu}<br>λ_L = %{{y:g}}<extra></extra>",
+        )
+    )
+if slowdown:
+    for x in comparison.levels:
+        fig_T.add_hline(y=100 * x, line_dash="dot", line_color="#7f7f7f", line_width=1)
+for fig in (fig_T, fig_l):
+    fig.add_vline(x=L0 / xs, line_dash="dash", line_color="#7f7f7f", line_width=1)
+    fig.update_layout(
+        xaxis_title=f"network latency L ({xu})",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+        margin={"t": 50, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+    )
+fig_T.update_layout(
+    title="Slowdown over L (dotted: the tolerance levels)"
+    if slowdown
+    else "Predicted runtime T(L)",
+    yaxis_title="T(L) / T(L0) − 1 (%)" if slowdown else f"T ({yu})",
+)
+fig_l.update_layout(title="Latency sensitivity λ_L = ∂T/∂L", yaxis_title="λ_L (messages)")
+left, right = st.columns(2)
+left.plotly_chart(fig_T, width="stretch", key="cmp-fig-T")
+right.plotly_chart(fig_l, width="stretch", key="cmp-fig-lambda")
+st.caption(
+    f"{len(grid)} latencies from 0 to {format_ns(float(grid.max()))}, the same for every run "
+    "(exact T and right derivative λ_L at each; dashed: L0)."
+)
+
+# ---------------------------------------------------------------------- tolerances
+st.subheader("Tolerances")
+tol = comparison.tolerances()
+table = pd.DataFrame(
+    {
+        "run": tol["run"],
+        "x": [f"{100 * x:g}%" for x in tol["x"]],
+        "T bound": [plots.short_ns(v, 6) for v in tol["bound_ns"]],
+        "L tolerance": [plots.short_ns(v, 6) for v in tol["latency_ns"]],
+        "G tolerance": [f"{g:.6g} ns/B" if math.isfinite(g) else "∞" for g in tol["G_ns_per_byte"]],
+        "as bandwidth": [
+            f"{8.0 / g:.4g} Gb/s" if math.isfinite(g) and g > 0 else "0"
+            for g in tol["G_ns_per_byte"]
+        ],
+    }
+)
+with st.container(key="cmp-tolerances"):
+    st.dataframe(table, hide_index=True, width="stretch")
+
+# ---------------------------------------------------------------------- composition
+st.subheader("Critical-path composition")
+comp = comparison.composition()
+fig_c = go.Figure()
+for part in PARTS:
+    rows = comp[comp["part"] == part]
+    fig_c.add_trace(
+        go.Bar(
+            y=rows["run"],
+            x=rows["share"] * 100.0,
+            name=part,
+            orientation="h",
+            marker_color=plots.SPLIT_COLORS.get(part),
+            customdata=rows["time_ns"] / 1e3,
+            hovertemplate=f"%{{y}}<br>{part}: %{{x:.3g}}% of T (%{{customdata:.6g}} µs)"
+            "<extra></extra>",
+        )
+    )
+fig_c.update_layout(
+    barmode="stack",
+    title="Share of T on the critical path",
+    xaxis_title="% of T",
+    yaxis={"autorange": "reversed", "type": "category"},
+    legend={"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0},
+    margin={"t": 50, "r": 20, "b": 20, "l": 20},
+    height=160 + 40 * len(comparison.runs),
+    template="plotly_white",
+)
+st.plotly_chart(fig_c, width="stretch", key="cmp-fig-composition")
+parts_table = pd.DataFrame(
+    {
+        "run": [r.name for r in comparison.runs],
+        **{
+            part: [
+                f"{plots.short_ns(r.path_ns[part])} ({r.path_share(part):.1%})"
+                for r in comparison.runs
+            ]
+            for part in PARTS
+        },
+        "messages on the path": [r.path_messages for r in comparison.runs],
+    }
+)
+st.dataframe(parts_table, hide_index=True, width="stretch")
+
+# ---------------------------------------------------------------------- every change
+with st.expander("Every quantity against the baseline"):
+    for run, changes in zip(comparison.runs[1:], comparison.changes, strict=True):
+        st.markdown(f"**{run.name}** vs **{comparison.runs[0].name}**")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "quantity": [c.quantity for c in changes],
+                    comparison.runs[0].name: [c.shown(c.baseline) for c in changes],
+                    run.name: [c.shown(c.value) for c in changes],
+                    "change": [c.relative() for c in changes],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+
+# ---------------------------------------------------------------------- downloads
+slug = controls.slug("-vs-".join(comparison.names))
+
+
+def _html() -> str:
+    from llamp.lp.html_report import render_comparison
+
+    return render_comparison(comparison)
+
+
+d1, d2 = st.columns(2)
+with d1:
+    st.download_button(
+        "Download the comparison (HTML)",
+        data=_html,
+        file_name=f"{slug}.html",
+        mime="text/html",
+        key="cmp-download-html",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+with d2:
+    controls.csv_download(comparison.curves, f"{slug}-curves.csv", key="cmp-download-csv")
