@@ -285,7 +285,7 @@ def data_path(python: Path, vertices: int, work: Path) -> dict[str, Any]:
 def data_path_table(results: dict[int, dict[str, list[dict[str, Any]]]]) -> str:
     """Markdown: per size and stage, wall time, CPU time and peak RSS of every side (medians
     of the times, the largest peak over repeats); then ``T`` of every side."""
-    sides = list(next(iter(results.values())))
+    sides = list(dict.fromkeys(side for by_side in results.values() for side in by_side))
     head = ["graph", "stage"]
     for side in sides:
         head += [f"{side}: wall (s)", f"{side}: CPU (s)", f"{side}: peak RSS (MB)"]
