@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from llamp.ui import APP_PATH
+from llamp.ui import APP_PATH, tasks
 
 #: The trace the UI suites store as run :data:`RUN`.
 SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
@@ -26,9 +26,28 @@ RUN = "sweep3d"
 TIMEOUT = 120
 
 
-def page(view: str | None = None) -> AppTest:
-    """The app, run once, then switched to ``views/<view>.py`` and run again."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+class SettledAppTest(AppTest):
+    """An AppTest whose every run waits for the background work it started
+    (:mod:`llamp.ui.tasks`) and reruns, as the page's progress panel does in a browser, so a
+    test reads the finished page."""
+
+    def _run(self, widget_state=None, timeout=None):
+        result = super()._run(widget_state, timeout)
+        for _ in range(10):
+            busy = tasks.running()
+            if not busy:
+                break
+            for task in busy:
+                task.wait(TIMEOUT)
+            result = super()._run(self._tree.get_widget_states(), timeout)
+        return result
+
+
+def page(view: str | None = None, *, settle: bool = True) -> AppTest:
+    """The app, run once, then switched to ``views/<view>.py`` and run again; ``settle``: each
+    run waits for the background work it started (see :class:`SettledAppTest`)."""
+    cls = SettledAppTest if settle else AppTest
+    at = cls(APP_PATH, default_timeout=TIMEOUT)
     at.run()
     if view is not None:
         at.switch_page(f"views/{view}.py")

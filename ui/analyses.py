@@ -8,6 +8,7 @@ plain tuples, so changing a plot option reruns the page without recomputing an a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import os
 import tempfile
@@ -157,6 +158,105 @@ def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
     if not finite:
         return 0.0, L0 + 100_000.0
     return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
+
+
+# ---------------------------------------------------------------------- latency page (background)
+def latency_head(graph: ExecutionGraph, task, params: LogGPS, levels: tuple[float, ...]) -> dict:
+    """``T``, λ at ``params`` and the x% L and G tolerances (a few graph passes)."""
+    task.report(None, "predicting T(L0)")
+    pred = predict(graph, params)
+    task.report(0.3, "finding the x% tolerances")
+    tol = tolerance(graph, params, levels)
+    return {"predict": pred, "tolerance": tol}
+
+
+def critical_search(
+    graph: ExecutionGraph, task, params: LogGPS, lo: float, hi: float, exhaustive: bool
+) -> dict:
+    """The critical latencies in [lo, hi] (LLAMP Alg. 2, exact), within the automatic
+    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``;
+    progress is the evaluations done against the budget (an upper bound of the work left)."""
+    from llamp.lp.critical import evaluation_budget
+
+    budget = None if exhaustive else evaluation_budget(graph, params)
+    kwargs: dict = {"max_evaluations": budget}
+    if "progress" in inspect.signature(critical_latencies).parameters:
+
+        def progress(done: int) -> None:
+            if budget:
+                task.report(done / budget, f"{done:,} evaluations of at most {budget:,}")
+            else:
+                task.report(None, f"{done:,} evaluations")
+
+        kwargs["progress"] = progress
+    task.report(0.0, "searching")
+    return {"critical": critical_latencies(graph, params, lo, hi, **kwargs)}
+
+
+def exact_curve(crit: CriticalLatencies, params: LogGPS) -> pd.DataFrame:
+    """``T``, ``λ_L`` (right derivative) and ``ρ_L`` at every end of the exact segments of
+    ``crit``: ``T`` is linear and ``λ_L`` constant between two consecutive rows, so this is
+    ``T(L)`` over the whole range with no further evaluation (across an interval the search
+    left unresolved, the straight line is an upper bound: ``T`` is convex)."""
+    L = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
+    T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
+    lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
+    if crit.segments:
+        last = max(crit.segments, key=lambda s: s.end)
+        L.append(last.end)
+        T.append(last.runtime_end_ns)
+        lam.append(last.slope)
+    frame = pd.DataFrame({"L_ns": L, "runtime_ns": T, "lambda_L": lam}).sort_values("L_ns")
+    frame = frame.drop_duplicates("L_ns", keep="first").reset_index(drop=True)
+    runtime = frame["runtime_ns"].to_numpy(float)
+    frame["rho_L"] = np.divide(
+        frame["L_ns"].to_numpy(float) * frame["lambda_L"].to_numpy(float),
+        runtime,
+        out=np.zeros(len(frame)),
+        where=runtime > 0,
+    )
+    return frame
+
+
+#: Columns of :func:`breakpoints`.
+BREAKPOINT_COLUMNS = (
+    "rank",
+    "at_ns",
+    "lo_ns",
+    "hi_ns",
+    "slope_before",
+    "slope_after",
+    "jump",
+    "relative_jump",
+    "merged",
+)
+
+
+def breakpoints(crit: CriticalLatencies, min_jump: float) -> tuple[pd.DataFrame, bool]:
+    """The critical latencies that matter, ranked by the jump of λ_L
+    (``CriticalLatencies.significant(min_jump)``), and whether that ranking was available;
+    without it, every exact breakpoint, ranked the same way."""
+    significant = getattr(crit, "significant", None)
+    if callable(significant):
+        rows = [
+            (b.at, b.lo, b.hi, b.slope_before, b.slope_after, b.jump, b.relative_jump, b.merged)
+            for b in significant(min_jump=min_jump)
+        ]
+        merged = True
+    else:
+        starts = np.array([s.start for s in crit.segments], float)
+        slopes = np.array([s.slope for s in crit.segments], float)
+        rows = []
+        for x in crit.critical:
+            right = int(np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1))
+            before, after = float(slopes[max(right - 1, 0)]), float(slopes[right])
+            jump = after - before
+            rows.append((x, x, x, before, after, jump, jump / max(before, 1.0), 1))
+        rows.sort(key=lambda r: -r[5])
+        merged = False
+    frame = pd.DataFrame(rows, columns=list(BREAKPOINT_COLUMNS[1:]))
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame, merged
 
 
 # ---------------------------------------------------------------------- network what-ifs

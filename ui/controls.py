@@ -125,6 +125,47 @@ def describe(params: LogGPS) -> str:
     )
 
 
+#: The URL query parameter of each sidebar input (``?run=…&L=3us&…``): a view is a link.
+URL_KEYS = {
+    "run": "run",
+    "param_L": "L",
+    "param_o": "o",
+    "param_G": "G",
+    "param_S": "S",
+    "param_g": "g",
+    "param_progress": "progress",
+    "param_nic": "nic",
+}
+
+
+def _from_url(page: str, names: list[str]) -> None:
+    """Take the run and parameters a URL names (a bookmark, a shared link, a link from another
+    view) as this page's inputs; a value the URL held already is not taken again, so the
+    sidebar stays editable."""
+    seen = st.session_state.setdefault("_url_seen", {})
+    choices = {"run": names} | {key: list(options) for key, _, options, _, _ in MODEL_INPUTS}
+    for key, name in URL_KEYS.items():
+        value = st.query_params.get(name)
+        if value is None or value == seen.get(name):
+            continue
+        seen[name] = value
+        if key in choices and value not in choices[key]:
+            st.toast(f"The link's {name}={value!r} is not available here", icon=":material/link_off:")
+            continue
+        _keep(key, value)
+        st.session_state[f"{key}::{page}"] = value
+
+
+def _to_url(values: dict[str, str]) -> None:
+    """Write the page's inputs into the URL (only those that changed)."""
+    seen = st.session_state.setdefault("_url_seen", {})
+    for key, value in values.items():
+        name = URL_KEYS[key]
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
+        seen[name] = value
+
+
 def _kept(key: str, default: str) -> str:
     return st.session_state.setdefault(f"_keep_{key}", default)
 
@@ -151,6 +192,7 @@ def _sidebar(page: str) -> Selection | None:
             st.info("The store holds no run yet: ingest a trace on the Runs page.")
             return None
         names = list(runs["name"])
+        _from_url(page, names)
         kept = _kept("run", names[0])
         name = st.selectbox(
             "Run",
@@ -190,6 +232,7 @@ def _sidebar(page: str) -> Selection | None:
         except LlampError as err:
             st.error(str(err))
             return None
+        _to_url({"run": name} | values)
         st.caption(describe(params))
         return Selection(name, store.run_token(runs, name), params)
 
