@@ -8,11 +8,14 @@ the sidebar; their values are kept in the session so they survive switching page
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -166,6 +169,17 @@ def _to_url(values: dict[str, str]) -> None:
         seen[name] = value
 
 
+#: URL parameters that point a page at one thing (an op, a rank pair); a link sets its own.
+LINK_KEYS = ("focus", "pair")
+
+
+def link_params(page: str, **extra: object) -> dict[str, str]:
+    """The query parameters of a link to ``page`` (``critical_path``) showing the current run
+    and parameters, changed by ``extra`` (``L="3000ns"``, ``focus=17``, ``pair="3,4"``)."""
+    current = {k: v for k, v in st.query_params.to_dict().items() if k not in LINK_KEYS}
+    return current | {"page": page} | {k: str(v) for k, v in extra.items()}
+
+
 def _kept(key: str, default: str) -> str:
     return st.session_state.setdefault(f"_keep_{key}", default)
 
@@ -275,4 +289,52 @@ def csv_download(
         mime="text/csv",
         key=key,
         icon=":material/download:",
+    )
+
+
+#: Column-name endings that hold nanoseconds.
+_NS_SUFFIX = "_ns"
+
+
+def time_unit(max_ns: float) -> tuple[str, float]:
+    """The unit (and its size in ns) that shows durations up to ``max_ns`` best."""
+    magnitude = abs(max_ns) if math.isfinite(max_ns) else 0.0
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if magnitude >= scale:
+            return unit, scale
+    return "ns", 1.0
+
+
+def with_units(frame: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``frame`` as a person reads it: every ``*_ns`` column in the unit that suits its values
+    (µs, ms, s), named ``"latency (ms)"``; other columns named by ``labels`` or with spaces for
+    underscores. The numbers stay numbers, so the table still sorts by value."""
+    labels = labels or {}
+    out = {}
+    for column in frame.columns:
+        values = frame[column]
+        name = labels.get(column)
+        if column.endswith(_NS_SUFFIX) and pd.api.types.is_numeric_dtype(values):
+            finite = values[np.isfinite(values.to_numpy(float))]
+            unit, scale = time_unit(float(finite.abs().max()) if len(finite) else 0.0)
+            base = name or column.removesuffix(_NS_SUFFIX).replace("_", " ")
+            out[f"{base} ({unit})"] = values / scale
+        else:
+            out[name or column.replace("_", " ")] = values
+    return pd.DataFrame(out, index=frame.index)
+
+
+def table(
+    frame: pd.DataFrame, *, key: str, labels: dict[str, str] | None = None, **kwargs: Any
+) -> Any:
+    """``st.dataframe`` of :func:`with_units` (``frame``), times with six significant digits."""
+    shown = with_units(frame, labels)
+    config = {
+        c: st.column_config.NumberColumn(c, format="%.6g")
+        for c in shown.columns
+        if c.endswith(("(s)", "(ms)", "(µs)", "(ns)"))
+    }
+    return st.dataframe(
+        shown, hide_index=True, key=key, column_config=config | kwargs.pop("column_config", {}),
+        **kwargs,
     )

@@ -298,6 +298,7 @@ def timeline_figure(
     *,
     path_messages: np.ndarray | None = None,
     max_bars: int = 5000,
+    focus: Sequence[int] = (),
 ) -> tuple[go.Figure, int, int]:
     """Per-rank Gantt chart of the ops in [lo, hi]; critical ops opaque with a dark outline.
 
@@ -305,7 +306,7 @@ def timeline_figure(
     (an analytic collective's bar too: its wait for the last member plus the modelled cost).
     Critical-path messages in the window are drawn as lines from send finish to receive finish.
     Returns the figure, the number of ops in the window and the number drawn (the first
-    ``max_bars`` by start time).
+    ``max_bars`` by start time). The ops in ``focus`` (a link's target) are marked with a star.
     """
     sel = np.flatnonzero(window_mask(ev, lo, hi))
     total = int(sel.size)
@@ -374,6 +375,20 @@ def timeline_figure(
                     connectgaps=False,
                 )
             )
+    focus_v = np.asarray([v for v in focus if 0 <= v < graph.num_vertices], dtype=np.int64)
+    if focus_v.size:
+        fig.add_trace(
+            go.Scatter(
+                x=ev.start_ns[focus_v] / ts,
+                y=graph.rank[focus_v],
+                mode="markers",
+                name="linked op",
+                marker={"symbol": "star", "size": 16, "color": "#ffd92f", "line": {"width": 1.5}},
+                customdata=focus_v,
+                hovertemplate=f"linked op %{{customdata:d}} · rank %{{y}}"
+                f"<br>start %{{x:.6g}} {tu}<extra></extra>",
+            )
+        )
     ranks = graph.num_ranks
     fig.update_layout(
         barmode="overlay",

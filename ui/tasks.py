@@ -40,7 +40,7 @@ IDLE_S = float(os.environ.get("LLAMP_UI_TASK_IDLE_S", "20"))
 #: Seconds between two redraws of a progress panel (each one is a heartbeat).
 POLL_S = 0.5
 #: Finished tasks kept for the pages to pick up (the oldest go first).
-KEEP = 64
+KEEP = 16
 
 RUNNING, DONE, FAILED, CANCELLED = "running", "done", "failed", "cancelled"
 
@@ -193,7 +193,10 @@ def _session() -> str:
 
 
 def _page() -> str:
-    return str(st.session_state.get("_llamp_page", ""))
+    try:
+        return str(st.session_state.get("_llamp_page", ""))
+    except Exception:  # noqa: BLE001 - outside a Streamlit session (a script, a benchmark)
+        return ""
 
 
 def get(key: str) -> Task | None:
@@ -299,6 +302,11 @@ def _seconds(s: float) -> str:
     if s < 90:
         return f"{s:.0f} s"
     return f"{s / 60:.0f} min"
+
+
+def result(key: str, label: str, work: Callable[[Task], Any], *, slot: str) -> Any:
+    """:func:`start` then :func:`show`: the result, or ``None`` while the work runs."""
+    return show(start(key, label, work, slot=slot), key=slot)
 
 
 def show(task: Task, *, key: str) -> Any:

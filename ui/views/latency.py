@@ -239,7 +239,7 @@ if len(ranked):
         "views/critical_path.py",
         label=f"Critical path at L = {format_ns(at)}",
         icon=":material/route:",
-        query_params={"run": sel.name, "L": f"{at!r}ns", "page": "critical_path"},
+        query_params=controls.link_params("critical_path", L=f"{at!r}ns"),
     )
 segments = pd.DataFrame(
     {
