@@ -32,13 +32,14 @@ class SettledAppTest(AppTest):
     test reads the finished page."""
 
     def _run(self, widget_state=None, timeout=None):
+        drawn = tasks.panels_drawn
         result = super()._run(widget_state, timeout)
         for _ in range(10):
-            busy = tasks.running()
-            if not busy:
+            if tasks.panels_drawn == drawn and not tasks.running():
                 break
-            for task in busy:
+            for task in tasks.running():
                 task.wait(TIMEOUT)
+            drawn = tasks.panels_drawn
             result = super()._run(self._tree.get_widget_states(), timeout)
         return result
 

@@ -162,6 +162,8 @@ class _Steady:
 
 _TASKS: dict[str, Task] = {}
 _LOCK = threading.Lock()
+#: Progress panels drawn so far in this process (a test reruns a page until it draws none).
+panels_drawn = 0
 _REAPER: threading.Thread | None = None
 
 
@@ -325,6 +327,8 @@ def show(task: Task, *, key: str) -> Any:
                 restart(task.key)
                 st.rerun()
         return None
+    global panels_drawn
+    panels_drawn += 1
     _panel(task, key)
     return None
 
