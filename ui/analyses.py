@@ -471,6 +471,16 @@ def stored_placement(
     return memo.get(_placement_key(run, params, machine, budget))
 
 
+def remember_placement(
+    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget, result: Placement
+) -> None:
+    """Keep a placement computed in the background for this session (:func:`stored_placement`)."""
+    memo = st.session_state.setdefault("_placement_memo", {})
+    memo[_placement_key(run, params, machine, budget)] = result
+    while len(memo) > 8:  # the oldest first (dicts keep insertion order)
+        memo.pop(next(iter(memo)))
+
+
 def placement(
     run: str,
     graph: ExecutionGraph,

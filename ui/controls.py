@@ -80,6 +80,7 @@ class Selection:
     name: str
     token: str
     params: LogGPS
+    ranks: int = 0  # as the runs table says: known without loading the graph
 
     @property
     def run(self) -> str:
@@ -248,7 +249,9 @@ def _sidebar(page: str) -> Selection | None:
             return None
         _to_url({"run": name} | values)
         st.caption(describe(params))
-        return Selection(name, store.run_token(runs, name), params)
+        row = runs.loc[runs["name"] == name]
+        ranks = int(row.iloc[0]["ranks"]) if "ranks" in row.columns and len(row) else 0
+        return Selection(name, store.run_token(runs, name), params, ranks)
 
 
 def choose_run(name: str) -> None:

@@ -22,7 +22,7 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.lp.placement import format_mapping
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, plots, store, tasks
 
 st.title("Rank placement")
 sel = controls.selection("placement")
@@ -109,8 +109,7 @@ seed = b5.number_input("Seed", 0, 2**31 - 1, 0, key="place_seed")
 
 machine = budget = None
 with controls.readable_errors("Placement inputs"):
-    graph = sel.graph()
-    P = graph.num_ranks
+    P = sel.ranks or sel.graph().num_ranks
     nodes = int(nodes_in) or -(-P // int(rpn))
     hosts = tuple(h.strip() for h in hosts_text.splitlines() if h.strip())
     if hosts and len(hosts) < nodes:
@@ -157,20 +156,44 @@ if machine is None or budget is None:
 run_clicked = st.button(
     "Run placement", type="primary", key="place_run", icon=":material/play_arrow:"
 )
-result = analyses.stored_placement(sel.run, sel.key, machine, budget)
-if run_clicked and result is None:
-    bar = st.progress(0.0, text="Evaluating the baselines (block, round-robin, volume)…")
-    began = time.perf_counter()
+inputs = (sel.run, sel.key, machine, budget)
+if run_clicked:
+    st.session_state["_place_requested"] = inputs
+result = analyses.stored_placement(*inputs)
+if result is None and st.session_state.get("_place_requested") == inputs:
+    began = [0.0]
 
-    def _progress(iteration: int, runtime_ns: float) -> None:
-        done = max(iteration / max(budget[1], 1), (time.perf_counter() - began) / budget[0])
-        bar.progress(min(done, 1.0), text=f"Swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+    def _work(task):
+        task.report(None, f"loading run {sel.name!r}")
+        graph = store.load_graph(sel.name, sel.token)
+        task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
+        began[0] = time.perf_counter()
 
-    with controls.readable_errors("Placement"), st.spinner("Searching for a better mapping…"):
-        result = analyses.placement(sel.run, graph, sel.key, machine, budget, _progress)
-    bar.empty()
+        def progress(iteration: int, runtime_ns: float) -> None:
+            done = max(iteration / max(budget[1], 1), (time.perf_counter() - began[0]) / budget[0])
+            task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+
+        return analyses.place(
+            graph,
+            sel.params,
+            analyses.machine_of(sel.key, machine),
+            budget_s=budget[0],
+            max_iterations=budget[1],
+            candidates=budget[2],
+            start=budget[3],
+            seed=budget[4],
+            progress=progress,
+        )
+
+    with controls.readable_errors("Placement"):
+        result = tasks.result(
+            f"placement|{inputs!r}", "Searching for a better mapping", _work, slot="placement"
+        )
+    if result is not None:
+        analyses.remember_placement(*inputs, result)
 if result is None:
-    st.info("Press **Run placement** to run the heuristic and compare it with the baselines.")
+    if st.session_state.get("_place_requested") != inputs:
+        st.info("Press **Run placement** to run the heuristic and compare it with the baselines.")
     st.stop()
 
 # ---------------------------------------------------------------------- comparison
@@ -215,6 +238,22 @@ st.plotly_chart(
     key="plot_placement_history",
     width="stretch",
 )
+swaps = result.history[result.history["rank_a"] >= 0]
+if len(swaps):
+    row = st.selectbox(
+        "Open an accepted swap's ranks on the critical-path timeline",
+        range(len(swaps)),
+        format_func=lambda i: f"swap {int(swaps['iteration'].iloc[i])}: ranks "
+        f"{int(swaps['rank_a'].iloc[i])} ⇄ {int(swaps['rank_b'].iloc[i])}",
+        key="place_open_swap",
+    )
+    a, b = int(swaps["rank_a"].iloc[row]), int(swaps["rank_b"].iloc[row])
+    st.page_link(
+        "views/critical_path.py",
+        label=f"Critical messages between ranks {a} and {b} (at the sidebar's L and G)",
+        icon=":material/route:",
+        query_params=controls.link_params("critical_path", pair=f"{a},{b}"),
+    )
 with st.expander(f"Accepted swaps ({len(result.history) - 1})"):
     st.dataframe(result.history, hide_index=True, key="table_history")
     controls.csv_download(
