@@ -14,7 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from apptest_pages import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, table
+from apptest_pages import (
+    RUN,
+    SWEEP3D,
+    SettledAppTest,
+    arr,
+    assert_clean,
+    exact_ns,
+    figures,
+    keyed,
+    table,
+)
 from streamlit.testing.v1 import AppTest
 
 from llamp.config import format_ns
@@ -60,7 +70,7 @@ def home(tmp_path_factory, graph):
 
 def page(view: str, run: str | None = RUN) -> AppTest:
     """The app, run once, then switched to ``views/<view>.py`` on run ``run``."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
     at.run()
     at.switch_page(f"views/{view}.py")
     at.run()

@@ -11,7 +11,6 @@ import socket
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from apptest_pages import (
     RUN,
@@ -279,7 +278,9 @@ def test_critical_path_page_shows_the_api_numbers(store_env, graph):
         np.testing.assert_allclose(
             path_split[column] * scale, cp.split[f"{part}_ns"], rtol=1e-12, atol=1e-6
         )
-    rank_split = next(d.value for d in at.dataframe if any(c.startswith("blocked (") for c in d.value.columns))
+    rank_split = next(
+        d.value for d in at.dataframe if any(c.startswith("blocked (") for c in d.value.columns)
+    )
     blocked = next(c for c in rank_split.columns if c.startswith("blocked ("))
     scale = {"(s)": 1e9, "(ms)": 1e6, "(µs)": 1e3, "(ns)": 1.0}[blocked.split(" ", 1)[1]]
     np.testing.assert_allclose(

@@ -112,7 +112,9 @@ def test_work_without_a_hook_is_interrupted_and_unwatched_work_ends(monkeypatch)
     assert len(ticks) == seen, "the thread stopped"
 
     monkeypatch.setattr(tasks, "IDLE_S", 0.3)
-    orphan = tasks.start("test|orphan", "Orphan", lambda t: [t.report(None) or time.sleep(0.01) for _ in range(3000)])
+    orphan = tasks.start(
+        "test|orphan", "Orphan", lambda t: [t.report(None) or time.sleep(0.01) for _ in range(3000)]
+    )
     assert orphan.wait(10) and orphan.state == tasks.CANCELLED, "nobody watched it"
     tasks.restart("test|busy")
     tasks.restart("test|orphan")

@@ -12,10 +12,9 @@ import inspect
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from llamp.lp.collective_models import (
 )
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
-from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
+from llamp.lp.placement import Machine, Placement, topology_machine, two_level_machine
 from llamp.lp.region import Region, tolerance_region
 from llamp.lp.topology import (
     LinkLatencies,
@@ -481,39 +480,6 @@ def remember_placement(
         memo.pop(next(iter(memo)))
 
 
-def placement(
-    run: str,
-    graph: ExecutionGraph,
-    params: ParamKey,
-    machine: MachineSpec,
-    budget: PlacementBudget,
-    progress: Callable[[int, float], object] | None = None,
-) -> Placement:
-    """Algorithm 3 (App. J) against the block, round-robin and volume baselines, memoised in
-    the session: not ``st.cache_data``, whose replay would repeat the progress bar updates
-    that ``progress`` makes (called after every accepted swap with the iteration and ``T``)."""
-    found = stored_placement(run, params, machine, budget)
-    if found is not None:
-        return found
-    budget_s, max_swaps, candidates, start, seed = budget
-    result = place(
-        graph,
-        params_of(params),
-        machine_of(params, machine),
-        budget_s=budget_s,
-        max_iterations=max_swaps,
-        candidates=candidates,
-        start=start,
-        seed=seed,
-        progress=progress,
-    )
-    memo = st.session_state.setdefault("_placement_memo", {})
-    memo[_placement_key(run, params, machine, budget)] = result
-    while len(memo) > 8:  # the oldest first (dicts keep insertion order)
-        memo.pop(next(iter(memo)))
-    return result
-
-
 # ---------------------------------------------------------------------- application what-ifs
 def trace_directory(meta: dict) -> Path | None:
     """Where the trace a run was ingested from is, if it is still on this machine.
@@ -785,62 +751,57 @@ def stored_variability(
 PILOT_SAMPLES = 16
 
 
-def variability(
-    run: str,
+def remember_variability(
+    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool, result
+) -> None:
+    """Keep a Monte Carlo run in the background for this session (:func:`stored_variability`)."""
+    memo = st.session_state.setdefault("_variability_memo", {})
+    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
+    while len(memo) > 8:
+        memo.pop(next(iter(memo)))
+
+
+def variability_in(
+    task,
     graph: ExecutionGraph,
     params: ParamKey,
     spec,
     levels: tuple[float, ...],
     sensitivity: bool,
-    progress: Callable[[float, str], object] | None = None,
 ) -> Variability:
-    """:func:`llamp.lp.variability.monte_carlo` with ``spec`` (a
-    :class:`~llamp.lp.variability.VariabilitySpec`), memoised in the session.
+    """:func:`llamp.lp.variability.monte_carlo` in a background task (:mod:`llamp.ui.tasks`).
 
-    ``monte_carlo`` reports no progress, so ``progress(fraction, text)`` follows an estimate:
-    the first :data:`PILOT_SAMPLES` samples are timed on one thread, the whole run then goes to a
-    worker thread and the fraction is elapsed / expected time (at most 99 % until it is done).
-    The result is the one ``monte_carlo`` returns for ``spec``, sample for sample.
+    ``monte_carlo`` reports no progress, so the task's fraction follows an estimate: the first
+    :data:`PILOT_SAMPLES` samples are timed on one thread, then the whole run goes on in the
+    task's own thread (so Cancel interrupts it between two batches of samples) while a ticker
+    moves the fraction as elapsed / expected time (at most 99 % until it is done). The result
+    is the one ``monte_carlo`` returns for ``spec``, sample for sample.
     """
-    found = stored_variability(run, params, spec, levels, sensitivity)
-    if found is not None:
-        return found
     p = params_of(params)
     kwargs = {"tolerances": levels, "sensitivity": sensitivity}
-    if progress is None or spec.samples <= 4 * PILOT_SAMPLES:
-        if progress is not None:
-            progress(0.0, f"Sampling {spec.samples} runs…")
-        result = monte_carlo(graph, p, spec, **kwargs)
-    else:
-        progress(0.0, f"Timing the first {PILOT_SAMPLES} samples…")
-        started = time.perf_counter()
-        pilot = dataclasses.replace(spec, samples=PILOT_SAMPLES)
-        monte_carlo(graph, p, pilot, workers=1, **kwargs)
-        per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
-        threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
-        expected = max(per_sample * spec.samples / threads, 1e-3)
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamp-mc") as pool:
-            future = pool.submit(monte_carlo, graph, p, spec, **kwargs)
-            while True:
-                try:
-                    result = future.result(timeout=0.25)
-                    break
-                except FutureTimeout:
-                    elapsed = time.perf_counter() - started
-                    left = max(expected - elapsed, 0.0)
-                    progress(
-                        min(elapsed / expected, 0.99),
-                        f"Sampling {spec.samples:,} runs on {threads} threads… "
-                        f"about {left:.0f} s left (estimated)",
-                    )
-    if progress is not None:
-        progress(1.0, f"{spec.samples:,} samples in {result.seconds['total']:.2f} s")
-    memo = st.session_state.setdefault("_variability_memo", {})
-    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
-    while len(memo) > 8:
-        memo.pop(next(iter(memo)))
-    return result
+    if spec.samples <= 4 * PILOT_SAMPLES:
+        task.report(None, f"sampling {spec.samples} runs")
+        return monte_carlo(graph, p, spec, **kwargs)
+    task.report(0.0, f"timing the first {PILOT_SAMPLES} samples")
+    started = time.perf_counter()
+    monte_carlo(graph, p, dataclasses.replace(spec, samples=PILOT_SAMPLES), workers=1, **kwargs)
+    per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
+    threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
+    expected = max(per_sample * spec.samples / threads, 1e-3)
+    started = time.perf_counter()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.25):
+            elapsed = time.perf_counter() - started
+            task.fraction = min(elapsed / expected, 0.99)
+            task.text = f"sampling {spec.samples:,} runs on {threads} threads (estimated)"
+
+    threading.Thread(target=tick, name="llamp-mc-progress", daemon=True).start()
+    try:
+        return monte_carlo(graph, p, spec, **kwargs)
+    finally:
+        done.set()
 
 
 def tolerance_levels(text: str) -> tuple[float, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +23,7 @@ from llamp import config
 from llamp.errors import LlampError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import store
+from llamp.ui import store, tasks
 from llamp.ui.analyses import ParamKey, param_key
 
 log = logging.getLogger("llamp.ui")
@@ -154,7 +154,9 @@ def _from_url(page: str, names: list[str]) -> None:
             continue
         seen[name] = value
         if key in choices and value not in choices[key]:
-            st.toast(f"The link's {name}={value!r} is not available here", icon=":material/link_off:")
+            st.toast(
+                f"The link's {name}={value!r} is not available here", icon=":material/link_off:"
+            )
             continue
         _keep(key, value)
         st.session_state[f"{key}::{page}"] = value
@@ -338,6 +340,29 @@ def table(
         if c.endswith(("(s)", "(ms)", "(µs)", "(ns)"))
     }
     return st.dataframe(
-        shown, hide_index=True, key=key, column_config=config | kwargs.pop("column_config", {}),
+        shown,
+        hide_index=True,
+        key=key,
+        column_config=config | kwargs.pop("column_config", {}),
         **kwargs,
     )
+
+
+def background(
+    sel: Selection,
+    slot: str,
+    label: str,
+    compute: Callable[[ExecutionGraph, tasks.Task], Any],
+    inputs: object = (),
+) -> Any:
+    """``compute(graph, task)`` of the selected run in the background (:mod:`llamp.ui.tasks`),
+    keyed on the run, the parameters and ``inputs``: its result, or ``None`` while it runs
+    (the progress panel with Cancel is on the page). The graph is loaded in the background too."""
+
+    def work(task: tasks.Task) -> Any:
+        task.report(None, f"loading run {sel.name!r}")
+        graph = store.load_graph(sel.name, sel.token)
+        task.report(None, "")
+        return compute(graph, task)
+
+    return tasks.result(f"{slot}|{sel.run}|{sel.key}|{inputs!r}", label, work, slot=slot)

@@ -109,11 +109,15 @@ with controls.readable_errors("Classification"):
         int(span),
     )
     Thresholds(*thresholds)  # a readable error for impossible thresholds
-    graph = sel.graph()
-    with st.spinner(f"Evaluating the {3 * (2 * span.bit_length() - 1)} configurations…"):
-        result = analyses.classification(
+    result = controls.background(
+        sel,
+        "classification",
+        f"Evaluating the {3 * (2 * span.bit_length() - 1)} configurations",
+        lambda graph, task: analyses.classification(
             sel.run, graph, network, analyses.param_key(params), thresholds
-        )
+        ),
+        (network, analyses.param_key(params), thresholds),
+    )
 if result is None:
     st.stop()
 

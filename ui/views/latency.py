@@ -214,10 +214,12 @@ shown = pd.DataFrame(
         "#": ranked["rank"],
         "critical L": [format_ns(v) for v in ranked["at_ns"]],
         "merged from": [
-            format_ns(a) if m > 1 else "" for a, m in zip(ranked["lo_ns"], ranked["merged"])
+            format_ns(a) if m > 1 else ""
+            for a, m in zip(ranked["lo_ns"], ranked["merged"], strict=True)
         ],
         "merged to": [
-            format_ns(b) if m > 1 else "" for b, m in zip(ranked["hi_ns"], ranked["merged"])
+            format_ns(b) if m > 1 else ""
+            for b, m in zip(ranked["hi_ns"], ranked["merged"], strict=True)
         ],
         "λ_L before": ranked["slope_before"],
         "λ_L after": ranked["slope_after"],

@@ -118,6 +118,7 @@ symmetric = o1.toggle(
 log_colour = o2.toggle("Logarithmic colour scale", key="mx_log")
 annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
 
+
 def _work(task):
     task.report(None, f"loading run {sel.name!r}")
     graph = store.load_graph(sel.name, sel.token)
@@ -235,6 +236,7 @@ with st.expander("The per-pair costs L_ij and G_ij"):
         width="stretch",
     )
 
+
 # ---------------------------------------------------------------------- links to the path
 def _cell(selection) -> tuple[int, int] | None:
     points = (selection or {}).get("selection", {}).get("points", []) if selection else []
@@ -251,8 +253,7 @@ if cell is None and len(on_path):
     cell = st.selectbox(
         "Open a rank pair's critical messages on the timeline (or click a cell of λ_L^ij)",
         choices,
-        format_func=lambda c: f"{c[0]} {'↔' if symmetric else '→'} {c[1]}: "
-        f"λ_L^ij = {lam_L[c]:g}",
+        format_func=lambda c: f"{c[0]} {'↔' if symmetric else '→'} {c[1]}: λ_L^ij = {lam_L[c]:g}",
         key="mx_open_pair",
     )
 if cell is not None:

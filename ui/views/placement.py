@@ -243,8 +243,10 @@ if len(swaps):
     row = st.selectbox(
         "Open an accepted swap's ranks on the critical-path timeline",
         range(len(swaps)),
-        format_func=lambda i: f"swap {int(swaps['iteration'].iloc[i])}: ranks "
-        f"{int(swaps['rank_a'].iloc[i])} ⇄ {int(swaps['rank_b'].iloc[i])}",
+        format_func=lambda i: (
+            f"swap {int(swaps['iteration'].iloc[i])}: ranks "
+            f"{int(swaps['rank_a'].iloc[i])} ⇄ {int(swaps['rank_b'].iloc[i])}"
+        ),
         key="place_open_swap",
     )
     a, b = int(swaps["rank_a"].iloc[row]), int(swaps["rank_b"].iloc[row])

@@ -87,22 +87,25 @@ with controls.readable_errors("Monte Carlo"):
         seed=int(seed),
     )
     levels = analyses.tolerance_levels(levels_text) if sensitivity else ()
-    result = analyses.stored_variability(sel.run, sel.key, spec, levels, sensitivity)
-    if result is None and run_clicked:
-        graph = sel.graph()
-        bar = st.progress(0.0, text="Starting…")
-        result = analyses.variability(
-            sel.run,
-            graph,
-            sel.key,
-            spec,
-            levels,
-            sensitivity,
-            progress=lambda fraction, text: bar.progress(fraction, text=text),
+    inputs = (sel.run, sel.key, spec, levels, sensitivity)
+    if run_clicked:
+        st.session_state["_mc_requested"] = inputs
+    result = analyses.stored_variability(*inputs)
+    if result is None and st.session_state.get("_mc_requested") == inputs:
+        result = controls.background(
+            sel,
+            "variability",
+            "Monte Carlo",
+            lambda graph, task: analyses.variability_in(
+                task, graph, sel.key, spec, levels, sensitivity
+            ),
+            inputs[2:],
         )
-        bar.empty()
+        if result is not None:
+            analyses.remember_variability(*inputs, result)
 if result is None:
-    st.info("Set the variability above and press **Run Monte Carlo**.")
+    if st.session_state.get("_mc_requested") != inputs:
+        st.info("Set the variability above and press **Run Monte Carlo**.")
     st.stop()
 
 # ---------------------------------------------------------------------- headline numbers
