@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks.timing import peak_rss_mb, row
 
 #: Seconds a page may take before the benchmark stops waiting for it.
-PAGE_LIMIT_S = 600.0
+PAGE_LIMIT_S = 300.0
 #: Seconds between two reruns while a page's work goes on (the UI's progress panel polls 0.5 s).
 POLL_S = 0.25
 
