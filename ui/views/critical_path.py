@@ -49,6 +49,9 @@ def _linked() -> list[int]:
     critical message between the two ranks, either way)."""
     focus = st.query_params.get("focus")
     pair = st.query_params.get("pair")
+    for name, value in (("focus", focus), ("pair", pair)):
+        if value is not None:
+            st.query_params[name] = value  # kept in the address bar: the view is a bookmark
     if focus is not None:
         try:
             vid = int(focus)
