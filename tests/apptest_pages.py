@@ -88,11 +88,33 @@ def exact_ns(block) -> float:
     return float(text.removesuffix(" ns"))
 
 
+#: Units of the time columns a page shows (``"wait (ms)"``), in ns.
+UNITS = {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1.0}
+
+
+def raw(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table as :func:`llamp.ui.controls.with_units` shows it, back in the analysis' own
+    names and nanoseconds: ``"wait (ms)"`` → ``wait_ns``, ``"vs block"`` → ``vs_block``."""
+    out = {}
+    for column in frame.columns:
+        base, _, unit = column.rpartition(" (")
+        if base and unit.endswith(")") and unit[:-1] in UNITS:
+            out[base.replace(" ", "_") + "_ns"] = frame[column] * UNITS[unit[:-1]]
+        else:
+            out[column.replace(" ", "_")] = frame[column]
+    return pd.DataFrame(out, index=frame.index)
+
+
 def table(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table shown with ``column``."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
+    """The first table shown with ``column``; a table shown with units (``controls.table``)
+    is found by the analysis' column name and returned in those names, in ns (:func:`raw`)."""
+    for element in at.dataframe:
+        frame = element.value
+        restored = raw(frame)
+        if column in restored.columns and any(c.endswith("_ns") for c in restored.columns):
+            return restored
+        if column in frame.columns:
+            return frame
     raise AssertionError(f"no table with a {column!r} column")
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from llamp.config import format_ns
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp import (
@@ -49,7 +50,7 @@ from llamp.lp.collective_models import (
 )
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
-from llamp.lp.placement import Machine, Placement, topology_machine, two_level_machine
+from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
 from llamp.lp.region import Region, tolerance_region
 from llamp.lp.topology import (
     LinkLatencies,
@@ -468,6 +469,33 @@ def stored_placement(
     """The placement already computed in this session for these inputs, if any."""
     memo = st.session_state.get("_placement_memo", {})
     return memo.get(_placement_key(run, params, machine, budget))
+
+
+def placement_in(
+    task, graph: ExecutionGraph, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
+) -> Placement:
+    """Algorithm 3 (App. J) against the block, round-robin and volume baselines in a background
+    task (:mod:`llamp.ui.tasks`): the fraction done is the larger of swaps / most swaps and
+    elapsed / time budget; Cancel stops it after the current swap."""
+    budget_s, max_swaps, candidates, start, seed = budget
+    task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
+    began = time.perf_counter()
+
+    def progress(iteration: int, runtime_ns: float) -> None:
+        done = max(iteration / max(max_swaps, 1), (time.perf_counter() - began) / budget_s)
+        task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+
+    return place(
+        graph,
+        params_of(params),
+        machine_of(params, machine),
+        budget_s=budget_s,
+        max_iterations=max_swaps,
+        candidates=candidates,
+        start=start,
+        seed=seed,
+        progress=progress,
+    )
 
 
 def remember_placement(

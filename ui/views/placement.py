@@ -5,7 +5,6 @@ Slurm hostfile."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -161,29 +160,11 @@ if run_clicked:
     st.session_state["_place_requested"] = inputs
 result = analyses.stored_placement(*inputs)
 if result is None and st.session_state.get("_place_requested") == inputs:
-    began = [0.0]
 
     def _work(task):
         task.report(None, f"loading run {sel.name!r}")
         graph = store.load_graph(sel.name, sel.token)
-        task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
-        began[0] = time.perf_counter()
-
-        def progress(iteration: int, runtime_ns: float) -> None:
-            done = max(iteration / max(budget[1], 1), (time.perf_counter() - began[0]) / budget[0])
-            task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
-
-        return analyses.place(
-            graph,
-            sel.params,
-            analyses.machine_of(sel.key, machine),
-            budget_s=budget[0],
-            max_iterations=budget[1],
-            candidates=budget[2],
-            start=budget[3],
-            seed=budget[4],
-            progress=progress,
-        )
+        return analyses.placement_in(task, graph, sel.key, machine, budget)
 
     with controls.readable_errors("Placement"):
         result = tasks.result(
@@ -214,20 +195,14 @@ cols[1].metric("Best mapping", result.best)
 cols[2].metric("Swaps applied", f"{len(result.history) - 1:,}")
 cols[3].metric("Heuristic time", f"{result.elapsed_s:.3g} s")
 st.caption(f"Stopped: {result.stop_reason}.")
-st.dataframe(
+controls.table(
     mappings,
-    hide_index=True,
     key="table_mappings",
     column_config={
-        "mapping": "mapping",
-        "runtime_ns": st.column_config.NumberColumn("predicted T (ns)", format="%.3f"),
-        "vs_block": st.column_config.NumberColumn("T / T_block − 1", format="%.3e"),
-        "mean_rank_finish_ns": st.column_config.NumberColumn(
-            "mean rank finish (ns)", format="%.3f"
-        ),
-        "inter_node_messages": st.column_config.NumberColumn("inter-node messages"),
-        "inter_node_bytes": st.column_config.NumberColumn("inter-node bytes"),
-        "nodes_used": st.column_config.NumberColumn("nodes used"),
+        "vs block": st.column_config.NumberColumn("T / T_block − 1", format="%.3e"),
+        "inter node messages": st.column_config.NumberColumn("inter-node messages"),
+        "inter node bytes": st.column_config.NumberColumn("inter-node bytes"),
+        "nodes used": st.column_config.NumberColumn("nodes used"),
     },
 )
 controls.csv_download(mappings, f"{controls.slug(sel.name)}-mappings.csv", key="csv_mappings")
@@ -257,7 +232,7 @@ if len(swaps):
         query_params=controls.link_params("critical_path", pair=f"{a},{b}"),
     )
 with st.expander(f"Accepted swaps ({len(result.history) - 1})"):
-    st.dataframe(result.history, hide_index=True, key="table_history")
+    controls.table(result.history, key="table_history")
     controls.csv_download(
         result.history, f"{controls.slug(sel.name)}-placement-history.csv", key="csv_history"
     )

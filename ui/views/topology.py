@@ -231,19 +231,16 @@ summary = pd.DataFrame(
         for _, _, res in results
     ]
 )
-st.dataframe(
-    summary,
-    hide_index=True,
+controls.table(
+    summary.drop(columns=["runtime"]),
     key="table_topo_summary",
     column_config={
-        "runtime_ns": st.column_config.NumberColumn("T (ns)", format="%.3f"),
-        "runtime": "T",
-        "nodes_used": st.column_config.NumberColumn("nodes used"),
-        "num_nodes": st.column_config.NumberColumn("nodes in topology"),
-        "mean_switches": st.column_config.NumberColumn(
+        "nodes used": st.column_config.NumberColumn("nodes used"),
+        "num nodes": st.column_config.NumberColumn("nodes in topology"),
+        "mean switches": st.column_config.NumberColumn(
             "mean switches per inter-node message", format="%.3g"
         ),
-        "intra_node_fraction": st.column_config.NumberColumn(
+        "intra node fraction": st.column_config.NumberColumn(
             "same-node messages (fraction)", format="%.3g"
         ),
     },
@@ -395,7 +392,7 @@ if sweeps:
     if skipped:
         st.caption(f"Not swept (no variable {variable}): {', '.join(skipped)}.")
     with st.expander(f"Sweep table ({len(sweep)} rows)"):
-        st.dataframe(sweep, hide_index=True, key="table_topo_sweep")
+        controls.table(sweep, key="table_topo_sweep")
         controls.csv_download(
             sweep, f"{controls.slug(sel.name)}-topology-sweep.csv", key="csv_topo_sweep"
         )
