@@ -112,8 +112,11 @@ def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
                 label = f"{view}: cold first result" + (f" ({note})" if note else "")
                 rows.append(row("ui", case, label, first, "s"))
                 rows.append(row("ui", case, f"{view}: cold complete", complete, "s"))
-                warm = [_open(view)[1] for _ in range(max(repeat, 1))]
-                rows.append(row("ui", case, f"{view}: warm", min(warm), "s", warm))
+                opened = [_open(view) for _ in range(max(repeat, 1))]
+                warm = [o[1] for o in opened]
+                note = opened[-1][2] if not note else "cold run stopped: no result to reuse"
+                label = f"{view}: warm" + (f" ({note})" if note else "")
+                rows.append(row("ui", case, label, min(warm), "s", warm))
         finally:
             for key, value in old.items():
                 if value is None:

@@ -28,7 +28,7 @@ def _work(task):
     task.report(0.4, "tracing the critical path")
     cp = critical_path(graph, sel.params)
     task.report(0.9, "splitting each rank's time")
-    return graph, ev, cp, rank_time_split(graph, ev)
+    return graph, ev, cp, rank_time_split(graph, ev), np.sort(ev.start_ns)
 
 
 found = None
@@ -41,7 +41,7 @@ with controls.readable_errors("Critical-path analysis"):
     )
 if found is None:
     st.stop()
-graph, ev, cp, split = found
+graph, ev, cp, split, starts = found
 
 
 def _linked() -> list[int]:
@@ -101,7 +101,6 @@ for col, part in zip(cols[3:], ("latency", "bandwidth", "overhead"), strict=True
 # ---------------------------------------------------------------------- timeline
 st.subheader("Per-rank timeline")
 T = float(ev.runtime_ns)
-starts = np.sort(ev.start_ns)
 auto_hi = T if starts.size <= AUTO_OPS else float(starts[AUTO_OPS])
 link_seen = st.session_state.setdefault("_cp_link_seen", None)
 link_id = (sel.run, sel.key, tuple(linked))
