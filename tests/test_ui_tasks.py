@@ -262,3 +262,25 @@ def test_links_open_the_critical_path_at_the_point(graph):
     assert any(i.value.startswith("Linked op") for i in at.info) or any(
         "No critical message between ranks 0 and 1" in i.value for i in at.info
     )
+
+
+def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
+    """T(L) drawn from the segments: exact at every breakpoint; with a spent budget the
+    unresolved intervals are chords above T (convexity)."""
+    params = LogGPS()
+    full = critical_latencies(graph, params, 0.0, 50_000.0)
+    curve = analyses.exact_curve(full, params)
+    np.testing.assert_allclose(curve["L_ns"].iloc[1:-1], full.critical, rtol=1e-12)
+    for seg in full.segments:
+        row = curve[curve["L_ns"] == seg.start].iloc[0]
+        assert row["runtime_ns"] == seg.runtime_start_ns and row["lambda_L"] == seg.slope
+    budgeted = critical_latencies(graph, params, 0.0, 50_000.0, max_evaluations=6)
+    assert not budgeted.complete
+    chord = analyses.exact_curve(budgeted, params)
+    exact_T = np.interp(chord["L_ns"], curve["L_ns"], curve["runtime_ns"])
+    np.testing.assert_allclose(chord["runtime_ns"], exact_T, rtol=1e-12)  # its knots are exact
+    mid = (chord["L_ns"].to_numpy()[:-1] + chord["L_ns"].to_numpy()[1:]) / 2
+    above = np.interp(mid, chord["L_ns"], chord["runtime_ns"]) >= np.interp(
+        mid, curve["L_ns"], curve["runtime_ns"]
+    ) * (1 - 1e-12)
+    assert above.all()
