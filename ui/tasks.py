@@ -67,6 +67,8 @@ class Task:
     #: Interrupt the thread asynchronously on cancel (no cooperative hook in a long step).
     interruptible: bool = True
     watchers: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
+    #: The session whose Cancel button stopped it (``None``: stopped because nobody watched).
+    cancelled_by: str | None = None
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -215,14 +217,18 @@ def start(
     interruptible: bool = True,
 ) -> Task:
     """The task computing ``key``: the running or finished one, or a new one running
-    ``work(task)`` in its own thread. A failed or cancelled task is not restarted here (see
-    :func:`restart`), so a page does not loop on an error.
+    ``work(task)`` in its own thread. A failed task, or one this session cancelled, is not
+    restarted here (see :func:`restart`), so a page does not loop on an error; a task stopped
+    because nobody watched it runs again for whoever asks next.
 
     ``slot`` names the place on the page that shows the task: when the page's inputs change and
     the slot asks for another task, this session stops watching the previous one (which is
     cancelled if nobody else watches it)."""
+    session = _session()
     with _LOCK:
         task = _TASKS.get(key)
+        if task is not None and task.state == CANCELLED and task.cancelled_by != session:
+            task = None  # stopped because its watchers left, or by someone else: run it again
         if task is None:
             task = Task(key, label, work, interruptible=interruptible)
             _TASKS[key] = task
@@ -341,6 +347,7 @@ def _panel(task: Task, key: str) -> None:
     with st.container(key=f"task-{key}"):
         st.progress(task.fraction or 0.0, text=describe(task))
         if st.button("Cancel", key=f"task-cancel-{key}", icon=":material/cancel:"):
+            task.cancelled_by = _session()
             task.cancel()
             task.wait(timeout=5.0)
             st.rerun(scope="app")
