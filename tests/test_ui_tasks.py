@@ -284,3 +284,20 @@ def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
         mid, curve["L_ns"], curve["runtime_ns"]
     ) * (1 - 1e-12)
     assert above.all()
+
+
+def test_the_critical_latency_search_reports_and_stops_from_its_progress_hook(graph):
+    """The hook the Latency page's progress and Cancel use (``critical_latencies(progress=)``):
+    called before each batch of probes with the evaluations done; raising from it stops the
+    search."""
+    seen: list[int] = []
+    crit = critical_latencies(graph, LogGPS(), 0.0, 50_000.0, progress=seen.append)
+    assert seen[0] == 0 and seen == sorted(seen) and seen[-1] < crit.evaluations
+    assert len(seen) >= 2
+
+    def stop(done: int) -> None:
+        if done > 0:
+            raise tasks.Cancelled("test")
+
+    with pytest.raises(tasks.Cancelled):
+        critical_latencies(graph, LogGPS(), 0.0, 50_000.0, progress=stop)
