@@ -227,13 +227,11 @@ def critical_latencies(
     parameter: str = "L",
     engine: str = "auto",
     max_evaluations: int | None = None,
-    progress: Callable[[int], object] | None = None,
 ) -> CriticalLatencies:
     """Every critical value of ``parameter`` (default L) in [lo, hi], with λ on each piece.
 
     ``max_evaluations`` bounds the search (at least 2; ``None``: find them all); see the
-    module doc and :func:`evaluation_budget`. ``progress(evaluations so far)`` is called before
-    each batch of probes (the UI shows it, and stops the search by raising from it).
+    module doc and :func:`evaluation_budget`.
     """
     if parameter not in PARAMETER_COLUMNS:
         raise InputError(f"cannot search critical values of {parameter!r}: choose L, G or o")
@@ -243,8 +241,6 @@ def critical_latencies(
         raise InputError(f"max_evaluations must be at least 2 (both ends), got {max_evaluations}")
     chosen = resolve_engine(engine)
     probe = _probe(graph, params, parameter, chosen)
-    if progress is not None:
-        probe = _reporting(probe, progress)
     points, open_, calls, ends = tangent_breakpoints(probe, lo, hi, max_evaluations)
     inner = [p for p in points if lo < p[0] < hi]
     segments, unresolved = _pieces(lo, hi, ends, inner, open_)
@@ -260,17 +256,6 @@ def critical_latencies(
         unresolved=unresolved,
         max_evaluations=max_evaluations,
     )
-
-
-def _reporting(probe: ProbeMany, progress: Callable[[int], object]) -> ProbeMany:
-    done = [0]
-
-    def reported(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        progress(done[0])
-        done[0] += len(xs)
-        return probe(xs)
-
-    return reported
 
 
 def _probe(graph: ExecutionGraph, params: LogGPS, parameter: str, engine: str) -> ProbeMany:

@@ -174,16 +174,22 @@ def critical_search(
     graph: ExecutionGraph, task, params: LogGPS, lo: float, hi: float, exhaustive: bool
 ) -> dict:
     """The critical latencies in [lo, hi] (LLAMP Alg. 2, exact), within the automatic
-    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``;
-    progress is the evaluations done against the budget (an upper bound of the work left)."""
+    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``.
+    Progress is what the search reports after each wave (the share of the λ_L jump over the
+    range already resolved); a search without that hook is stopped by the task's interrupt."""
     from llamp.lp.critical import evaluation_budget
 
     budget = None if exhaustive else evaluation_budget(graph, params)
     kwargs: dict = {"max_evaluations": budget}
     if "progress" in inspect.signature(critical_latencies).parameters:
 
-        def progress(done: int) -> None:
-            if budget:
+        def progress(done: float, *wave: int) -> None:
+            """``(share of the λ jump resolved, waves, evaluations, open intervals)`` after each
+            wave (lp/critical.py), or the evaluations done so far."""
+            if wave:
+                waves, calls, pending = wave
+                task.report(done, f"{calls:,} evaluations in {waves:,} waves, {pending:,} open")
+            elif budget:
                 task.report(done / budget, f"{done:,} evaluations of at most {budget:,}")
             else:
                 task.report(None, f"{done:,} evaluations")
