@@ -314,3 +314,43 @@ def test_the_critical_latency_search_reports_and_stops_from_its_progress_hook(gr
 
     with pytest.raises(tasks.Cancelled):
         critical_latencies(graph, LogGPS(), 0.0, 50_000.0, progress=stop)
+
+
+def test_a_heatmap_pair_and_a_placement_swap_link_to_the_timeline(graph):
+    """Sensitivity matrices: the pair picked (or clicked) links to ``?pair=i,j``; an accepted
+    placement swap of ranks a, b links to ``?pair=a,b``; the critical-path page opens on the
+    first critical message between them."""
+    from llamp.lp import critical_path
+
+    at = page("matrices")
+    assert_clean(at)
+    pair = at.selectbox(key="mx_open_pair").value
+    link = _page_links(at)[0].proto
+    assert f"pair={pair[0]}%2C{pair[1]}" in link.query_string or (
+        f"pair={pair[0]},{pair[1]}" in link.query_string
+    )
+    assert "page=critical_path" in link.query_string
+
+    at = page(None)
+    at.query_params.update({"page": "critical_path", "run": RUN, "pair": f"{pair[0]},{pair[1]}"})
+    at.run()
+    assert_clean(at)
+    cp = critical_path(graph, LogGPS())
+    s, r = cp.messages[:, 0], cp.messages[:, 1]
+    a, b = pair
+    hit = [
+        int(v)
+        for v, x, y in zip(s, graph.rank[s], graph.rank[r], strict=True)
+        if {int(x), int(y)} == {a, b}
+    ]
+    assert any(f"Linked op {hit[0]:,}:" in i.value for i in at.info)
+
+    at = page("placement")
+    at.number_input(key="place_nodes").set_value(4).run()
+    at.selectbox(key="place_start").set_value("round-robin").run()
+    at.button(key="place_run").click().run()
+    assert_clean(at)
+    swap = at.selectbox(key="place_open_swap")
+    links = [p.proto for p in _page_links(at)]
+    assert links and "page=critical_path" in links[0].query_string
+    assert "pair=" in links[0].query_string and swap.value is not None
