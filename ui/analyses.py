@@ -8,13 +8,13 @@ plain tuples, so changing a plot option reruns the page without recomputing an a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from llamp.config import format_ns
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.ingest.collective_models import (
@@ -157,6 +158,111 @@ def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
     if not finite:
         return 0.0, L0 + 100_000.0
     return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
+
+
+# ---------------------------------------------------------------------- latency page (background)
+def latency_head(graph: ExecutionGraph, task, params: LogGPS, levels: tuple[float, ...]) -> dict:
+    """``T``, λ at ``params`` and the x% L and G tolerances (a few graph passes)."""
+    task.report(None, "predicting T(L0)")
+    pred = predict(graph, params)
+    task.report(0.3, "finding the x% tolerances")
+    tol = tolerance(graph, params, levels)
+    return {"predict": pred, "tolerance": tol}
+
+
+def critical_search(
+    graph: ExecutionGraph, task, params: LogGPS, lo: float, hi: float, exhaustive: bool
+) -> dict:
+    """The critical latencies in [lo, hi] (LLAMP Alg. 2, exact), within the automatic
+    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``.
+    Progress is what the search reports after each wave (the share of the λ_L jump over the
+    range already resolved); a search without that hook is stopped by the task's interrupt."""
+    from llamp.lp.critical import evaluation_budget
+
+    budget = None if exhaustive else evaluation_budget(graph, params)
+    kwargs: dict = {"max_evaluations": budget}
+    if "progress" in inspect.signature(critical_latencies).parameters:
+
+        def progress(done: float, *wave: int) -> None:
+            """``(share of the λ jump resolved, waves, evaluations, open intervals)`` after each
+            wave (lp/critical.py), or the evaluations done so far."""
+            if wave:
+                waves, calls, pending = wave
+                task.report(done, f"{calls:,} evaluations in {waves:,} waves, {pending:,} open")
+            elif budget:
+                task.report(done / budget, f"{done:,} evaluations of at most {budget:,}")
+            else:
+                task.report(None, f"{done:,} evaluations")
+
+        kwargs["progress"] = progress
+    task.report(0.0, "searching")
+    return {"critical": critical_latencies(graph, params, lo, hi, **kwargs)}
+
+
+def exact_curve(crit: CriticalLatencies, params: LogGPS) -> pd.DataFrame:
+    """``T``, ``λ_L`` (right derivative) and ``ρ_L`` at every end of the exact segments of
+    ``crit``: ``T`` is linear and ``λ_L`` constant between two consecutive rows, so this is
+    ``T(L)`` over the whole range with no further evaluation (across an interval the search
+    left unresolved, the straight line is an upper bound: ``T`` is convex)."""
+    L = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
+    T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
+    lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
+    if crit.segments:
+        last = max(crit.segments, key=lambda s: s.end)
+        L.append(last.end)
+        T.append(last.runtime_end_ns)
+        lam.append(last.slope)
+    frame = pd.DataFrame({"L_ns": L, "runtime_ns": T, "lambda_L": lam}).sort_values("L_ns")
+    frame = frame.drop_duplicates("L_ns", keep="first").reset_index(drop=True)
+    runtime = frame["runtime_ns"].to_numpy(float)
+    frame["rho_L"] = np.divide(
+        frame["L_ns"].to_numpy(float) * frame["lambda_L"].to_numpy(float),
+        runtime,
+        out=np.zeros(len(frame)),
+        where=runtime > 0,
+    )
+    return frame
+
+
+#: Columns of :func:`breakpoints`.
+BREAKPOINT_COLUMNS = (
+    "rank",
+    "at_ns",
+    "lo_ns",
+    "hi_ns",
+    "slope_before",
+    "slope_after",
+    "jump",
+    "relative_jump",
+    "merged",
+)
+
+
+def breakpoints(crit: CriticalLatencies, min_jump: float) -> tuple[pd.DataFrame, bool]:
+    """The critical latencies that matter, ranked by the jump of λ_L
+    (``CriticalLatencies.significant(min_jump)``), and whether that ranking was available;
+    without it, every exact breakpoint, ranked the same way."""
+    significant = getattr(crit, "significant", None)
+    if callable(significant):
+        rows = [
+            (b.at, b.lo, b.hi, b.slope_before, b.slope_after, b.jump, b.relative_jump, b.merged)
+            for b in significant(min_jump=min_jump)
+        ]
+        merged = True
+    else:
+        starts = np.array([s.start for s in crit.segments], float)
+        slopes = np.array([s.slope for s in crit.segments], float)
+        rows = []
+        for x in crit.critical:
+            right = int(np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1))
+            before, after = float(slopes[max(right - 1, 0)]), float(slopes[right])
+            jump = after - before
+            rows.append((x, x, x, before, after, jump, jump / max(before, 1.0), 1))
+        rows.sort(key=lambda r: -r[5])
+        merged = False
+    frame = pd.DataFrame(rows, columns=list(BREAKPOINT_COLUMNS[1:]))
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame, merged
 
 
 # ---------------------------------------------------------------------- network what-ifs
@@ -371,22 +477,21 @@ def stored_placement(
     return memo.get(_placement_key(run, params, machine, budget))
 
 
-def placement(
-    run: str,
-    graph: ExecutionGraph,
-    params: ParamKey,
-    machine: MachineSpec,
-    budget: PlacementBudget,
-    progress: Callable[[int, float], object] | None = None,
+def placement_in(
+    task, graph: ExecutionGraph, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
 ) -> Placement:
-    """Algorithm 3 (App. J) against the block, round-robin and volume baselines, memoised in
-    the session: not ``st.cache_data``, whose replay would repeat the progress bar updates
-    that ``progress`` makes (called after every accepted swap with the iteration and ``T``)."""
-    found = stored_placement(run, params, machine, budget)
-    if found is not None:
-        return found
+    """Algorithm 3 (App. J) against the block, round-robin and volume baselines in a background
+    task (:mod:`llamp.ui.tasks`): the fraction done is the larger of swaps / most swaps and
+    elapsed / time budget; Cancel stops it after the current swap."""
     budget_s, max_swaps, candidates, start, seed = budget
-    result = place(
+    task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
+    began = time.perf_counter()
+
+    def progress(iteration: int, runtime_ns: float) -> None:
+        done = max(iteration / max(max_swaps, 1), (time.perf_counter() - began) / budget_s)
+        task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+
+    return place(
         graph,
         params_of(params),
         machine_of(params, machine),
@@ -397,11 +502,16 @@ def placement(
         seed=seed,
         progress=progress,
     )
+
+
+def remember_placement(
+    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget, result: Placement
+) -> None:
+    """Keep a placement computed in the background for this session (:func:`stored_placement`)."""
     memo = st.session_state.setdefault("_placement_memo", {})
     memo[_placement_key(run, params, machine, budget)] = result
     while len(memo) > 8:  # the oldest first (dicts keep insertion order)
         memo.pop(next(iter(memo)))
-    return result
 
 
 # ---------------------------------------------------------------------- application what-ifs
@@ -675,62 +785,57 @@ def stored_variability(
 PILOT_SAMPLES = 16
 
 
-def variability(
-    run: str,
+def remember_variability(
+    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool, result
+) -> None:
+    """Keep a Monte Carlo run in the background for this session (:func:`stored_variability`)."""
+    memo = st.session_state.setdefault("_variability_memo", {})
+    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
+    while len(memo) > 8:
+        memo.pop(next(iter(memo)))
+
+
+def variability_in(
+    task,
     graph: ExecutionGraph,
     params: ParamKey,
     spec,
     levels: tuple[float, ...],
     sensitivity: bool,
-    progress: Callable[[float, str], object] | None = None,
 ) -> Variability:
-    """:func:`llamp.lp.variability.monte_carlo` with ``spec`` (a
-    :class:`~llamp.lp.variability.VariabilitySpec`), memoised in the session.
+    """:func:`llamp.lp.variability.monte_carlo` in a background task (:mod:`llamp.ui.tasks`).
 
-    ``monte_carlo`` reports no progress, so ``progress(fraction, text)`` follows an estimate:
-    the first :data:`PILOT_SAMPLES` samples are timed on one thread, the whole run then goes to a
-    worker thread and the fraction is elapsed / expected time (at most 99 % until it is done).
-    The result is the one ``monte_carlo`` returns for ``spec``, sample for sample.
+    ``monte_carlo`` reports no progress, so the task's fraction follows an estimate: the first
+    :data:`PILOT_SAMPLES` samples are timed on one thread, then the whole run goes on in the
+    task's own thread (so Cancel interrupts it between two batches of samples) while a ticker
+    moves the fraction as elapsed / expected time (at most 99 % until it is done). The result
+    is the one ``monte_carlo`` returns for ``spec``, sample for sample.
     """
-    found = stored_variability(run, params, spec, levels, sensitivity)
-    if found is not None:
-        return found
     p = params_of(params)
     kwargs = {"tolerances": levels, "sensitivity": sensitivity}
-    if progress is None or spec.samples <= 4 * PILOT_SAMPLES:
-        if progress is not None:
-            progress(0.0, f"Sampling {spec.samples} runs…")
-        result = monte_carlo(graph, p, spec, **kwargs)
-    else:
-        progress(0.0, f"Timing the first {PILOT_SAMPLES} samples…")
-        started = time.perf_counter()
-        pilot = dataclasses.replace(spec, samples=PILOT_SAMPLES)
-        monte_carlo(graph, p, pilot, workers=1, **kwargs)
-        per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
-        threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
-        expected = max(per_sample * spec.samples / threads, 1e-3)
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamp-mc") as pool:
-            future = pool.submit(monte_carlo, graph, p, spec, **kwargs)
-            while True:
-                try:
-                    result = future.result(timeout=0.25)
-                    break
-                except FutureTimeout:
-                    elapsed = time.perf_counter() - started
-                    left = max(expected - elapsed, 0.0)
-                    progress(
-                        min(elapsed / expected, 0.99),
-                        f"Sampling {spec.samples:,} runs on {threads} threads… "
-                        f"about {left:.0f} s left (estimated)",
-                    )
-    if progress is not None:
-        progress(1.0, f"{spec.samples:,} samples in {result.seconds['total']:.2f} s")
-    memo = st.session_state.setdefault("_variability_memo", {})
-    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
-    while len(memo) > 8:
-        memo.pop(next(iter(memo)))
-    return result
+    if spec.samples <= 4 * PILOT_SAMPLES:
+        task.report(None, f"sampling {spec.samples} runs")
+        return monte_carlo(graph, p, spec, **kwargs)
+    task.report(0.0, f"timing the first {PILOT_SAMPLES} samples")
+    started = time.perf_counter()
+    monte_carlo(graph, p, dataclasses.replace(spec, samples=PILOT_SAMPLES), workers=1, **kwargs)
+    per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
+    threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
+    expected = max(per_sample * spec.samples / threads, 1e-3)
+    started = time.perf_counter()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.25):
+            elapsed = time.perf_counter() - started
+            task.fraction = min(elapsed / expected, 0.99)
+            task.text = f"sampling {spec.samples:,} runs on {threads} threads (estimated)"
+
+    threading.Thread(target=tick, name="llamp-mc-progress", daemon=True).start()
+    try:
+        return monte_carlo(graph, p, spec, **kwargs)
+    finally:
+        done.set()
 
 
 def tolerance_levels(text: str) -> tuple[float, ...]:
