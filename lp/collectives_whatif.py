@@ -28,6 +28,7 @@ how long it will take, and every step reports progress and can be cancelled (``p
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -301,26 +302,33 @@ def estimate_whatif(
 ) -> WhatifEstimate:
     """Estimate a what-if of ``variants`` on ``trace`` from the expanded vertex counts
     (:func:`expanded_vertices`) and the engine's throughput (``eval_ns_per_vertex``: measure it
-    with :func:`measure_throughput`; default :data:`EVAL_NS_PER_VERTEX`). ``curve_seconds``: the
+    with :func:`measure_throughput`; default :data:`EVAL_NS_PER_VERTEX`; expansion and lowering
+    are scaled by the same factor: a busy machine slows them alike). ``curve_seconds``: the
     time budget of the curves (:func:`variant_curves`), shared by the variants; ``None``: no
     curves. ``levels``: tolerance levels of the summary."""
     parsed = _variants(variants)
+    if eval_ns_per_vertex is not None and not eval_ns_per_vertex > 0:
+        raise InputError(
+            f"the engine throughput must be > 0 ns per vertex, got {eval_ns_per_vertex}"
+        )
     counts = expanded_vertices(trace, parsed)
     rate = float(eval_ns_per_vertex or EVAL_NS_PER_VERTEX)
+    # a busy machine slows expansion and lowering as much as the engine's passes
+    expand = EXPAND_NS_PER_VERTEX * max(rate / EVAL_NS_PER_VERTEX, 0.5)
     passes = 1 + SUMMARY_PASSES_PER_LEVEL * max(int(levels), 0)
     share = (curve_seconds or 0.0) / len(parsed)
     rows = [
         {
             "variant": v.label,
             "vertices": counts[v.label],
-            "expand_s": counts[v.label] * EXPAND_NS_PER_VERTEX * 1e-9,
+            "expand_s": counts[v.label] * expand * 1e-9,
             "summary_s": counts[v.label] * rate * passes * 1e-9,
             "curve_s": share,
             "memory_mb": counts[v.label] * BYTES_PER_VERTEX / 2**20,
         }
         for v in parsed
     ]
-    return WhatifEstimate(pd.DataFrame(rows), rate, EXPAND_NS_PER_VERTEX, float(target_s))
+    return WhatifEstimate(pd.DataFrame(rows), rate, expand, float(target_s))
 
 
 # ---------------------------------------------------------------------- comparison
@@ -639,8 +647,14 @@ def variant_curves(
                 share = (mine - spent) / (CURVE_CHUNKS - c) if c else mine / CURVE_CHUNKS
                 budget = max(2, int(share / max(pass_s, 1e-9)))
             t0 = time.perf_counter()
+            extra = {"progress": lambda *_: steps.check()} if _WAVE_HOOK else {}
             part = critical_latencies(
-                graph, params, float(edges[c]), float(edges[c + 1]), max_evaluations=budget
+                graph,
+                params,
+                float(edges[c]),
+                float(edges[c + 1]),
+                max_evaluations=budget,
+                **extra,
             )
             if seconds is not None and part.evaluations:
                 pass_s = (time.perf_counter() - t0) / part.evaluations
@@ -655,6 +669,11 @@ def variant_curves(
             label, merged, curve_points(merged), time.perf_counter() - started
         )
     return out
+
+
+#: Whether :func:`critical_latencies` calls a hook after each wave of probes (then a cancel
+#: is seen inside a chunk, not only between chunks).
+_WAVE_HOOK = "progress" in inspect.signature(critical_latencies).parameters
 
 
 # ---------------------------------------------------------------------- analytic costs
