@@ -70,6 +70,8 @@ BYTES_PER_VERTEX = 350.0
 SUMMARY_PASSES_PER_LEVEL = 4
 #: Sub-intervals of a budgeted critical-latency search (progress and cancel between them).
 CURVE_CHUNKS = 8
+#: The least time budget of the exact curves (:func:`curve_budget`).
+MIN_CURVE_SECONDS = 10.0
 
 
 class Cancelled(LlampError):  # noqa: N818 - named for what happened, as the UI shows it
@@ -256,6 +258,12 @@ def measure_throughput(graph: ExecutionGraph, params: LogGPS) -> float:
     return (time.perf_counter() - start) * 1e9 / max(graph.num_vertices, 1)
 
 
+def curve_budget(summary_seconds: float, target_s: float = TARGET_SECONDS) -> float:
+    """Seconds for the exact curves of a what-if whose comparison is estimated to take
+    ``summary_seconds``: what is left of ``target_s``, at least :data:`MIN_CURVE_SECONDS`."""
+    return max(MIN_CURVE_SECONDS, target_s - summary_seconds)
+
+
 @dataclass(frozen=True)
 class WhatifEstimate:
     """How long a collective what-if will take, before anything is expanded.
@@ -263,8 +271,8 @@ class WhatifEstimate:
     ``variants``: one row per variant: ``variant``, ``vertices`` (exact: the expanded graph's
     vertex count), ``expand_s`` (expansion and lowering), ``summary_s`` (T, λ and the
     tolerances at L0), ``curve_s`` (the exact T(L) curve: its time budget), ``memory_mb``
-    (peak, the graph and its lowering). ``seconds``: all of it; ``within_target``: whether it
-    fits :data:`TARGET_SECONDS`. Rates: :data:`EXPAND_NS_PER_VERTEX` and the engine's
+    (peak, the graph and its lowering). ``seconds``: all of it; ``within_target``: whether the
+    comparison and :data:`MIN_CURVE_SECONDS` of curves fit :data:`TARGET_SECONDS`. Rates: :data:`EXPAND_NS_PER_VERTEX` and the engine's
     ``eval_ns_per_vertex`` (measured on the run when given).
     """
 
@@ -284,7 +292,8 @@ class WhatifEstimate:
 
     @property
     def within_target(self) -> bool:
-        return self.seconds <= self.target_s
+        """Whether the comparison fits the target with the least curve budget."""
+        return self.summary_seconds + MIN_CURVE_SECONDS <= self.target_s
 
     @property
     def memory_mb(self) -> float:
@@ -647,7 +656,8 @@ def variant_curves(
                 share = (mine - spent) / (CURVE_CHUNKS - c) if c else mine / CURVE_CHUNKS
                 budget = max(2, int(share / max(pass_s, 1e-9)))
             t0 = time.perf_counter()
-            extra = {"progress": lambda *_: steps.check()} if _WAVE_HOOK else {}
+            text = f"{label}: critical latencies in chunk {c + 1}/{CURVE_CHUNKS}"
+            extra = {"progress": lambda *_, t=text: steps.report(t)} if _WAVE_HOOK else {}
             part = critical_latencies(
                 graph,
                 params,

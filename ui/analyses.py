@@ -11,6 +11,7 @@ import dataclasses
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -445,21 +446,22 @@ def _variants(variants: tuple[VariantKey, ...]) -> list[Variant]:
 WHATIF_KEEP = 8
 
 
-@st.cache_resource(show_spinner=False)
-def _whatifs() -> dict[tuple, object]:
-    """Computed what-ifs by key, oldest first. Not an ``st.cache_*`` of the functions below:
-    those report progress to the page while they run, which a cached function may not."""
-    return {}
+#: Computed what-ifs by key, oldest first, for every session of this server. Not an
+#: ``st.cache_*`` of the functions below: those report progress to the page while they run
+#: (which a cached function may not) and run in background tasks too.
+_WHATIFS: dict[tuple, object] = {}
+_WHATIFS_LOCK = threading.Lock()
 
 
 def _remembered(key: tuple, compute: Callable[[], object]):
-    memo = _whatifs()
-    if key in memo:
-        return memo[key]
+    with _WHATIFS_LOCK:
+        if key in _WHATIFS:
+            return _WHATIFS[key]
     value = compute()
-    memo[key] = value
-    while len(memo) > WHATIF_KEEP:
-        memo.pop(next(iter(memo)), None)
+    with _WHATIFS_LOCK:
+        _WHATIFS[key] = value
+        while len(_WHATIFS) > WHATIF_KEEP:
+            _WHATIFS.pop(next(iter(_WHATIFS)), None)
     return value
 
 

@@ -278,7 +278,7 @@ with controls.readable_errors("Collective what-if"):
     summary_only = analyses.whatif_estimate(
         trace_path, lenient, variants, len(levels), None, throughput
     )
-    curve_budget = max(10.0, whatif.TARGET_SECONDS - summary_only.seconds)
+    curve_budget = whatif.curve_budget(summary_only.seconds)
     estimate = analyses.whatif_estimate(
         trace_path, lenient, variants, len(levels), curve_budget, throughput
     )
@@ -297,7 +297,7 @@ job_key = repr(
     ("collectives", trace_path, lenient, variants, sel.key, levels, auto, lo_text, hi_text)
 )
 confirmed = st.session_state.get("coll_confirmed") == job_key
-if estimate.seconds > whatif.TARGET_SECONDS and not confirmed:
+if not estimate.within_target and not confirmed:
     st.warning(
         f"Expanding these variants takes about {_seconds(estimate.seconds)} "
         f"(the largest has {int(plan['vertices'].max()):,} vertices, about "
@@ -329,26 +329,30 @@ def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
     return a, b
 
 
-def _work(task) -> tuple:
-    """The what-if in a background task: comparison, then curves, reporting to ``task``."""
+def _work(task) -> tuple[float, float]:
+    """The what-if in a background task, reporting to ``task``: the comparison and curves
+    land in :func:`analyses.collective_comparison`'s memory, the range is returned."""
     share = estimate.summary_seconds / max(estimate.seconds, 1e-9)
-    result = whatif.compare_collectives(
-        analyses.trace_at(trace_path, lenient),
-        [whatif.Variant(label, pairs) for label, pairs in variants],
-        sel.params,
-        [sel.params.L],
-        tolerances=levels,
-        lenient=lenient,
+    result = analyses.collective_comparison(
+        trace_path,
+        lenient,
+        variants,
+        sel.key,
+        levels,
         progress=lambda f, text: task.report(share * f, text),
     )
     span = _range(result)
-    curves = whatif.variant_curves(
-        result,
+    analyses.variant_curves(
+        trace_path,
+        lenient,
+        variants,
+        sel.key,
+        levels,
         *span,
-        seconds=curve_budget,
+        curve_budget,
         progress=lambda f, text: task.report(share + (1 - share) * f, text),
     )
-    return result, span, curves
+    return span
 
 
 result = curves = None
@@ -380,9 +384,12 @@ with controls.readable_errors("Collective what-if"):
         bar.empty()
     else:
         task = tasks.start(job_key, "Collective what-if", _work)
-        done = tasks.show(task, key="collectives")
-        if done is not None:
-            result, (lo, hi), curves = done
+        span = tasks.show(task, key="collectives")
+        if span is not None:
+            lo, hi = span
+            args = (trace_path, lenient, variants, sel.key, levels)
+            result = analyses.collective_comparison(*args)
+            curves = analyses.variant_curves(*args, lo, hi, curve_budget)
 if result is None or curves is None:
     _analytic_costs()
     st.stop()
