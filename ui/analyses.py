@@ -540,15 +540,14 @@ def whatif_estimate(
     lenient: bool,
     variants: tuple[VariantKey, ...],
     levels: int,
-    curve_seconds: float | None,
     eval_ns_per_vertex: float | None,
 ) -> whatif.WhatifEstimate:
-    """:func:`llamp.lp.collectives_whatif.estimate_whatif` of the trace at ``path``."""
+    """:func:`llamp.lp.collectives_whatif.estimate_whatif` of the trace at ``path`` (without
+    curves: their budget is what the comparison leaves of the target)."""
     return whatif.estimate_whatif(
         trace_at(path, lenient),
         _variants(variants),
         levels=levels,
-        curve_seconds=curve_seconds,
         eval_ns_per_vertex=eval_ns_per_vertex,
     )
 

@@ -275,13 +275,8 @@ with controls.readable_errors("Collective what-if"):
     throughput = (
         analyses.engine_throughput(sel.run, graph, sel.key) if graph.num_vertices > 10**5 else None
     )
-    summary_only = analyses.whatif_estimate(
-        trace_path, lenient, variants, len(levels), None, throughput
-    )
-    curve_budget = whatif.curve_budget(summary_only.seconds)
-    estimate = analyses.whatif_estimate(
-        trace_path, lenient, variants, len(levels), curve_budget, throughput
-    )
+    estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
+    curve_budget = whatif.curve_budget(estimate.summary_seconds)
 if estimate is None or levels is None:
     _analytic_costs()
     st.stop()
@@ -299,7 +294,8 @@ job_key = repr(
 confirmed = st.session_state.get("coll_confirmed") == job_key
 if not estimate.within_target and not confirmed:
     st.warning(
-        f"Expanding these variants takes about {_seconds(estimate.seconds)} "
+        f"Expanding these variants takes about {_seconds(estimate.summary_seconds)} before "
+        "any T(L) curve is drawn "
         f"(the largest has {int(plan['vertices'].max()):,} vertices, about "
         f"{estimate.memory_mb:,.0f} MB): more than the {whatif.TARGET_SECONDS:.0f} s this page "
         "aims for. The analytic models below answer at once; or charge the collectives with "
@@ -332,7 +328,7 @@ def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
 def _work(task) -> tuple[float, float]:
     """The what-if in a background task, reporting to ``task``: the comparison and curves
     land in :func:`analyses.collective_comparison`'s memory, the range is returned."""
-    share = estimate.summary_seconds / max(estimate.seconds, 1e-9)
+    share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
     result = analyses.collective_comparison(
         trace_path,
         lenient,
@@ -360,7 +356,7 @@ lo = hi = 0.0
 with controls.readable_errors("Collective what-if"):
     if estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
         bar = st.progress(0.0, text="Expanding the trace's collectives…")
-        share = estimate.summary_seconds / max(estimate.seconds, 1e-9)
+        share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
         result = analyses.collective_comparison(
             trace_path,
             lenient,
