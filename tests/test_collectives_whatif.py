@@ -379,6 +379,12 @@ def test_estimate_scales_with_vertices_and_measured_throughput(stencil_trace):
         stencil_trace, ["default", "allreduce=ring"], eval_ns_per_vertex=2 * EVAL_NS_PER_VERTEX
     )
     assert slow.summary_seconds == pytest.approx(2 * est.summary_seconds, rel=1e-12)
+    # a faster one: its passes are credited, expansion and lowering are not
+    fast = estimate_whatif(
+        stencil_trace, ["default", "allreduce=ring"], eval_ns_per_vertex=EVAL_NS_PER_VERTEX / 2
+    )
+    assert fast.variants["expand_s"].tolist() == est.variants["expand_s"].tolist()
+    assert fast.variants["summary_s"].sum() == pytest.approx(est.variants["summary_s"].sum() / 2)
     with pytest.raises(InputError, match="throughput"):
         estimate_whatif(stencil_trace, ["default"], eval_ns_per_vertex=0.0)
 
@@ -539,3 +545,60 @@ def test_analytic_costs_of_the_trace_instances():
     assert ring["thakur_gropp_latency_terms"] == tg.latency_terms == 6
     assert ring["total_thakur_gropp_ns"] == pytest.approx(20 * tg.at(params.L, params.G))
     assert ring["dimemas_ns"] == pytest.approx(dimemas("allreduce", 4, 8, 8).at(params.L, params.G))
+
+
+# ------------------------------------------------------------------ the page's estimate gate
+def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_models(
+    store_env, monkeypatch
+):
+    """On a machine (made) 10^3× slower than the benchmark's, the page computes nothing,
+    says how long the what-if would take, shows the analytic costs, switches the variants to
+    the analytic models on request and runs them when asked to."""
+    from streamlit.testing.v1 import AppTest
+
+    from llamp.ui import APP_PATH, analyses
+
+    monkeypatch.setattr(analyses, "engine_throughput", lambda run, graph, params: 6e4)
+    at = AppTest.from_file(str(APP_PATH), default_timeout=180)
+    at.run()
+    at.switch_page("views/collectives.py")
+    at.run()
+    at.selectbox(key="run::collectives").set_value("sweep3d").run()
+    assert not at.exception, [e.value for e in at.exception]
+    gate = [w.value for w in at.warning if "aims for" in w.value]
+    assert gate and "min" in gate[0], [w.value for w in at.warning]
+    assert not at.metric, "nothing is expanded before the user agrees"
+    assert any(c.value.startswith("Expands to 24,084, 25,620 vertices") for c in at.caption)
+    costs = next(d.value for d in at.dataframe if "thakur_gropp_formula" in d.value.columns)
+    assert set(costs["variant"]) == {"allreduce=recursive_doubling", "allreduce=ring"}
+
+    at.button(key="coll_use_analytic").click().run()
+    assert at.selectbox(key="coll_v0_allreduce").value == "thakur_gropp:recursive_doubling"
+    assert at.selectbox(key="coll_v1_allreduce").value == "thakur_gropp:ring"
+    # every collective charged analytically: one coll vertex per member and instance
+    assert any(c.value.startswith("Expands to 23,356, 23,356 vertices") for c in at.caption)
+
+    at.button(key="coll_run_anyway").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = ["allreduce=thakur_gropp:recursive_doubling", "allreduce=thakur_gropp:ring"]
+    choices = [
+        {
+            "allreduce": alg,
+            "barrier": at.selectbox(key="coll_v0_barrier").value,
+            "bcast": at.selectbox(key=f"coll_v{i}_bcast").value,
+        }
+        for i, alg in enumerate(["thakur_gropp:recursive_doubling", "thakur_gropp:ring"])
+    ]
+    api = compare_collectives(
+        SWEEP3D,
+        [
+            Variant(label, tuple(sorted(c.items())))
+            for label, c in zip(labels, choices, strict=True)
+        ],
+        LogGPS(),
+        [LogGPS().L],
+    ).summary
+    shown = [m.value for m in at.metric if m.label == "T(L0) predicted"]
+    from llamp.config import format_ns
+
+    assert shown == [format_ns(t) for t in api["runtime_ns"]]

@@ -136,7 +136,13 @@ for i, col in enumerate(st.columns(int(count))):
         st.markdown(f"**Variant {i + 1}**")
         choices.append(
             {
-                op: st.selectbox(op, options[op], index=_default(op, i), key=f"coll_v{i}_{op}")
+                # set by the analytic button (session state) or defaulted here, not both
+                op: st.selectbox(
+                    op,
+                    options[op],
+                    index=None if f"coll_v{i}_{op}" in st.session_state else _default(op, i),
+                    key=f"coll_v{i}_{op}",
+                )
                 for op in ops
             }
         )
@@ -272,9 +278,7 @@ def _seconds(s: float) -> str:
 estimate = levels = None
 with controls.readable_errors("Collective what-if"):
     levels = analyses.tolerance_levels(levels_text)
-    throughput = (
-        analyses.engine_throughput(sel.run, graph, sel.key) if graph.num_vertices > 10**5 else None
-    )
+    throughput = analyses.engine_throughput(sel.run, graph, sel.key)
     estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
     curve_budget = whatif.curve_budget(estimate.summary_seconds)
 if estimate is None or levels is None:
