@@ -442,8 +442,11 @@ def _variants(variants: tuple[VariantKey, ...]) -> list[Variant]:
     return [Variant(label, pairs) for label, pairs in variants]
 
 
-#: Collective what-ifs kept per server (the graphs are large: the few latest).
+#: Collective what-ifs kept per server (the graphs are large: the few latest) …
 WHATIF_KEEP = 8
+#: … and at most this many expanded vertices in their graphs (~350 B each with the lowering:
+#: about 5 GB).
+WHATIF_VERTICES = 15_000_000
 
 
 #: Computed what-ifs by key, oldest first, for every session of this server. Not an
@@ -460,9 +463,19 @@ def _remembered(key: tuple, compute: Callable[[], object]):
     value = compute()
     with _WHATIFS_LOCK:
         _WHATIFS[key] = value
-        while len(_WHATIFS) > WHATIF_KEEP:
+        heavy = _vertices(value) > 0  # a new comparison: older graphs make room for it
+        while len(_WHATIFS) > 1 and (
+            len(_WHATIFS) > WHATIF_KEEP
+            or (heavy and sum(map(_vertices, _WHATIFS.values())) > WHATIF_VERTICES)
+        ):
             _WHATIFS.pop(next(iter(_WHATIFS)), None)
     return value
+
+
+def _vertices(value: object) -> int:
+    if isinstance(value, CollectiveComparison):
+        return sum(g.num_vertices for g in value.graphs.values())
+    return 0
 
 
 def collective_comparison(
