@@ -602,3 +602,33 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     from llamp.config import format_ns
 
     assert shown == [format_ns(t) for t in api["runtime_ns"]]
+
+
+def test_a_breakpoint_on_a_chunk_boundary_is_found_once():
+    """The paper's running example (LLAMP Eq. 5): ``T(L) = max(1.1, max(L + 0.115, 0.5) + 1)``
+    µs has its critical latency at 0.385 µs, exactly the boundary between chunks 4 and 5 of
+    [0, 0.77 µs]: neither chunk has it inside, the slopes on its two sides tell it."""
+    from hand_graphs import paper_example
+
+    from llamp.lp.collectives_whatif import (
+        CURVE_CHUNKS,
+        CollectiveComparison,
+        variant_curves,
+    )
+
+    params = LogGPS(L=500.0, o=0.0, G=5.0)
+    assert np.linspace(0.0, 770.0, CURVE_CHUNKS + 1)[CURVE_CHUNKS // 2] == 385.0
+    comparison = CollectiveComparison(
+        params, (Variant("paper"),), pd.DataFrame(), pd.DataFrame(), (), {"paper": paper_example()}
+    )
+    curve = variant_curves(comparison, 0.0, 770.0)["paper"]
+    assert curve.critical.critical == [385.0]
+    pieces = [(s.start, s.end, s.slope) for s in curve.critical.segments]
+    assert pieces == [(0.0, 385.0, 0.0), (385.0, 770.0, 1.0)]
+    rows = curve.curve[["L_ns", "runtime_ns", "lambda_L"]].to_numpy().tolist()
+    assert rows == [
+        [0.0, 1500.0, 0.0],
+        [385.0, 1500.0, 0.0],
+        [385.0, 1500.0, 1.0],
+        [770.0, 1885.0, 1.0],
+    ]
