@@ -178,7 +178,8 @@ comp = w.compare_collectives(trace, variants, params, [params.L], tolerances=lev
 lo, hi = w.comparison_range(comp.summary, levels, params.L)
 out = {"vertices": [int(v) for v in comp.summary["vertices"]],
        "estimated_vertices": [int(v) for v in est.variants["vertices"]],
-       "estimate_s": estimate_s, "estimated_s": est.seconds, "comparison_s": time.perf_counter() - start}
+       "estimate_s": estimate_s, "estimated_s": est.summary_seconds, "budget_s": budget,
+       "comparison_s": time.perf_counter() - start}
 if mode == "before":
     found = 0
     for label, graph in comp.graphs.items():
@@ -262,7 +263,20 @@ def _collectives(sizes: list[int], before: bool) -> list[dict[str, Any]]:
                                 "count",
                             ),
                             row("whatif", case, "  estimate took", r["estimate_s"], "s"),
-                            row("whatif", case, "  estimated time", r["estimated_s"], "s"),
+                            row(
+                                "whatif",
+                                case,
+                                "  estimated comparison time (default rate)",
+                                r["estimated_s"],
+                                "s",
+                            ),
+                            row(
+                                "whatif",
+                                case,
+                                "  curve budget (60 s − estimate)",
+                                r["budget_s"],
+                                "s",
+                            ),
                         ]
                     rows += [
                         row(

@@ -268,6 +268,13 @@ def curve_budget(summary_seconds: float, target_s: float = TARGET_SECONDS) -> fl
     return max(MIN_CURVE_SECONDS, target_s - summary_seconds)
 
 
+def _pass_seconds(graph: ExecutionGraph, params: LogGPS) -> float:
+    """Seconds of one probe of ``graph`` now (lowered and warm after a comparison)."""
+    start = time.perf_counter()
+    engine_for(graph).probe_many(params, "L", [params.L])
+    return time.perf_counter() - start
+
+
 @dataclass(frozen=True)
 class WhatifEstimate:
     """How long a collective what-if will take, before anything is expanded.
@@ -651,16 +658,15 @@ def variant_curves(
     for k, label in enumerate(labels):
         graph = comparison.graphs[label]
         started = time.perf_counter()
-        pass_s = measure_throughput(graph, params) * graph.num_vertices * 1e-9 if seconds else 0.0
+        pass_s = _pass_seconds(graph, params) if seconds is not None else 0.0
         parts: list[CriticalLatencies] = []
         for c in range(CURVE_CHUNKS):
             budget = None
             if seconds is not None:
+                # what is left of the budget, this variant's part of it by size, per chunk
                 left_s = seconds - (time.perf_counter() - started_all)
                 mine = left_s * sizes[label] / sum(sizes[m] for m in labels[k:])
-                spent = time.perf_counter() - started
-                share = (mine - spent) / (CURVE_CHUNKS - c) if c else mine / CURVE_CHUNKS
-                budget = max(2, int(share / max(pass_s, 1e-9)))
+                budget = max(2, int(mine / (CURVE_CHUNKS - c) / max(pass_s, 1e-9)))
             t0 = time.perf_counter()
             text = f"{label}: critical latencies in chunk {c + 1}/{CURVE_CHUNKS}"
             extra = {"progress": lambda *_, t=text: steps.report(t)} if _WAVE_HOOK else {}
