@@ -513,9 +513,11 @@ def variant_curves(
     seconds: float | None,
     progress: whatif.ProgressHook | None = None,
 ) -> dict[str, whatif.VariantCurve]:
-    """:func:`llamp.lp.collectives_whatif.variant_curves` of :func:`collective_comparison`."""
+    """:func:`llamp.lp.collectives_whatif.variant_curves` of :func:`collective_comparison`
+    (kept regardless of ``seconds``: a budget only decides how much of the same exact curve is
+    resolved)."""
     return _remembered(
-        ("curves", path, lenient, variants, params, levels, lo, hi, seconds),
+        ("curves", path, lenient, variants, params, levels, lo, hi),
         lambda: whatif.variant_curves(
             collective_comparison(path, lenient, variants, params, levels),
             lo,

@@ -11,6 +11,7 @@ a time budget (:func:`llamp.lp.collectives_whatif.variant_curves`)."""
 from __future__ import annotations
 
 import math
+import time
 
 import pandas as pd
 import streamlit as st
@@ -333,6 +334,7 @@ def _work(task) -> tuple[float, float]:
     """The what-if in a background task, reporting to ``task``: the comparison and curves
     land in :func:`analyses.collective_comparison`'s memory, the range is returned."""
     share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
+    started = time.monotonic()
     result = analyses.collective_comparison(
         trace_path,
         lenient,
@@ -349,7 +351,7 @@ def _work(task) -> tuple[float, float]:
         sel.key,
         levels,
         *span,
-        curve_budget,
+        whatif.curve_budget(time.monotonic() - started),
         progress=lambda f, text: task.report(share + (1 - share) * f, text),
     )
     return span
@@ -361,6 +363,7 @@ with controls.readable_errors("Collective what-if"):
     if estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
         bar = st.progress(0.0, text="Expanding the trace's collectives…")
         share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
+        started = time.monotonic()
         result = analyses.collective_comparison(
             trace_path,
             lenient,
@@ -378,7 +381,7 @@ with controls.readable_errors("Collective what-if"):
             levels,
             lo,
             hi,
-            curve_budget,
+            whatif.curve_budget(time.monotonic() - started),
             progress=lambda f, text: bar.progress(share + (1 - share) * f, text=text),
         )
         bar.empty()
@@ -505,7 +508,8 @@ unresolved = {label: len(c.critical.unresolved) for label, c in curves.items()}
 for label, n in unresolved.items():
     if n:
         st.info(
-            f"{label}: the curve's time budget ({_seconds(curve_budget)}) left {n} intervals of L "
+            f"{label}: the curve's time budget (what the comparison left of "
+            f"{whatif.TARGET_SECONDS:.0f} s) left {n} intervals of L "
             "unresolved; T is exact at their ends (rows with exact = false) and, T being convex, "
             "at most the straight line between them. Narrow the range to resolve them."
         )
