@@ -386,8 +386,8 @@ with controls.readable_errors("Collective what-if"):
         )
         bar.empty()
     else:
-        task = tasks.start(job_key, "Collective what-if", _work)
-        span = tasks.show(task, key="collectives")
+        # one slot: changing the inputs stops watching (and so cancels) the previous what-if
+        span = tasks.result(job_key, "Collective what-if", _work, slot="collectives")
         if span is not None:
             lo, hi = span
             args = (trace_path, lenient, variants, sel.key, levels)
