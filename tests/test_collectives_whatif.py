@@ -432,7 +432,8 @@ def test_progress_reports_every_step_up_to_done(stencil_trace):
     variant_curves(result, lo, hi, progress=lambda f, text: seen.append((f, text)))
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
-    assert len(seen) == 2 * 8, "a report per variant and chunk"
+    done = [t for _, t in seen if t.endswith("found)")]
+    assert len(done) == 2 * 8, "a report per variant and chunk (and per wave inside one)"
 
 
 def test_cancel_stops_between_steps_with_a_clear_error(stencil_trace):
@@ -490,7 +491,7 @@ def test_curves_are_the_exact_pieces_of_one_search(source, stencil_trace):
         assert curve.complete and len(curve.critical.critical) == len(one.critical) > 3
         T_scale = float(curve.curve["runtime_ns"].max())
         np.testing.assert_allclose(
-            curve.critical.critical, one.critical, rtol=0, atol=1e-14 * T_scale
+            curve.critical.critical, one.critical, rtol=0, atol=1e-12 * T_scale
         )
         assert [s.slope for s in curve.critical.segments] == [s.slope for s in one.segments]
         probes = np.linspace(lo, hi, 37)
@@ -517,7 +518,7 @@ def test_a_spent_curve_budget_leaves_exact_unresolved_intervals(stencil_trace):
     full = critical_latencies(result.graphs["allreduce=ring"], params, lo, hi)
     T_scale = float(curve.curve["runtime_ns"].max())
     for x in curve.critical.critical:  # what was found is a true breakpoint
-        assert np.min(np.abs(np.asarray(full.critical) - x)) <= 1e-14 * T_scale
+        assert np.min(np.abs(np.asarray(full.critical) - x)) <= 1e-12 * T_scale
     frame = curve.curve
     assert not frame["exact"].all()
     exact = sweep(result.graphs["allreduce=ring"], params, frame["L_ns"].to_numpy())
