@@ -25,20 +25,12 @@ import streamlit as st
 from llamp.config import format_ns
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.ingest.collective_models import (
-    THAKUR_GROPP,
-    instance_bytes,
-    instance_costs,
-    parse_analytic,
-    thakur_gropp,
-)
 from llamp.lp import (
     CriticalLatencies,
     CriticalPath,
     Evaluation,
     Prediction,
     Tolerance,
-    ToleranceLevel,
     critical_latencies,
     critical_path,
     evaluate,
@@ -47,6 +39,7 @@ from llamp.lp import (
     sweep,
     tolerance,
 )
+from llamp.lp import collectives_whatif as whatif
 from llamp.lp.classify import Classification, Network, Thresholds, classify
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
@@ -554,197 +547,133 @@ def trace_at(path: str, lenient: bool):
 VariantKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+def _variants(variants: tuple[VariantKey, ...]) -> list[Variant]:
+    return [Variant(label, pairs) for label, pairs in variants]
+
+
+#: Collective what-ifs kept per server (the graphs are large: the few latest) …
+WHATIF_KEEP = 8
+#: … and at most this many expanded vertices in their graphs (~350 B each with the lowering:
+#: about 5 GB).
+WHATIF_VERTICES = 15_000_000
+
+
+#: Computed what-ifs by key, oldest first, for every session of this server. Not an
+#: ``st.cache_*`` of the functions below: those report progress to the page while they run
+#: (which a cached function may not) and run in background tasks too.
+_WHATIFS: dict[tuple, object] = {}
+_WHATIFS_LOCK = threading.Lock()
+
+
+def _remembered(key: tuple, compute: Callable[[], object]):
+    with _WHATIFS_LOCK:
+        if key in _WHATIFS:
+            return _WHATIFS[key]
+    value = compute()
+    with _WHATIFS_LOCK:
+        _WHATIFS[key] = value
+        heavy = _vertices(value) > 0  # a new comparison: older graphs make room for it
+        while len(_WHATIFS) > 1 and (
+            len(_WHATIFS) > WHATIF_KEEP
+            or (heavy and sum(map(_vertices, _WHATIFS.values())) > WHATIF_VERTICES)
+        ):
+            _WHATIFS.pop(next(iter(_WHATIFS)), None)
+    return value
+
+
+def _vertices(value: object) -> int:
+    if isinstance(value, CollectiveComparison):
+        return sum(g.num_vertices for g in value.graphs.values())
+    return 0
+
+
 def collective_comparison(
     path: str,
     lenient: bool,
     variants: tuple[VariantKey, ...],
     params: ParamKey,
     levels: tuple[float, ...],
+    progress: whatif.ProgressHook | None = None,
 ) -> CollectiveComparison:
-    """The trace at ``path`` re-expanded per variant, compared at ``params`` (LLAMP Fig. 10):
-    ``T``, ``λ_L``, ``ρ_L`` and x% L tolerance per variant, and the variants' graphs. Kept as a
-    resource (not copied per rerun): the graphs are large and only read."""
-    return compare_collectives(
-        trace_at(path, lenient),
-        [Variant(label, pairs) for label, pairs in variants],
-        params_of(params),
-        [params[0]],
-        tolerances=levels,
-        lenient=lenient,
+    """:func:`llamp.lp.collectives_whatif.compare_collectives` of the trace at ``path`` at
+    ``params`` (LLAMP Fig. 10), computed once per server (the graphs are only read)."""
+    return _remembered(
+        ("comparison", path, lenient, variants, params, levels),
+        lambda: compare_collectives(
+            trace_at(path, lenient),
+            _variants(variants),
+            params_of(params),
+            [params[0]],
+            tolerances=levels,
+            lenient=lenient,
+            progress=progress or False,
+        ),
     )
 
 
-def variant_tolerance(summary_row: pd.Series, levels: tuple[float, ...], params: LogGPS):
-    """The x% L tolerances of one variant (a row of the comparison's summary) as a
-    :class:`~llamp.lp.Tolerance`, for the T(L) plot of :func:`llamp.ui.plots.latency_figure`."""
-    T0 = float(summary_row["runtime_ns"])
-    latency = [
-        ToleranceLevel(x, (1.0 + x) * T0, float(summary_row[f"tolerance_{x * 100:g}pct_L_ns"]))
-        for x in levels
-    ]
-    return Tolerance(T0, latency, [], "graph", params)
-
-
-def comparison_range(summary: pd.DataFrame, levels: tuple[float, ...], L0: float):
-    """[0, 1.25 × the largest finite L tolerance of any variant] (at least 2·L0, L0 + 10 µs)."""
-    values = summary[[f"tolerance_{x * 100:g}pct_L_ns" for x in levels]].to_numpy(float)
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, L0 + 100_000.0
-    return 0.0, max(1.25 * float(finite.max()), 2.0 * L0, L0 + 10_000.0)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def variant_curve(
+def variant_curves(
     path: str,
     lenient: bool,
     variants: tuple[VariantKey, ...],
     params: ParamKey,
     levels: tuple[float, ...],
-    label: str,
     lo: float,
     hi: float,
-    points: int,
-) -> LatencyCurve:
-    """Exact ``T(L)`` of one variant over [lo, hi]: its critical latencies and a sweep through
-    them, its x% tolerances and ``L0`` (as :func:`latency_curve` for a stored run)."""
-    result = collective_comparison(path, lenient, variants, params, levels)
-    graph = result.graphs[label]
-    row = result.summary.set_index("variant").loc[label]
-    extra = [float(row[f"tolerance_{x * 100:g}pct_L_ns"]) for x in levels] + [params[0]]
-    p = params_of(params)
-    crit = critical_latencies(graph, p, lo, hi)
-    values = np.concatenate(
-        [np.linspace(lo, hi, points), np.asarray(crit.critical, float), np.asarray(extra, float)]
+    seconds: float | None,
+    progress: whatif.ProgressHook | None = None,
+) -> dict[str, whatif.VariantCurve]:
+    """:func:`llamp.lp.collectives_whatif.variant_curves` of :func:`collective_comparison`
+    (kept regardless of ``seconds``: a budget only decides how much of the same exact curve is
+    resolved)."""
+    return _remembered(
+        ("curves", path, lenient, variants, params, levels, lo, hi),
+        lambda: whatif.variant_curves(
+            collective_comparison(path, lenient, variants, params, levels),
+            lo,
+            hi,
+            seconds=seconds,
+            progress=progress,
+        ),
     )
-    values = np.unique(values[np.isfinite(values) & (values >= lo) & (values <= hi)])
-    return LatencyCurve(critical=crit, sweep=sweep(graph, p, values))
 
 
-def _group_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    """Sums of the CSR segments ``values[ptr[i]:ptr[i+1]]``."""
-    total = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
-    return total[ptr[1:]] - total[ptr[:-1]]
-
-
-def collective_instances(trace) -> pd.DataFrame:
-    """The trace's collective instances, grouped: one row per (``op``, ``P``, sizes) with
-    ``instances`` (how many), ``sent_bytes``/``received_bytes`` (the root's or member 0's, as
-    Dimemas counts them) and ``n_bytes`` (Thakur et al.'s ``n``: the message for bcast, reduce,
-    allreduce and scan; the total gathered, scattered or exchanged per process otherwise).
-
-    As the graph builder does, the k-th collective call of each member of a communicator is
-    instance k; communicators of one member or without known membership are left out.
-    """
-    from llamp.ingest.events import COLL, COLL_OPS, ROOTED_OPS
-
-    ev = trace.events
-    rows = np.flatnonzero(ev.kind == COLL)
-    columns = ["op", "P", "sent_bytes", "received_bytes", "n_bytes", "instances"]
-    if not rows.size:
-        return pd.DataFrame(columns=columns)
-    counts_sum = _group_sum(ev.cnt_values, ev.cnt_ptr)
-    size_of = np.array([c.size or 0 for c in trace.comms])
-    comm = ev.comm[rows].astype(np.int64)
-    keep = size_of[comm] > 1
-    rows, comm = rows[keep], comm[keep]
-    frame = pd.DataFrame(
-        {
-            "comm": comm,
-            "rank": ev.rank[rows],
-            "op": np.asarray(COLL_OPS)[ev.coll[rows]],
-            "root": ev.root[rows],
-            "size": ev.size[rows],
-            "counts": counts_sum[rows],
-        }
-    )
-    member = np.full(len(frame), -1)
-    for c in np.unique(comm):
-        members = np.asarray(trace.comms[c].members)
-        inv = np.full(trace.num_ranks, -1)
-        inv[members] = np.arange(members.size)
-        sel = comm == c
-        member[sel] = inv[frame["rank"].to_numpy()[sel]]
-    frame["member"] = member
-    frame["k"] = frame.groupby(["comm", "rank"], sort=False).cumcount()
-    frame["P"] = size_of[frame["comm"]]
-    groups = frame.groupby(["comm", "k"], sort=False)
-    inst = groups.agg(op=("op", "first"), P=("P", "first"), members=("rank", "size"))
-    inst = inst[inst["members"] == inst["P"]]
-    first = frame[frame["member"] == 0].set_index(["comm", "k"])
-    rooted_row = frame[frame["member"] == frame["root"]].set_index(["comm", "k"])
-    total = groups["size"].sum()
-    inst["s"] = first["size"].reindex(inst.index).fillna(0).to_numpy()
-    inst["root_size"] = rooted_row["size"].reindex(inst.index).fillna(0).to_numpy()
-    inst["total"] = total.reindex(inst.index).to_numpy()
-    inst["counts"] = first["counts"].reindex(inst.index).fillna(0).to_numpy()
-    op, P, s = inst["op"].to_numpy(), inst["P"].to_numpy(), inst["s"].to_numpy()
-    s = np.where(np.isin(op, list(ROOTED_OPS)), inst["root_size"].to_numpy(), s)
-    sent, received, n = instance_bytes(
-        op, P, s, inst["total"].to_numpy(), inst["counts"].to_numpy()
-    )
-    out = pd.DataFrame(
-        {
-            "op": op,
-            "P": P.astype(np.int64),
-            "sent_bytes": sent,
-            "received_bytes": received,
-            "n_bytes": n,
-        }
-    )
-    grouped = out.groupby(["op", "P", "sent_bytes", "received_bytes", "n_bytes"], sort=True)
-    return grouped.size().rename("instances").reset_index()[columns]
+@st.cache_data(max_entries=16, show_spinner=False)
+def collective_instances(path: str, lenient: bool) -> pd.DataFrame:
+    """:func:`llamp.lp.collectives_whatif.collective_instances` of the trace at ``path``."""
+    return whatif.collective_instances(trace_at(path, lenient))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def collective_costs(
     path: str, lenient: bool, variants: tuple[VariantKey, ...], params: ParamKey
 ) -> pd.DataFrame:
-    """Analytic costs of the trace's collective instances (:mod:`llamp.ingest.collective_models`)
-    at ``params``: Dimemas (Girona et al. Table 3) once, Thakur–Gropp per variant with the
-    variant's algorithm (no row cost where the paper has no formula for it). One row per
-    (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""
-    instances = collective_instances(trace_at(path, lenient))
-    p = params_of(params)
-    L, G = p.L, p.G
-    if instances.empty:
-        return pd.DataFrame()
-    dim = instance_costs(instances, model="dimemas")
-    frames = []
-    for label, pairs in variants:
-        choices = dict(pairs)
-        rows = []
-        for r in dim.itertuples(index=False):
-            algorithm = choices.get(r.op, "")
-            modelled = parse_analytic(r.op, algorithm) if algorithm else None
-            if modelled is not None and modelled.algorithm is not None:
-                algorithm = modelled.algorithm  # thakur_gropp:ALG prices with ALG's formula
-            formula = THAKUR_GROPP.get((r.op, algorithm))
-            tg = thakur_gropp(r.op, algorithm, int(r.P), float(r.n_bytes)) if formula else None
-            dim_ns = r.latency_terms * L + r.byte_terms * G
-            tg_ns = tg.at(L, G) if tg else math.nan
-            rows.append(
-                {
-                    "variant": label,
-                    "op": r.op,
-                    "algorithm": algorithm,
-                    "P": r.P,
-                    "n_bytes": r.n_bytes,
-                    "instances": r.instances,
-                    "thakur_gropp_formula": formula or "no formula for this algorithm",
-                    "thakur_gropp_latency_terms": tg.latency_terms if tg else math.nan,
-                    "thakur_gropp_byte_terms": tg.byte_terms if tg else math.nan,
-                    "thakur_gropp_ns": tg_ns,
-                    "total_thakur_gropp_ns": r.instances * tg_ns,
-                    "dimemas_latency_terms": r.latency_terms,
-                    "dimemas_byte_terms": r.byte_terms,
-                    "dimemas_ns": dim_ns,
-                    "total_dimemas_ns": r.instances * dim_ns,
-                }
-            )
-        frames.append(pd.DataFrame(rows))
-    return pd.concat(frames, ignore_index=True)
+    """:func:`llamp.lp.collectives_whatif.collective_costs` of the trace at ``path``."""
+    instances = collective_instances(path, lenient)
+    return whatif.collective_costs(instances, _variants(variants), params_of(params))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def engine_throughput(run: str, _graph: ExecutionGraph, params: ParamKey) -> float:
+    """:func:`llamp.lp.collectives_whatif.measure_throughput` on the stored run."""
+    return whatif.measure_throughput(_graph, params_of(params))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def whatif_estimate(
+    path: str,
+    lenient: bool,
+    variants: tuple[VariantKey, ...],
+    levels: int,
+    eval_ns_per_vertex: float | None,
+) -> whatif.WhatifEstimate:
+    """:func:`llamp.lp.collectives_whatif.estimate_whatif` of the trace at ``path`` (without
+    curves: their budget is what the comparison leaves of the target)."""
+    return whatif.estimate_whatif(
+        trace_at(path, lenient),
+        _variants(variants),
+        levels=levels,
+        eval_ns_per_vertex=eval_ns_per_vertex,
+    )
 
 
 #: Tong et al.'s thresholds: (compute share, bound share, sensitive share, insensitive change,
