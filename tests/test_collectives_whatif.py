@@ -555,12 +555,12 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     """On a machine (made) 10^3× slower than the benchmark's, the page computes nothing,
     says how long the what-if would take, shows the analytic costs, switches the variants to
     the analytic models on request and runs them when asked to."""
-    from streamlit.testing.v1 import AppTest
+    from apptest_pages import SettledAppTest
 
     from llamp.ui import APP_PATH, analyses
 
     monkeypatch.setattr(analyses, "engine_throughput", lambda run, graph, params: 6e4)
-    at = AppTest.from_file(str(APP_PATH), default_timeout=180)
+    at = SettledAppTest(APP_PATH, default_timeout=180)
     at.run()
     at.switch_page("views/collectives.py")
     at.run()
