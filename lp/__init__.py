@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the names below, imported on first use (a CLI process impor
 _EXPORTS = {
     "classify": "classify",
     "compare_collectives": "collectives_whatif",
+    "estimate_whatif": "collectives_whatif",
+    "variant_curves": "collectives_whatif",
     "CriticalLatencies": "critical",
     "Segment": "critical",
     "critical_latencies": "critical",

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from llamp.ui import APP_PATH
+from llamp.ui import APP_PATH, tasks
 
 #: The trace the UI suites store as run :data:`RUN`.
 SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
@@ -26,9 +26,36 @@ RUN = "sweep3d"
 TIMEOUT = 120
 
 
-def page(view: str | None = None) -> AppTest:
-    """The app, run once, then switched to ``views/<view>.py`` and run again."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+class SettledAppTest(AppTest):
+    """An AppTest whose every run waits for the background work it started
+    (:mod:`llamp.ui.tasks`) and reruns, as the page's progress panel does in a browser, so a
+    test reads the finished page."""
+
+    def _run(self, widget_state=None, timeout=None):
+        drawn = tasks.panels_drawn
+        result = super()._run(widget_state, timeout)
+        settled = False
+        for _ in range(10):
+            if tasks.panels_drawn == drawn and not tasks.running():
+                break
+            for task in tasks.running():
+                task.wait(TIMEOUT)
+            drawn = tasks.panels_drawn
+            self._page_hash = ""  # stay on the page the last run ended on (a st.switch_page)
+            result = super()._run(self._tree.get_widget_states(), timeout)
+            settled = True
+        if settled:
+            # The run after one that drew a progress fragment lacks the keys of its containers
+            # in AppTest's element tree (Streamlit 1.67); one more run reads them.
+            result = super()._run(self._tree.get_widget_states(), timeout)
+        return result
+
+
+def page(view: str | None = None, *, settle: bool = True) -> AppTest:
+    """The app, run once, then switched to ``views/<view>.py`` and run again; ``settle``: each
+    run waits for the background work it started (see :class:`SettledAppTest`)."""
+    cls = SettledAppTest if settle else AppTest
+    at = cls(APP_PATH, default_timeout=TIMEOUT)
     at.run()
     if view is not None:
         at.switch_page(f"views/{view}.py")
@@ -61,11 +88,33 @@ def exact_ns(block) -> float:
     return float(text.removesuffix(" ns"))
 
 
+#: Units of the time columns a page shows (``"wait (ms)"``), in ns.
+UNITS = {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1.0}
+
+
+def raw(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table as :func:`llamp.ui.controls.with_units` shows it, back in the analysis' own
+    names and nanoseconds: ``"wait (ms)"`` → ``wait_ns``, ``"vs block"`` → ``vs_block``."""
+    out = {}
+    for column in frame.columns:
+        base, _, unit = column.rpartition(" (")
+        if base and unit.endswith(")") and unit[:-1] in UNITS:
+            out[base.replace(" ", "_") + "_ns"] = frame[column] * UNITS[unit[:-1]]
+        else:
+            out[column.replace(" ", "_")] = frame[column]
+    return pd.DataFrame(out, index=frame.index)
+
+
 def table(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table shown with ``column``."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
+    """The first table shown with ``column``; a table shown with units (``controls.table``)
+    is found by the analysis' column name and returned in those names, in ns (:func:`raw`)."""
+    for element in at.dataframe:
+        frame = element.value
+        restored = raw(frame)
+        if column in restored.columns and any(c.endswith("_ns") for c in restored.columns):
+            return restored
+        if column in frame.columns:
+            return frame
     raise AssertionError(f"no table with a {column!r} column")
 
 

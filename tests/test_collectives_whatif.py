@@ -311,3 +311,325 @@ def test_instance_costs_of_a_trace_table():
     assert tg["byte_terms"].tolist() == pytest.approx([2 * 7 / 8 * 8, 3 * 64, 2 * 15 / 16 * 8])
     with pytest.raises(InputError, match="lack column"):
         instance_costs(instances.drop(columns="P"))
+
+
+# ------------------------------------------------------------------ at scale: estimate, progress
+#: A 16-rank noisy stencil trace (ingest/synthetic.py): halo exchange, an allreduce every
+#: iteration, an alltoall every 10th: the benchmark's trace (benchmarks/bench_whatif.py), small.
+STENCIL = {"ranks": 16, "iterations": 12, "alltoall_every": 10}
+SCALE_VARIANTS = [
+    "default",
+    "allreduce=ring",
+    "allreduce=rabenseifner,alltoall=pairwise",
+    "allreduce=ring,barrier=dissemination,bcast=pipelined",
+    "allreduce=thakur_gropp:ring",
+    "allreduce=dimemas,alltoall=dimemas",
+]
+
+
+@pytest.fixture(scope="module")
+def stencil_trace(tmp_path_factory):
+    from llamp.ingest import read_trace
+    from llamp.ingest.synthetic import write_liballprof
+
+    path = tmp_path_factory.mktemp("stencil") / "stencil-16"
+    write_liballprof(path, **STENCIL)
+    return read_trace(path)
+
+
+@pytest.mark.parametrize("source", ["sweep3d", "stencil"])
+def test_expanded_vertices_are_counted_exactly_before_expanding(source, stencil_trace):
+    """The estimate's vertex counts are the expanded graphs' (not an approximation): the ring
+    allreduce of P = 16 has 2(P−1) = 30 rounds of a send, a receive and a join per member."""
+    from llamp.ingest import read_trace
+    from llamp.ingest.build import build_graph
+    from llamp.lp.collectives_whatif import expanded_vertices
+
+    trace = read_trace(SWEEP3D) if source == "sweep3d" else stencil_trace
+    counts = expanded_vertices(trace, SCALE_VARIANTS)
+    for text in SCALE_VARIANTS:
+        variant = Variant.parse(text)
+        built = build_graph(trace, collectives=variant.choices)
+        assert counts[variant.label] == built.num_vertices, text
+    if source == "stencil":
+        # 12 allreduces: recursive doubling has log2 16 = 4 rounds of 3 vertices, ring 30 rounds
+        assert counts["allreduce=ring"] - counts["default"] == 12 * 16 * 3 * (30 - 4)
+
+
+def test_estimate_scales_with_vertices_and_measured_throughput(stencil_trace):
+    from llamp.lp.collectives_whatif import (
+        BYTES_PER_VERTEX,
+        EVAL_NS_PER_VERTEX,
+        estimate_whatif,
+    )
+
+    est = estimate_whatif(stencil_trace, ["default", "allreduce=ring"], curve_seconds=20.0)
+    plan = est.variants.set_index("variant")
+    ring, rd = plan.loc["allreduce=ring"], plan.loc["default"]
+    ratio = ring["vertices"] / rd["vertices"]
+    assert ratio > 2.5
+    for column in ("expand_s", "summary_s", "memory_mb"):
+        assert ring[column] / rd[column] == pytest.approx(ratio, rel=1e-12), column
+    assert (ring["curve_s"], rd["curve_s"]) == (10.0, 10.0), "the curve budget is shared"
+    assert est.seconds == pytest.approx(est.summary_seconds + 20.0)
+    assert est.memory_mb == pytest.approx(plan["vertices"].sum() * BYTES_PER_VERTEX / 2**20)
+    assert est.within_target  # 10^4 vertices
+    # a machine twice as slow as the benchmark's: everything takes twice as long
+    slow = estimate_whatif(
+        stencil_trace, ["default", "allreduce=ring"], eval_ns_per_vertex=2 * EVAL_NS_PER_VERTEX
+    )
+    assert slow.summary_seconds == pytest.approx(2 * est.summary_seconds, rel=1e-12)
+    # a faster one: its passes are credited, expansion and lowering are not
+    fast = estimate_whatif(
+        stencil_trace, ["default", "allreduce=ring"], eval_ns_per_vertex=EVAL_NS_PER_VERTEX / 2
+    )
+    assert fast.variants["expand_s"].tolist() == est.variants["expand_s"].tolist()
+    assert fast.variants["summary_s"].sum() == pytest.approx(est.variants["summary_s"].sum() / 2)
+    with pytest.raises(InputError, match="throughput"):
+        estimate_whatif(stencil_trace, ["default"], eval_ns_per_vertex=0.0)
+
+
+def test_estimate_is_over_the_target_for_a_large_expansion(stencil_trace):
+    """The same trace on a machine 10^4× slower than the benchmark's stands in for a trace
+    10^4× larger: the estimate says it will not fit the interactive target."""
+    from llamp.lp.collectives_whatif import EVAL_NS_PER_VERTEX, TARGET_SECONDS, estimate_whatif
+
+    est = estimate_whatif(
+        stencil_trace, ["allreduce=ring"], eval_ns_per_vertex=1e4 * EVAL_NS_PER_VERTEX
+    )
+    assert est.seconds > TARGET_SECONDS and not est.within_target
+
+
+def test_measured_throughput_is_a_positive_rate(stencil_trace):
+    from llamp.ingest.build import build_graph
+    from llamp.lp.collectives_whatif import measure_throughput
+
+    rate = measure_throughput(build_graph(stencil_trace), LogGPS())
+    assert 0.0 < rate < 1e5  # ns per vertex and pass
+
+
+def test_progress_reports_every_step_up_to_done(stencil_trace):
+    from llamp.lp.collectives_whatif import comparison_range, variant_curves
+
+    seen: list[tuple[float, str]] = []
+    result = compare_collectives(
+        stencil_trace,
+        ["default", "allreduce=ring"],
+        LogGPS(),
+        [3000.0],
+        progress=lambda f, text: seen.append((f, text)),
+    )
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    texts = " | ".join(t for _, t in seen)
+    for step in ("expanded to", "lowered", "T and λ at L0", "5% L tolerance"):
+        assert f"allreduce=ring: {step}" in texts
+    quiet = compare_collectives(stencil_trace, ["default", "allreduce=ring"], LogGPS(), [3000.0])
+    pd.testing.assert_frame_equal(quiet.summary, result.summary)  # the hook changes nothing
+
+    seen.clear()
+    lo, hi = comparison_range(result.summary, (0.01, 0.02, 0.05), 3000.0)
+    variant_curves(result, lo, hi, progress=lambda f, text: seen.append((f, text)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    done = [t for _, t in seen if t.endswith("found)")]
+    assert len(done) == 2 * 8, "a report per variant and chunk (and per wave inside one)"
+
+
+def test_cancel_stops_between_steps_with_a_clear_error(stencil_trace):
+    from llamp.lp.collectives_whatif import Cancelled, comparison_range, variant_curves
+
+    calls = []
+
+    def cancel_after(n):
+        def cancel() -> bool:
+            calls.append(1)
+            return len(calls) > n
+
+        return cancel
+
+    with pytest.raises(Cancelled, match="cancelled"):
+        compare_collectives(
+            stencil_trace, ["default", "allreduce=ring"], LogGPS(), [3000.0], cancel=cancel_after(3)
+        )
+    assert len(calls) == 4, "stopped at the first check after the cancel"
+
+    result = compare_collectives(stencil_trace, ["default"], LogGPS(), [3000.0])
+    lo, hi = comparison_range(result.summary, (0.01,), 3000.0)
+    calls.clear()
+    with pytest.raises(Cancelled):
+        variant_curves(result, lo, hi, cancel=cancel_after(2))
+
+    class Stop(BaseException):
+        """What a UI task raises from its progress hook once cancelled."""
+
+    def hook(fraction: float, text: str) -> None:
+        if "lowered" in text:
+            raise Stop
+
+    with pytest.raises(Stop):
+        compare_collectives(stencil_trace, ["default"], LogGPS(), [3000.0], progress=hook)
+
+
+@pytest.mark.parametrize("source", ["sweep3d", "stencil"])
+def test_curves_are_the_exact_pieces_of_one_search(source, stencil_trace):
+    """The curve searched in chunks has the breakpoints of one search over the whole range (to
+    the float rounding of a tangent intersection) and the same pieces; T between its points
+    is linear and equals the engine's T at any L."""
+    from llamp.ingest import read_trace
+    from llamp.lp import critical_latencies, sweep
+    from llamp.lp.collectives_whatif import comparison_range, variant_curves
+
+    trace = read_trace(SWEEP3D) if source == "sweep3d" else stencil_trace
+    params = LogGPS()
+    result = compare_collectives(trace, ["default", "allreduce=ring"], params, [params.L])
+    lo, hi = comparison_range(result.summary, (0.01, 0.02, 0.05), params.L)
+    curves = variant_curves(result, lo, hi)
+    for label, curve in curves.items():
+        graph = result.graphs[label]
+        one = critical_latencies(graph, params, lo, hi)
+        assert curve.complete and len(curve.critical.critical) == len(one.critical) > 3
+        T_scale = float(curve.curve["runtime_ns"].max())
+        np.testing.assert_allclose(
+            curve.critical.critical, one.critical, rtol=0, atol=1e-12 * T_scale
+        )
+        assert [s.slope for s in curve.critical.segments] == [s.slope for s in one.segments]
+        probes = np.linspace(lo, hi, 37)
+        exact = sweep(graph, params, probes)
+        frame = curve.curve
+        first = frame.drop_duplicates("L_ns", keep="first")
+        T = np.interp(probes, first["L_ns"], first["runtime_ns"])
+        np.testing.assert_allclose(T, exact["runtime_ns"], rtol=1e-12)
+        at_L0 = result.summary.set_index("variant").loc[label]
+        right = frame[frame["L_ns"] <= params.L].iloc[-1]
+        assert right["lambda_L"] == at_L0["lambda_L"]  # the piece right of L0
+        assert frame["exact"].all()
+
+
+def test_a_spent_curve_budget_leaves_exact_unresolved_intervals(stencil_trace):
+    from llamp.lp import critical_latencies, sweep
+    from llamp.lp.collectives_whatif import comparison_range, variant_curves
+
+    params = LogGPS()
+    result = compare_collectives(stencil_trace, ["allreduce=ring"], params, [params.L])
+    lo, hi = comparison_range(result.summary, (0.01,), params.L)
+    curve = variant_curves(result, lo, hi, seconds=1e-6)["allreduce=ring"]
+    assert not curve.complete
+    full = critical_latencies(result.graphs["allreduce=ring"], params, lo, hi)
+    T_scale = float(curve.curve["runtime_ns"].max())
+    for x in curve.critical.critical:  # what was found is a true breakpoint
+        assert np.min(np.abs(np.asarray(full.critical) - x)) <= 1e-12 * T_scale
+    frame = curve.curve
+    assert not frame["exact"].all()
+    exact = sweep(result.graphs["allreduce=ring"], params, frame["L_ns"].to_numpy())
+    np.testing.assert_allclose(frame["runtime_ns"], exact["runtime_ns"], rtol=1e-12)
+    # T is convex: the straight line across an unresolved interval is above it
+    mid = [(u.start + u.end) / 2 for u in curve.critical.unresolved]
+    chord = np.interp(mid, frame["L_ns"], frame["runtime_ns"])
+    assert np.all(chord >= sweep(result.graphs["allreduce=ring"], params, mid)["runtime_ns"] - 1e-6)
+
+
+def test_analytic_costs_of_the_trace_instances():
+    """Sweep3D: 20 allreduces of 8 B, 12 of 4 B, 3 barriers and 4 bcasts on 4 ranks; the
+    ring's Thakur–Gropp cost has 2(P−1) = 6 latency terms."""
+    from llamp.ingest import read_trace
+    from llamp.lp.collectives_whatif import collective_costs, collective_instances
+
+    instances = collective_instances(read_trace(SWEEP3D))
+    assert int(instances["instances"].sum()) == 39
+    allreduce = instances[instances["op"] == "allreduce"].set_index("n_bytes")["instances"]
+    assert allreduce.to_dict() == {4: 12, 8: 20}
+    params = LogGPS()
+    costs = collective_costs(instances, ["allreduce=ring"], params)
+    ring = costs[(costs["op"] == "allreduce") & (costs["n_bytes"] == 8)].iloc[0]
+    tg = thakur_gropp("allreduce", "ring", 4, 8)
+    assert ring["thakur_gropp_latency_terms"] == tg.latency_terms == 6
+    assert ring["total_thakur_gropp_ns"] == pytest.approx(20 * tg.at(params.L, params.G))
+    assert ring["dimemas_ns"] == pytest.approx(dimemas("allreduce", 4, 8, 8).at(params.L, params.G))
+
+
+# ------------------------------------------------------------------ the page's estimate gate
+def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_models(
+    store_env, monkeypatch
+):
+    """On a machine (made) 10^3× slower than the benchmark's, the page computes nothing,
+    says how long the what-if would take, shows the analytic costs, switches the variants to
+    the analytic models on request and runs them when asked to."""
+    from apptest_pages import SettledAppTest
+
+    from llamp.ui import APP_PATH, analyses
+
+    monkeypatch.setattr(analyses, "engine_throughput", lambda run, graph, params: 6e4)
+    at = SettledAppTest(APP_PATH, default_timeout=180)
+    at.run()
+    at.switch_page("views/collectives.py")
+    at.run()
+    at.selectbox(key="run::collectives").set_value("sweep3d").run()
+    assert not at.exception, [e.value for e in at.exception]
+    gate = [w.value for w in at.warning if "aims for" in w.value]
+    assert gate and "min" in gate[0], [w.value for w in at.warning]
+    assert not at.metric, "nothing is expanded before the user agrees"
+    assert any(c.value.startswith("Expands to 24,084, 25,620 vertices") for c in at.caption)
+    costs = next(d.value for d in at.dataframe if "thakur_gropp_formula" in d.value.columns)
+    assert set(costs["variant"]) == {"allreduce=recursive_doubling", "allreduce=ring"}
+
+    at.button(key="coll_use_analytic").click().run()
+    assert at.selectbox(key="coll_v0_allreduce").value == "thakur_gropp:recursive_doubling"
+    assert at.selectbox(key="coll_v1_allreduce").value == "thakur_gropp:ring"
+    # every collective charged analytically: one coll vertex per member and instance
+    assert any(c.value.startswith("Expands to 23,356, 23,356 vertices") for c in at.caption)
+
+    at.button(key="coll_run_anyway").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = ["allreduce=thakur_gropp:recursive_doubling", "allreduce=thakur_gropp:ring"]
+    choices = [
+        {
+            "allreduce": alg,
+            "barrier": at.selectbox(key="coll_v0_barrier").value,
+            "bcast": at.selectbox(key=f"coll_v{i}_bcast").value,
+        }
+        for i, alg in enumerate(["thakur_gropp:recursive_doubling", "thakur_gropp:ring"])
+    ]
+    api = compare_collectives(
+        SWEEP3D,
+        [
+            Variant(label, tuple(sorted(c.items())))
+            for label, c in zip(labels, choices, strict=True)
+        ],
+        LogGPS(),
+        [LogGPS().L],
+    ).summary
+    shown = [m.value for m in at.metric if m.label == "T(L0) predicted"]
+    from llamp.config import format_ns
+
+    assert shown == [format_ns(t) for t in api["runtime_ns"]]
+
+
+def test_a_breakpoint_on_a_chunk_boundary_is_found_once():
+    """The paper's running example (LLAMP Eq. 5): ``T(L) = max(1.1, max(L + 0.115, 0.5) + 1)``
+    µs has its critical latency at 0.385 µs, exactly the boundary between chunks 4 and 5 of
+    [0, 0.77 µs]: neither chunk has it inside, the slopes on its two sides tell it."""
+    from hand_graphs import paper_example
+
+    from llamp.lp.collectives_whatif import (
+        CURVE_CHUNKS,
+        CollectiveComparison,
+        variant_curves,
+    )
+
+    params = LogGPS(L=500.0, o=0.0, G=5.0)
+    assert np.linspace(0.0, 770.0, CURVE_CHUNKS + 1)[CURVE_CHUNKS // 2] == 385.0
+    comparison = CollectiveComparison(
+        params, (Variant("paper"),), pd.DataFrame(), pd.DataFrame(), (), {"paper": paper_example()}
+    )
+    curve = variant_curves(comparison, 0.0, 770.0)["paper"]
+    assert curve.critical.critical == [385.0]
+    pieces = [(s.start, s.end, s.slope) for s in curve.critical.segments]
+    assert pieces == [(0.0, 385.0, 0.0), (385.0, 770.0, 1.0)]
+    rows = curve.curve[["L_ns", "runtime_ns", "lambda_L"]].to_numpy().tolist()
+    assert rows == [
+        [0.0, 1500.0, 0.0],
+        [385.0, 1500.0, 0.0],
+        [385.0, 1500.0, 1.0],
+        [770.0, 1885.0, 1.0],
+    ]

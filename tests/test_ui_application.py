@@ -14,7 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from apptest_pages import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, table
+from apptest_pages import (
+    RUN,
+    SWEEP3D,
+    SettledAppTest,
+    arr,
+    assert_clean,
+    exact_ns,
+    figures,
+    keyed,
+    table,
+)
 from streamlit.testing.v1 import AppTest
 
 from llamp.config import format_ns
@@ -60,7 +70,7 @@ def home(tmp_path_factory, graph):
 
 def page(view: str, run: str | None = RUN) -> AppTest:
     """The app, run once, then switched to ``views/<view>.py`` on run ``run``."""
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
     at.run()
     at.switch_page(f"views/{view}.py")
     at.run()
@@ -373,8 +383,11 @@ def test_variability_page_shows_the_api_percentiles(store_env, graph, monkeypatc
     assert keyed(at, "mc-tolerance-5pct").metric[0].value == format_ns(
         api.loc["tolerance_5pct_L_ns", "p50"]
     )
-    shown = table(at, "p50").set_index("quantity")
-    np.testing.assert_allclose(shown["p50"], api["p50"], rtol=1e-12)
+    shown = table(at, "p50").set_index("quantity")  # with units, as people read them
+    assert shown.loc["T", "p50"] == format_ns(api.loc["runtime_ns", "p50"])
+    assert shown.loc["λ_L", "p50"] == f"{api.loc['lambda_L', 'p50']:.6g}"
+    assert shown.loc["5% L tolerance", "p50"] == format_ns(api.loc["tolerance_5pct_L_ns", "p50"])
+    assert not [q for q in shown.index if q.endswith("_ns")], "no internal names"
     assert {"csv_mc_summary", "csv_mc_samples"} <= downloads(at)
 
     hist = {f["layout"]["title"]["text"]: f for f in figures(at)}
@@ -413,7 +426,7 @@ def test_variability_large_run_with_estimated_progress(store_env, graph):
         graph, LogGPS(), spatial_cv=0.05, temporal_cv=0.05, samples=100, seed=0, sensitivity=False
     ).summary.set_index("quantity")
     assert exact_ns(keyed(at, "mc-T-p50")) == pytest.approx(api.loc["runtime_ns", "p50"], abs=1e-5)
-    assert list(table(at, "p50")["quantity"]) == ["runtime_ns"]
+    assert list(table(at, "p50")["quantity"]) == ["T"]
     assert len(figures(at)) == 1
 
 

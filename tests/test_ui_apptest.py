@@ -171,21 +171,21 @@ def test_latency_page_shows_the_api_numbers(store_env, graph):
         assert block.metric[0].value == format_ns(level.value)
         assert exact_ns(block) == pytest.approx(level.value, abs=1e-5)
 
-    shown = table(at, "max_L_ns")
-    np.testing.assert_allclose(shown["max_L_ns"], [t.value for t in tol.latency], rtol=1e-12)
-    np.testing.assert_allclose(
-        shown["max_G_ns_per_byte"], [t.value for t in tol.bandwidth], rtol=1e-12
-    )
-    np.testing.assert_allclose(shown["T_bound_ns"], [t.bound_ns for t in tol.latency], rtol=1e-12)
+    shown = table(at, "max L")  # times with their units, as format_ns writes them
+    assert list(shown["max L"]) == [format_ns(t.value) for t in tol.latency]
+    assert list(shown["T bound"]) == [format_ns(t.bound_ns) for t in tol.latency]
+    assert list(shown["max G (ns/B)"]) == [f"{t.value:.6g}" for t in tol.bandwidth]
+    assert not [c for c in shown.columns if c.endswith("_ns")], "no internal column names"
 
     lo, hi = analyses.auto_range(tol, params.L)
     crit = critical_latencies(graph, params, lo, hi)
-    segments = table(at, "from_L_ns")
-    np.testing.assert_allclose(segments["from_L_ns"], [s.start for s in crit.segments], rtol=1e-12)
-    np.testing.assert_allclose(segments["lambda_L"], [s.slope for s in crit.segments])
-    assert len(crit.critical) == len(segments) - 1
+    at.number_input(key="lat_min_jump").set_value(0.0).run()  # every exact breakpoint
+    ranked = table(at, "critical L")
+    assert sorted(ranked["critical L"]) == sorted(format_ns(c) for c in crit.critical)
+    jumps = list(ranked["jump of λ_L"])
+    assert jumps == sorted(jumps, reverse=True), "ranked by the jump of λ_L"
 
-    for key in ("csv_tolerance", "csv_critical", "csv_sweep"):
+    for key in ("csv_tolerance", "csv_critical", "csv_breakpoints"):
         assert at.get("download_button") and any(b.key == key for b in at.get("download_button"))
 
 
@@ -251,9 +251,15 @@ def test_manual_sweep_range(store_env, graph):
     at.text_input(key="lat_to").set_value("50us").run()
     assert_clean(at)
     crit = critical_latencies(graph, LogGPS(), 0.0, 50_000.0)
-    segments = table(at, "from_L_ns")
-    np.testing.assert_allclose(segments["to_L_ns"], [s.end for s in crit.segments], rtol=1e-12)
-    assert figures(at)[0]["layout"]["xaxis"]["title"]["text"] == "network latency L (µs)"
+    t_of_l = figures(at)[0]
+    curve = next(t for t in t_of_l["data"] if t["name"] == "predicted T(L)")
+    x_us = arr(curve["x"])
+    assert x_us.min() == pytest.approx(0.0) and x_us.max() == pytest.approx(50.0)
+    for seg in crit.segments:  # the exact segment ends lie on the drawn curve
+        np.testing.assert_allclose(
+            np.interp(seg.end / 1e3, x_us, arr(curve["y"])), seg.runtime_end_ns / 1e9, rtol=1e-9
+        )
+    assert t_of_l["layout"]["xaxis"]["title"]["text"] == "network latency L (µs)"
 
 
 # ---------------------------------------------------------------------- Critical path
@@ -270,31 +276,36 @@ def test_critical_path_page_shows_the_api_numbers(store_env, graph):
         table(at, "latency_ns").reset_index(drop=True),
         cp.split.reset_index(drop=True),
         check_dtype=False,
+        rtol=1e-12,
     )
     pd.testing.assert_frame_equal(
         table(at, "blocked_ns").reset_index(drop=True),
         rank_time_split(graph, ev).reset_index(drop=True),
         check_dtype=False,
+        rtol=1e-12,
     )
-    messages = table(at, "wire_ns")
+    shown = next(d.value for d in at.dataframe if "blocked" in " ".join(d.value.columns))
+    assert not [c for c in shown.columns if c.endswith("_ns")], "times with units"
+    messages = table(at, "send op")
+    assert not [c for c in messages.columns if c.endswith(("_ns", "_vid"))]
     assert len(messages) == min(20, len(cp.messages))
-    assert set(zip(messages["send_vid"], messages["recv_vid"], strict=True)) <= {
+    assert set(zip(messages["send op"], messages["receive op"], strict=True)) <= {
         (int(s), int(r)) for s, r in cp.messages
     }
 
-    timeline, path_split, rank_split = figures(at)
+    timeline, path_fig, rank_fig = figures(at)
     bars = [t for t in timeline["data"] if t["type"] == "bar"]
     critical_bars = [t for t in bars if t["name"].endswith("· critical")]
     assert critical_bars, "critical-path ops are highlighted"
     assert timeline["layout"]["xaxis"]["title"]["text"].startswith("time since start (")
-    assert {t["name"] for t in path_split["data"]} == {
+    assert {t["name"] for t in path_fig["data"]} == {
         "compute",
         "overhead",
         "latency",
         "bandwidth",
     }
-    assert {t["name"] for t in rank_split["data"]} == {"compute", "overhead", "blocked"}
-    assert path_split["layout"]["yaxis"]["title"]["text"] == "time (s)"
+    assert {t["name"] for t in rank_fig["data"]} == {"compute", "overhead", "blocked"}
+    assert path_fig["layout"]["yaxis"]["title"]["text"] == "time (s)"
 
 
 def test_timeline_window(store_env, graph):

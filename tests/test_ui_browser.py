@@ -540,3 +540,96 @@ def test_compare_page(server, browser, tmp_path):
     page = target.read_text()
     assert page.startswith("<!DOCTYPE html>") and "http" not in page
     assert expected["summary"][0].split(":")[0] in page
+
+
+def _ensure_run(server) -> None:
+    """At least one stored run (these tests also run on their own)."""
+    ingest = subprocess.run(
+        [str(LLAMP), "ingest", str(SWEEP3D), "--name", "sweep3d-links", "--replace"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+
+
+def test_long_analysis_can_be_cancelled(server, browser):
+    """A Monte Carlo of a million samples runs in the background with a progress bar; Cancel
+    stops it and the page says so (issue 17)."""
+    _ensure_run(server)
+    driver = browser
+    driver.get(server.url)
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+    _open_page(driver, "variability", 'input[aria-label="Samples"]')
+    _type_into(driver, "Samples", "1000000")
+    _button(driver, "Run Monte Carlo").click()
+    panel = _css(driver, ".st-key-task-variability", "the progress panel", timeout=120)
+    _wait(
+        driver,
+        lambda d: "%" in d.find_element(By.CSS_SELECTOR, ".st-key-task-variability").text,
+        120,
+        "a percentage in the progress text",
+    )
+    assert "Monte Carlo" in panel.text
+    _shot(driver, "task_running")
+    _button(driver, "Cancel").click()
+    _css(driver, ".st-key-task-cancelled-variability", "the cancelled message", timeout=60)
+    text = driver.find_element(By.CSS_SELECTOR, ".st-key-task-cancelled-variability").text
+    assert "cancelled after" in text
+    assert not driver.find_elements(By.CSS_SELECTOR, ".st-key-task-variability")
+    _no_traceback(driver)
+    _shot(driver, "task_cancelled")
+
+
+def test_critical_message_link_opens_the_timeline(server, browser):
+    """The critical-path page's message link reloads the page at that message: the URL names
+    the run, the parameters and the op; the timeline marks it."""
+    _ensure_run(server)
+    driver = browser
+    driver.get(server.url)
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+    _open_page(driver, "critical_path", ".st-key-path-runtime")
+    link = _wait(
+        driver,
+        EC.element_to_be_clickable(
+            (By.XPATH, "//a[.//*[normalize-space()='Show this message on the timeline']]")
+        ),
+        90,
+        "the message link",
+    )
+    link.click()
+    _css(driver, ".st-key-path-runtime", "the critical-path page")
+    _idle(driver)
+    _wait(
+        driver,
+        EC.presence_of_element_located((By.XPATH, "//*[contains(text(), 'Linked op')]")),
+        60,
+        "the linked op's note",
+    )
+    url = driver.current_url
+    assert "focus=" in url, url
+    assert "page=critical_path" in url and "run=" in url and "L=" in url, url
+    _wait(
+        driver,
+        lambda d: d.execute_script(
+            "return [...document.querySelectorAll('.js-plotly-plot')].some("
+            "p => (p.data || []).some(t => t.name === 'linked op'))"
+        ),
+        60,
+        "the linked op on the timeline",
+    )
+    _no_traceback(driver)
+    _shot(driver, "critical_path_linked")
+
+    driver.get(url)  # a bookmark of the view reloads to the same view
+    _css(driver, ".st-key-path-runtime", "the critical-path page from its URL")
+    _idle(driver)
+    _wait(
+        driver,
+        EC.presence_of_element_located((By.XPATH, "//*[contains(text(), 'Linked op')]")),
+        60,
+        "the linked op after a reload",
+    )

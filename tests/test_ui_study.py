@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from apptest_pages import SettledAppTest
 from streamlit.testing.v1 import AppTest
 
 from llamp.study import load_spec, run_study
@@ -49,7 +50,7 @@ def env(home, monkeypatch):
 
 
 def study_page() -> AppTest:
-    at = AppTest.from_file(str(APP_PATH), default_timeout=TIMEOUT)
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
     at.run()
     at.switch_page("views/study.py")
     at.run()

@@ -8,13 +8,13 @@ plain tuples, so changing a plot option reruns the page without recomputing an a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,22 +22,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from llamp.config import format_ns
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.ingest.collective_models import (
-    THAKUR_GROPP,
-    instance_bytes,
-    instance_costs,
-    parse_analytic,
-    thakur_gropp,
-)
 from llamp.lp import (
     CriticalLatencies,
     CriticalPath,
     Evaluation,
     Prediction,
     Tolerance,
-    ToleranceLevel,
     critical_latencies,
     critical_path,
     evaluate,
@@ -46,6 +39,7 @@ from llamp.lp import (
     sweep,
     tolerance,
 )
+from llamp.lp import collectives_whatif as whatif
 from llamp.lp.classify import Classification, Network, Thresholds, classify
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
@@ -157,6 +151,111 @@ def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
     if not finite:
         return 0.0, L0 + 100_000.0
     return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
+
+
+# ---------------------------------------------------------------------- latency page (background)
+def latency_head(graph: ExecutionGraph, task, params: LogGPS, levels: tuple[float, ...]) -> dict:
+    """``T``, λ at ``params`` and the x% L and G tolerances (a few graph passes)."""
+    task.report(None, "predicting T(L0)")
+    pred = predict(graph, params)
+    task.report(0.3, "finding the x% tolerances")
+    tol = tolerance(graph, params, levels)
+    return {"predict": pred, "tolerance": tol}
+
+
+def critical_search(
+    graph: ExecutionGraph, task, params: LogGPS, lo: float, hi: float, exhaustive: bool
+) -> dict:
+    """The critical latencies in [lo, hi] (LLAMP Alg. 2, exact), within the automatic
+    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``.
+    Progress is what the search reports after each wave (the share of the λ_L jump over the
+    range already resolved); a search without that hook is stopped by the task's interrupt."""
+    from llamp.lp.critical import evaluation_budget
+
+    budget = None if exhaustive else evaluation_budget(graph, params)
+    kwargs: dict = {"max_evaluations": budget}
+    if "progress" in inspect.signature(critical_latencies).parameters:
+
+        def progress(done: float, *wave: int) -> None:
+            """``(share of the λ jump resolved, waves, evaluations, open intervals)`` after each
+            wave (lp/critical.py), or the evaluations done so far."""
+            if wave:
+                waves, calls, pending = wave
+                task.report(done, f"{calls:,} evaluations in {waves:,} waves, {pending:,} open")
+            elif budget:
+                task.report(done / budget, f"{done:,} evaluations of at most {budget:,}")
+            else:
+                task.report(None, f"{done:,} evaluations")
+
+        kwargs["progress"] = progress
+    task.report(0.0, "searching")
+    return {"critical": critical_latencies(graph, params, lo, hi, **kwargs)}
+
+
+def exact_curve(crit: CriticalLatencies, params: LogGPS) -> pd.DataFrame:
+    """``T``, ``λ_L`` (right derivative) and ``ρ_L`` at every end of the exact segments of
+    ``crit``: ``T`` is linear and ``λ_L`` constant between two consecutive rows, so this is
+    ``T(L)`` over the whole range with no further evaluation (across an interval the search
+    left unresolved, the straight line is an upper bound: ``T`` is convex)."""
+    L = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
+    T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
+    lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
+    if crit.segments:
+        last = max(crit.segments, key=lambda s: s.end)
+        L.append(last.end)
+        T.append(last.runtime_end_ns)
+        lam.append(last.slope)
+    frame = pd.DataFrame({"L_ns": L, "runtime_ns": T, "lambda_L": lam}).sort_values("L_ns")
+    frame = frame.drop_duplicates("L_ns", keep="first").reset_index(drop=True)
+    runtime = frame["runtime_ns"].to_numpy(float)
+    frame["rho_L"] = np.divide(
+        frame["L_ns"].to_numpy(float) * frame["lambda_L"].to_numpy(float),
+        runtime,
+        out=np.zeros(len(frame)),
+        where=runtime > 0,
+    )
+    return frame
+
+
+#: Columns of :func:`breakpoints`.
+BREAKPOINT_COLUMNS = (
+    "rank",
+    "at_ns",
+    "lo_ns",
+    "hi_ns",
+    "slope_before",
+    "slope_after",
+    "jump",
+    "relative_jump",
+    "merged",
+)
+
+
+def breakpoints(crit: CriticalLatencies, min_jump: float) -> tuple[pd.DataFrame, bool]:
+    """The critical latencies that matter, ranked by the jump of λ_L
+    (``CriticalLatencies.significant(min_jump)``), and whether that ranking was available;
+    without it, every exact breakpoint, ranked the same way."""
+    significant = getattr(crit, "significant", None)
+    if callable(significant):
+        rows = [
+            (b.at, b.lo, b.hi, b.slope_before, b.slope_after, b.jump, b.relative_jump, b.merged)
+            for b in significant(min_jump=min_jump)
+        ]
+        merged = True
+    else:
+        starts = np.array([s.start for s in crit.segments], float)
+        slopes = np.array([s.slope for s in crit.segments], float)
+        rows = []
+        for x in crit.critical:
+            right = int(np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1))
+            before, after = float(slopes[max(right - 1, 0)]), float(slopes[right])
+            jump = after - before
+            rows.append((x, x, x, before, after, jump, jump / max(before, 1.0), 1))
+        rows.sort(key=lambda r: -r[5])
+        merged = False
+    frame = pd.DataFrame(rows, columns=list(BREAKPOINT_COLUMNS[1:]))
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame, merged
 
 
 # ---------------------------------------------------------------------- network what-ifs
@@ -371,22 +470,21 @@ def stored_placement(
     return memo.get(_placement_key(run, params, machine, budget))
 
 
-def placement(
-    run: str,
-    graph: ExecutionGraph,
-    params: ParamKey,
-    machine: MachineSpec,
-    budget: PlacementBudget,
-    progress: Callable[[int, float], object] | None = None,
+def placement_in(
+    task, graph: ExecutionGraph, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
 ) -> Placement:
-    """Algorithm 3 (App. J) against the block, round-robin and volume baselines, memoised in
-    the session: not ``st.cache_data``, whose replay would repeat the progress bar updates
-    that ``progress`` makes (called after every accepted swap with the iteration and ``T``)."""
-    found = stored_placement(run, params, machine, budget)
-    if found is not None:
-        return found
+    """Algorithm 3 (App. J) against the block, round-robin and volume baselines in a background
+    task (:mod:`llamp.ui.tasks`): the fraction done is the larger of swaps / most swaps and
+    elapsed / time budget; Cancel stops it after the current swap."""
     budget_s, max_swaps, candidates, start, seed = budget
-    result = place(
+    task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
+    began = time.perf_counter()
+
+    def progress(iteration: int, runtime_ns: float) -> None:
+        done = max(iteration / max(max_swaps, 1), (time.perf_counter() - began) / budget_s)
+        task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+
+    return place(
         graph,
         params_of(params),
         machine_of(params, machine),
@@ -397,11 +495,16 @@ def placement(
         seed=seed,
         progress=progress,
     )
+
+
+def remember_placement(
+    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget, result: Placement
+) -> None:
+    """Keep a placement computed in the background for this session (:func:`stored_placement`)."""
     memo = st.session_state.setdefault("_placement_memo", {})
     memo[_placement_key(run, params, machine, budget)] = result
     while len(memo) > 8:  # the oldest first (dicts keep insertion order)
         memo.pop(next(iter(memo)))
-    return result
 
 
 # ---------------------------------------------------------------------- application what-ifs
@@ -444,197 +547,133 @@ def trace_at(path: str, lenient: bool):
 VariantKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+def _variants(variants: tuple[VariantKey, ...]) -> list[Variant]:
+    return [Variant(label, pairs) for label, pairs in variants]
+
+
+#: Collective what-ifs kept per server (the graphs are large: the few latest) …
+WHATIF_KEEP = 8
+#: … and at most this many expanded vertices in their graphs (~350 B each with the lowering:
+#: about 5 GB).
+WHATIF_VERTICES = 15_000_000
+
+
+#: Computed what-ifs by key, oldest first, for every session of this server. Not an
+#: ``st.cache_*`` of the functions below: those report progress to the page while they run
+#: (which a cached function may not) and run in background tasks too.
+_WHATIFS: dict[tuple, object] = {}
+_WHATIFS_LOCK = threading.Lock()
+
+
+def _remembered(key: tuple, compute: Callable[[], object]):
+    with _WHATIFS_LOCK:
+        if key in _WHATIFS:
+            return _WHATIFS[key]
+    value = compute()
+    with _WHATIFS_LOCK:
+        _WHATIFS[key] = value
+        heavy = _vertices(value) > 0  # a new comparison: older graphs make room for it
+        while len(_WHATIFS) > 1 and (
+            len(_WHATIFS) > WHATIF_KEEP
+            or (heavy and sum(map(_vertices, _WHATIFS.values())) > WHATIF_VERTICES)
+        ):
+            _WHATIFS.pop(next(iter(_WHATIFS)), None)
+    return value
+
+
+def _vertices(value: object) -> int:
+    if isinstance(value, CollectiveComparison):
+        return sum(g.num_vertices for g in value.graphs.values())
+    return 0
+
+
 def collective_comparison(
     path: str,
     lenient: bool,
     variants: tuple[VariantKey, ...],
     params: ParamKey,
     levels: tuple[float, ...],
+    progress: whatif.ProgressHook | None = None,
 ) -> CollectiveComparison:
-    """The trace at ``path`` re-expanded per variant, compared at ``params`` (LLAMP Fig. 10):
-    ``T``, ``λ_L``, ``ρ_L`` and x% L tolerance per variant, and the variants' graphs. Kept as a
-    resource (not copied per rerun): the graphs are large and only read."""
-    return compare_collectives(
-        trace_at(path, lenient),
-        [Variant(label, pairs) for label, pairs in variants],
-        params_of(params),
-        [params[0]],
-        tolerances=levels,
-        lenient=lenient,
+    """:func:`llamp.lp.collectives_whatif.compare_collectives` of the trace at ``path`` at
+    ``params`` (LLAMP Fig. 10), computed once per server (the graphs are only read)."""
+    return _remembered(
+        ("comparison", path, lenient, variants, params, levels),
+        lambda: compare_collectives(
+            trace_at(path, lenient),
+            _variants(variants),
+            params_of(params),
+            [params[0]],
+            tolerances=levels,
+            lenient=lenient,
+            progress=progress or False,
+        ),
     )
 
 
-def variant_tolerance(summary_row: pd.Series, levels: tuple[float, ...], params: LogGPS):
-    """The x% L tolerances of one variant (a row of the comparison's summary) as a
-    :class:`~llamp.lp.Tolerance`, for the T(L) plot of :func:`llamp.ui.plots.latency_figure`."""
-    T0 = float(summary_row["runtime_ns"])
-    latency = [
-        ToleranceLevel(x, (1.0 + x) * T0, float(summary_row[f"tolerance_{x * 100:g}pct_L_ns"]))
-        for x in levels
-    ]
-    return Tolerance(T0, latency, [], "graph", params)
-
-
-def comparison_range(summary: pd.DataFrame, levels: tuple[float, ...], L0: float):
-    """[0, 1.25 × the largest finite L tolerance of any variant] (at least 2·L0, L0 + 10 µs)."""
-    values = summary[[f"tolerance_{x * 100:g}pct_L_ns" for x in levels]].to_numpy(float)
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, L0 + 100_000.0
-    return 0.0, max(1.25 * float(finite.max()), 2.0 * L0, L0 + 10_000.0)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def variant_curve(
+def variant_curves(
     path: str,
     lenient: bool,
     variants: tuple[VariantKey, ...],
     params: ParamKey,
     levels: tuple[float, ...],
-    label: str,
     lo: float,
     hi: float,
-    points: int,
-) -> LatencyCurve:
-    """Exact ``T(L)`` of one variant over [lo, hi]: its critical latencies and a sweep through
-    them, its x% tolerances and ``L0`` (as :func:`latency_curve` for a stored run)."""
-    result = collective_comparison(path, lenient, variants, params, levels)
-    graph = result.graphs[label]
-    row = result.summary.set_index("variant").loc[label]
-    extra = [float(row[f"tolerance_{x * 100:g}pct_L_ns"]) for x in levels] + [params[0]]
-    p = params_of(params)
-    crit = critical_latencies(graph, p, lo, hi)
-    values = np.concatenate(
-        [np.linspace(lo, hi, points), np.asarray(crit.critical, float), np.asarray(extra, float)]
+    seconds: float | None,
+    progress: whatif.ProgressHook | None = None,
+) -> dict[str, whatif.VariantCurve]:
+    """:func:`llamp.lp.collectives_whatif.variant_curves` of :func:`collective_comparison`
+    (kept regardless of ``seconds``: a budget only decides how much of the same exact curve is
+    resolved)."""
+    return _remembered(
+        ("curves", path, lenient, variants, params, levels, lo, hi),
+        lambda: whatif.variant_curves(
+            collective_comparison(path, lenient, variants, params, levels),
+            lo,
+            hi,
+            seconds=seconds,
+            progress=progress,
+        ),
     )
-    values = np.unique(values[np.isfinite(values) & (values >= lo) & (values <= hi)])
-    return LatencyCurve(critical=crit, sweep=sweep(graph, p, values))
 
 
-def _group_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    """Sums of the CSR segments ``values[ptr[i]:ptr[i+1]]``."""
-    total = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
-    return total[ptr[1:]] - total[ptr[:-1]]
-
-
-def collective_instances(trace) -> pd.DataFrame:
-    """The trace's collective instances, grouped: one row per (``op``, ``P``, sizes) with
-    ``instances`` (how many), ``sent_bytes``/``received_bytes`` (the root's or member 0's, as
-    Dimemas counts them) and ``n_bytes`` (Thakur et al.'s ``n``: the message for bcast, reduce,
-    allreduce and scan; the total gathered, scattered or exchanged per process otherwise).
-
-    As the graph builder does, the k-th collective call of each member of a communicator is
-    instance k; communicators of one member or without known membership are left out.
-    """
-    from llamp.ingest.events import COLL, COLL_OPS, ROOTED_OPS
-
-    ev = trace.events
-    rows = np.flatnonzero(ev.kind == COLL)
-    columns = ["op", "P", "sent_bytes", "received_bytes", "n_bytes", "instances"]
-    if not rows.size:
-        return pd.DataFrame(columns=columns)
-    counts_sum = _group_sum(ev.cnt_values, ev.cnt_ptr)
-    size_of = np.array([c.size or 0 for c in trace.comms])
-    comm = ev.comm[rows].astype(np.int64)
-    keep = size_of[comm] > 1
-    rows, comm = rows[keep], comm[keep]
-    frame = pd.DataFrame(
-        {
-            "comm": comm,
-            "rank": ev.rank[rows],
-            "op": np.asarray(COLL_OPS)[ev.coll[rows]],
-            "root": ev.root[rows],
-            "size": ev.size[rows],
-            "counts": counts_sum[rows],
-        }
-    )
-    member = np.full(len(frame), -1)
-    for c in np.unique(comm):
-        members = np.asarray(trace.comms[c].members)
-        inv = np.full(trace.num_ranks, -1)
-        inv[members] = np.arange(members.size)
-        sel = comm == c
-        member[sel] = inv[frame["rank"].to_numpy()[sel]]
-    frame["member"] = member
-    frame["k"] = frame.groupby(["comm", "rank"], sort=False).cumcount()
-    frame["P"] = size_of[frame["comm"]]
-    groups = frame.groupby(["comm", "k"], sort=False)
-    inst = groups.agg(op=("op", "first"), P=("P", "first"), members=("rank", "size"))
-    inst = inst[inst["members"] == inst["P"]]
-    first = frame[frame["member"] == 0].set_index(["comm", "k"])
-    rooted_row = frame[frame["member"] == frame["root"]].set_index(["comm", "k"])
-    total = groups["size"].sum()
-    inst["s"] = first["size"].reindex(inst.index).fillna(0).to_numpy()
-    inst["root_size"] = rooted_row["size"].reindex(inst.index).fillna(0).to_numpy()
-    inst["total"] = total.reindex(inst.index).to_numpy()
-    inst["counts"] = first["counts"].reindex(inst.index).fillna(0).to_numpy()
-    op, P, s = inst["op"].to_numpy(), inst["P"].to_numpy(), inst["s"].to_numpy()
-    s = np.where(np.isin(op, list(ROOTED_OPS)), inst["root_size"].to_numpy(), s)
-    sent, received, n = instance_bytes(
-        op, P, s, inst["total"].to_numpy(), inst["counts"].to_numpy()
-    )
-    out = pd.DataFrame(
-        {
-            "op": op,
-            "P": P.astype(np.int64),
-            "sent_bytes": sent,
-            "received_bytes": received,
-            "n_bytes": n,
-        }
-    )
-    grouped = out.groupby(["op", "P", "sent_bytes", "received_bytes", "n_bytes"], sort=True)
-    return grouped.size().rename("instances").reset_index()[columns]
+@st.cache_data(max_entries=16, show_spinner=False)
+def collective_instances(path: str, lenient: bool) -> pd.DataFrame:
+    """:func:`llamp.lp.collectives_whatif.collective_instances` of the trace at ``path``."""
+    return whatif.collective_instances(trace_at(path, lenient))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def collective_costs(
     path: str, lenient: bool, variants: tuple[VariantKey, ...], params: ParamKey
 ) -> pd.DataFrame:
-    """Analytic costs of the trace's collective instances (:mod:`llamp.ingest.collective_models`)
-    at ``params``: Dimemas (Girona et al. Table 3) once, Thakur–Gropp per variant with the
-    variant's algorithm (no row cost where the paper has no formula for it). One row per
-    (variant, op, P, sizes); ``*_ns`` are per instance, ``total_*_ns`` over the instances."""
-    instances = collective_instances(trace_at(path, lenient))
-    p = params_of(params)
-    L, G = p.L, p.G
-    if instances.empty:
-        return pd.DataFrame()
-    dim = instance_costs(instances, model="dimemas")
-    frames = []
-    for label, pairs in variants:
-        choices = dict(pairs)
-        rows = []
-        for r in dim.itertuples(index=False):
-            algorithm = choices.get(r.op, "")
-            modelled = parse_analytic(r.op, algorithm) if algorithm else None
-            if modelled is not None and modelled.algorithm is not None:
-                algorithm = modelled.algorithm  # thakur_gropp:ALG prices with ALG's formula
-            formula = THAKUR_GROPP.get((r.op, algorithm))
-            tg = thakur_gropp(r.op, algorithm, int(r.P), float(r.n_bytes)) if formula else None
-            dim_ns = r.latency_terms * L + r.byte_terms * G
-            tg_ns = tg.at(L, G) if tg else math.nan
-            rows.append(
-                {
-                    "variant": label,
-                    "op": r.op,
-                    "algorithm": algorithm,
-                    "P": r.P,
-                    "n_bytes": r.n_bytes,
-                    "instances": r.instances,
-                    "thakur_gropp_formula": formula or "no formula for this algorithm",
-                    "thakur_gropp_latency_terms": tg.latency_terms if tg else math.nan,
-                    "thakur_gropp_byte_terms": tg.byte_terms if tg else math.nan,
-                    "thakur_gropp_ns": tg_ns,
-                    "total_thakur_gropp_ns": r.instances * tg_ns,
-                    "dimemas_latency_terms": r.latency_terms,
-                    "dimemas_byte_terms": r.byte_terms,
-                    "dimemas_ns": dim_ns,
-                    "total_dimemas_ns": r.instances * dim_ns,
-                }
-            )
-        frames.append(pd.DataFrame(rows))
-    return pd.concat(frames, ignore_index=True)
+    """:func:`llamp.lp.collectives_whatif.collective_costs` of the trace at ``path``."""
+    instances = collective_instances(path, lenient)
+    return whatif.collective_costs(instances, _variants(variants), params_of(params))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def engine_throughput(run: str, _graph: ExecutionGraph, params: ParamKey) -> float:
+    """:func:`llamp.lp.collectives_whatif.measure_throughput` on the stored run."""
+    return whatif.measure_throughput(_graph, params_of(params))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def whatif_estimate(
+    path: str,
+    lenient: bool,
+    variants: tuple[VariantKey, ...],
+    levels: int,
+    eval_ns_per_vertex: float | None,
+) -> whatif.WhatifEstimate:
+    """:func:`llamp.lp.collectives_whatif.estimate_whatif` of the trace at ``path`` (without
+    curves: their budget is what the comparison leaves of the target)."""
+    return whatif.estimate_whatif(
+        trace_at(path, lenient),
+        _variants(variants),
+        levels=levels,
+        eval_ns_per_vertex=eval_ns_per_vertex,
+    )
 
 
 #: Tong et al.'s thresholds: (compute share, bound share, sensitive share, insensitive change,
@@ -675,62 +714,57 @@ def stored_variability(
 PILOT_SAMPLES = 16
 
 
-def variability(
-    run: str,
+def remember_variability(
+    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool, result
+) -> None:
+    """Keep a Monte Carlo run in the background for this session (:func:`stored_variability`)."""
+    memo = st.session_state.setdefault("_variability_memo", {})
+    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
+    while len(memo) > 8:
+        memo.pop(next(iter(memo)))
+
+
+def variability_in(
+    task,
     graph: ExecutionGraph,
     params: ParamKey,
     spec,
     levels: tuple[float, ...],
     sensitivity: bool,
-    progress: Callable[[float, str], object] | None = None,
 ) -> Variability:
-    """:func:`llamp.lp.variability.monte_carlo` with ``spec`` (a
-    :class:`~llamp.lp.variability.VariabilitySpec`), memoised in the session.
+    """:func:`llamp.lp.variability.monte_carlo` in a background task (:mod:`llamp.ui.tasks`).
 
-    ``monte_carlo`` reports no progress, so ``progress(fraction, text)`` follows an estimate:
-    the first :data:`PILOT_SAMPLES` samples are timed on one thread, the whole run then goes to a
-    worker thread and the fraction is elapsed / expected time (at most 99 % until it is done).
-    The result is the one ``monte_carlo`` returns for ``spec``, sample for sample.
+    ``monte_carlo`` reports no progress, so the task's fraction follows an estimate: the first
+    :data:`PILOT_SAMPLES` samples are timed on one thread, then the whole run goes on in the
+    task's own thread (so Cancel interrupts it between two batches of samples) while a ticker
+    moves the fraction as elapsed / expected time (at most 99 % until it is done). The result
+    is the one ``monte_carlo`` returns for ``spec``, sample for sample.
     """
-    found = stored_variability(run, params, spec, levels, sensitivity)
-    if found is not None:
-        return found
     p = params_of(params)
     kwargs = {"tolerances": levels, "sensitivity": sensitivity}
-    if progress is None or spec.samples <= 4 * PILOT_SAMPLES:
-        if progress is not None:
-            progress(0.0, f"Sampling {spec.samples} runs…")
-        result = monte_carlo(graph, p, spec, **kwargs)
-    else:
-        progress(0.0, f"Timing the first {PILOT_SAMPLES} samples…")
-        started = time.perf_counter()
-        pilot = dataclasses.replace(spec, samples=PILOT_SAMPLES)
-        monte_carlo(graph, p, pilot, workers=1, **kwargs)
-        per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
-        threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
-        expected = max(per_sample * spec.samples / threads, 1e-3)
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamp-mc") as pool:
-            future = pool.submit(monte_carlo, graph, p, spec, **kwargs)
-            while True:
-                try:
-                    result = future.result(timeout=0.25)
-                    break
-                except FutureTimeout:
-                    elapsed = time.perf_counter() - started
-                    left = max(expected - elapsed, 0.0)
-                    progress(
-                        min(elapsed / expected, 0.99),
-                        f"Sampling {spec.samples:,} runs on {threads} threads… "
-                        f"about {left:.0f} s left (estimated)",
-                    )
-    if progress is not None:
-        progress(1.0, f"{spec.samples:,} samples in {result.seconds['total']:.2f} s")
-    memo = st.session_state.setdefault("_variability_memo", {})
-    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
-    while len(memo) > 8:
-        memo.pop(next(iter(memo)))
-    return result
+    if spec.samples <= 4 * PILOT_SAMPLES:
+        task.report(None, f"sampling {spec.samples} runs")
+        return monte_carlo(graph, p, spec, **kwargs)
+    task.report(0.0, f"timing the first {PILOT_SAMPLES} samples")
+    started = time.perf_counter()
+    monte_carlo(graph, p, dataclasses.replace(spec, samples=PILOT_SAMPLES), workers=1, **kwargs)
+    per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
+    threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
+    expected = max(per_sample * spec.samples / threads, 1e-3)
+    started = time.perf_counter()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.25):
+            elapsed = time.perf_counter() - started
+            task.fraction = min(elapsed / expected, 0.99)
+            task.text = f"sampling {spec.samples:,} runs on {threads} threads (estimated)"
+
+    threading.Thread(target=tick, name="llamp-mc-progress", daemon=True).start()
+    try:
+        return monte_carlo(graph, p, spec, **kwargs)
+    finally:
+        done.set()
 
 
 def tolerance_levels(text: str) -> tuple[float, ...]:

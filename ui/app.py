@@ -5,15 +5,31 @@ Navigation comes from :data:`llamp.ui.navigation.PAGES`. Each page renders what 
 page also runs on its own, e.g. under ``AppTest``.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
+from llamp.ui import tasks
 from llamp.ui.navigation import PAGES
 
 st.set_page_config(page_title="llamp", page_icon=":material/network_check:", layout="wide")
 
 sections: dict[str, list] = {}
+by_name: dict[str, st.Page] = {}
 for spec in PAGES:
     page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.default)
     sections.setdefault(spec.section, []).append(page)
+    by_name[Path(spec.path).stem] = page  # runs, latency, critical_path, …
 
-st.navigation(sections, expanded=True).run()  # every page visible (more than the default 10)
+current = st.navigation(sections, expanded=True)  # every page visible (more than the default 10)
+name = next((n for n, p in by_name.items() if p.url_path == current.url_path), "")
+seen = st.session_state.setdefault("_url_seen", {})
+wanted = st.query_params.get("page")
+if wanted in by_name and wanted != name and wanted != seen.get("page"):
+    seen["page"] = wanted  # ?page=critical_path&… (a link, a bookmark) opens that page once
+    st.switch_page(by_name[wanted], query_params=st.query_params.to_dict())
+tasks.visit(name)  # the work of the page this session left stops
+seen["page"] = name
+if st.query_params.get("page") != name:
+    st.query_params["page"] = name
+current.run()

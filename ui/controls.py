@@ -8,11 +8,14 @@ the sidebar; their values are kept in the session so they survive switching page
 from __future__ import annotations
 
 import logging
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -20,7 +23,7 @@ from llamp import config
 from llamp.errors import LlampError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import store
+from llamp.ui import store, tasks
 from llamp.ui.analyses import ParamKey, param_key
 from llamp.ui.profiles import profile_picker
 
@@ -78,6 +81,7 @@ class Selection:
     name: str
     token: str
     params: LogGPS
+    ranks: int = 0  # as the runs table says: known without loading the graph
 
     @property
     def run(self) -> str:
@@ -126,6 +130,60 @@ def describe(params: LogGPS) -> str:
     )
 
 
+#: The URL query parameter of each sidebar input (``?run=…&L=3us&…``): a view is a link.
+URL_KEYS = {
+    "run": "run",
+    "param_L": "L",
+    "param_o": "o",
+    "param_G": "G",
+    "param_S": "S",
+    "param_g": "g",
+    "param_progress": "progress",
+    "param_nic": "nic",
+}
+
+
+def _from_url(page: str, names: list[str]) -> None:
+    """Take the run and parameters a URL names (a bookmark, a shared link, a link from another
+    view) as this page's inputs; a value the URL held already is not taken again, so the
+    sidebar stays editable."""
+    seen = st.session_state.setdefault("_url_seen", {})
+    choices = {"run": names} | {key: list(options) for key, _, options, _, _ in MODEL_INPUTS}
+    for key, name in URL_KEYS.items():
+        value = st.query_params.get(name)
+        if value is None or value == seen.get(name):
+            continue
+        seen[name] = value
+        if key in choices and value not in choices[key]:
+            st.toast(
+                f"The link's {name}={value!r} is not available here", icon=":material/link_off:"
+            )
+            continue
+        _keep(key, value)
+        st.session_state[f"{key}::{page}"] = value
+
+
+def _to_url(values: dict[str, str]) -> None:
+    """Write the page's inputs into the URL (only those that changed)."""
+    seen = st.session_state.setdefault("_url_seen", {})
+    for key, value in values.items():
+        name = URL_KEYS[key]
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
+        seen[name] = value
+
+
+#: URL parameters that point a page at one thing (an op, a rank pair); a link sets its own.
+LINK_KEYS = ("focus", "pair")
+
+
+def link_params(page: str, **extra: object) -> dict[str, str]:
+    """The query parameters of a link to ``page`` (``critical_path``) showing the current run
+    and parameters, changed by ``extra`` (``L="3000ns"``, ``focus=17``, ``pair="3,4"``)."""
+    current = {k: v for k, v in st.query_params.to_dict().items() if k not in LINK_KEYS}
+    return current | {"page": page} | {k: str(v) for k, v in extra.items()}
+
+
 def _kept(key: str, default: str) -> str:
     return st.session_state.setdefault(f"_keep_{key}", default)
 
@@ -152,6 +210,7 @@ def _sidebar(page: str) -> Selection | None:
             st.info("The store holds no run yet: ingest a trace on the Runs page.")
             return None
         names = list(runs["name"])
+        _from_url(page, names)
         kept = _kept("run", names[0])
         name = st.selectbox(
             "Run",
@@ -192,8 +251,11 @@ def _sidebar(page: str) -> Selection | None:
         except LlampError as err:
             st.error(str(err))
             return None
+        _to_url({"run": name} | values)
         st.caption(describe(params))
-        return Selection(name, store.run_token(runs, name), params)
+        row = runs.loc[runs["name"] == name]
+        ranks = int(row.iloc[0]["ranks"]) if "ranks" in row.columns and len(row) else 0
+        return Selection(name, store.run_token(runs, name), params, ranks)
 
 
 def choose_run(name: str) -> None:
@@ -235,3 +297,74 @@ def csv_download(
         key=key,
         icon=":material/download:",
     )
+
+
+#: Column-name endings that hold nanoseconds.
+_NS_SUFFIX = "_ns"
+
+
+def time_unit(max_ns: float) -> tuple[str, float]:
+    """The unit (and its size in ns) that shows durations up to ``max_ns`` best."""
+    magnitude = abs(max_ns) if math.isfinite(max_ns) else 0.0
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if magnitude >= scale:
+            return unit, scale
+    return "ns", 1.0
+
+
+def with_units(frame: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``frame`` as a person reads it: every ``*_ns`` column in the unit that suits its values
+    (µs, ms, s), named ``"latency (ms)"``; other columns named by ``labels`` or with spaces for
+    underscores. The numbers stay numbers, so the table still sorts by value."""
+    labels = labels or {}
+    out = {}
+    for column in frame.columns:
+        values = frame[column]
+        name = labels.get(column)
+        if column.endswith(_NS_SUFFIX) and pd.api.types.is_numeric_dtype(values):
+            finite = values[np.isfinite(values.to_numpy(float))]
+            unit, scale = time_unit(float(finite.abs().max()) if len(finite) else 0.0)
+            base = name or column.removesuffix(_NS_SUFFIX).replace("_", " ")
+            out[f"{base} ({unit})"] = values / scale
+        else:
+            out[name or column.replace("_", " ")] = values
+    return pd.DataFrame(out, index=frame.index)
+
+
+def table(
+    frame: pd.DataFrame, *, key: str, labels: dict[str, str] | None = None, **kwargs: Any
+) -> Any:
+    """``st.dataframe`` of :func:`with_units` (``frame``), times with six significant digits."""
+    shown = with_units(frame, labels)
+    config = {
+        c: st.column_config.NumberColumn(c, format="%.6g")
+        for c in shown.columns
+        if c.endswith(("(s)", "(ms)", "(µs)", "(ns)"))
+    }
+    return st.dataframe(
+        shown,
+        hide_index=True,
+        key=key,
+        column_config=config | kwargs.pop("column_config", {}),
+        **kwargs,
+    )
+
+
+def background(
+    sel: Selection,
+    slot: str,
+    label: str,
+    compute: Callable[[ExecutionGraph, tasks.Task], Any],
+    inputs: object = (),
+) -> Any:
+    """``compute(graph, task)`` of the selected run in the background (:mod:`llamp.ui.tasks`),
+    keyed on the run, the parameters and ``inputs``: its result, or ``None`` while it runs
+    (the progress panel with Cancel is on the page). The graph is loaded in the background too."""
+
+    def work(task: tasks.Task) -> Any:
+        task.report(None, f"loading run {sel.name!r}")
+        graph = store.load_graph(sel.name, sel.token)
+        task.report(None, "")
+        return compute(graph, task)
+
+    return tasks.result(f"{slot}|{sel.run}|{sel.key}|{inputs!r}", label, work, slot=slot)

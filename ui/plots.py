@@ -9,6 +9,7 @@ suits their magnitude (:func:`time_unit`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -115,12 +116,15 @@ def latency_figure(
     *,
     log_x: bool = False,
     show_critical: bool = True,
+    markers: Sequence[float] | None = None,
+    points: int = 600,
 ) -> go.Figure:
-    """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked."""
+    """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked
+    (``markers``: only these, e.g. the ones where λ_L jumps most; default: all)."""
     lo, hi = float(critical.lo), float(critical.hi)
     xu, xs = time_unit(hi)
     yu, ys = time_unit(float(sweep["runtime_ns"].max()))
-    data = dense_curve(sweep, log_x=log_x)
+    data = dense_curve(sweep, log_x=log_x, points=points)
     fig = go.Figure()
     for i, (x_lo, x, a, b) in enumerate(zone_bounds(tol, L0, hi)):
         label = f"≤ {_percent(x)}" if x_lo == 0 else f"{_percent(x_lo)}–{_percent(x)}"
@@ -179,7 +183,8 @@ def latency_figure(
                 hovertemplate=f"max L = %{{x:.6g}} {xu}<br>T bound = %{{y:.7g}} {yu}<extra></extra>",
             )
         )
-    crit = [c for c in critical.critical if c > 0 or not log_x]
+    chosen = critical.critical if markers is None else sorted(markers)
+    crit = [c for c in chosen if c > 0 or not log_x]
     if show_critical and crit:
         before, after = _slopes_around(critical, crit)
         T_at = np.interp(crit, sweep["L_ns"], sweep["runtime_ns"])
@@ -188,7 +193,9 @@ def latency_figure(
                 x=np.asarray(crit) / xs,
                 y=T_at / ys,
                 mode="markers",
-                name=f"critical latencies ({len(critical.critical)})",
+                name=f"critical latencies ({len(crit)} of {len(critical.critical)})"
+                if markers is not None
+                else f"critical latencies ({len(critical.critical)})",
                 marker={
                     "color": "#7f3b08",
                     "size": 8,
@@ -217,9 +224,11 @@ def latency_figure(
     return fig
 
 
-def sensitivity_figure(sweep: pd.DataFrame, L0: float, *, log_x: bool = False) -> go.Figure:
+def sensitivity_figure(
+    sweep: pd.DataFrame, L0: float, *, log_x: bool = False, points: int = 600
+) -> go.Figure:
     """λ_L (messages on the critical path, a step function) and ρ_L = L·λ_L/T (in %) over L."""
-    data = dense_curve(sweep, log_x=log_x)
+    data = dense_curve(sweep, log_x=log_x, points=points)
     xu, xs = time_unit(float(sweep["L_ns"].max()))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(
@@ -289,6 +298,7 @@ def timeline_figure(
     *,
     path_messages: np.ndarray | None = None,
     max_bars: int = 5000,
+    focus: Sequence[int] = (),
 ) -> tuple[go.Figure, int, int]:
     """Per-rank Gantt chart of the ops in [lo, hi]; critical ops opaque with a dark outline.
 
@@ -296,7 +306,7 @@ def timeline_figure(
     (an analytic collective's bar too: its wait for the last member plus the modelled cost).
     Critical-path messages in the window are drawn as lines from send finish to receive finish.
     Returns the figure, the number of ops in the window and the number drawn (the first
-    ``max_bars`` by start time).
+    ``max_bars`` by start time). The ops in ``focus`` (a link's target) are marked with a star.
     """
     sel = np.flatnonzero(window_mask(ev, lo, hi))
     total = int(sel.size)
@@ -365,6 +375,20 @@ def timeline_figure(
                     connectgaps=False,
                 )
             )
+    focus_v = np.asarray([v for v in focus if 0 <= v < graph.num_vertices], dtype=np.int64)
+    if focus_v.size:
+        fig.add_trace(
+            go.Scatter(
+                x=ev.start_ns[focus_v] / ts,
+                y=graph.rank[focus_v],
+                mode="markers",
+                name="linked op",
+                marker={"symbol": "star", "size": 16, "color": "#ffd92f", "line": {"width": 1.5}},
+                customdata=focus_v,
+                hovertemplate=f"linked op %{{customdata:d}} · rank %{{y}}"
+                f"<br>start %{{x:.6g}} {tu}<extra></extra>",
+            )
+        )
     ranks = graph.num_ranks
     fig.update_layout(
         barmode="overlay",

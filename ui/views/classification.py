@@ -109,11 +109,15 @@ with controls.readable_errors("Classification"):
         int(span),
     )
     Thresholds(*thresholds)  # a readable error for impossible thresholds
-    graph = sel.graph()
-    with st.spinner(f"Evaluating the {3 * (2 * span.bit_length() - 1)} configurations…"):
-        result = analyses.classification(
+    result = controls.background(
+        sel,
+        "classification",
+        f"Evaluating the {3 * (2 * span.bit_length() - 1)} configurations",
+        lambda graph, task: analyses.classification(
             sel.run, graph, network, analyses.param_key(params), thresholds
-        )
+        ),
+        (network, analyses.param_key(params), thresholds),
+    )
 if result is None:
     st.stop()
 
@@ -156,7 +160,7 @@ st.plotly_chart(
     key="plot_counters",
     width="stretch",
 )
-st.dataframe(result.per_rank, hide_index=True, key="table_counters")
+controls.table(result.per_rank, key="table_counters")
 controls.csv_download(
     result.per_rank, f"{controls.slug(sel.name)}-counters-{net.name}.csv", key="csv_counters"
 )
@@ -174,15 +178,15 @@ share_format = st.column_config.NumberColumn(format="percent")
 for tab, name in zip(st.tabs([f"{s} set" for s in SETS]), SETS, strict=True):
     with tab:
         frame = configs[configs["set"] == name].drop(columns="set")
-        st.dataframe(
+        controls.table(
             frame,
-            hide_index=True,
             key=f"table_configs_{name}",
+            labels={"speedup": "speed-up", "L_ns": "L", "runtime_ns": "T"},
             column_config={
-                "speedup": st.column_config.NumberColumn("speed-up", format="%g"),
-                "L_ns": st.column_config.NumberColumn("L (ns)", format="%g"),
-                "runtime_ns": st.column_config.NumberColumn("T (ns)", format="%.1f"),
-                **{c: share_format for c in frame.columns if c.endswith("_share")},
+                "speed-up": st.column_config.NumberColumn("speed-up", format="%g"),
+                **{
+                    c.replace("_", " "): share_format for c in frame.columns if c.endswith("_share")
+                },
             },
         )
 controls.csv_download(

@@ -1,10 +1,17 @@
 """Collectives what-if: the run's trace re-expanded with other collective algorithms and the
 variants compared side by side (LLAMP §IV, Fig. 10): T(L) with the x% L tolerances, λ_L and ρ_L,
-a summary table, and the analytic Dimemas / Thakur–Gropp costs of the trace's collectives."""
+a summary table, and the analytic Dimemas / Thakur–Gropp costs of the trace's collectives.
+
+Before anything is expanded the page shows what the variants cost (exact vertex counts, time
+and memory from :func:`llamp.lp.collectives_whatif.estimate_whatif`); a what-if over the
+interactive target asks first and offers the analytic models, which expand nothing. A long one
+runs in the background (:mod:`llamp.ui.tasks`) with progress and Cancel; the exact curves have
+a time budget (:func:`llamp.lp.collectives_whatif.variant_curves`)."""
 
 from __future__ import annotations
 
 import math
+import time
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +21,13 @@ from llamp.errors import InputError
 from llamp.ingest import FORMATS
 from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
+from llamp.lp import collectives_whatif as whatif
 from llamp.ui import analyses, controls, plots
+
+try:  # the UI's background runner (progress, Cancel, stops when the page is left)
+    from llamp.ui import tasks
+except ImportError:  # pragma: no cover - a tree without it runs the what-if in the page
+    tasks = None
 
 st.title("Collectives what-if")
 sel = controls.selection("collectives")
@@ -83,7 +96,7 @@ with (
     trace = analyses.trace_at(trace_path, lenient)
 if trace is None:
     st.stop()
-instances = analyses.collective_instances(trace)
+instances = analyses.collective_instances(trace_path, lenient)
 ingested = {**DEFAULTS, **(graph.meta.get("collectives") or {})}
 ops = sorted(set(instances["op"]) & set(ALGORITHMS))
 if not ops:
@@ -124,7 +137,13 @@ for i, col in enumerate(st.columns(int(count))):
         st.markdown(f"**Variant {i + 1}**")
         choices.append(
             {
-                op: st.selectbox(op, options[op], index=_default(op, i), key=f"coll_v{i}_{op}")
+                # set by the analytic button (session state) or defaulted here, not both
+                op: st.selectbox(
+                    op,
+                    options[op],
+                    index=None if f"coll_v{i}_{op}" in st.session_state else _default(op, i),
+                    key=f"coll_v{i}_{op}",
+                )
                 for op in ops
             }
         )
@@ -178,160 +197,28 @@ show_critical = o4.toggle(
     help="In the one-row-per-variant layout.",
 )
 
-# ---------------------------------------------------------------------- analysis
-result = curves = levels = None
-lo = hi = 0.0
-with controls.readable_errors("Collective what-if"):
-    levels = analyses.tolerance_levels(levels_text)
-    with st.spinner(f"Expanding the trace's collectives {len(variants)} ways and analysing…"):
-        result = analyses.collective_comparison(trace_path, lenient, variants, sel.key, levels)
-    if auto:
-        lo, hi = analyses.comparison_range(result.summary, levels, sel.params.L)
-    else:
-        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
-        if not 0 <= lo < hi:
-            raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
-    with st.spinner(f"Sweeping L over [{format_ns(lo)}, {format_ns(hi)}] for each variant…"):
-        curves = {
-            label: analyses.variant_curve(
-                trace_path, lenient, variants, sel.key, levels, label, lo, hi, int(points)
-            )
-            for label in labels
-        }
-if result is None or curves is None or levels is None:
-    st.stop()
+#: What-ifs whose summary is estimated below this run in the page itself (a progress bar, no
+#: background task): their curves take well under a second too.
+INLINE_SECONDS = 2.0
 
-summary = result.summary
-tolerances = {
-    label: analyses.variant_tolerance(row, levels, sel.params)
-    for label, row in summary.set_index("variant").iterrows()
-}
-for note in result.notes:
-    st.info(note)
 
-# ---------------------------------------------------------------------- headline numbers
-L0 = sel.params.L
-#: Variant cards per row.
-PER_ROW = 3
-records = summary.to_dict(orient="records")
-for first in range(0, len(records), PER_ROW):
-    row_cols = st.columns(min(PER_ROW, len(records)))
-    for i, (col, row) in enumerate(
-        zip(row_cols, records[first : first + PER_ROW], strict=False), start=first
-    ):
-        with col.container(key=f"variant-{i}", border=True):
-            st.markdown(f"**{i + 1}. {row['variant']}**")
-            a, b = st.columns(2)
-            with a:
-                st.metric("T(L0) predicted", format_ns(row["runtime_ns"]))
-                st.caption(f"{row['runtime_ns']:.6f} ns")
-            with b:
-                st.metric(
-                    "λ_L at L0",
-                    f"{row['lambda_L']:g}",
-                    delta=f"{row['lambda_L_vs_first']:+g} vs variant 1" if i else None,
-                    delta_color="inverse",
-                )
-                st.caption(f"ρ_L = {row['rho_L']:.4%} of T · {row['messages']:,} messages")
-            lines = []
-            for x in levels:
-                value = row[f"tolerance_{x * 100:g}pct_L_ns"]
-                extra = f" (L0 + {format_ns(value - L0)})" if math.isfinite(value) else ""
-                lines.append(f"- {x * 100:g}% L tolerance: **{format_ns(value)}**{extra}")
-            st.markdown("\n".join(lines))
-
-# ---------------------------------------------------------------------- plots
-sweeps = {label: curve.sweep for label, curve in curves.items()}
-if layout == "Overlaid":
-    st.plotly_chart(
-        plots.variant_runtime_figure(
-            sweeps, tolerances, L0, lo, hi, log_x=log_x, slowdown=slowdown
-        ),
-        key="plot_variants_T",
-        width="stretch",
+def _analytic_costs() -> None:
+    """The analytic Dimemas / Thakur–Gropp costs of the trace's collectives: nothing is
+    expanded, so this section answers at any trace size."""
+    st.subheader("Analytic collective costs")
+    st.caption(
+        "Each collective instance charged one closed-form cost instead of its expanded "
+        "messages: Dimemas fan-in/fan-out with Girona et al.'s Table 3 parameters (independent "
+        "of the algorithm) and the Thakur–Gropp formula of the variant's algorithm, at the "
+        "sidebar's L and G (no reduction cost γ, no overhead o). A cross-check of the expanded "
+        "schedules: the formulas count synchronous steps, λ_L above counts the latencies that "
+        "end up on the critical path."
     )
-    st.plotly_chart(
-        plots.variant_sensitivity_figure(sweeps, L0, log_x=log_x),
-        key="plot_variants_lambda",
-        width="stretch",
-    )
-else:
-    for i, label in enumerate(labels):
-        st.markdown(f"**Variant {i + 1}: {label}**")
-        left, right = st.columns(2)
-        left.plotly_chart(
-            plots.latency_figure(
-                curves[label].sweep,
-                curves[label].critical,
-                tolerances[label],
-                L0,
-                log_x=log_x,
-                show_critical=show_critical,
-            ),
-            key=f"plot_variant_{i}_T",
-            width="stretch",
-        )
-        right.plotly_chart(
-            plots.sensitivity_figure(curves[label].sweep, L0, log_x=log_x),
-            key=f"plot_variant_{i}_lambda",
-            width="stretch",
-        )
-
-# ---------------------------------------------------------------------- tables
-st.subheader("Summary")
-st.caption(
-    f"At L0 = {format_ns(L0)}; differences to variant 1 ({labels[0]}). A tolerance is the "
-    "largest L whose runtime stays within x% of that variant's own T(L0)."
-)
-tolerance_columns = {
-    f"tolerance_{x * 100:g}pct_L_ns": st.column_config.NumberColumn(
-        f"{x * 100:g}% L tolerance (ns)", format="%.3f"
-    )
-    for x in levels
-}
-st.dataframe(
-    summary,
-    hide_index=True,
-    key="table_variants",
-    column_config={
-        "variant": "variant",
-        "algorithms": "algorithms",
-        "runtime_ns": st.column_config.NumberColumn("T(L0) (ns)", format="%.3f"),
-        "lambda_L": st.column_config.NumberColumn("λ_L", format="%g"),
-        "lambda_G": st.column_config.NumberColumn("λ_G (bytes)", format="%g"),
-        "rho_L": st.column_config.NumberColumn("ρ_L", format="%.4g"),
-        **tolerance_columns,
-        "messages_vs_first": st.column_config.NumberColumn("Δ messages", format="%+d"),
-        "runtime_vs_first": st.column_config.NumberColumn("ΔT / T₁", format="%+.4g"),
-        "lambda_L_vs_first": st.column_config.NumberColumn("Δλ_L", format="%+g"),
-    },
-)
-controls.csv_download(summary, f"{controls.slug(sel.name)}-collectives.csv", key="csv_variants")
-
-sweep_table = pd.concat(
-    [curve.sweep.assign(variant=label) for label, curve in curves.items()], ignore_index=True
-)
-sweep_table = sweep_table[["variant", *[c for c in sweep_table.columns if c != "variant"]]]
-with st.expander(f"Sweep table ({len(sweep_table)} rows, every critical latency included)"):
-    st.dataframe(sweep_table, hide_index=True, key="table_variant_sweep")
-    controls.csv_download(
-        sweep_table, f"{controls.slug(sel.name)}-collectives-sweep.csv", key="csv_variant_sweep"
-    )
-
-# ---------------------------------------------------------------------- analytic models
-st.subheader("Analytic collective costs")
-st.caption(
-    "Each collective instance charged one closed-form cost instead of its expanded messages: "
-    "Dimemas fan-in/fan-out with Girona et al.'s Table 3 parameters (independent of the "
-    "algorithm) and the Thakur–Gropp formula of the variant's algorithm, at the sidebar's L and "
-    "G (no reduction cost γ, no overhead o). A cross-check of the expanded schedules: the "
-    "formulas count synchronous steps, λ_L above counts the latencies that end up on the "
-    "critical path."
-)
-costs = None
-with controls.readable_errors("Analytic collective costs"):
-    costs = analyses.collective_costs(trace_path, lenient, variants, sel.key)
-if costs is not None and len(costs):
+    costs = None
+    with controls.readable_errors("Analytic collective costs"):
+        costs = analyses.collective_costs(trace_path, lenient, variants, sel.key)
+    if costs is None or not len(costs):
+        return
     totals = costs.groupby("variant", sort=False)[
         ["instances", "total_dimemas_ns", "total_thakur_gropp_ns"]
     ].sum(min_count=1)
@@ -370,3 +257,274 @@ if costs is not None and len(costs):
     controls.csv_download(
         costs, f"{controls.slug(sel.name)}-collective-costs.csv", key="csv_model_costs"
     )
+
+
+def _use_analytic() -> None:
+    """Charge every expanded collective of every variant with the analytic model of its
+    algorithm (Thakur–Gropp where it has a formula, Dimemas otherwise)."""
+    for i in range(int(count)):
+        for op in ops:
+            key = f"coll_v{i}_{op}"
+            alg = st.session_state.get(key, "")
+            if alg in ALGORITHMS.get(op, ()):
+                tg = f"thakur_gropp:{alg}"
+                st.session_state[key] = tg if tg in options[op] else "dimemas"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
+
+
+# ---------------------------------------------------------------------- estimate
+estimate = levels = None
+with controls.readable_errors("Collective what-if"):
+    levels = analyses.tolerance_levels(levels_text)
+    throughput = analyses.engine_throughput(sel.run, graph, sel.key)
+    estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
+    curve_budget = whatif.curve_budget(estimate.summary_seconds)
+if estimate is None or levels is None:
+    _analytic_costs()
+    st.stop()
+plan = estimate.variants
+st.caption(
+    "Expands to "
+    + ", ".join(f"{v:,}" for v in plan["vertices"])
+    + f" vertices · summary about {_seconds(estimate.summary_seconds)}, exact curves within "
+    f"{_seconds(curve_budget)} · peak memory about {estimate.memory_mb:,.0f} MB (estimated "
+    f"before expanding, at {estimate.eval_ns_per_vertex:.0f} ns per vertex and pass)"
+)
+job_key = repr(
+    ("collectives", trace_path, lenient, variants, sel.key, levels, auto, lo_text, hi_text)
+)
+confirmed = st.session_state.get("coll_confirmed") == job_key
+if not estimate.within_target and not confirmed:
+    st.warning(
+        f"Expanding these variants takes about {_seconds(estimate.summary_seconds)} before "
+        "any T(L) curve is drawn "
+        f"(the largest has {int(plan['vertices'].max()):,} vertices, about "
+        f"{estimate.memory_mb:,.0f} MB): more than the {whatif.TARGET_SECONDS:.0f} s this page "
+        "aims for. The analytic models below answer at once; or charge the collectives with "
+        "them in the variants (a graph without the expanded messages)."
+    )
+    c1, c2 = st.columns(2)
+    if c1.button("Expand anyway", key="coll_run_anyway", icon=":material/play_arrow:"):
+        st.session_state["coll_confirmed"] = job_key
+        st.rerun()
+    c2.button(
+        "Use the analytic models in the variants",
+        key="coll_use_analytic",
+        on_click=_use_analytic,
+        icon=":material/functions:",
+    )
+    _analytic_costs()
+    st.stop()
+
+
+# ---------------------------------------------------------------------- analysis
+def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
+    if auto:
+        return whatif.comparison_range(result.summary, levels, sel.params.L)
+    a, b = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+    if not 0 <= a < b:
+        raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
+    return a, b
+
+
+def _work(task) -> tuple[float, float]:
+    """The what-if in a background task, reporting to ``task``: the comparison and curves
+    land in :func:`analyses.collective_comparison`'s memory, the range is returned."""
+    share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
+    started = time.monotonic()
+    result = analyses.collective_comparison(
+        trace_path,
+        lenient,
+        variants,
+        sel.key,
+        levels,
+        progress=lambda f, text: task.report(share * f, text),
+    )
+    span = _range(result)
+    analyses.variant_curves(
+        trace_path,
+        lenient,
+        variants,
+        sel.key,
+        levels,
+        *span,
+        whatif.curve_budget(time.monotonic() - started),
+        progress=lambda f, text: task.report(share + (1 - share) * f, text),
+    )
+    return span
+
+
+result = curves = None
+lo = hi = 0.0
+with controls.readable_errors("Collective what-if"):
+    if estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
+        bar = st.progress(0.0, text="Expanding the trace's collectives…")
+        share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
+        started = time.monotonic()
+        result = analyses.collective_comparison(
+            trace_path,
+            lenient,
+            variants,
+            sel.key,
+            levels,
+            progress=lambda f, text: bar.progress(share * f, text=text),
+        )
+        lo, hi = _range(result)
+        curves = analyses.variant_curves(
+            trace_path,
+            lenient,
+            variants,
+            sel.key,
+            levels,
+            lo,
+            hi,
+            whatif.curve_budget(time.monotonic() - started),
+            progress=lambda f, text: bar.progress(share + (1 - share) * f, text=text),
+        )
+        bar.empty()
+    else:
+        # one slot: changing the inputs stops watching (and so cancels) the previous what-if
+        span = tasks.result(job_key, "Collective what-if", _work, slot="collectives")
+        if span is not None:
+            lo, hi = span
+            args = (trace_path, lenient, variants, sel.key, levels)
+            result = analyses.collective_comparison(*args)
+            curves = analyses.variant_curves(*args, lo, hi, curve_budget)
+if result is None or curves is None:
+    _analytic_costs()
+    st.stop()
+
+summary = result.summary
+tolerances = {
+    label: whatif.variant_tolerance(row, levels, sel.params)
+    for label, row in summary.set_index("variant").iterrows()
+}
+for note in result.notes:
+    st.info(note)
+
+# ---------------------------------------------------------------------- headline numbers
+L0 = sel.params.L
+#: Variant cards per row.
+PER_ROW = 3
+records = summary.to_dict(orient="records")
+for first in range(0, len(records), PER_ROW):
+    row_cols = st.columns(min(PER_ROW, len(records)))
+    for i, (col, row) in enumerate(
+        zip(row_cols, records[first : first + PER_ROW], strict=False), start=first
+    ):
+        with col.container(key=f"variant-{i}", border=True):
+            st.markdown(f"**{i + 1}. {row['variant']}**")
+            a, b = st.columns(2)
+            with a:
+                st.metric("T(L0) predicted", format_ns(row["runtime_ns"]))
+                st.caption(f"{row['runtime_ns']:.6f} ns")
+            with b:
+                st.metric(
+                    "λ_L at L0",
+                    f"{row['lambda_L']:g}",
+                    delta=f"{row['lambda_L_vs_first']:+g} vs variant 1" if i else None,
+                    delta_color="inverse",
+                )
+                st.caption(f"ρ_L = {row['rho_L']:.4%} of T · {row['messages']:,} messages")
+            lines = []
+            for x in levels:
+                value = row[f"tolerance_{x * 100:g}pct_L_ns"]
+                extra = f" (L0 + {format_ns(value - L0)})" if math.isfinite(value) else ""
+                lines.append(f"- {x * 100:g}% L tolerance: **{format_ns(value)}**{extra}")
+            st.markdown("\n".join(lines))
+
+# ---------------------------------------------------------------------- plots
+sweeps = {label: curve.curve for label, curve in curves.items()}
+if layout == "Overlaid":
+    st.plotly_chart(
+        plots.variant_runtime_figure(
+            sweeps, tolerances, L0, lo, hi, log_x=log_x, slowdown=slowdown
+        ),
+        key="plot_variants_T",
+        width="stretch",
+    )
+    st.plotly_chart(
+        plots.variant_sensitivity_figure(sweeps, L0, log_x=log_x),
+        key="plot_variants_lambda",
+        width="stretch",
+    )
+else:
+    for i, label in enumerate(labels):
+        st.markdown(f"**Variant {i + 1}: {label}**")
+        left, right = st.columns(2)
+        left.plotly_chart(
+            plots.latency_figure(
+                curves[label].curve,
+                curves[label].critical,
+                tolerances[label],
+                L0,
+                log_x=log_x,
+                show_critical=show_critical,
+            ),
+            key=f"plot_variant_{i}_T",
+            width="stretch",
+        )
+        right.plotly_chart(
+            plots.sensitivity_figure(curves[label].curve, L0, log_x=log_x),
+            key=f"plot_variant_{i}_lambda",
+            width="stretch",
+        )
+
+# ---------------------------------------------------------------------- tables
+st.subheader("Summary")
+st.caption(
+    f"At L0 = {format_ns(L0)}; differences to variant 1 ({labels[0]}). A tolerance is the "
+    "largest L whose runtime stays within x% of that variant's own T(L0)."
+)
+tolerance_columns = {
+    f"tolerance_{x * 100:g}pct_L_ns": st.column_config.NumberColumn(
+        f"{x * 100:g}% L tolerance (ns)", format="%.3f"
+    )
+    for x in levels
+}
+st.dataframe(
+    summary,
+    hide_index=True,
+    key="table_variants",
+    column_config={
+        "variant": "variant",
+        "algorithms": "algorithms",
+        "runtime_ns": st.column_config.NumberColumn("T(L0) (ns)", format="%.3f"),
+        "lambda_L": st.column_config.NumberColumn("λ_L", format="%g"),
+        "lambda_G": st.column_config.NumberColumn("λ_G (bytes)", format="%g"),
+        "rho_L": st.column_config.NumberColumn("ρ_L", format="%.4g"),
+        **tolerance_columns,
+        "messages_vs_first": st.column_config.NumberColumn("Δ messages", format="%+d"),
+        "runtime_vs_first": st.column_config.NumberColumn("ΔT / T₁", format="%+.4g"),
+        "lambda_L_vs_first": st.column_config.NumberColumn("Δλ_L", format="%+g"),
+    },
+)
+controls.csv_download(summary, f"{controls.slug(sel.name)}-collectives.csv", key="csv_variants")
+
+unresolved = {label: len(c.critical.unresolved) for label, c in curves.items()}
+for label, n in unresolved.items():
+    if n:
+        st.info(
+            f"{label}: the curve's time budget (what the comparison left of "
+            f"{whatif.TARGET_SECONDS:.0f} s) left {n} intervals of L "
+            "unresolved; T is exact at their ends (rows with exact = false) and, T being convex, "
+            "at most the straight line between them. Narrow the range to resolve them."
+        )
+sweep_table = pd.concat(
+    [curve.curve.assign(variant=label) for label, curve in curves.items()], ignore_index=True
+)
+sweep_table = sweep_table[["variant", *[c for c in sweep_table.columns if c != "variant"]]]
+with st.expander(
+    f"Curve table ({len(sweep_table)} rows: the ends of T's linear pieces, every critical "
+    "latency with λ_L on its left and right)"
+):
+    st.dataframe(sweep_table, hide_index=True, key="table_variant_sweep")
+    controls.csv_download(
+        sweep_table, f"{controls.slug(sel.name)}-collectives-sweep.csv", key="csv_variant_sweep"
+    )
+
+# ---------------------------------------------------------------------- analytic models
+_analytic_costs()

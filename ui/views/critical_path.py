@@ -9,7 +9,8 @@ import streamlit as st
 
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
-from llamp.ui import analyses, controls, exports, plots
+from llamp.lp import critical_path, evaluate, rank_time_split
+from llamp.ui import controls, exports, plots, store, tasks
 
 st.title("Critical path")
 sel = controls.selection("critical_path")
@@ -18,16 +19,66 @@ st.caption(f"Run **{sel.name}** · {controls.describe(sel.params)}")
 #: Ops drawn by default in the automatic window.
 AUTO_OPS = 3000
 
-ev = cp = split = graph = None
-with controls.readable_errors("Critical-path analysis"):
-    graph = sel.graph()
-    with st.spinner("Evaluating the schedule and the critical path…"):
-        ev = analyses.schedule(sel.run, graph, sel.key)
-        cp = analyses.path_at(sel.run, graph, sel.key)
-        split = analyses.time_split(sel.run, graph, sel.key)
-if ev is None or cp is None or split is None or graph is None:
-    st.stop()
 
+def _work(task):
+    task.report(None, f"loading run {sel.name!r}")
+    graph = store.load_graph(sel.name, sel.token)
+    task.report(0.1, "evaluating the schedule")
+    ev = evaluate(graph, sel.params)
+    task.report(0.4, "tracing the critical path")
+    cp = critical_path(graph, sel.params)
+    task.report(0.9, "splitting each rank's time")
+    return graph, ev, cp, rank_time_split(graph, ev), np.sort(ev.start_ns)
+
+
+found = None
+with controls.readable_errors("Critical-path analysis"):
+    found = tasks.result(
+        f"critical_path|{sel.run}|{sel.key}",
+        "Evaluating the schedule and the critical path",
+        _work,
+        slot="critical-path",
+    )
+if found is None:
+    st.stop()
+graph, ev, cp, split, starts = found
+
+
+def _linked() -> list[int]:
+    """The ops a link points at: ``?focus=<op>`` or ``?pair=<rank>,<rank>`` (the first
+    critical message between the two ranks, either way)."""
+    focus = st.query_params.get("focus")
+    pair = st.query_params.get("pair")
+    for name, value in (("focus", focus), ("pair", pair)):
+        if value is not None:
+            st.query_params[name] = value  # kept in the address bar: the view is a bookmark
+    if focus is not None:
+        try:
+            vid = int(focus)
+        except ValueError:
+            st.warning(f"The link's focus={focus!r} is not an op number.")
+            return []
+        if not 0 <= vid < graph.num_vertices:
+            st.warning(f"Run {sel.name!r} has no op {vid} (it has {graph.num_vertices:,}).")
+            return []
+        return [vid]
+    if pair is not None and len(cp.messages):
+        try:
+            a, b = (int(x) for x in pair.split(","))
+        except ValueError:
+            st.warning(f"The link's pair={pair!r} is not two ranks (e.g. 3,4).")
+            return []
+        s, r = cp.messages[:, 0], cp.messages[:, 1]
+        src, dst = graph.rank[s], graph.rank[r]
+        hit = np.flatnonzero(((src == a) & (dst == b)) | ((src == b) & (dst == a)))
+        if not hit.size:
+            st.info(f"No critical message between ranks {a} and {b} at these parameters.")
+            return []
+        return [int(s[hit[0]]), int(r[hit[0]])]
+    return []
+
+
+linked = _linked()
 # ---------------------------------------------------------------------- headline numbers
 totals = cp.totals
 cols = st.columns(6)
@@ -50,8 +101,22 @@ for col, part in zip(cols[3:], ("latency", "bandwidth", "overhead"), strict=True
 # ---------------------------------------------------------------------- timeline
 st.subheader("Per-rank timeline")
 T = float(ev.runtime_ns)
-starts = np.sort(ev.start_ns)
 auto_hi = T if starts.size <= AUTO_OPS else float(starts[AUTO_OPS])
+link_seen = st.session_state.setdefault("_cp_link_seen", None)
+link_id = (sel.run, sel.key, tuple(linked))
+if linked and link_seen != link_id:
+    # A link opens the window of AUTO_OPS ops around its op (once: the inputs stay editable).
+    st.session_state["_cp_link_seen"] = link_id
+    at = int(np.searchsorted(starts, ev.start_ns[linked[0]]))
+    first = starts[max(at - AUTO_OPS // 2, 0)]
+    last = starts[min(at + AUTO_OPS // 2, starts.size - 1)]
+    st.session_state["cp_from"] = format_ns(float(first))
+    st.session_state["cp_to"] = format_ns(max(float(last), float(first) + 1.0))
+if linked:
+    st.info(
+        f"Linked op {linked[0]:,}: rank {int(graph.rank[linked[0]])}, starts at "
+        f"{format_ns(float(ev.start_ns[linked[0]]))} (marked ★ on the timeline)."
+    )
 c1, c2, c3 = st.columns(3)
 lo_text = c1.text_input("Window from", "", key="cp_from", placeholder="0 (e.g. 10ms)")
 hi_text = c2.text_input("Window to", "", key="cp_to", placeholder=f"auto: {format_ns(auto_hi)}")
@@ -76,6 +141,7 @@ with controls.readable_errors("Timeline"):
         hi,
         path_messages=cp.messages if show_messages else None,
         max_bars=int(max_bars),
+        focus=linked,
     )
     if drawn < in_window:
         st.warning(
@@ -109,7 +175,7 @@ with left:
         key="plot_path_split",
         width="stretch",
     )
-    st.dataframe(cp.split, hide_index=True, key="table_path_split")
+    controls.table(cp.split, key="table_path_split")
     controls.csv_download(
         cp.split, f"{controls.slug(sel.name)}-path-split.csv", key="csv_path_split"
     )
@@ -119,7 +185,7 @@ with right:
         key="plot_rank_split",
         width="stretch",
     )
-    st.dataframe(split, hide_index=True, key="table_rank_split")
+    controls.table(split, key="table_rank_split")
     controls.csv_download(split, f"{controls.slug(sel.name)}-rank-split.csv", key="csv_rank_split")
 
 # ---------------------------------------------------------------------- messages
@@ -151,7 +217,35 @@ if len(cp.messages):
         "(wire = L, or 3·L for rendezvous, + (bytes − 1)·G)."
     )
     shown = messages.head(int(top))
-    st.dataframe(shown, hide_index=True, key="table_messages")
+    controls.table(
+        shown,
+        key="table_messages",
+        labels={
+            "send_vid": "send op",
+            "recv_vid": "receive op",
+            "src": "from rank",
+            "dst": "to rank",
+            "tag": "MPI tag",
+            "wire_ns": "wire time",
+            "send_start_ns": "send starts",
+            "recv_finish_ns": "receive ends",
+        },
+    )
+    pick = st.selectbox(
+        "Open a critical message on the timeline",
+        range(len(shown)),
+        format_func=lambda i: (
+            f"#{i + 1}: rank {shown['src'].iloc[i]} → {shown['dst'].iloc[i]}, "
+            f"{shown['bytes'].iloc[i]:,} B, sent at {format_ns(shown['send_start_ns'].iloc[i])}"
+        ),
+        key="cp_open_message",
+    )
+    st.page_link(
+        "views/critical_path.py",
+        label="Show this message on the timeline",
+        icon=":material/my_location:",
+        query_params=controls.link_params("critical_path", focus=int(shown["send_vid"].iloc[pick])),
+    )
     controls.csv_download(
         messages, f"{controls.slug(sel.name)}-critical-messages.csv", key="csv_messages"
     )

@@ -1,5 +1,11 @@
 """Latency: predicted T(L) with the 1/2/5% tolerance zones (LLAMP Fig. 1), the critical
-latencies, λ_L and ρ_L (Fig. 9), and the L and G tolerances."""
+latencies that matter, λ_L and ρ_L (Fig. 9), and the L and G tolerances.
+
+T(L) and λ_L come from the exact segments of the critical-latency search, never from a sweep.
+The work runs in the background (progress, Cancel) and is stored with the run, so a second
+visit — from any session, after a restart — shows it at once. The controls under "Display"
+(markers, their threshold, the axes) only redraw.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +16,11 @@ import streamlit as st
 
 from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
 from llamp.errors import InputError
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, plots, stored
 
 st.title("Latency sensitivity and tolerance")
 sel = controls.selection("latency")
 st.caption(f"Run **{sel.name}** · {controls.describe(sel.params)}")
-
-
-def _levels(text: str) -> tuple[float, ...]:
-    try:
-        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
-    except ValueError as err:
-        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
-    if not values or values[0] <= 0:
-        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
-    return tuple(values)
 
 
 def _pct(x: float) -> str:
@@ -36,8 +32,8 @@ def tolerance_key(x: float) -> str:
     return f"tolerance-L-{x * 100:g}pct".replace(".", "_")
 
 
-with st.expander("Sweep range and tolerance levels", expanded=False):
-    c1, c2, c3, c4 = st.columns(4)
+with st.expander("Range, tolerance levels and search", expanded=False):
+    c1, c2, c3 = st.columns(3)
     auto = c1.checkbox(
         "Automatic range",
         value=True,
@@ -46,36 +42,60 @@ with st.expander("Sweep range and tolerance levels", expanded=False):
     )
     lo_text = c2.text_input("From L", "0us", key="lat_from", disabled=auto)
     hi_text = c3.text_input("To L", "100us", key="lat_to", disabled=auto)
-    points = c4.number_input("Sweep points", 10, 5000, 200, step=10, key="lat_points")
     levels_text = st.text_input(
         "Tolerance levels (% slowdown over T(L0))",
         ", ".join(f"{x * 100:g}" for x in DEFAULT_TOLERANCES),
         key="lat_levels",
     )
-o1, o2 = st.columns(2)
-log_x = o1.toggle("Logarithmic L axis", key="lat_log")
-show_critical = o2.toggle("Mark critical latencies", value=True, key="lat_show_critical")
+    exhaustive = st.checkbox(
+        "Find every critical latency (no evaluation budget)",
+        value=False,
+        key="lat_exhaustive",
+        help="By default the search stops after the automatic budget (one to two minutes of "
+        "graph passes) and says which intervals it left unresolved; T(L) is exact everywhere "
+        "else.",
+    )
+with st.expander("Display", expanded=False):
+    d1, d2, d3 = st.columns(3)
+    log_x = d1.toggle("Logarithmic L axis", key="lat_log")
+    show_critical = d2.toggle("Mark critical latencies", value=True, key="lat_show_critical")
+    min_jump_pct = d3.number_input(
+        "Mark breakpoints where λ_L jumps by at least (%)",
+        min_value=0.0,
+        max_value=1000.0,
+        value=1.0,
+        step=0.5,
+        key="lat_min_jump",
+        help="Neighbouring breakpoints whose λ_L steps are smaller are merged; 0 marks every "
+        "exact breakpoint.",
+    )
+    points = st.number_input(
+        "Plotted points",
+        100,
+        20_000,
+        600,
+        step=100,
+        key="lat_points",
+        help="Points drawn between the exact breakpoints (display only: nothing is recomputed).",
+    )
 
-tol = curve = pred = None
+head = crit = None
 with controls.readable_errors("Latency analysis"):
-    levels = _levels(levels_text)
-    graph = sel.graph()
-    with st.spinner("Computing tolerances…"):
-        pred = analyses.predict_at(sel.run, graph, sel.key)
-        tol = analyses.tolerance_at(sel.run, graph, sel.key, levels)
-    L0 = sel.params.L
-    if auto:
-        lo, hi = analyses.auto_range(tol, L0)
-    else:
-        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
-        if not 0 <= lo < hi:
-            raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
-    extra = tuple(t.value for t in tol.latency if math.isfinite(t.value)) + (L0,)
-    with st.spinner(f"Finding the critical latencies in [{format_ns(lo)}, {format_ns(hi)}]…"):
-        curve = analyses.latency_curve(sel.run, graph, sel.key, lo, hi, int(points), extra)
-
-if tol is None or curve is None or pred is None:
+    levels = analyses.tolerance_levels(levels_text)
+    head = stored.obtain(
+        sel.run,
+        sel.name,
+        sel.token,
+        ("predict", "tolerance"),
+        stored.key_of(sel.params, levels=levels),
+        "Predicting T(L0) and the tolerances",
+        lambda graph, task: analyses.latency_head(graph, task, sel.params, levels),
+        key="latency-head",
+    )
+if head is None:
     st.stop()
+pred, tol = head["predict"], head["tolerance"]
+L0 = sel.params.L
 
 # ---------------------------------------------------------------------- headline numbers
 cols = st.columns(2 + len(tol.latency))
@@ -96,54 +116,134 @@ for col, level in zip(cols[2:], tol.latency, strict=True):
         )
         st.caption(f"{level.value:.6f} ns")
 
-# ---------------------------------------------------------------------- plots
+st.subheader("Tolerances")
+tol_rows = [
+    {
+        "x_percent": lat.x * 100,
+        "T_bound_ns": lat.bound_ns,
+        "max_L_ns": lat.value,
+        "max_delta_L_ns": lat.value - L0,
+        "max_G_ns_per_byte": bw.value,
+        "min_bandwidth_Gb_per_s": 8.0 / bw.value if bw.value > 0 else math.inf,
+    }
+    for lat, bw in zip(tol.latency, tol.bandwidth, strict=True)
+]
+tol_table = pd.DataFrame(tol_rows)
+st.dataframe(
+    pd.DataFrame(
+        {
+            "x": [_pct(r["x_percent"] / 100) for r in tol_rows],
+            "T bound": [format_ns(r["T_bound_ns"]) for r in tol_rows],
+            "max L": [format_ns(r["max_L_ns"]) for r in tol_rows],
+            "max ΔL = L − L0": [format_ns(r["max_delta_L_ns"]) for r in tol_rows],
+            "max G (ns/B)": [f"{r['max_G_ns_per_byte']:.6g}" for r in tol_rows],
+            "min bandwidth 8/G": [f"{r['min_bandwidth_Gb_per_s']:.4g} Gb/s" for r in tol_rows],
+        }
+    ),
+    hide_index=True,
+    key="table_tolerance",
+)
+controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key="csv_tolerance")
+
+# ---------------------------------------------------------------------- critical latencies
+with controls.readable_errors("Critical-latency search"):
+    if auto:
+        lo, hi = analyses.auto_range(tol, L0)
+    else:
+        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+        if not 0 <= lo < hi:
+            raise InputError(f"the L range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
+    st.subheader(f"T(L) over [{format_ns(lo)}, {format_ns(hi)}]")
+    found = stored.obtain(
+        sel.run,
+        sel.name,
+        sel.token,
+        ("critical",),
+        stored.key_of(sel.params, lo_ns=lo, hi_ns=hi, exhaustive=bool(exhaustive)),
+        "Finding the critical latencies",
+        lambda graph, task: analyses.critical_search(graph, task, sel.params, lo, hi, exhaustive),
+        key="latency-critical",
+    )
+    crit = None if found is None else found["critical"]
+if crit is None:
+    st.stop()
+
+curve = analyses.exact_curve(crit, sel.params)
+ranked, merged = analyses.breakpoints(crit, min_jump_pct / 100.0)
+if not merged:
+    st.caption(
+        "This version of the critical-latency search cannot merge small λ_L steps: every exact "
+        "breakpoint is listed and marked."
+    )
+marked = list(ranked["at_ns"]) if show_critical else []
 st.plotly_chart(
     plots.latency_figure(
-        curve.sweep, curve.critical, tol, L0, log_x=log_x, show_critical=show_critical
+        curve,
+        crit,
+        tol,
+        L0,
+        log_x=log_x,
+        show_critical=show_critical,
+        markers=marked,
+        points=int(points),
     ),
     key="plot_T_L",
     width="stretch",
 )
 st.plotly_chart(
-    plots.sensitivity_figure(curve.sweep, L0, log_x=log_x), key="plot_lambda", width="stretch"
+    plots.sensitivity_figure(curve, L0, log_x=log_x, points=int(points)),
+    key="plot_lambda",
+    width="stretch",
 )
-
-# ---------------------------------------------------------------------- tables
-st.subheader("Tolerances")
-rows = []
-for lat, bw in zip(tol.latency, tol.bandwidth, strict=True):
-    rows.append(
-        {
-            "x_percent": lat.x * 100,
-            "T_bound_ns": lat.bound_ns,
-            "max_L_ns": lat.value,
-            "max_L": format_ns(lat.value),
-            "max_delta_L_ns": lat.value - L0,
-            "max_G_ns_per_byte": bw.value,
-            "min_bandwidth_Gb_per_s": 8.0 / bw.value if bw.value > 0 else math.inf,
-        }
+if not crit.complete:
+    st.warning(
+        f"The search used its budget of {crit.max_evaluations:,} evaluations and left "
+        f"{len(crit.unresolved):,} intervals unresolved (each holds at least one more critical "
+        "latency; T(L) is drawn as a straight line across them, an upper bound). Tick 'Find "
+        "every critical latency' above to resolve them."
     )
-tol_table = pd.DataFrame(rows)
-st.dataframe(
-    tol_table,
-    hide_index=True,
-    key="table_tolerance",
-    column_config={
-        "x_percent": st.column_config.NumberColumn("x (%)", format="%g"),
-        "T_bound_ns": st.column_config.NumberColumn("T bound (ns)", format="%.3f"),
-        "max_L_ns": st.column_config.NumberColumn("max L (ns)", format="%.3f"),
-        "max_L": "max L",
-        "max_delta_L_ns": st.column_config.NumberColumn("max ΔL = L − L0 (ns)", format="%.3f"),
-        "max_G_ns_per_byte": st.column_config.NumberColumn("max G (ns/B)", format="%.6g"),
-        "min_bandwidth_Gb_per_s": st.column_config.NumberColumn(
-            "min bandwidth 8/G (Gb/s)", format="%.4g"
-        ),
-    },
+
+st.subheader("Critical latencies that matter")
+st.caption(
+    f"{len(crit.critical):,} exact critical latencies in [{format_ns(crit.lo)}, "
+    f"{format_ns(crit.hi)}] ({crit.evaluations:,} evaluations); {len(ranked):,} where λ_L "
+    f"jumps by at least {min_jump_pct:g}%, largest jump first."
 )
-controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key="csv_tolerance")
-st.subheader("Critical latencies")
-crit = curve.critical
-seg_table = pd.DataFrame(
+shown = pd.DataFrame(
+    {
+        "#": ranked["rank"],
+        "critical L": [format_ns(v) for v in ranked["at_ns"]],
+        "merged from": [
+            format_ns(a) if m > 1 else ""
+            for a, m in zip(ranked["lo_ns"], ranked["merged"], strict=True)
+        ],
+        "merged to": [
+            format_ns(b) if m > 1 else ""
+            for b, m in zip(ranked["hi_ns"], ranked["merged"], strict=True)
+        ],
+        "λ_L before": ranked["slope_before"],
+        "λ_L after": ranked["slope_after"],
+        "jump of λ_L": ranked["jump"],
+        "relative jump": [f"{v:.3%}" for v in ranked["relative_jump"]],
+        "breakpoints": ranked["merged"],
+    }
+)
+st.dataframe(shown, hide_index=True, key="table_breakpoints")
+if len(ranked):
+    choice = st.selectbox(
+        "Open a critical latency on the critical-path page",
+        range(len(ranked)),
+        format_func=lambda i: f"#{i + 1}: L = {format_ns(ranked['at_ns'].iloc[i])}",
+        key="lat_open",
+    )
+    at = float(ranked["at_ns"].iloc[choice])
+    st.page_link(
+        "views/critical_path.py",
+        label=f"Critical path at L = {format_ns(at)}",
+        icon=":material/route:",
+        query_params=controls.link_params("critical_path", L=f"{at!r}ns"),
+    )
+segments = pd.DataFrame(
     {
         "from_L_ns": [s.start for s in crit.segments],
         "to_L_ns": [s.end for s in crit.segments],
@@ -152,26 +252,18 @@ seg_table = pd.DataFrame(
         "T_to_ns": [s.runtime_end_ns for s in crit.segments],
     }
 )
-st.caption(
-    f"{len(crit.critical)} critical latencies in [{format_ns(crit.lo)}, {format_ns(crit.hi)}]: "
-    "λ_L is constant on each segment and changes at its ends."
-)
-st.dataframe(
-    seg_table,
-    hide_index=True,
-    key="table_critical",
-    column_config={
-        "from_L_ns": st.column_config.NumberColumn("from L (ns)", format="%.3f"),
-        "to_L_ns": st.column_config.NumberColumn("to L (ns)", format="%.3f"),
-        "lambda_L": st.column_config.NumberColumn("λ_L", format="%g"),
-        "T_from_ns": st.column_config.NumberColumn("T at from (ns)", format="%.3f"),
-        "T_to_ns": st.column_config.NumberColumn("T at to (ns)", format="%.3f"),
-    },
-)
-controls.csv_download(
-    seg_table, f"{controls.slug(sel.name)}-critical-latencies.csv", key="csv_critical"
-)
-
-with st.expander(f"Sweep table ({len(curve.sweep)} values of L)"):
-    st.dataframe(curve.sweep, hide_index=True, key="table_sweep")
-    controls.csv_download(curve.sweep, f"{controls.slug(sel.name)}-sweep.csv", key="csv_sweep")
+c1, c2 = st.columns(2)
+with c1:
+    controls.csv_download(
+        ranked,
+        f"{controls.slug(sel.name)}-breakpoints.csv",
+        key="csv_breakpoints",
+        label="Download the ranked breakpoints",
+    )
+with c2:
+    controls.csv_download(
+        segments,
+        f"{controls.slug(sel.name)}-critical-latencies.csv",
+        key="csv_critical",
+        label=f"Download all {len(segments):,} exact segments",
+    )

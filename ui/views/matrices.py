@@ -19,7 +19,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, plots, store, tasks
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -118,12 +118,24 @@ symmetric = o1.toggle(
 log_colour = o2.toggle("Logarithmic colour scale", key="mx_log")
 annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
 
+
+def _work(task):
+    task.report(None, f"loading run {sel.name!r}")
+    graph = store.load_graph(sel.name, sel.token)
+    task.report(0.2, "λ_L^ij and λ_G^ij along the critical path")
+    costs = analyses.pair_costs(graph.num_ranks, sel.params, source)
+    return analyses.pair_sensitivity(graph, sel.params, costs)
+
+
 result = None
 if source is not None:
     with controls.readable_errors("Sensitivity matrices"):
-        graph = sel.graph()
-        with st.spinner("Computing λ_L^{ij} and λ_G^{ij} along the critical path…"):
-            result = analyses.pair_sensitivity_at(sel.run, graph, sel.key, source)
+        result = tasks.result(
+            f"matrices|{sel.run}|{sel.key}|{source!r}",
+            "Computing the sensitivity matrices",
+            _work,
+            slot="matrices",
+        )
 if result is None:
     st.stop()
 
@@ -152,7 +164,7 @@ if annotate and not cells:
 pair = "i ↔ j" if symmetric else "i → j"
 left, right = st.columns(2)
 with left:
-    st.plotly_chart(
+    clicked = st.plotly_chart(
         plots.pair_heatmap(
             lam_L,
             f"λ<sub>L</sub><sup>ij</sup> = ∂T/∂L<sub>ij</sub> ({pair})",
@@ -164,6 +176,8 @@ with left:
         ),
         key="plot_lambda_L",
         width="stretch",
+        on_select="rerun",
+        selection_mode="points",
     )
 with right:
     st.plotly_chart(
@@ -222,6 +236,34 @@ with st.expander("The per-pair costs L_ij and G_ij"):
         width="stretch",
     )
 
+
+# ---------------------------------------------------------------------- links to the path
+def _cell(selection) -> tuple[int, int] | None:
+    points = (selection or {}).get("selection", {}).get("points", []) if selection else []
+    if not points:
+        return None
+    return int(points[0]["y"]), int(points[0]["x"])
+
+
+on_path = np.argwhere((lam_L > 0) | (lam_G > 0))
+cell = _cell(clicked)
+if cell is None and len(on_path):
+    order = np.argsort(-lam_L[on_path[:, 0], on_path[:, 1]], kind="stable")
+    choices = [tuple(int(v) for v in on_path[k]) for k in order[:200]]
+    cell = st.selectbox(
+        "Open a rank pair's critical messages on the timeline (or click a cell of λ_L^ij)",
+        choices,
+        format_func=lambda c: f"{c[0]} {'↔' if symmetric else '→'} {c[1]}: λ_L^ij = {lam_L[c]:g}",
+        key="mx_open_pair",
+    )
+if cell is not None:
+    st.page_link(
+        "views/critical_path.py",
+        label=f"Critical messages between ranks {cell[0]} and {cell[1]} on the timeline",
+        icon=":material/route:",
+        query_params=controls.link_params("critical_path", pair=f"{cell[0]},{cell[1]}"),
+    )
+
 # ---------------------------------------------------------------------- top pairs
 st.subheader("Rank pairs by latency share")
 top = st.number_input("Pairs to list", 1, 1_000_000, 10, key="mx_top")
@@ -231,19 +273,18 @@ st.caption(
     "L_ij·λ_L^ij / T, the share of T spent in that pair's latency."
 )
 st.dataframe(
-    pairs.head(int(top)),
+    controls.with_units(pairs.head(int(top)), {"latency_ns": "L_ij"}),
     hide_index=True,
     key="table_pairs",
     column_config={
         "src": "i (sender)",
         "dst": "j (receiver)",
-        "latency_ns": st.column_config.NumberColumn("L_ij (ns)", format="%g"),
-        "gap_ns_per_byte": st.column_config.NumberColumn("G_ij (ns/B)", format="%g"),
-        "lambda_L": st.column_config.NumberColumn("λ_L^ij", format="%g"),
-        "lambda_G": st.column_config.NumberColumn("λ_G^ij (bytes)", format="%g"),
+        "gap ns per byte": st.column_config.NumberColumn("G_ij (ns/B)", format="%g"),
+        "lambda L": st.column_config.NumberColumn("λ_L^ij", format="%g"),
+        "lambda G": st.column_config.NumberColumn("λ_G^ij (bytes)", format="%g"),
         "messages": st.column_config.NumberColumn("messages i → j"),
         "bytes": st.column_config.NumberColumn("bytes i → j"),
-        "latency_share": st.column_config.NumberColumn("L_ij·λ_L^ij / T", format="%.3e"),
+        "latency share": st.column_config.NumberColumn("L_ij·λ_L^ij / T", format="%.3e"),
     },
 )
 controls.csv_download(pairs, f"{controls.slug(sel.name)}-pairs.csv", key="csv_pairs")

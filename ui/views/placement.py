@@ -5,7 +5,6 @@ Slurm hostfile."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.lp.placement import format_mapping
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, plots, store, tasks
 
 st.title("Rank placement")
 sel = controls.selection("placement")
@@ -109,8 +108,7 @@ seed = b5.number_input("Seed", 0, 2**31 - 1, 0, key="place_seed")
 
 machine = budget = None
 with controls.readable_errors("Placement inputs"):
-    graph = sel.graph()
-    P = graph.num_ranks
+    P = sel.ranks or sel.graph().num_ranks
     nodes = int(nodes_in) or -(-P // int(rpn))
     hosts = tuple(h.strip() for h in hosts_text.splitlines() if h.strip())
     if hosts and len(hosts) < nodes:
@@ -157,20 +155,26 @@ if machine is None or budget is None:
 run_clicked = st.button(
     "Run placement", type="primary", key="place_run", icon=":material/play_arrow:"
 )
-result = analyses.stored_placement(sel.run, sel.key, machine, budget)
-if run_clicked and result is None:
-    bar = st.progress(0.0, text="Evaluating the baselines (block, round-robin, volume)…")
-    began = time.perf_counter()
+inputs = (sel.run, sel.key, machine, budget)
+if run_clicked:
+    st.session_state["_place_requested"] = inputs
+result = analyses.stored_placement(*inputs)
+if result is None and st.session_state.get("_place_requested") == inputs:
 
-    def _progress(iteration: int, runtime_ns: float) -> None:
-        done = max(iteration / max(budget[1], 1), (time.perf_counter() - began) / budget[0])
-        bar.progress(min(done, 1.0), text=f"Swap {iteration} accepted: T = {format_ns(runtime_ns)}")
+    def _work(task):
+        task.report(None, f"loading run {sel.name!r}")
+        graph = store.load_graph(sel.name, sel.token)
+        return analyses.placement_in(task, graph, sel.key, machine, budget)
 
-    with controls.readable_errors("Placement"), st.spinner("Searching for a better mapping…"):
-        result = analyses.placement(sel.run, graph, sel.key, machine, budget, _progress)
-    bar.empty()
+    with controls.readable_errors("Placement"):
+        result = tasks.result(
+            f"placement|{inputs!r}", "Searching for a better mapping", _work, slot="placement"
+        )
+    if result is not None:
+        analyses.remember_placement(*inputs, result)
 if result is None:
-    st.info("Press **Run placement** to run the heuristic and compare it with the baselines.")
+    if st.session_state.get("_place_requested") != inputs:
+        st.info("Press **Run placement** to run the heuristic and compare it with the baselines.")
     st.stop()
 
 # ---------------------------------------------------------------------- comparison
@@ -191,20 +195,14 @@ cols[1].metric("Best mapping", result.best)
 cols[2].metric("Swaps applied", f"{len(result.history) - 1:,}")
 cols[3].metric("Heuristic time", f"{result.elapsed_s:.3g} s")
 st.caption(f"Stopped: {result.stop_reason}.")
-st.dataframe(
+controls.table(
     mappings,
-    hide_index=True,
     key="table_mappings",
     column_config={
-        "mapping": "mapping",
-        "runtime_ns": st.column_config.NumberColumn("predicted T (ns)", format="%.3f"),
-        "vs_block": st.column_config.NumberColumn("T / T_block − 1", format="%.3e"),
-        "mean_rank_finish_ns": st.column_config.NumberColumn(
-            "mean rank finish (ns)", format="%.3f"
-        ),
-        "inter_node_messages": st.column_config.NumberColumn("inter-node messages"),
-        "inter_node_bytes": st.column_config.NumberColumn("inter-node bytes"),
-        "nodes_used": st.column_config.NumberColumn("nodes used"),
+        "vs block": st.column_config.NumberColumn("T / T_block − 1", format="%.3e"),
+        "inter node messages": st.column_config.NumberColumn("inter-node messages"),
+        "inter node bytes": st.column_config.NumberColumn("inter-node bytes"),
+        "nodes used": st.column_config.NumberColumn("nodes used"),
     },
 )
 controls.csv_download(mappings, f"{controls.slug(sel.name)}-mappings.csv", key="csv_mappings")
@@ -215,8 +213,26 @@ st.plotly_chart(
     key="plot_placement_history",
     width="stretch",
 )
+swaps = result.history[result.history["rank_a"] >= 0]
+if len(swaps):
+    row = st.selectbox(
+        "Open an accepted swap's ranks on the critical-path timeline",
+        range(len(swaps)),
+        format_func=lambda i: (
+            f"swap {int(swaps['iteration'].iloc[i])}: ranks "
+            f"{int(swaps['rank_a'].iloc[i])} ⇄ {int(swaps['rank_b'].iloc[i])}"
+        ),
+        key="place_open_swap",
+    )
+    a, b = int(swaps["rank_a"].iloc[row]), int(swaps["rank_b"].iloc[row])
+    st.page_link(
+        "views/critical_path.py",
+        label=f"Critical messages between ranks {a} and {b} (at the sidebar's L and G)",
+        icon=":material/route:",
+        query_params=controls.link_params("critical_path", pair=f"{a},{b}"),
+    )
 with st.expander(f"Accepted swaps ({len(result.history) - 1})"):
-    st.dataframe(result.history, hide_index=True, key="table_history")
+    controls.table(result.history, key="table_history")
     controls.csv_download(
         result.history, f"{controls.slug(sel.name)}-placement-history.csv", key="csv_history"
     )

@@ -89,10 +89,16 @@ with controls.readable_errors("Design space"):
         if text.strip():
             sides[a.name] = a.parse(text, f"largest {a.name}")
     box = tuple(sorted(sides.items()))
-    graph = sel.graph()
-    with st.spinner("Computing the exact regions and the heat map…"):
-        rmap = analyses.region_map(sel.run, graph, sel.key, names, levels, box, int(cells))
-    frame = rmap.region.designs(designs) if designs else None
+    rmap = controls.background(
+        sel,
+        "region",
+        "Computing the exact regions and the heat map",
+        lambda graph, task: analyses.region_map(
+            sel.run, graph, sel.key, names, levels, box, int(cells)
+        ),
+        (names, levels, box, int(cells)),
+    )
+    frame = rmap.region.designs(designs) if designs and rmap is not None else None
 
 if rmap is None:
     st.stop()

@@ -171,35 +171,41 @@ if latencies is None or levels is None or not topologies:
     st.stop()
 mapping = (mapping_file.name, mapping_file.getvalue()) if mapping_file is not None else None
 
+
 # ---------------------------------------------------------------------- analyses
-graph = None
-with controls.readable_errors("Loading the run"):
-    graph = sel.graph()
-if graph is None:
+def _analyse_all(graph, task):
+    """Each topology's analysis, or the error it raised (shown under its name)."""
+    out = []
+    for i, (source, topo) in enumerate(zip(sources, topologies, strict=True)):
+        task.report(i / len(sources), f"{topo.spec} ({i + 1}/{len(sources)})")
+        try:
+            res = analyses.topology_analysis(
+                sel.run, graph, sel.key, source, int(ranks_per_node), mapping, latencies, levels
+            )
+        except Exception as err:  # noqa: BLE001 - shown per topology below
+            res = err
+        out.append((source, topo, res))
+    return out
+
+
+analysed = None
+with controls.readable_errors("Topology analysis"):
+    analysed = controls.background(
+        sel,
+        "topology",
+        f"Analysing {len(sources)} topologies",
+        _analyse_all,
+        (tuple(sources), int(ranks_per_node), mapping, latencies, levels),
+    )
+if analysed is None:
     st.stop()
 results = []  # (source, topology, analysis) of each topology analysed without error
-with st.spinner(f"Analysing {len(sources)} topologies…"):
-    bar = st.progress(0.0, text="Analysing the topologies…")
-    for i, (source, topo) in enumerate(zip(sources, topologies, strict=True)):
-        bar.progress(i / len(sources), text=f"Analysing {topo.spec} ({i + 1}/{len(sources)})…")
+for source, topo, res in analysed:
+    if isinstance(res, BaseException):
         with controls.readable_errors(f"Topology {topo.spec}"):
-            results.append(
-                (
-                    source,
-                    topo,
-                    analyses.topology_analysis(
-                        sel.run,
-                        graph,
-                        sel.key,
-                        source,
-                        int(ranks_per_node),
-                        mapping,
-                        latencies,
-                        levels,
-                    ),
-                )
-            )
-    bar.empty()
+            raise res
+    else:
+        results.append((source, topo, res))
 if not results:
     st.stop()
 
@@ -225,19 +231,16 @@ summary = pd.DataFrame(
         for _, _, res in results
     ]
 )
-st.dataframe(
-    summary,
-    hide_index=True,
+controls.table(
+    summary.drop(columns=["runtime"]),
     key="table_topo_summary",
     column_config={
-        "runtime_ns": st.column_config.NumberColumn("T (ns)", format="%.3f"),
-        "runtime": "T",
-        "nodes_used": st.column_config.NumberColumn("nodes used"),
-        "num_nodes": st.column_config.NumberColumn("nodes in topology"),
-        "mean_switches": st.column_config.NumberColumn(
+        "nodes used": st.column_config.NumberColumn("nodes used"),
+        "num nodes": st.column_config.NumberColumn("nodes in topology"),
+        "mean switches": st.column_config.NumberColumn(
             "mean switches per inter-node message", format="%.3g"
         ),
-        "intra_node_fraction": st.column_config.NumberColumn(
+        "intra node fraction": st.column_config.NumberColumn(
             "same-node messages (fraction)", format="%.3g"
         ),
     },
@@ -322,39 +325,60 @@ with controls.readable_errors("Sweep"):
         raise InputError(f"the sweep needs 0 ≤ From < To (got {format_ns(lo)} to {format_ns(hi)})")
     grid = np.union1d(np.linspace(lo, hi, int(points)), [base])
     values = tuple(float(v) for v in grid[(grid >= lo) & (grid <= hi)])
-    with st.spinner(f"Sweeping {variable} from {format_ns(lo)} to {format_ns(hi)}…"):
-        for source, topo, res in results:
-            if variable not in variable_names(topo):
-                skipped.append(res.topology)
-                continue
-            with controls.readable_errors(f"Sweep on {res.topology}"):
-                frame = analyses.topology_sweep(
-                    sel.run,
-                    graph,
-                    sel.key,
-                    source,
-                    int(ranks_per_node),
-                    mapping,
-                    latencies,
-                    variable,
-                    values,
+    swept = [
+        (source, topo, res) for source, topo, res in results if variable in variable_names(topo)
+    ]
+    skipped = [res.topology for _, topo, res in results if variable not in variable_names(topo)]
+
+    def _sweep_all(graph, task):
+        out = []
+        for i, (source, _topo, res) in enumerate(swept):
+            task.report(i / max(len(swept), 1), f"{res.topology} ({i + 1}/{len(swept)})")
+            try:
+                out.append(
+                    analyses.topology_sweep(
+                        sel.run,
+                        graph,
+                        sel.key,
+                        source,
+                        int(ranks_per_node),
+                        mapping,
+                        latencies,
+                        variable,
+                        values,
+                    )
                 )
-                sweeps.append(frame)
-                T0 = res.runtime_ns
-                row = res.variables.loc[res.variables["variable"] == variable].iloc[0]
-                marks.append((res.topology, "base", float(row["value_ns"]), T0, 0.0))
-                tol = res.tolerances[res.tolerances["variable"] == variable]
-                for level in tol.itertuples(index=False):
-                    if math.isfinite(level.tolerance_ns):
-                        marks.append(
-                            (
-                                res.topology,
-                                f"{level.x * 100:g}%",
-                                level.tolerance_ns,
-                                level.bound_ns,
-                                level.x,
-                            )
+            except Exception as err:  # noqa: BLE001 - shown per topology below
+                out.append(err)
+        return out
+
+    frames = controls.background(
+        sel,
+        "topology-sweep",
+        f"Sweeping {variable} from {format_ns(lo)} to {format_ns(hi)}",
+        _sweep_all,
+        (tuple(s for s, _, _ in swept), int(ranks_per_node), mapping, latencies, variable, values),
+    )
+    for (_source, _topo, res), frame in zip(swept, frames or [], strict=False):
+        with controls.readable_errors(f"Sweep on {res.topology}"):
+            if isinstance(frame, BaseException):
+                raise frame
+            sweeps.append(frame)
+            T0 = res.runtime_ns
+            row = res.variables.loc[res.variables["variable"] == variable].iloc[0]
+            marks.append((res.topology, "base", float(row["value_ns"]), T0, 0.0))
+            tol = res.tolerances[res.tolerances["variable"] == variable]
+            for level in tol.itertuples(index=False):
+                if math.isfinite(level.tolerance_ns):
+                    marks.append(
+                        (
+                            res.topology,
+                            f"{level.x * 100:g}%",
+                            level.tolerance_ns,
+                            level.bound_ns,
+                            level.x,
                         )
+                    )
 if sweeps:
     sweep = pd.concat(sweeps, ignore_index=True)
     marks_frame = pd.DataFrame(
@@ -368,7 +392,7 @@ if sweeps:
     if skipped:
         st.caption(f"Not swept (no variable {variable}): {', '.join(skipped)}.")
     with st.expander(f"Sweep table ({len(sweep)} rows)"):
-        st.dataframe(sweep, hide_index=True, key="table_topo_sweep")
+        controls.table(sweep, key="table_topo_sweep")
         controls.csv_download(
             sweep, f"{controls.slug(sel.name)}-topology-sweep.csv", key="csv_topo_sweep"
         )

@@ -4,6 +4,7 @@ variability and optional slow ranks (Cornebize & Legrand, JPDC 2022): distributi
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from llamp.config import format_ns
@@ -87,22 +88,25 @@ with controls.readable_errors("Monte Carlo"):
         seed=int(seed),
     )
     levels = analyses.tolerance_levels(levels_text) if sensitivity else ()
-    result = analyses.stored_variability(sel.run, sel.key, spec, levels, sensitivity)
-    if result is None and run_clicked:
-        graph = sel.graph()
-        bar = st.progress(0.0, text="Starting…")
-        result = analyses.variability(
-            sel.run,
-            graph,
-            sel.key,
-            spec,
-            levels,
-            sensitivity,
-            progress=lambda fraction, text: bar.progress(fraction, text=text),
+    inputs = (sel.run, sel.key, spec, levels, sensitivity)
+    if run_clicked:
+        st.session_state["_mc_requested"] = inputs
+    result = analyses.stored_variability(*inputs)
+    if result is None and st.session_state.get("_mc_requested") == inputs:
+        result = controls.background(
+            sel,
+            "variability",
+            "Monte Carlo",
+            lambda graph, task: analyses.variability_in(
+                task, graph, sel.key, spec, levels, sensitivity
+            ),
+            inputs[2:],
         )
-        bar.empty()
+        if result is not None:
+            analyses.remember_variability(*inputs, result)
 if result is None:
-    st.info("Set the variability above and press **Run Monte Carlo**.")
+    if st.session_state.get("_mc_requested") != inputs:
+        st.info("Set the variability above and press **Run Monte Carlo**.")
     st.stop()
 
 # ---------------------------------------------------------------------- headline numbers
@@ -187,18 +191,42 @@ for i, (column, title, axis, kind) in enumerate(plotted):
 # ---------------------------------------------------------------------- tables
 st.subheader("Summary")
 st.caption("Percentiles over the samples; 'baseline' is the graph as traced (no noise).")
-number = st.column_config.NumberColumn(format="%.12g")
+STATS = ("mean", "sd", "p5", "p50", "p95", "min", "max", "baseline")
+
+
+def _quantity(name: str) -> str:
+    """``runtime_ns`` → ``T``, ``tolerance_1pct_L_ns`` → ``1% L tolerance``."""
+    if name.startswith("tolerance_") and name.endswith("pct_L_ns"):
+        return f"{name.removeprefix('tolerance_').removesuffix('pct_L_ns')}% L tolerance"
+    return {"runtime_ns": "T", "lambda_L": "λ_L", "rho_L": "ρ_L"}.get(name, name)
+
+
+def _shown(name: str, value: float) -> str:
+    if name == "rho_L":
+        return f"{value:.4%}"
+    return format_ns(value) if name.endswith("_ns") else f"{value:.6g}"
+
+
 st.dataframe(
-    result.summary,
+    pd.DataFrame(
+        {"quantity": [_quantity(q) for q in result.summary["quantity"]]}
+        | {
+            c: [
+                _shown(q, v)
+                for q, v in zip(result.summary["quantity"], result.summary[c], strict=True)
+            ]
+            for c in STATS
+            if c in result.summary.columns
+        }
+    ),
     hide_index=True,
     key="table_mc_summary",
-    column_config={c: number for c in ("mean", "sd", "p5", "p50", "p95", "min", "max", "baseline")},
 )
 controls.csv_download(
     result.summary, f"{controls.slug(sel.name)}-variability.csv", key="csv_mc_summary"
 )
 with st.expander(f"Samples ({len(frame):,})"):
-    st.dataframe(frame, hide_index=True, key="table_mc_samples")
+    controls.table(frame, key="table_mc_samples")
     controls.csv_download(
         frame, f"{controls.slug(sel.name)}-variability-samples.csv", key="csv_mc_samples"
     )

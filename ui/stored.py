@@ -1,0 +1,230 @@
+"""Analyses the UI computed, kept as ``Analysis`` nodes of the graph store and reused across
+sessions and restarts.
+
+An expensive result (tolerances, the critical latencies and with them the exact ``T(L)``) is
+written once, as the scalars of an ``Analysis`` node of its run (``kind`` names the analysis,
+``params`` holds the LogGPS parameters and the analysis' own inputs, so the pair is the key).
+A page first looks for a stored result with the same run and key: a hit costs one short read of
+the store instead of loading a 10^6-vertex graph and computing. Results are immutable (a run
+replaced under its name gets a new identity and loses its analyses), so a hit is also kept in
+this process.
+
+Writes need a writable store: with ``LLAMP_UI_READ_ONLY`` set, or while the store cannot be
+opened for writing, the result stays in this process only (and the page says nothing: it has
+the result either way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from llamp import config
+from llamp.graph import ExecutionGraph
+from llamp.lp import CriticalLatencies, Prediction, Tolerance, ToleranceLevel
+from llamp.lp.critical import Segment, Unresolved
+from llamp.params import LogGPS
+from llamp.ui import store, tasks
+from llamp.ui.tasks import Task
+
+log = logging.getLogger("llamp.ui")
+
+#: Bumped when the stored shape of a result changes, so older nodes are not read as new ones.
+SCHEMA = 1
+
+_MEMO: dict[tuple[str, str, str], Any] = {}
+_MEMO_LOCK = threading.Lock()
+_MEMO_MAX = 256
+
+
+def key_of(params: LogGPS, **inputs: Any) -> dict[str, Any]:
+    """The ``params`` of an Analysis node: the LogGPS parameters, the analysis' inputs and the
+    schema of the stored result."""
+    return params.as_dict() | {k: _plain(v) for k, v in inputs.items()} | {"ui_schema": SCHEMA}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def _memo_key(run_key: str, kind: str, params: dict[str, Any]) -> tuple[str, str, str]:
+    import json
+
+    return (run_key, kind, json.dumps(params, sort_keys=True))
+
+
+def find(run_key: str, run: str, kind: str, params: dict[str, Any]) -> Any | None:
+    """The stored ``kind`` result of run ``run`` (cache key ``run_key``) for ``params``, or
+    ``None``; never raises (a store that cannot be read means "not stored")."""
+    memo = _memo_key(run_key, kind, params)
+    with _MEMO_LOCK:
+        if memo in _MEMO:
+            return _MEMO[memo]
+    try:
+        with store.connect() as db:
+            rows = [a for a in db.list_analyses(run) if a.kind == kind and a.params == params]
+    except Exception as err:  # noqa: BLE001 - a lookup that fails only means computing again
+        log.info("stored %s of %s not read: %s", kind, config.redact(run), err)
+        return None
+    if not rows:
+        return None
+    try:
+        result = _LOAD[kind](rows[-1].scalars, _params_of(params))
+    except (KeyError, TypeError, ValueError) as err:
+        log.info("stored %s %s is not readable (%s): computing again", kind, rows[-1].id, err)
+        return None
+    _remember(memo, result)
+    return result
+
+
+def save(run_key: str, run: str, kind: str, params: dict[str, Any], result: Any) -> None:
+    """Keep ``result`` in this process and, if the store takes writes, as an Analysis node."""
+    _remember(_memo_key(run_key, kind, params), result)
+    if config.ui_settings().read_only:
+        return
+    try:
+        with store.connect(write=True) as db:
+            if any(a.kind == kind and a.params == params for a in db.list_analyses(run)):
+                return
+            db.write_analysis(run, kind, params, _DUMP[kind](result))
+    except Exception as err:  # noqa: BLE001 - the result is on the page either way
+        log.info("stored %s of %s not written: %s", kind, config.redact(run), err)
+
+
+def forget() -> None:
+    """Drop the results kept in this process (tests; the store keeps its nodes)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def _remember(memo: tuple[str, str, str], result: Any) -> None:
+    with _MEMO_LOCK:
+        _MEMO[memo] = result
+        while len(_MEMO) > _MEMO_MAX:
+            _MEMO.pop(next(iter(_MEMO)))
+
+
+def _params_of(params: dict[str, Any]) -> LogGPS:
+    return LogGPS(
+        L=params["L_ns"],
+        o=params["o_ns"],
+        G=params["G_ns_per_byte"],
+        S=params["S_bytes"],
+        g=params["g_ns"],
+        progress=params["progress"],
+        nic=params["nic"],
+    )
+
+
+# ---------------------------------------------------------------------- shapes
+def _num(value: Any) -> float:
+    return float(value)  # "inf"/"Infinity"/"nan" and numbers alike
+
+
+def _dump_prediction(p: Prediction) -> dict[str, Any]:
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "params"}
+
+
+def _load_prediction(d: dict[str, Any], params: LogGPS) -> Prediction:
+    return Prediction(params=params, **d)
+
+
+def _levels(levels: list[ToleranceLevel]) -> list[list[float | str]]:
+    return [[t.x, t.bound_ns, _plain(float(t.value))] for t in levels]
+
+
+def _dump_tolerance(t: Tolerance) -> dict[str, Any]:
+    return {
+        "baseline_ns": t.baseline_ns,
+        "latency": _levels(t.latency),
+        "bandwidth": _levels(t.bandwidth),
+        "engine": t.engine,
+    }
+
+
+def _load_tolerance(d: dict[str, Any], params: LogGPS) -> Tolerance:
+    def levels(rows):
+        return [ToleranceLevel(_num(x), _num(b), _num(v)) for x, b, v in rows]
+
+    return Tolerance(
+        _num(d["baseline_ns"]), levels(d["latency"]), levels(d["bandwidth"]), d["engine"], params
+    )
+
+
+_SEGMENT = [f.name for f in dataclasses.fields(Segment)]
+_UNRESOLVED = [f.name for f in dataclasses.fields(Unresolved)]
+
+
+def _dump_critical(c: CriticalLatencies) -> dict[str, Any]:
+    """Columns, not one map per segment: a noisy run has thousands of them."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(c):
+        value = getattr(c, f.name)
+        if f.name == "params":
+            continue
+        if f.name == "segments":
+            out["segments"] = {n: [getattr(s, n) for s in value] for n in _SEGMENT}
+        elif f.name == "unresolved":
+            out["unresolved"] = {n: [getattr(u, n) for u in value] for n in _UNRESOLVED}
+        else:
+            out[f.name] = _plain(value)
+    return out
+
+
+def _load_critical(d: dict[str, Any], params: LogGPS) -> CriticalLatencies:
+    def rows(cls, names, columns):
+        return [cls(*values) for values in zip(*(columns[n] for n in names), strict=True)]
+
+    known = {f.name for f in dataclasses.fields(CriticalLatencies)}
+    fields = {k: v for k, v in d.items() if k in known}
+    fields["segments"] = rows(Segment, _SEGMENT, d["segments"])
+    fields["unresolved"] = rows(Unresolved, _UNRESOLVED, d["unresolved"])
+    fields["lo"], fields["hi"] = _num(d["lo"]), _num(d["hi"])
+    return CriticalLatencies(params=params, **fields)
+
+
+_DUMP = {"predict": _dump_prediction, "tolerance": _dump_tolerance, "critical": _dump_critical}
+_LOAD = {"predict": _load_prediction, "tolerance": _load_tolerance, "critical": _load_critical}
+
+
+def obtain(
+    run_key: str,
+    run: str,
+    token: str,
+    kinds: tuple[str, ...],
+    params: dict[str, Any],
+    label: str,
+    compute: Callable[[ExecutionGraph, Task], dict[str, Any]],
+    *,
+    key: str,
+) -> dict[str, Any] | None:
+    """The ``kinds`` results of run ``run`` for ``params``: stored ones at once; otherwise
+    computed in the background (:mod:`llamp.ui.tasks`: the graph is loaded, then
+    ``compute(graph, task)`` returns ``{kind: result}``), stored, and returned on the rerun that
+    follows. ``None`` while the work runs (its progress panel is on the page) or after it was
+    cancelled; a failure is raised."""
+    found = {kind: find(run_key, run, kind, params) for kind in kinds}
+    if all(v is not None for v in found.values()):
+        return found
+
+    def work(task: Task) -> dict[str, Any]:
+        task.report(None, f"loading run {run!r}")
+        graph = store.load_graph(run, token)
+        task.report(None, "computing")
+        results = compute(graph, task)
+        with task.steady():
+            for kind, result in results.items():
+                save(run_key, run, kind, params, result)
+        return results
+
+    task_key = f"{key}|{run_key}|{_memo_key(run_key, ','.join(kinds), params)[2]}"
+    task = tasks.start(task_key, label, work, slot=key)
+    return tasks.show(task, key=key)
