@@ -33,6 +33,12 @@ import numpy as np
 REL_TOL = 1e-12
 ABS_TOL_NS = 1e-7
 
+#: Fast-math flags of the lane kernels: only "no NaN, no infinity" (none reach them), never
+#: contraction or reassociation, which would change rounding (lanes must stay bit-identical).
+_SAFE = {"nnan", "ninf"}
+#: A finite "minus infinity" for running maxima under :data:`_SAFE` (no slope comes near it).
+_BIG = 1e300
+
 
 # ------------------------------------------------------------------------------ one value
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -340,11 +346,17 @@ def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compil
                     agg[j, i] = max(agg[j, i], bd[c, i, j])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates."""
+    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates.
+
+    Written for the vectoriser: every inner loop runs over the ``K`` lanes of contiguous rows
+    (``st[slot, r, :]``, ``WA[q, :]``) indexed directly (no array views, whose reference
+    counting would sit in the edge loop), and selects are branch-free. An event with one
+    in-edge takes its times and slopes straight from it (its only in-edge is tight, and
+    ``sgn·(sgn·x) = x`` exactly for ``sgn = ±1``)."""
     n = in_ptr.shape[0] - 1
     K = WA.shape[1]
     rows = sgn.shape[0]
@@ -352,10 +364,10 @@ def _lanes_pass(
     best = np.empty(K)
     thr = np.empty(K)
     acc = np.empty((rows, K))
-    tight = np.empty(K, dtype=np.bool_)
+    tight = np.empty(K)
     T = np.zeros(K)
     theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
-    agg = np.full((K, rows), -np.inf)
+    agg = np.full((K, rows), -_BIG)
     bt = np.empty((CANDIDATES, K))
     bd = np.empty((CANDIDATES, rows, K))
     count = np.zeros(K, dtype=np.int64)
@@ -365,91 +377,90 @@ def _lanes_pass(
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
         slot = p & mask
-        out = st[slot]
         if lo == hi:
-            out[:, :] = 0.0
+            for r in range(1 + rows):
+                for j in range(K):
+                    st[slot, r, j] = 0.0
+        elif hi == lo + 1:
+            s = src[lo] & mask
+            q = pattern[lo]
+            v = value[lo]
+            for j in range(K):
+                st[slot, 0, j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+            for i in range(rows):
+                c = sa[q, i] + v * sb[q, i]
+                for j in range(K):
+                    st[slot, 1 + i, j] = st[s, 1 + i, j] + c
         else:
             s = src[lo] & mask
             q = pattern[lo]
             v = value[lo]
-            t0, a, b = st[s, 0], WA[q], WB[q]
             for j in range(K):
-                best[j] = t0[j] + a[j] + v * b[j]
+                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
             for k in range(lo + 1, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
-                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    best[j] = max(best[j], t0[j] + a[j] + v * b[j])
+                    x = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    best[j] = x if x > best[j] else best[j]
             for j in range(K):
                 thr[j] = best[j] - (rel * abs(best[j]) + absol)
-            acc[:, :] = -np.inf
+            for i in range(rows):
+                for j in range(K):
+                    acc[i, j] = -_BIG
             for k in range(lo, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
-                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    tight[j] = t0[j] + a[j] + v * b[j] >= thr[j]
+                    x = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    tight[j] = 1.0 if x >= thr[j] else 0.0
                 for i in range(rows):
                     c = sa[q, i] + v * sb[q, i]
                     g = sgn[i]
-                    d, m = st[s, 1 + i], acc[i]
                     for j in range(K):
-                        x = g * (d[j] + c)
-                        m[j] = x if tight[j] & (x > m[j]) else m[j]
+                        x = g * (st[s, 1 + i, j] + c)
+                        acc[i, j] = x if (tight[j] > 0.0) & (x > acc[i, j]) else acc[i, j]
             for j in range(K):
-                out[0, j] = best[j]
+                st[slot, 0, j] = best[j]
             for i in range(rows):
                 g = sgn[i]
                 for j in range(K):
-                    out[1 + i, j] = g * acc[i, j]
-        # the sink step of _sink, written out: a call in this loop costs reference counting
-        # on every view above
+                    st[slot, 1 + i, j] = g * acc[i, j]
+        # the sink step of _sink, written out (no call in this loop)
         hit = 0
-        for j in range(K):
-            T[j] = max(T[j], out[0, j])
-            if not fixed:
-                theta[j] = T[j] - (rel * abs(T[j]) + absol)
-            hit += out[0, j] >= theta[j]
+        if fixed:
+            for j in range(K):
+                x = st[slot, 0, j]
+                T[j] = x if x > T[j] else T[j]
+                hit += x >= theta[j]
+        else:
+            for j in range(K):
+                x = st[slot, 0, j]
+                y = x if x > T[j] else T[j]
+                T[j] = y
+                theta[j] = y - (rel * abs(y) + absol)
+                hit += x >= theta[j]
         if hit:
             for j in range(K):
-                x = out[0, j]
+                x = st[slot, 0, j]
                 if x < theta[j] or over[j]:
                     continue
                 if fixed:
                     for i in range(rows):
-                        agg[j, i] = max(agg[j, i], sgn[i] * out[1 + i, j])
+                        agg[j, i] = max(agg[j, i], sgn[i] * st[slot, 1 + i, j])
                     continue
                 c = count[j]
                 if c == CANDIDATES:
-                    kept = 0
-                    for e in range(c):
-                        y = bt[e, j]
-                        if y < theta[j]:
-                            continue
-                        same = -1
-                        for f in range(kept):
-                            if bt[f, j] == y:
-                                same = f
-                                break
-                        if same < 0:
-                            bt[kept, j] = y
-                            for i in range(rows):
-                                bd[kept, i, j] = bd[e, i, j]
-                            kept += 1
-                        else:
-                            for i in range(rows):
-                                bd[same, i, j] = max(bd[same, i, j], bd[e, i, j])
-                    c = kept
+                    c = _keep(bt, bd, c, j, theta[j])
                     if c == CANDIDATES:
                         over[j] = True
                         count[j] = c
                         continue
                 bt[c, j] = x
                 for i in range(rows):
-                    bd[c, i, j] = sgn[i] * out[1 + i, j]
+                    bd[c, i, j] = sgn[i] * st[slot, 1 + i, j]
                 count[j] = c + 1
     _finish(sgn, theta, known, bt, bd, count, agg)
     for j in range(K):
