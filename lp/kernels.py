@@ -346,11 +346,47 @@ def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compil
                     agg[j, i] = max(agg[j, i], bd[c, i, j])
 
 
+@numba.njit(cache=True, nogil=True)
+def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
+    """The candidate rows of :func:`_lanes_pass` (one row: an event's time and signed slopes
+    in every lane) reduced to those some lane still needs: a lane drops a row below its
+    ``theta`` (marked ``-_BIG``) or with the time of an earlier kept row (equal times are
+    tight or not together: their signed slopes merge by max); returns the rows kept."""
+    K = bt.shape[1]
+    rows = bd.shape[1]
+    kept = 0
+    for c in range(count):
+        live = False
+        for j in range(K):
+            x = bt[c, j]
+            if x < theta[j]:
+                bt[c, j] = -_BIG
+                continue
+            same = -1
+            for e in range(kept):
+                if bt[e, j] == x:
+                    same = e
+                    break
+            if same < 0:
+                live = True
+            else:
+                for i in range(rows):
+                    bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
+                bt[c, j] = -_BIG
+        if live:
+            for j in range(K):
+                bt[kept, j] = bt[c, j]
+                for i in range(rows):
+                    bd[kept, i, j] = bd[c, i, j]
+            kept += 1
+    return kept
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates.
+    """One pass of :func:`lanes`; also returns whether the candidate sinks overflowed.
 
     Written for the vectoriser: every inner loop runs over the ``K`` lanes of contiguous rows
     (``st[slot, r, :]``, ``WA[q, :]``) indexed directly (no array views, whose reference
@@ -367,11 +403,11 @@ def _lanes_pass(
     tight = np.empty(K)
     T = np.zeros(K)
     theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
-    agg = np.full((K, rows), -_BIG)
+    agg = np.full((rows, K), -_BIG)
     bt = np.empty((CANDIDATES, K))
     bd = np.empty((CANDIDATES, rows, K))
-    count = np.zeros(K, dtype=np.int64)
-    over = np.zeros(K, dtype=np.bool_)
+    count = 0
+    over = False
     fixed = known.shape[0] > 0
     for p in range(n):
         lo = in_ptr[p]
@@ -428,45 +464,54 @@ def _lanes_pass(
                 g = sgn[i]
                 for j in range(K):
                     st[slot, 1 + i, j] = g * acc[i, j]
-        # the sink step of _sink, written out (no call in this loop)
+        # the sink step, written out (no call in this loop) and branch-free over the lanes
         hit = 0
         if fixed:
             for j in range(K):
                 x = st[slot, 0, j]
                 T[j] = x if x > T[j] else T[j]
                 hit += x >= theta[j]
-        else:
-            for j in range(K):
-                x = st[slot, 0, j]
-                y = x if x > T[j] else T[j]
-                T[j] = y
-                theta[j] = y - (rel * abs(y) + absol)
-                hit += x >= theta[j]
-        if hit:
-            for j in range(K):
-                x = st[slot, 0, j]
-                if x < theta[j] or over[j]:
-                    continue
-                if fixed:
-                    for i in range(rows):
-                        agg[j, i] = max(agg[j, i], sgn[i] * st[slot, 1 + i, j])
-                    continue
-                c = count[j]
-                if c == CANDIDATES:
-                    c = _keep(bt, bd, c, j, theta[j])
-                    if c == CANDIDATES:
-                        over[j] = True
-                        count[j] = c
-                        continue
-                bt[c, j] = x
+            if hit:
                 for i in range(rows):
-                    bd[c, i, j] = sgn[i] * st[slot, 1 + i, j]
-                count[j] = c + 1
-    _finish(sgn, theta, known, bt, bd, count, agg)
+                    g = sgn[i]
+                    for j in range(K):
+                        y = g * st[slot, 1 + i, j]
+                        take = (st[slot, 0, j] >= theta[j]) & (y > agg[i, j])
+                        agg[i, j] = y if take else agg[i, j]
+            continue
+        for j in range(K):
+            x = st[slot, 0, j]
+            y = x if x > T[j] else T[j]
+            T[j] = y
+            theta[j] = y - (rel * abs(y) + absol)
+            hit += x >= theta[j]
+        if hit == 0 or over:
+            continue
+        if count == CANDIDATES:
+            count = _compact(bt, bd, count, theta)
+            if count == CANDIDATES:
+                over = True
+                continue
+        # the whole row: a lane below its threshold now stays below every later one
+        for j in range(K):
+            bt[count, j] = st[slot, 0, j]
+        for i in range(rows):
+            g = sgn[i]
+            for j in range(K):
+                bd[count, i, j] = g * st[slot, 1 + i, j]
+        count += 1
+    if not fixed:
+        for c in range(count):
+            for i in range(rows):
+                for j in range(K):
+                    y = bd[c, i, j]
+                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
+                    agg[i, j] = y if take else agg[i, j]
+    out = np.empty((K, rows))
     for j in range(K):
         for i in range(rows):
-            agg[j, i] = sgn[i] * agg[j, i]
-    return T, agg, over
+            out[j, i] = sgn[i] * agg[i, j]
+    return T, out, over
 
 
 def lanes(
@@ -493,7 +538,7 @@ def lanes(
     """
     args = (in_ptr, src, pattern, value, WA, WB, sa, sb, np.asarray(sgn, dtype=np.float64), mask)
     T, agg, over = _lanes_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
-    if over.any():
+    if over:
         known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
         T, agg, _ = _lanes_pass(*args, known, REL_TOL, ABS_TOL_NS)
     return T, agg

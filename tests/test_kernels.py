@@ -277,7 +277,9 @@ def test_lanes_equal_full_sweeps_on_rings_and_many_tight_sinks(n):
         REL_TOL,
         ABS_TOL_NS,
     )[2]
-    assert list(over) == [n > kernels.CANDIDATES, False, False, False]
+    # lane 0 keeps every event (distinct times, all tight): the pass is redone with the final
+    # thresholds; lane 3's equal times merge into one candidate
+    assert over == (n > kernels.CANDIDATES)
 
 
 def _single_arrays(in_ptr, src, pattern, value, wa, wb, sa, sb, sign):
