@@ -265,87 +265,6 @@ def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
 CANDIDATES = 256
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _sink(row, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
-    """Offer one event (``row``: row 0 its time in every lane, rows 1.. its slopes) to the sink
-    aggregation of every lane: ``T`` is the running max; the tight sinks are the events within
-    the tie tolerance of the final ``T``. With the final thresholds ``known`` they are
-    aggregated at once (``agg``: signed max); without, every event within the tolerance of the
-    running max is kept as a candidate (``theta`` only grows, so no final one is missed) and
-    filtered at the end by :func:`_finish`."""
-    K = T.shape[0]
-    rows = sgn.shape[0]
-    hit = 0
-    if known.shape[0] > 0:
-        for j in range(K):
-            T[j] = max(T[j], row[0, j])
-            hit += row[0, j] >= theta[j]
-        if hit:
-            for j in range(K):
-                if row[0, j] >= theta[j]:
-                    for i in range(rows):
-                        agg[j, i] = max(agg[j, i], sgn[i] * row[1 + i, j])
-        return
-    for j in range(K):
-        T[j] = max(T[j], row[0, j])
-        theta[j] = T[j] - (rel * abs(T[j]) + absol)
-        hit += row[0, j] >= theta[j]
-    if hit == 0:
-        return
-    for j in range(K):
-        x = row[0, j]
-        if x >= theta[j] and not over[j]:
-            c = count[j]
-            if c == bt.shape[0]:
-                c = _keep(bt, bd, c, j, theta[j])
-                if c == bt.shape[0]:
-                    over[j] = True
-                    count[j] = c
-                    continue
-            bt[c, j] = x
-            for i in range(rows):
-                bd[c, i, j] = sgn[i] * row[1 + i, j]
-            count[j] = c + 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _keep(bt, bd, count, j, theta):  # pragma: no cover - compiled
-    """Lane ``j``'s first ``count`` candidates reduced to those at or above ``theta``, one per
-    distinct time (equal times are tight or not together: their signed slopes merge by max);
-    returns their number."""
-    kept = 0
-    for c in range(count):
-        x = bt[c, j]
-        if x < theta:
-            continue
-        same = -1
-        for e in range(kept):
-            if bt[e, j] == x:
-                same = e
-                break
-        if same < 0:
-            bt[kept, j] = x
-            for i in range(bd.shape[1]):
-                bd[kept, i, j] = bd[c, i, j]
-            kept += 1
-        else:
-            for i in range(bd.shape[1]):
-                bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
-    return kept
-
-
-@numba.njit(cache=True, nogil=True)
-def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compiled
-    """Signed-max aggregation of the candidates within the final thresholds (see :func:`_sink`)."""
-    if known.shape[0] > 0:
-        return
-    for j in range(theta.shape[0]):
-        for c in range(count[j]):
-            if bt[c, j] >= theta[j]:
-                for i in range(sgn.shape[0]):
-                    agg[j, i] = max(agg[j, i], bd[c, i, j])
-
-
 @numba.njit(cache=True, nogil=True)
 def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
     """The candidate rows of :func:`_lanes_pass` (one row: an event's time and signed slopes
@@ -645,27 +564,31 @@ def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compile
     return t, pred
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _calc_pass(
-    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, known, rel, absol
+    in_ptr, src, const, cL, rest, calc_row, St, Ls, with_slopes, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """One pass of :func:`calc_lanes`; also returns which lanes overflowed their candidates."""
+    """One pass of :func:`calc_lanes` (``St``: the scales transposed, rows × K, lanes
+    contiguous); also returns whether the candidate sinks overflowed. Written for the
+    vectoriser like :func:`_lanes_pass`, whose sink step it repeats (a call per event, with
+    its array arguments' reference counting, would cost more than the pass)."""
     n = in_ptr.shape[0] - 1
-    K = S.shape[0]
+    K = Ls.shape[0]
     rows = 2 if with_slopes else 0
     sgn = np.array([1.0, -1.0])[:rows]
     st = np.zeros((min(mask + 1, n), 1 + rows, K))
     best = np.empty(K)
     tol = np.empty(K)
-    right = np.zeros(K)
-    left = np.zeros(K)
+    right = np.empty(K)
+    left = np.empty(K)
     T = np.zeros(K)
     theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
-    agg = np.full((K, rows), -np.inf)
+    agg = np.full((rows, K), -_BIG)
     bt = np.empty((CANDIDATES, K))
     bd = np.empty((CANDIDATES, rows, K))
-    count = np.zeros(K, dtype=np.int64)
-    over = np.zeros(K, dtype=np.bool_)
+    count = 0
+    over = False
+    fixed = known.shape[0] > 0
     width = 1
     for p in range(n):
         if in_ptr[p + 1] - in_ptr[p] > width:
@@ -681,43 +604,96 @@ def _calc_pass(
                     st[slot, i, j] = 0.0
         else:
             for j in range(K):
-                best[j] = -np.inf
+                best[j] = -_BIG
             for k in range(lo, hi):
                 r = calc_row[k]
                 s = src[k] & mask
-                for j in range(K):
-                    w = const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * Ls[j] + rest[k]
-                    c = st[s, 0, j] + w
-                    cand[k - lo, j] = c
-                    best[j] = c if c > best[j] else best[j]
+                e = k - lo
+                a = const[k]
+                b = cL[k]
+                f = rest[k]
+                if r >= 0:
+                    for j in range(K):
+                        c = st[s, 0, j] + (a * St[r, j] + b * Ls[j] + f)
+                        cand[e, j] = c
+                        best[j] = c if c > best[j] else best[j]
+                else:
+                    for j in range(K):
+                        c = st[s, 0, j] + (a * 1.0 + b * Ls[j] + f)
+                        cand[e, j] = c
+                        best[j] = c if c > best[j] else best[j]
             if with_slopes:
                 for j in range(K):
                     tol[j] = best[j] - (rel * abs(best[j]) + absol)
-                    right[j] = -np.inf
-                    left[j] = np.inf
+                    right[j] = -_BIG
+                    left[j] = _BIG
                 for k in range(lo, hi):
                     s = src[k] & mask
+                    e = k - lo
+                    b = cL[k]
                     for j in range(K):
-                        if cand[k - lo, j] >= tol[j]:
-                            a = st[s, 1, j] + cL[k]
-                            b = st[s, 2, j] + cL[k]
-                            right[j] = a if a > right[j] else right[j]
-                            left[j] = b if b < left[j] else left[j]
+                        tight = cand[e, j] >= tol[j]
+                        x = st[s, 1, j] + b
+                        y = st[s, 2, j] + b
+                        right[j] = x if tight & (x > right[j]) else right[j]
+                        left[j] = y if tight & (y < left[j]) else left[j]
                 for j in range(K):
                     st[slot, 1, j] = right[j]
                     st[slot, 2, j] = left[j]
             for j in range(K):
                 st[slot, 0, j] = best[j]
-        if with_slopes:
-            _sink(st[slot], sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
-        else:
+        if not with_slopes:
             for j in range(K):
-                T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
-    _finish(sgn, theta, known, bt, bd, count, agg)
+                x = st[slot, 0, j]
+                T[j] = x if x > T[j] else T[j]
+            continue
+        # the sink step of _lanes_pass
+        hit = 0
+        if fixed:
+            for j in range(K):
+                x = st[slot, 0, j]
+                T[j] = x if x > T[j] else T[j]
+                hit += x >= theta[j]
+            if hit:
+                for i in range(rows):
+                    g = sgn[i]
+                    for j in range(K):
+                        y = g * st[slot, 1 + i, j]
+                        take = (st[slot, 0, j] >= theta[j]) & (y > agg[i, j])
+                        agg[i, j] = y if take else agg[i, j]
+            continue
+        for j in range(K):
+            x = st[slot, 0, j]
+            y = x if x > T[j] else T[j]
+            T[j] = y
+            theta[j] = y - (rel * abs(y) + absol)
+            hit += x >= theta[j]
+        if hit == 0 or over:
+            continue
+        if count == CANDIDATES:
+            count = _compact(bt, bd, count, theta)
+            if count == CANDIDATES:
+                over = True
+                continue
+        for j in range(K):
+            bt[count, j] = st[slot, 0, j]
+        for i in range(rows):
+            g = sgn[i]
+            for j in range(K):
+                bd[count, i, j] = g * st[slot, 1 + i, j]
+        count += 1
+    if not fixed:
+        for c in range(count):
+            for i in range(rows):
+                for j in range(K):
+                    y = bd[c, i, j]
+                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
+                    agg[i, j] = y if take else agg[i, j]
+    out = np.empty((K, rows))
     for j in range(K):
         for i in range(rows):
-            agg[j, i] = sgn[i] * agg[j, i]
-    return T, agg, over
+            out[j, i] = sgn[i] * agg[i, j]
+    return T, out, over
 
 
 def calc_lanes(
@@ -737,9 +713,10 @@ def calc_lanes(
     ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
     State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
     K; the slopes are zero without ``with_slopes``)."""
-    args = (in_ptr, src, const, cL, rest, calc_row, S, Ls, bool(with_slopes), mask)
+    St = np.ascontiguousarray(np.asarray(S, dtype=np.float64).T)
+    args = (in_ptr, src, const, cL, rest, calc_row, St, Ls, bool(with_slopes), mask)
     T, agg, over = _calc_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
-    if over.any():
+    if over:
         known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
         T, agg, _ = _calc_pass(*args, known, REL_TOL, ABS_TOL_NS)
     if not with_slopes:
