@@ -263,6 +263,8 @@ def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
 #: they overflow — a pathological run of equal times — the pass is redone with the final
 #: thresholds known, see :func:`lanes`).
 CANDIDATES = 256
+#: Events per sink step of the lane passes (a power of two; fewer when the ring is smaller).
+SINK_BLOCK = 32
 
 
 @numba.njit(cache=True, nogil=True)
@@ -328,6 +330,7 @@ def _lanes_pass(
     count = 0
     over = False
     fixed = known.shape[0] > 0
+    bmask = min(SINK_BLOCK, mask + 1) - 1
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
@@ -383,42 +386,50 @@ def _lanes_pass(
                 g = sgn[i]
                 for j in range(K):
                     st[slot, 1 + i, j] = g * acc[i, j]
-        # the sink step, written out (no call in this loop) and branch-free over the lanes
-        hit = 0
-        if fixed:
+        # the sink step, written out (no call in this loop), once per block of events still
+        # in the ring: the running max first, then the thresholds of the block's end (higher
+        # than each event's own, and no higher than the final ones: every tight sink passes)
+        if (p & bmask) != bmask and p != n - 1:
+            continue
+        first = p - (p & bmask)
+        for e in range(first, p + 1):
+            sl = e & mask
             for j in range(K):
-                x = st[slot, 0, j]
+                x = st[sl, 0, j]
                 T[j] = x if x > T[j] else T[j]
-                hit += x >= theta[j]
-            if hit:
+        if not fixed:
+            for j in range(K):
+                theta[j] = T[j] - (rel * abs(T[j]) + absol)
+        for e in range(first, p + 1):
+            sl = e & mask
+            hit = 0
+            for j in range(K):
+                hit += st[sl, 0, j] >= theta[j]
+            if hit == 0:
+                continue
+            if fixed:
                 for i in range(rows):
                     g = sgn[i]
                     for j in range(K):
-                        y = g * st[slot, 1 + i, j]
-                        take = (st[slot, 0, j] >= theta[j]) & (y > agg[i, j])
+                        y = g * st[sl, 1 + i, j]
+                        take = (st[sl, 0, j] >= theta[j]) & (y > agg[i, j])
                         agg[i, j] = y if take else agg[i, j]
-            continue
-        for j in range(K):
-            x = st[slot, 0, j]
-            y = x if x > T[j] else T[j]
-            T[j] = y
-            theta[j] = y - (rel * abs(y) + absol)
-            hit += x >= theta[j]
-        if hit == 0 or over:
-            continue
-        if count == CANDIDATES:
-            count = _compact(bt, bd, count, theta)
-            if count == CANDIDATES:
-                over = True
                 continue
-        # the whole row: a lane below its threshold now stays below every later one
-        for j in range(K):
-            bt[count, j] = st[slot, 0, j]
-        for i in range(rows):
-            g = sgn[i]
+            if over:
+                break
+            if count == CANDIDATES:
+                count = _compact(bt, bd, count, theta)
+                if count == CANDIDATES:
+                    over = True
+                    break
+            # the whole row: a lane below its threshold now stays below every later one
             for j in range(K):
-                bd[count, i, j] = g * st[slot, 1 + i, j]
-        count += 1
+                bt[count, j] = st[sl, 0, j]
+            for i in range(rows):
+                g = sgn[i]
+                for j in range(K):
+                    bd[count, i, j] = g * st[sl, 1 + i, j]
+            count += 1
     if not fixed:
         for c in range(count):
             for i in range(rows):
