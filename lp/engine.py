@@ -43,18 +43,23 @@ DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 #: values swept together, :mod:`llamp.lp.kernels`). Measured on the 10^6-vertex noisy stencil
 #: (2·10^6 events, 4.5·10^6 edges; CPU time of one thread, machine shared;
 #: ``benchmarks/bench_engine.py`` lanes table): one pass with T, right and left λ_L took
-#: 65 ms at K=2, 91 ms at 8, 120 ms at 16, 158 ms at 32, 246 ms at 64 (0.85 ns per lane and
-#: edge, 260 values/s), the scalar kernel 37 ms per value (27 values/s). The ring of 64 lanes,
-#: 1,024 events × 3 rows × 64 × 8 B = 1.5 MB, stays in cache.
+#: 61 ms at K=2, 80 ms at 8, 107 ms at 16, 146 ms at 32, 281 ms at 64 (1.0 ns per lane and
+#: edge, 220–230 values/s). The ring of 64 lanes, 1,024 events × 3 rows × 64 × 8 B = 1.5 MB,
+#: stays in cache.
 LANES = 64
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
 LANE_BYTES = 1 << 26
-#: Lanes pay from this many values per pass, for probes (2 lanes: 31 values/s against 27 for the
-#: scalar kernel at 10^6 vertices) and points (T and right λ_L, λ_G, λ_o: 2 lanes 28 values/s,
-#: 4 lanes 52, against 23 for the scalar sweep); on larger graphs the scalar state (24–32 B per
-#: event) leaves the cache and lanes gain more. One value per pass goes through the scalar kernels.
-LANES_LEAST = 2
+#: When lanes pay for probes (T, right and left slope along one parameter; ms per value, CPU
+#: time): at 10^6 vertices the scalar kernel takes 18, lanes 30 at K=2, 23 at 3, 19 at 4, 15 at
+#: 6; at 3·10^6 (6·10^6 events: the scalar state, 24 B per event, is far beyond the 32 MB
+#: cache) the scalar kernel takes 118, lanes 90 at K=2, 53 at 4, 30 at 8. Probes take lanes from
+#: :data:`LANES_PROBES` values per pass, from 2 on graphs of :data:`LARGE_EVENTS` events or more.
+LANES_PROBES = 4
+LARGE_EVENTS = 4_000_000
+#: Points (T and right λ_L, λ_G, λ_o; a scalar sweep per side) take lanes from this many values
+#: per pass: at 10^6 vertices the scalar sweep takes 43 ms per value, lanes 35 at K=2, 19 at 4.
+LANES_POINTS = 2
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,7 @@ class GraphEngine:
                 continue
             mask = self.mask(first)
             rows = 1 + len(directions) * (2 if left else 1)
-            width = self._lane_width(len(idx), mask, rows, LANES_LEAST)
+            width = self._lane_width(len(idx), mask, rows, LANES_POINTS)
             for s in range(0, len(idx), width):
                 jobs.append((ev, mask, idx[s : s + width]))
 
@@ -241,7 +246,8 @@ class GraphEngine:
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
         mask = self.mask(params)
-        width = self._lane_width(values.size, mask, 3, LANES_LEAST)
+        least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
+        width = self._lane_width(values.size, mask, 3, least)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
