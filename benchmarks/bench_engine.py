@@ -62,7 +62,7 @@ def _critical(n: int, noisy: bool) -> list[dict[str, Any]]:
     ]
 
 
-LANE_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+LANE_WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def _cpu_time(func, repeat: int) -> float:

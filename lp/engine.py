@@ -43,9 +43,10 @@ DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 #: values swept together, :mod:`llamp.lp.kernels`). Measured on the 10^6-vertex noisy stencil
 #: (2·10^6 events, 4.5·10^6 edges; CPU time of one thread, machine shared;
 #: ``benchmarks/bench_engine.py`` lanes table): one pass with T, right and left λ_L took
-#: 61 ms at K=2, 80 ms at 8, 107 ms at 16, 146 ms at 32, 281 ms at 64 (1.0 ns per lane and
-#: edge, 220–230 values/s). The ring of 64 lanes, 1,024 events × 3 rows × 64 × 8 B = 1.5 MB,
-#: stays in cache.
+#: 61 ms at K=2, 80 ms at 8, 100–107 ms at 16, 146–153 ms at 32, 228–281 ms at 64 (0.8–1.0 ns
+#: per lane and edge, 230–280 values/s), 271 ms at 80, 425 ms at 128 (no faster per value than
+#: 64; 2.4 ns per lane and edge at 8, 1.4–1.6 at 16 where the vectorised loops cover fewer
+#: lanes). The ring of 64 lanes, 1,024 events × 3 rows × 64 × 8 B = 1.5 MB, stays in cache.
 LANES = 64
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
