@@ -515,7 +515,7 @@ def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - com
     return t, d, pred
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - compiled
     """Lanes of per-edge weights: lane ``j`` weighs edge ``k`` ``W[k, j]`` (E × K). Returns the
     latest event time of every group in every lane (K × num_groups; events of ``group`` −1
@@ -524,7 +524,7 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
     n = in_ptr.shape[0] - 1
     K = W.shape[1]
     t = np.zeros((min(mask + 1, n), K))
-    fin = np.zeros((K, num_groups))
+    fin = np.zeros((num_groups, K))  # lanes contiguous; handed back transposed
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
@@ -544,9 +544,9 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
         r = group[p]
         if r >= 0:
             for j in range(K):
-                if t[slot, j] > fin[j, r]:
-                    fin[j, r] = t[slot, j]
-    return fin
+                x = t[slot, j]
+                fin[r, j] = x if x > fin[r, j] else fin[r, j]
+    return fin.T.copy()
 
 
 @numba.njit(cache=True, nogil=True)
