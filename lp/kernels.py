@@ -549,7 +549,7 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
     return fin.T.copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
     """Event times and the longest in-edge of every event in ``K`` lanes, lane ``j`` with edge
     weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables). Returns ``t`` and
@@ -562,16 +562,25 @@ def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compile
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
-        for k in range(lo, hi):
+        if lo == hi:
+            continue
+        s = src[lo]
+        base = c0[lo]
+        a = du[lo]
+        b = dv[lo]
+        for j in range(K):
+            t[p, j] = t[s, j] + base + a * us[j] + b * vs[j]
+            pred[p, j] = lo
+        for k in range(lo + 1, hi):
             s = src[k]
             base = c0[k]
             a = du[k]
             b = dv[k]
             for j in range(K):
                 cand = t[s, j] + base + a * us[j] + b * vs[j]
-                if pred[p, j] < 0 or cand > t[p, j]:
-                    t[p, j] = cand
-                    pred[p, j] = k
+                take = cand > t[p, j]
+                t[p, j] = cand if take else t[p, j]
+                pred[p, j] = k if take else pred[p, j]
     return t, pred
 
 
