@@ -41,27 +41,26 @@ DIRECTIONS = {"L": COEF_L, "G": COEF_G, "o": COEF_O, "g": COEF_GAP}
 
 #: Lanes per pass of :meth:`GraphEngine.probe_many` and :meth:`GraphEngine.points` (parameter
 #: values swept together, :mod:`llamp.lp.kernels`). Measured on the 10^6-vertex noisy stencil
-#: (2 cores, shared; ``benchmarks/bench_engine.py`` lanes table): 128 probes of L took 7.4 s
-#: one value per pass, 6.1 s with 8 lanes, 3.3 s with 16, 2.7 s with 32, 2.8 s with 64 (the
-#: ring of 32 lanes, 1,024 events × 3 rows × 32 × 8 B = 0.8 MB, still sits in cache).
-LANES = 32
+#: (2·10^6 events, 4.5·10^6 edges; CPU time of one thread, machine shared;
+#: ``benchmarks/bench_engine.py`` lanes table): one pass with T, right and left λ_L took
+#: 61 ms at K=2, 80 ms at 8, 100–107 ms at 16, 146–153 ms at 32, 228–281 ms at 64 (0.8–1.0 ns
+#: per lane and edge, 230–280 values/s), 271 ms at 80, 425 ms at 128 (no faster per value than
+#: 64; 2.4 ns per lane and edge at 8, 1.4–1.6 at 16 where the vectorised loops cover fewer
+#: lanes). The ring of 64 lanes, 1,024 events × 3 rows × 64 × 8 B = 1.5 MB, stays in cache.
+LANES = 64
 #: Bytes of lane state (a ring of events, :func:`~llamp.lp.kernels.ring_size`) one pass may hold:
 #: fewer lanes on a graph whose edges reach far back.
 LANE_BYTES = 1 << 26
-#: When lanes pay for probes (T, right and left slope along one parameter; measured on 2
-#: shared cores, ms per value of L): on the 10^6-vertex stencil (2·10^6 events) the scalar
-#: kernel takes 46, lanes 108 at K=2, 59 at 4, 49 at 8, 42 at 16, 30 at 32; on the 3·10^6 one
-#: (6·10^6 events: the scalar state, 24 B per event, is far beyond the 32 MB cache) the scalar
-#: kernel takes 290–370, lanes 198 at K=4, 119 at 8, 70 at 32. Lanes from
-#: :data:`LANES_ALWAYS` values per pass, or from :data:`LANES_LARGE` on graphs of
-#: :data:`LARGE_EVENTS` events or more; else scalar sweeps.
-LANES_ALWAYS = 16
-LANES_LARGE = 4
+#: When lanes pay for probes (T, right and left slope along one parameter; ms per value, CPU
+#: time): at 10^6 vertices the scalar kernel takes 18, lanes 30 at K=2, 23 at 3, 19 at 4, 15 at
+#: 6; at 3·10^6 (6·10^6 events: the scalar state, 24 B per event, is far beyond the 32 MB
+#: cache) the scalar kernel takes 118, lanes 90 at K=2, 53 at 4, 30 at 8. Probes take lanes from
+#: :data:`LANES_PROBES` values per pass, from 2 on graphs of :data:`LARGE_EVENTS` events or more.
+LANES_PROBES = 4
 LARGE_EVENTS = 4_000_000
-#: Points (T and right λ_L, λ_G, λ_o; a scalar sweep holds 32 B per event) go through lanes from
-#: this many per pass: 11 points of L took 0.18 s either way at 10^5 vertices, 2.5–3.4 s scalar
-#: and 1.4 s in lanes of 6 at 10^6, 5.3–6.2 s and 2.4 s at 3·10^6.
-LANES_POINTS = 4
+#: Points (T and right λ_L, λ_G, λ_o; a scalar sweep per side) take lanes from this many values
+#: per pass: at 10^6 vertices the scalar sweep takes 43 ms per value, lanes 35 at K=2, 19 at 4.
+LANES_POINTS = 2
 
 
 @dataclass(frozen=True)
@@ -248,8 +247,8 @@ class GraphEngine:
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
         mask = self.mask(params)
-        large = ev.num_events >= LARGE_EVENTS
-        width = self._lane_width(values.size, mask, 3, LANES_LARGE if large else LANES_ALWAYS)
+        least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
+        width = self._lane_width(values.size, mask, 3, least)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
@@ -299,11 +298,13 @@ class GraphEngine:
 
     def _lane_width(self, count: int, mask: int, rows: int, least: int) -> int:
         """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
-        of state, few enough that every core gets a pass, and 1 (the scalar kernels) below
-        ``least``, where lanes do not pay."""
-        per_core = -(-count // WORKERS)
+        of state, the passes a multiple of the cores and as even as can be (200 values on 2
+        cores: 4 passes of 50, not 64, 64, 64, 8), and 1 (the scalar kernels) below ``least``,
+        where lanes do not pay."""
         fit = LANE_BYTES // (8 * rows * (mask + 1))
-        width = int(max(1, min(LANES, per_core, fit)))
+        passes = -(-count // int(max(1, min(LANES, fit))))
+        passes = -(-passes // WORKERS) * WORKERS
+        width = -(-count // passes)
         return width if width >= least else 1
 
     def evaluate(self, params: LogGPS) -> Evaluation:

@@ -33,6 +33,12 @@ import numpy as np
 REL_TOL = 1e-12
 ABS_TOL_NS = 1e-7
 
+#: Fast-math flags of the lane kernels: only "no NaN, no infinity" (none reach them), never
+#: contraction or reassociation, which would change rounding (lanes must stay bit-identical).
+_SAFE = {"nnan", "ninf"}
+#: A finite "minus infinity" for running maxima under :data:`_SAFE` (no slope comes near it).
+_BIG = 1e300
+
 
 # ------------------------------------------------------------------------------ one value
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -257,94 +263,57 @@ def ring_size(in_ptr: np.ndarray, src: np.ndarray) -> int:
 #: they overflow — a pathological run of equal times — the pass is redone with the final
 #: thresholds known, see :func:`lanes`).
 CANDIDATES = 256
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _sink(row, sgn, T, theta, known, bt, bd, count, over, agg, rel, absol):  # pragma: no cover
-    """Offer one event (``row``: row 0 its time in every lane, rows 1.. its slopes) to the sink
-    aggregation of every lane: ``T`` is the running max; the tight sinks are the events within
-    the tie tolerance of the final ``T``. With the final thresholds ``known`` they are
-    aggregated at once (``agg``: signed max); without, every event within the tolerance of the
-    running max is kept as a candidate (``theta`` only grows, so no final one is missed) and
-    filtered at the end by :func:`_finish`."""
-    K = T.shape[0]
-    rows = sgn.shape[0]
-    hit = 0
-    if known.shape[0] > 0:
-        for j in range(K):
-            T[j] = max(T[j], row[0, j])
-            hit += row[0, j] >= theta[j]
-        if hit:
-            for j in range(K):
-                if row[0, j] >= theta[j]:
-                    for i in range(rows):
-                        agg[j, i] = max(agg[j, i], sgn[i] * row[1 + i, j])
-        return
-    for j in range(K):
-        T[j] = max(T[j], row[0, j])
-        theta[j] = T[j] - (rel * abs(T[j]) + absol)
-        hit += row[0, j] >= theta[j]
-    if hit == 0:
-        return
-    for j in range(K):
-        x = row[0, j]
-        if x >= theta[j] and not over[j]:
-            c = count[j]
-            if c == bt.shape[0]:
-                c = _keep(bt, bd, c, j, theta[j])
-                if c == bt.shape[0]:
-                    over[j] = True
-                    count[j] = c
-                    continue
-            bt[c, j] = x
-            for i in range(rows):
-                bd[c, i, j] = sgn[i] * row[1 + i, j]
-            count[j] = c + 1
+#: Events per sink step of the lane passes (a power of two; fewer when the ring is smaller).
+SINK_BLOCK = 32
 
 
 @numba.njit(cache=True, nogil=True)
-def _keep(bt, bd, count, j, theta):  # pragma: no cover - compiled
-    """Lane ``j``'s first ``count`` candidates reduced to those at or above ``theta``, one per
-    distinct time (equal times are tight or not together: their signed slopes merge by max);
-    returns their number."""
+def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
+    """The candidate rows of :func:`_lanes_pass` (one row: an event's time and signed slopes
+    in every lane) reduced to those some lane still needs: a lane drops a row below its
+    ``theta`` (marked ``-_BIG``) or with the time of an earlier kept row (equal times are
+    tight or not together: their signed slopes merge by max); returns the rows kept."""
+    K = bt.shape[1]
+    rows = bd.shape[1]
     kept = 0
     for c in range(count):
-        x = bt[c, j]
-        if x < theta:
-            continue
-        same = -1
-        for e in range(kept):
-            if bt[e, j] == x:
-                same = e
-                break
-        if same < 0:
-            bt[kept, j] = x
-            for i in range(bd.shape[1]):
-                bd[kept, i, j] = bd[c, i, j]
+        live = False
+        for j in range(K):
+            x = bt[c, j]
+            if x < theta[j]:
+                bt[c, j] = -_BIG
+                continue
+            same = -1
+            for e in range(kept):
+                if bt[e, j] == x:
+                    same = e
+                    break
+            if same < 0:
+                live = True
+            else:
+                for i in range(rows):
+                    bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
+                bt[c, j] = -_BIG
+        if live:
+            for j in range(K):
+                bt[kept, j] = bt[c, j]
+                for i in range(rows):
+                    bd[kept, i, j] = bd[c, i, j]
             kept += 1
-        else:
-            for i in range(bd.shape[1]):
-                bd[same, i, j] = max(bd[same, i, j], bd[c, i, j])
     return kept
 
 
-@numba.njit(cache=True, nogil=True)
-def _finish(sgn, theta, known, bt, bd, count, agg):  # pragma: no cover - compiled
-    """Signed-max aggregation of the candidates within the final thresholds (see :func:`_sink`)."""
-    if known.shape[0] > 0:
-        return
-    for j in range(theta.shape[0]):
-        for c in range(count[j]):
-            if bt[c, j] >= theta[j]:
-                for i in range(sgn.shape[0]):
-                    agg[j, i] = max(agg[j, i], bd[c, i, j])
-
-
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """One pass of :func:`lanes`; also returns which lanes overflowed their candidates."""
+    """One pass of :func:`lanes`; also returns whether the candidate sinks overflowed.
+
+    Written for the vectoriser: every inner loop runs over the ``K`` lanes of contiguous rows
+    (``st[slot, r, :]``, ``WA[q, :]``) indexed directly (no array views, whose reference
+    counting would sit in the edge loop), and selects are branch-free. An event with one
+    in-edge takes its times and slopes straight from it (its only in-edge is tight, and
+    ``sgn·(sgn·x) = x`` exactly for ``sgn = ±1``)."""
     n = in_ptr.shape[0] - 1
     K = WA.shape[1]
     rows = sgn.shape[0]
@@ -352,110 +321,127 @@ def _lanes_pass(
     best = np.empty(K)
     thr = np.empty(K)
     acc = np.empty((rows, K))
-    tight = np.empty(K, dtype=np.bool_)
+    tight = np.empty(K)
     T = np.zeros(K)
     theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
-    agg = np.full((K, rows), -np.inf)
+    agg = np.full((rows, K), -_BIG)
     bt = np.empty((CANDIDATES, K))
     bd = np.empty((CANDIDATES, rows, K))
-    count = np.zeros(K, dtype=np.int64)
-    over = np.zeros(K, dtype=np.bool_)
+    count = 0
+    over = False
     fixed = known.shape[0] > 0
+    bmask = min(SINK_BLOCK, mask + 1) - 1
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
         slot = p & mask
-        out = st[slot]
         if lo == hi:
-            out[:, :] = 0.0
+            for r in range(1 + rows):
+                for j in range(K):
+                    st[slot, r, j] = 0.0
+        elif hi == lo + 1:
+            s = src[lo] & mask
+            q = pattern[lo]
+            v = value[lo]
+            for j in range(K):
+                st[slot, 0, j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+            for i in range(rows):
+                c = sa[q, i] + v * sb[q, i]
+                for j in range(K):
+                    st[slot, 1 + i, j] = st[s, 1 + i, j] + c
         else:
             s = src[lo] & mask
             q = pattern[lo]
             v = value[lo]
-            t0, a, b = st[s, 0], WA[q], WB[q]
             for j in range(K):
-                best[j] = t0[j] + a[j] + v * b[j]
+                best[j] = st[s, 0, j] + WA[q, j] + v * WB[q, j]
             for k in range(lo + 1, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
-                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    best[j] = max(best[j], t0[j] + a[j] + v * b[j])
+                    x = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    best[j] = x if x > best[j] else best[j]
             for j in range(K):
                 thr[j] = best[j] - (rel * abs(best[j]) + absol)
-            acc[:, :] = -np.inf
+            for i in range(rows):
+                for j in range(K):
+                    acc[i, j] = -_BIG
             for k in range(lo, hi):
                 s = src[k] & mask
                 q = pattern[k]
                 v = value[k]
-                t0, a, b = st[s, 0], WA[q], WB[q]
                 for j in range(K):
-                    tight[j] = t0[j] + a[j] + v * b[j] >= thr[j]
+                    x = st[s, 0, j] + WA[q, j] + v * WB[q, j]
+                    tight[j] = 1.0 if x >= thr[j] else 0.0
                 for i in range(rows):
                     c = sa[q, i] + v * sb[q, i]
                     g = sgn[i]
-                    d, m = st[s, 1 + i], acc[i]
                     for j in range(K):
-                        x = g * (d[j] + c)
-                        m[j] = x if tight[j] & (x > m[j]) else m[j]
+                        x = g * (st[s, 1 + i, j] + c)
+                        acc[i, j] = x if (tight[j] > 0.0) & (x > acc[i, j]) else acc[i, j]
             for j in range(K):
-                out[0, j] = best[j]
+                st[slot, 0, j] = best[j]
             for i in range(rows):
                 g = sgn[i]
                 for j in range(K):
-                    out[1 + i, j] = g * acc[i, j]
-        # the sink step of _sink, written out: a call in this loop costs reference counting
-        # on every view above
-        hit = 0
-        for j in range(K):
-            T[j] = max(T[j], out[0, j])
-            if not fixed:
-                theta[j] = T[j] - (rel * abs(T[j]) + absol)
-            hit += out[0, j] >= theta[j]
-        if hit:
+                    st[slot, 1 + i, j] = g * acc[i, j]
+        # the sink step, written out (no call in this loop), once per block of events still
+        # in the ring: the running max first, then the thresholds of the block's end (higher
+        # than each event's own, and no higher than the final ones: every tight sink passes)
+        if (p & bmask) != bmask and p != n - 1:
+            continue
+        first = p - (p & bmask)
+        for e in range(first, p + 1):
+            sl = e & mask
             for j in range(K):
-                x = out[0, j]
-                if x < theta[j] or over[j]:
-                    continue
-                if fixed:
-                    for i in range(rows):
-                        agg[j, i] = max(agg[j, i], sgn[i] * out[1 + i, j])
-                    continue
-                c = count[j]
-                if c == CANDIDATES:
-                    kept = 0
-                    for e in range(c):
-                        y = bt[e, j]
-                        if y < theta[j]:
-                            continue
-                        same = -1
-                        for f in range(kept):
-                            if bt[f, j] == y:
-                                same = f
-                                break
-                        if same < 0:
-                            bt[kept, j] = y
-                            for i in range(rows):
-                                bd[kept, i, j] = bd[e, i, j]
-                            kept += 1
-                        else:
-                            for i in range(rows):
-                                bd[same, i, j] = max(bd[same, i, j], bd[e, i, j])
-                    c = kept
-                    if c == CANDIDATES:
-                        over[j] = True
-                        count[j] = c
-                        continue
-                bt[c, j] = x
+                x = st[sl, 0, j]
+                T[j] = x if x > T[j] else T[j]
+        if not fixed:
+            for j in range(K):
+                theta[j] = T[j] - (rel * abs(T[j]) + absol)
+        for e in range(first, p + 1):
+            sl = e & mask
+            hit = 0
+            for j in range(K):
+                hit += st[sl, 0, j] >= theta[j]
+            if hit == 0:
+                continue
+            if fixed:
                 for i in range(rows):
-                    bd[c, i, j] = sgn[i] * out[1 + i, j]
-                count[j] = c + 1
-    _finish(sgn, theta, known, bt, bd, count, agg)
+                    g = sgn[i]
+                    for j in range(K):
+                        y = g * st[sl, 1 + i, j]
+                        take = (st[sl, 0, j] >= theta[j]) & (y > agg[i, j])
+                        agg[i, j] = y if take else agg[i, j]
+                continue
+            if over:
+                break
+            if count == CANDIDATES:
+                count = _compact(bt, bd, count, theta)
+                if count == CANDIDATES:
+                    over = True
+                    break
+            # the whole row: a lane below its threshold now stays below every later one
+            for j in range(K):
+                bt[count, j] = st[sl, 0, j]
+            for i in range(rows):
+                g = sgn[i]
+                for j in range(K):
+                    bd[count, i, j] = g * st[sl, 1 + i, j]
+            count += 1
+    if not fixed:
+        for c in range(count):
+            for i in range(rows):
+                for j in range(K):
+                    y = bd[c, i, j]
+                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
+                    agg[i, j] = y if take else agg[i, j]
+    out = np.empty((K, rows))
     for j in range(K):
         for i in range(rows):
-            agg[j, i] = sgn[i] * agg[j, i]
-    return T, agg, over
+            out[j, i] = sgn[i] * agg[i, j]
+    return T, out, over
 
 
 def lanes(
@@ -482,7 +468,7 @@ def lanes(
     """
     args = (in_ptr, src, pattern, value, WA, WB, sa, sb, np.asarray(sgn, dtype=np.float64), mask)
     T, agg, over = _lanes_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
-    if over.any():
+    if over:
         known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
         T, agg, _ = _lanes_pass(*args, known, REL_TOL, ABS_TOL_NS)
     return T, agg
@@ -529,7 +515,7 @@ def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - com
     return t, d, pred
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - compiled
     """Lanes of per-edge weights: lane ``j`` weighs edge ``k`` ``W[k, j]`` (E × K). Returns the
     latest event time of every group in every lane (K × num_groups; events of ``group`` −1
@@ -538,7 +524,7 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
     n = in_ptr.shape[0] - 1
     K = W.shape[1]
     t = np.zeros((min(mask + 1, n), K))
-    fin = np.zeros((K, num_groups))
+    fin = np.zeros((num_groups, K))  # lanes contiguous; handed back transposed
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
@@ -558,12 +544,12 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
         r = group[p]
         if r >= 0:
             for j in range(K):
-                if t[slot, j] > fin[j, r]:
-                    fin[j, r] = t[slot, j]
-    return fin
+                x = t[slot, j]
+                fin[r, j] = x if x > fin[r, j] else fin[r, j]
+    return fin.T.copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
     """Event times and the longest in-edge of every event in ``K`` lanes, lane ``j`` with edge
     weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables). Returns ``t`` and
@@ -576,40 +562,53 @@ def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compile
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
-        for k in range(lo, hi):
+        if lo == hi:
+            continue
+        s = src[lo]
+        base = c0[lo]
+        a = du[lo]
+        b = dv[lo]
+        for j in range(K):
+            t[p, j] = t[s, j] + base + a * us[j] + b * vs[j]
+            pred[p, j] = lo
+        for k in range(lo + 1, hi):
             s = src[k]
             base = c0[k]
             a = du[k]
             b = dv[k]
             for j in range(K):
                 cand = t[s, j] + base + a * us[j] + b * vs[j]
-                if pred[p, j] < 0 or cand > t[p, j]:
-                    t[p, j] = cand
-                    pred[p, j] = k
+                take = cand > t[p, j]
+                t[p, j] = cand if take else t[p, j]
+                pred[p, j] = k if take else pred[p, j]
     return t, pred
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _calc_pass(
-    in_ptr, src, const, cL, rest, calc_row, S, Ls, with_slopes, mask, known, rel, absol
+    in_ptr, src, const, cL, rest, calc_row, St, Ls, with_slopes, mask, known, rel, absol
 ):  # pragma: no cover - compiled
-    """One pass of :func:`calc_lanes`; also returns which lanes overflowed their candidates."""
+    """One pass of :func:`calc_lanes` (``St``: the scales transposed, rows × K, lanes
+    contiguous); also returns whether the candidate sinks overflowed. Written for the
+    vectoriser like :func:`_lanes_pass`, whose sink step it repeats (a call per event, with
+    its array arguments' reference counting, would cost more than the pass)."""
     n = in_ptr.shape[0] - 1
-    K = S.shape[0]
+    K = Ls.shape[0]
     rows = 2 if with_slopes else 0
     sgn = np.array([1.0, -1.0])[:rows]
     st = np.zeros((min(mask + 1, n), 1 + rows, K))
     best = np.empty(K)
     tol = np.empty(K)
-    right = np.zeros(K)
-    left = np.zeros(K)
+    right = np.empty(K)
+    left = np.empty(K)
     T = np.zeros(K)
     theta = known.copy() if known.shape[0] > 0 else np.full(K, -absol)
-    agg = np.full((K, rows), -np.inf)
+    agg = np.full((rows, K), -_BIG)
     bt = np.empty((CANDIDATES, K))
     bd = np.empty((CANDIDATES, rows, K))
-    count = np.zeros(K, dtype=np.int64)
-    over = np.zeros(K, dtype=np.bool_)
+    count = 0
+    over = False
+    fixed = known.shape[0] > 0
     width = 1
     for p in range(n):
         if in_ptr[p + 1] - in_ptr[p] > width:
@@ -625,43 +624,96 @@ def _calc_pass(
                     st[slot, i, j] = 0.0
         else:
             for j in range(K):
-                best[j] = -np.inf
+                best[j] = -_BIG
             for k in range(lo, hi):
                 r = calc_row[k]
                 s = src[k] & mask
-                for j in range(K):
-                    w = const[k] * (S[j, r] if r >= 0 else 1.0) + cL[k] * Ls[j] + rest[k]
-                    c = st[s, 0, j] + w
-                    cand[k - lo, j] = c
-                    best[j] = c if c > best[j] else best[j]
+                e = k - lo
+                a = const[k]
+                b = cL[k]
+                f = rest[k]
+                if r >= 0:
+                    for j in range(K):
+                        c = st[s, 0, j] + (a * St[r, j] + b * Ls[j] + f)
+                        cand[e, j] = c
+                        best[j] = c if c > best[j] else best[j]
+                else:
+                    for j in range(K):
+                        c = st[s, 0, j] + (a * 1.0 + b * Ls[j] + f)
+                        cand[e, j] = c
+                        best[j] = c if c > best[j] else best[j]
             if with_slopes:
                 for j in range(K):
                     tol[j] = best[j] - (rel * abs(best[j]) + absol)
-                    right[j] = -np.inf
-                    left[j] = np.inf
+                    right[j] = -_BIG
+                    left[j] = _BIG
                 for k in range(lo, hi):
                     s = src[k] & mask
+                    e = k - lo
+                    b = cL[k]
                     for j in range(K):
-                        if cand[k - lo, j] >= tol[j]:
-                            a = st[s, 1, j] + cL[k]
-                            b = st[s, 2, j] + cL[k]
-                            right[j] = a if a > right[j] else right[j]
-                            left[j] = b if b < left[j] else left[j]
+                        tight = cand[e, j] >= tol[j]
+                        x = st[s, 1, j] + b
+                        y = st[s, 2, j] + b
+                        right[j] = x if tight & (x > right[j]) else right[j]
+                        left[j] = y if tight & (y < left[j]) else left[j]
                 for j in range(K):
                     st[slot, 1, j] = right[j]
                     st[slot, 2, j] = left[j]
             for j in range(K):
                 st[slot, 0, j] = best[j]
-        if with_slopes:
-            _sink(st[slot], sgn, T, theta, known, bt, bd, count, over, agg, rel, absol)
-        else:
+        if not with_slopes:
             for j in range(K):
-                T[j] = st[slot, 0, j] if st[slot, 0, j] > T[j] else T[j]
-    _finish(sgn, theta, known, bt, bd, count, agg)
+                x = st[slot, 0, j]
+                T[j] = x if x > T[j] else T[j]
+            continue
+        # the sink step of _lanes_pass
+        hit = 0
+        if fixed:
+            for j in range(K):
+                x = st[slot, 0, j]
+                T[j] = x if x > T[j] else T[j]
+                hit += x >= theta[j]
+            if hit:
+                for i in range(rows):
+                    g = sgn[i]
+                    for j in range(K):
+                        y = g * st[slot, 1 + i, j]
+                        take = (st[slot, 0, j] >= theta[j]) & (y > agg[i, j])
+                        agg[i, j] = y if take else agg[i, j]
+            continue
+        for j in range(K):
+            x = st[slot, 0, j]
+            y = x if x > T[j] else T[j]
+            T[j] = y
+            theta[j] = y - (rel * abs(y) + absol)
+            hit += x >= theta[j]
+        if hit == 0 or over:
+            continue
+        if count == CANDIDATES:
+            count = _compact(bt, bd, count, theta)
+            if count == CANDIDATES:
+                over = True
+                continue
+        for j in range(K):
+            bt[count, j] = st[slot, 0, j]
+        for i in range(rows):
+            g = sgn[i]
+            for j in range(K):
+                bd[count, i, j] = g * st[slot, 1 + i, j]
+        count += 1
+    if not fixed:
+        for c in range(count):
+            for i in range(rows):
+                for j in range(K):
+                    y = bd[c, i, j]
+                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
+                    agg[i, j] = y if take else agg[i, j]
+    out = np.empty((K, rows))
     for j in range(K):
         for i in range(rows):
-            agg[j, i] = sgn[i] * agg[j, i]
-    return T, agg, over
+            out[j, i] = sgn[i] * agg[i, j]
+    return T, out, over
 
 
 def calc_lanes(
@@ -681,9 +733,10 @@ def calc_lanes(
     ``const[k]·S[j, calc_row[k]] + cL[k]·Ls[j] + rest[k]`` (``calc_row[k] < 0``: scale 1).
     State: a ring of ``mask + 1`` events (:func:`ring_size`). Returns ``T``, right, left (each
     K; the slopes are zero without ``with_slopes``)."""
-    args = (in_ptr, src, const, cL, rest, calc_row, S, Ls, bool(with_slopes), mask)
+    St = np.ascontiguousarray(np.asarray(S, dtype=np.float64).T)
+    args = (in_ptr, src, const, cL, rest, calc_row, St, Ls, bool(with_slopes), mask)
     T, agg, over = _calc_pass(*args, np.zeros(0), REL_TOL, ABS_TOL_NS)
-    if over.any():
+    if over:
         known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
         T, agg, _ = _calc_pass(*args, known, REL_TOL, ABS_TOL_NS)
     if not with_slopes:

@@ -113,7 +113,7 @@ def paths(request, monkeypatch):
     import llamp.lp.engine as engine
 
     least = 2 if request.param == "lanes" else 10**9
-    monkeypatch.setattr(engine, "LANES_ALWAYS", least)
+    monkeypatch.setattr(engine, "LANES_PROBES", least)
     monkeypatch.setattr(engine, "LANES_POINTS", least)
     return request.param
 
@@ -150,7 +150,7 @@ def test_lane_chunks_do_not_change_numbers(progress, nic, monkeypatch):
     graph = _graph(4)
     params = LogGPS(L=2000.0, o=500.0, G=0.02, S=1024, progress=progress, nic=nic)
     vals = np.linspace(0.0, 50_000.0, 37)
-    monkeypatch.setattr(engine, "LANES_ALWAYS", 2)
+    monkeypatch.setattr(engine, "LANES_PROBES", 2)
     wide = engine_for(graph).probe_many(params, "L", vals)
     monkeypatch.setattr(engine, "LANES", 3)
     mid = engine.GraphEngine(graph).probe_many(params, "L", vals)
@@ -277,7 +277,9 @@ def test_lanes_equal_full_sweeps_on_rings_and_many_tight_sinks(n):
         REL_TOL,
         ABS_TOL_NS,
     )[2]
-    assert list(over) == [n > kernels.CANDIDATES, False, False, False]
+    # lane 0 keeps every event (distinct times, all tight): the pass is redone with the final
+    # thresholds; lane 3's equal times merge into one candidate
+    assert over == (n > kernels.CANDIDATES)
 
 
 def _single_arrays(in_ptr, src, pattern, value, wa, wb, sa, sb, sign):
