@@ -6,9 +6,9 @@ noise, an alltoall every 10th iteration: about one breakpoint per iteration). Th
 each wave's probes to ``GraphEngine.probe_many`` in one call, so its cost is set by the number
 of waves and of evaluations; rows give both, for one probe per interval (``wave width 1``: the
 classic ``≤ 2k+1`` evaluations) and for the default (:data:`llamp.lp.critical.WAVE_WIDTH`
-probes per wave while few intervals are open). ``passes of 32 lanes`` counts the passes an
-engine evaluating 32 values per pass over the graph would make: ``Σ ceil(probes of a wave /
-32)``. ``significant at 1 %`` is the length of ``CriticalLatencies.significant(0.01)``. The
+probes per wave while few intervals are open). ``passes of LANES lanes`` counts the passes the
+engine makes at ``llamp.lp.engine.LANES`` values per pass: ``Σ ceil(probes of a wave /
+LANES)``. ``significant at 1 %`` is the length of ``CriticalLatencies.significant(0.01)``. The
 last rows time ``llamp report``'s L-sweep read from the exact segments
 (``runtime_at``/``slope_at``) against evaluating it.
 """
@@ -25,10 +25,10 @@ from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
 from llamp.lp import critical_latencies, engine_for, sweep
 from llamp.lp.critical import WAVE_WIDTH
+from llamp.lp.engine import LANES
 from llamp.params import LogGPS
 
 PARAMS = LogGPS()
-LANES = 32
 
 
 def _search(graph, wave_width: int) -> tuple[float, Any, list[int]]:
