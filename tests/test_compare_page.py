@@ -263,3 +263,37 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     assert ("run_figures", "sweep3d") in calls
     again = {tr["name"]: list(arr(tr["y"])) for tr in figures(at)[1]["data"]}
     assert again == {tr["name"]: list(arr(tr["y"])) for tr in first["data"]}
+
+
+def test_latency_page_offers_the_report(store_env):
+    at = page("latency")
+    assert_clean(at)
+    buttons = {b.proto.label for b in at.get("download_button")}
+    assert "Report (HTML)" in buttons
+
+
+def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
+    from llamp.lp import critical_latencies, predict, sweep, tolerance
+    from llamp.ui import analyses, exports, store
+
+    crit = critical_latencies(sweep3d, SIDEBAR, 0.0, 20_000.0)
+    assert crit.complete
+    curve = analyses.exact_curve(crit, SIDEBAR)
+    table = exports.sampled(curve, crit.lo, crit.hi)
+    swept = sweep(sweep3d, SIDEBAR, table["L_ns"].to_numpy(), engine="graph")
+    assert list(table["runtime_ns"]) == pytest.approx(list(swept["runtime_ns"]), rel=1e-9)
+    assert list(table["lambda_L"]) == list(swept["lambda_L"])
+    token = store.run_token(store.list_runs(), "sweep3d")
+    build = exports._latency_report(
+        "sweep3d",
+        token,
+        SIDEBAR,
+        predict(sweep3d, SIDEBAR),
+        tolerance(sweep3d, SIDEBAR),
+        crit,
+        curve,
+    )
+    html = build()
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html
+    assert "llamp report: sweep3d" in html
+    assert f"{len(crit.critical):,} critical latencies" in html
