@@ -8,10 +8,9 @@ path is computed on the click.
 
 from __future__ import annotations
 
-import streamlit as st
-
 import numpy as np
 import pandas as pd
+import streamlit as st
 
 from llamp.graph import ExecutionGraph
 from llamp.lp import CriticalLatencies, Prediction, Tolerance
