@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from apptest_pages import SWEEP3D, arr, exact_ns, figures, keyed, page, table
+from apptest_pages import SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
 
 from llamp.ingest import read
 from llamp.lp.compare import compare_runs
@@ -147,3 +147,153 @@ def test_export_downloads_build_the_files(sweep3d):
     html = exports._report(sweep3d, SIDEBAR)()
     assert html.startswith("<!DOCTYPE html>") and "http" not in html
     assert "sweep3d-2x2" in html
+
+
+@pytest.fixture
+def slow_sweep3d(monkeypatch):
+    """``run_figures`` that takes up to a minute for ``sweep3d`` (the real one for the others):
+    a comparison to watch, cancel and leave. Records the runs it was called for."""
+    import threading
+    import time
+
+    from llamp.lp import compare
+
+    state = {"calls": [], "stopped": threading.Event()}
+    real = compare.run_figures
+
+    def slow(graph, params, levels, *, name=None):
+        state["calls"].append(name)
+        if name == "sweep3d":
+            try:
+                for _ in range(6000):
+                    time.sleep(0.01)
+            except BaseException:
+                state["stopped"].set()
+                raise
+        return real(graph, params, levels, name=name)
+
+    monkeypatch.setattr(compare, "run_figures", slow)
+    return state
+
+
+def _comparing():
+    from llamp.ui import tasks
+
+    found = [t for t in tasks.running() if t.label == "Comparing 2 runs"]
+    assert found, [t.label for t in tasks.running()]
+    return found[0]
+
+
+def test_comparison_runs_in_the_background_and_stops_on_cancel(store_env, slow_sweep3d):
+    import time
+
+    from llamp.ui import run_comparison, tasks
+
+    at = page("compare", settle=False)
+    for task in tasks.running():
+        task.wait(60)
+    at.sidebar.text_input(key="param_L::compare").set_value("3.3us").run()  # nothing kept
+    task = _comparing()
+    deadline = time.monotonic() + 60
+    while not (task.fraction or 0) > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # bcast is done, sweep3d under way
+    at.run()
+    text = keyed(at, "task-compare").get("progress")[0].proto.text
+    assert text.startswith("Comparing 2 runs: analysing sweep3d (2/2)"), text
+    assert "%" in text and "left" in text, text
+
+    at.button(key="task-cancel-compare").click().run()
+    assert task.wait(10) and task.state == tasks.CANCELLED
+    assert slow_sweep3d["stopped"].is_set(), "the analysis itself stopped, not just the page"
+    assert not at.exception
+    assert any("cancelled after" in i.value for i in at.info)
+    params = LogGPS.parse(L="3.3us")
+    kept = {f.name for f in run_comparison._FIGURES.values() if f.prediction.params == params}
+    assert kept == {"bcast"}, "the run finished before Cancel is kept"
+
+    # Run again: only sweep3d is analysed; leaving the page stops it.
+    at.button(key="task-again-compare").click().run()
+    again = _comparing()
+    assert again is not task
+    deadline = time.monotonic() + 10
+    while slow_sweep3d["calls"].count("sweep3d") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert slow_sweep3d["calls"] == ["bcast", "sweep3d", "sweep3d"]
+    slow_sweep3d["stopped"].clear()
+    at.switch_page("views/runs.py").run()
+    assert again.wait(10) and again.state == tasks.CANCELLED
+    assert slow_sweep3d["stopped"].is_set()
+
+
+def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, monkeypatch):
+    from llamp.lp import compare
+    from llamp.ui import run_comparison
+
+    calls = []
+    for fn in ("run_figures", "run_curve"):
+        real = getattr(compare, fn)
+
+        def counted(*args, _real=real, _fn=fn, **kwargs):
+            calls.append((_fn, kwargs.get("name", args[-1] if _fn == "run_curve" else None)))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(compare, fn, counted)
+    at = page("compare")
+    at.sidebar.text_input(key="param_L::compare").set_value("3.4us").run()
+    at.text_input(key="cmp_hi").set_value("20us").run()
+    assert_clean(at)
+    assert {c for c in calls if c[0] == "run_figures"} == {
+        ("run_figures", "bcast"),
+        ("run_figures", "sweep3d"),
+    }
+    first = figures(at)[1]
+    calls.clear()
+    at.radio(key="cmp_mode").set_value("T(L)").run()  # display only
+    assert calls == []
+    # sweep3d as if never compared: putting it first computes it alone
+    for key in list(run_comparison._FIGURES):
+        if key[1][0] == 3400.0 and run_comparison._FIGURES[key].name == "sweep3d":
+            del run_comparison._FIGURES[key]
+    for key in list(run_comparison._CURVES):
+        if key[1][0] == 3400.0 and run_comparison._CURVES[key]["run"].iloc[0] == "sweep3d":
+            del run_comparison._CURVES[key]
+    at.multiselect(key="cmp_runs").set_value(["sweep3d", "bcast"]).run()
+    assert_clean(at)
+    assert {c[1] for c in calls} == {"sweep3d"}
+    assert ("run_figures", "sweep3d") in calls
+    again = {tr["name"]: list(arr(tr["y"])) for tr in figures(at)[1]["data"]}
+    assert again == {tr["name"]: list(arr(tr["y"])) for tr in first["data"]}
+
+
+def test_latency_page_offers_the_report(store_env):
+    at = page("latency")
+    assert_clean(at)
+    buttons = {b.proto.label for b in at.get("download_button")}
+    assert "Report (HTML)" in buttons
+
+
+def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
+    from llamp.lp import critical_latencies, predict, sweep, tolerance
+    from llamp.ui import analyses, exports, store
+
+    crit = critical_latencies(sweep3d, SIDEBAR, 0.0, 20_000.0)
+    assert crit.complete
+    curve = analyses.exact_curve(crit, SIDEBAR)
+    table = exports.sampled(curve, crit.lo, crit.hi)
+    swept = sweep(sweep3d, SIDEBAR, table["L_ns"].to_numpy(), engine="graph")
+    assert list(table["runtime_ns"]) == pytest.approx(list(swept["runtime_ns"]), rel=1e-9)
+    assert list(table["lambda_L"]) == list(swept["lambda_L"])
+    token = store.run_token(store.list_runs(), "sweep3d")
+    build = exports._latency_report(
+        "sweep3d",
+        token,
+        SIDEBAR,
+        predict(sweep3d, SIDEBAR),
+        tolerance(sweep3d, SIDEBAR),
+        crit,
+        curve,
+    )
+    html = build()
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html
+    assert "llamp report: sweep3d" in html
+    assert f"{len(crit.critical):,} critical latencies" in html

@@ -1,7 +1,8 @@
 """Compare runs: two or more stored runs side by side at one configuration (issue 17) — T(L)
 and λ_L on one plot each (a line per run), tolerances, critical-path composition, and what
-changed against the first run (:func:`llamp.lp.compare.compare_runs`, computed per run and
-cached, so adding a run computes only that run)."""
+changed against the first run (:func:`llamp.lp.compare.compare_runs`, computed per run in the
+background by :mod:`llamp.ui.run_comparison`: progress, Cancel, and adding a run computes only
+that run). The controls under the curves (runtime axis) only redraw."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ import streamlit as st
 
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
-from llamp.graph import ExecutionGraph
-from llamp.lp.compare import PARTS, RunFigures, assemble, latency_grid, run_curve, run_figures
-from llamp.ui import analyses, controls, plots, store
-from llamp.ui.analyses import ParamKey, params_of
+from llamp.lp.compare import PARTS
+from llamp.ui import analyses, controls, plots, run_comparison, store, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -29,22 +28,6 @@ def markdown_text(text: str) -> str:
 st.title("Compare runs")
 sel = controls.selection("compare")
 st.caption(controls.describe(sel.params))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def figures_of(
-    run: str, name: str, _graph: ExecutionGraph, params: ParamKey, levels: tuple[float, ...]
-) -> RunFigures:
-    """Size, prediction, tolerances and critical-path composition of one run."""
-    return run_figures(_graph, params_of(params), levels, name=name)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def curve_of(
-    run: str, name: str, _graph: ExecutionGraph, params: ParamKey, latencies: tuple[float, ...]
-) -> pd.DataFrame:
-    """T, λ_L and ρ_L of one run over the shared latencies."""
-    return run_curve(_graph, params_of(params), np.asarray(latencies), name)
 
 
 runs = None
@@ -73,33 +56,27 @@ if len(chosen) < 2:
     st.info("Choose at least two runs.")
     st.stop()
 
-comparison = None
+found = None
 with controls.readable_errors("Comparison"):
     levels = analyses.tolerance_levels(levels_text)
-    bar = st.progress(0.0, text="Loading the runs…")
-    graphs, figures = [], []
-    steps = 2 * len(chosen)
-    for i, name in enumerate(chosen):
-        token = store.run_token(runs, name)
-        bar.progress(i / steps, text=f"Analysing {name} ({i + 1}/{len(chosen)})…")
-        graph = store.load_graph(name, token)
-        graphs.append((store.cache_key(token), graph))
-        figures.append(figures_of(store.cache_key(token), name, graph, sel.key, levels))
+    fixed = None
     if hi_text.strip():
         top = parse_duration_ns(hi_text)
         if not top > 0:
             raise InputError(f"largest L {hi_text!r}: must be > 0")
-        grid = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
-    else:
-        grid = latency_grid(figures, sel.params, points)
-    curves = []
-    for i, (name, (key, graph)) in enumerate(zip(chosen, graphs, strict=True)):
-        bar.progress((len(chosen) + i) / steps, text=f"T(L) of {name}…")
-        curves.append(curve_of(key, name, graph, sel.key, tuple(grid.tolist())))
-    comparison = assemble(sel.params, levels, figures, curves)
-    bar.empty()
-if comparison is None:
+        fixed = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
+    pairs = [(name, store.run_token(runs, name)) for name in chosen]
+    grid_key = "auto" if fixed is None else repr(float(fixed.max()))
+    found = tasks.result(
+        f"compare|{[(n, store.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{levels!r}"
+        f"|{grid_key}|{points}",
+        f"Comparing {len(chosen)} runs",
+        run_comparison.work(pairs, sel.params, levels, fixed, points),
+        slot="compare",
+    )
+if found is None:
     st.stop()
+comparison, grid = found
 
 # ---------------------------------------------------------------------- what changed
 st.subheader("What changed")

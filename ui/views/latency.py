@@ -16,7 +16,7 @@ import streamlit as st
 
 from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
 from llamp.errors import InputError
-from llamp.ui import analyses, controls, plots, stored
+from llamp.ui import analyses, controls, exports, plots, stored
 
 st.title("Latency sensitivity and tolerance")
 sel = controls.selection("latency")
@@ -267,3 +267,8 @@ with c2:
         key="csv_critical",
         label=f"Download all {len(segments):,} exact segments",
     )
+
+st.subheader("Export")
+exports.latency_report_button(
+    sel.name, sel.token, sel.params, pred, tol, crit, curve, key="lat-export-report"
+)

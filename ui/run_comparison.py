@@ -1,0 +1,128 @@
+"""The Compare runs page's work, in the background (:mod:`llamp.ui.tasks`): each run's figures
+(:func:`llamp.lp.compare.run_figures`: prediction, tolerances, critical-path composition) and
+its curve over the shared latencies (:func:`llamp.lp.compare.run_curve`), kept per run in this
+process so adding a run to a comparison computes only that run (and a cancelled comparison
+keeps the runs it finished).
+
+The curves share one L grid; with the automatic range it reaches 1.25 × the largest tolerance
+of any run, so a run whose tolerance is larger than all the others' moves the grid and the
+other curves are swept again (their figures are not). A curve is swept in chunks of latencies,
+so the progress bar moves and Cancel takes effect between two chunks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llamp.lp import compare
+from llamp.lp.compare import Comparison, RunFigures
+from llamp.params import LogGPS
+from llamp.ui import store
+from llamp.ui.analyses import param_key
+from llamp.ui.tasks import Task
+
+#: Latencies swept per step of a curve (one progress report and cancellation point each).
+CHUNK = 8
+#: Results kept in this process, per kind (the oldest go first).
+KEEP = 64
+
+_FIGURES: OrderedDict[tuple, RunFigures] = OrderedDict()
+_CURVES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _get(memo: OrderedDict, key: tuple) -> Any | None:
+    with _LOCK:
+        return memo.get(key)
+
+
+def _put(memo: OrderedDict, key: tuple, value: Any) -> None:
+    with _LOCK:
+        memo[key] = value
+        while len(memo) > KEEP:
+            memo.popitem(last=False)
+
+
+def forget() -> None:
+    """Drop the per-run results kept in this process (tests)."""
+    with _LOCK:
+        _FIGURES.clear()
+        _CURVES.clear()
+
+
+def figures_key(token: str, params: LogGPS, levels: Sequence[float]) -> tuple:
+    return (store.cache_key(token), param_key(params), tuple(levels))
+
+
+def curve_key(token: str, params: LogGPS, grid: np.ndarray) -> tuple:
+    return (store.cache_key(token), param_key(params), tuple(grid.tolist()))
+
+
+def work(
+    runs: Sequence[tuple[str, str]],
+    params: LogGPS,
+    levels: Sequence[float],
+    grid: np.ndarray | None,
+    points: int,
+) -> Callable[[Task], tuple[Comparison, np.ndarray]]:
+    """The task comparing ``runs`` (``(name, token)`` pairs, the first is the baseline) at
+    ``params``: the comparison and its L grid (``grid``, or :func:`llamp.lp.compare.latency_grid`
+    with ``points`` when ``None``). Only the runs (and curves) not kept from an earlier
+    comparison are computed; the progress fraction counts those."""
+    levels = tuple(float(x) for x in levels)
+
+    def run(task: Task) -> tuple[Comparison, np.ndarray]:
+        todo = [_get(_FIGURES, figures_key(token, params, levels)) is None for _, token in runs]
+        # Steps: one per run's figures, CHUNK latencies per step of a curve (a guess of the
+        # grid's size when it depends on the figures still to compute).
+        size = len(grid) if grid is not None else points + 1
+        per_curve = -(-size // CHUNK)
+        total = sum(todo) + per_curve * len(runs)
+        done = 0
+
+        def step(text: str) -> None:
+            task.report(done / total if total else None, text)
+
+        figures = []
+        for i, (name, token) in enumerate(runs):
+            key = figures_key(token, params, levels)
+            found = _get(_FIGURES, key)
+            if found is None:
+                step(f"loading {name} ({i + 1}/{len(runs)})")
+                graph = store.load_graph(name, token)
+                step(f"analysing {name} ({i + 1}/{len(runs)})")
+                found = compare.run_figures(graph, params, levels, name=name)
+                _put(_FIGURES, key, found)
+                done += 1
+            figures.append(found)
+        shared = grid if grid is not None else compare.latency_grid(figures, params, points)
+        curves = []
+        for i, (name, token) in enumerate(runs):
+            key = curve_key(token, params, shared)
+            frame = _get(_CURVES, key)
+            if frame is None:
+                graph = store.load_graph(name, token)
+                pieces = []
+                for start in range(0, len(shared), CHUNK):
+                    step(f"T(L) of {name} ({i + 1}/{len(runs)})")
+                    chunk = shared[start : start + CHUNK]
+                    pieces.append(compare.run_curve(graph, params, chunk, name))
+                    done += 1
+                frame = pd.concat(pieces, ignore_index=True)
+                _put(_CURVES, key, frame)
+            else:
+                done += per_curve
+            curves.append(frame.assign(run=name))
+        task.report(1.0, "")
+        return compare.assemble(params, levels, figures, curves), shared
+
+    return run
+
+
+__all__ = ["CHUNK", "figures_key", "curve_key", "forget", "work"]
