@@ -216,7 +216,9 @@ else:
                 else:
                     source, root = server_source(server_path, settings.server_roots)
                 with confine.confined_to(root):  # every path a reader follows stays inside
-                    staging = tmp if source_kind == "Upload files" else None
+                    # uploaded files are named relative to the folder they were staged in
+                    upload_dir = source if Path(source).is_dir() else Path(source).parent
+                    staging = str(upload_dir) if source_kind == "Upload files" else None
                     _ingest(
                         source, run_name, collectives, host_speed, lenient, replace, bar, staging
                     )
