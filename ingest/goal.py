@@ -381,11 +381,16 @@ class _Reader:
                 a, b = int(out["slow_s"][i]), int(out["slow_e"][i])
                 cost[int(out["slow_vid"][i])] = float(bytes(text[a:b]))
         c = self.chunks
-        for key in ("kind", "size", "peer", "tag", "vline"):
+        for key in ("kind", "size", "tag"):
             c[key].append(out[key][:nvc].copy())
         c["cost"].append(cost.copy())
-        for key in ("src", "dst", "ekind"):
-            c[key].append(out[key][:ne].copy())
+        # kept narrow where the values allow (a wider chunk widens the whole column)
+        c["peer"].append(_narrow(out["peer"][:nvc], np.int32))
+        c["vline"].append(_narrow(out["vline"][:nvc], np.uint32))
+        narrow = np.int32 if st[tok.S_NV] < 2**31 else np.int64
+        for key in ("src", "dst"):
+            c[key].append(out[key][:ne].astype(narrow))
+        c["ekind"].append(out["ekind"][:ne].copy())
         ncn = int(st[tok.S_NCN])
         for key in ("cn_vid", "cn_cpu", "cn_nic"):
             c[key].append(out[key][:ncn].copy())
@@ -741,8 +746,6 @@ class _Reader:
         edge_dst[ne_local:] = pairs_r
         edge_kind[ne_local:] = MESSAGE
         del pairs_s, pairs_r
-        if peer.size and int(peer.max(initial=0)) < 2**31 and int(peer.min(initial=0)) >= -(2**31):
-            peer = peer.astype(np.int32)
         return ExecutionGraph.from_arrays(
             P,
             rank=rank,
@@ -819,6 +822,14 @@ class _Reader:
         demote[lost] = True
         order = np.argsort(sends, kind="stable")
         return sends[order], recvs[order], resolved
+
+
+def _narrow(values: np.ndarray, dtype: type) -> np.ndarray:
+    """A copy of ``values`` as ``dtype`` if every value fits, else as it is."""
+    info = np.iinfo(dtype)
+    if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
+        return values.astype(dtype)
+    return values.copy()
 
 
 def _after_last_newline(buf: np.ndarray, end: int) -> int:
@@ -907,33 +918,65 @@ def fifo_match(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact matches: the k-th send ``r → d`` with tag ``t`` (in vertex order) pairs with the k-th
     recv at ``d`` from ``r`` with tag ``t``. Recvs with a negative peer or tag (wildcards) are left
-    out. Returns (send ids, recv ids), vectorised (sorts only)."""
+    out. Returns (send ids, recv ids) in send order, vectorised: one int64 key per (source,
+    destination, tag), two stable sorts and a binary search (no per-message Python)."""
     s = np.flatnonzero(kind == SEND)
     r = np.flatnonzero((kind == RECV) & (peer >= 0) & (tag >= 0))
     if s.size == 0 or r.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    src = np.concatenate((rank[s], peer[r])).astype(np.int64)
-    dst = np.concatenate((peer[s], rank[r])).astype(np.int64)
-    tg = np.concatenate((tag[s], tag[r])).astype(np.int64)
-    vid = np.concatenate((s, r))
-    side = np.concatenate((np.zeros(s.size, np.int8), np.ones(r.size, np.int8)))
-    order = np.lexsort((vid, side, tg, dst, src))  # groups (src, dst, tag), sends first, FIFO
-    src, dst, tg, vid, side = src[order], dst[order], tg[order], vid[order], side[order]
-    group_start = np.ones(vid.size, dtype=bool)
-    group_start[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (tg[1:] != tg[:-1])
-    run_start = group_start.copy()
-    run_start[1:] |= side[1:] != side[:-1]
-    # occurrence index of each element within its (group, side) run
-    idx = np.arange(vid.size)
-    occ = idx - np.maximum.accumulate(np.where(run_start, idx, 0))
-    group = np.cumsum(group_start) - 1
-    key = group * (vid.size + 1) + occ
-    is_send = side == 0
-    _, i_s, i_r = np.intersect1d(
-        key[is_send], key[~is_send], assume_unique=True, return_indices=True
+    s_key, r_key = _channel_keys(
+        rank[s].astype(np.int64),
+        peer[s].astype(np.int64),
+        tag[s].astype(np.int64),
+        peer[r].astype(np.int64),
+        rank[r].astype(np.int64),
+        tag[r].astype(np.int64),
     )
-    return vid[is_send][i_s], vid[~is_send][i_r]
+    so = np.argsort(s_key, kind="stable")
+    ro = np.argsort(r_key, kind="stable")
+    ks, kr = s_key[so], r_key[ro]
+    del s_key, r_key
+    # occurrence of each recv within its run of equal keys: the k-th recv takes the k-th send
+    start = np.ones(kr.size, bool)
+    start[1:] = kr[1:] != kr[:-1]
+    idx = np.arange(kr.size)
+    occ = idx - np.maximum.accumulate(np.where(start, idx, 0))
+    del start, idx
+    left = np.searchsorted(ks, kr, side="left")
+    count = np.searchsorted(ks, kr, side="right") - left
+    ok = occ < count
+    sends = s[so[left[ok] + occ[ok]]]
+    recvs = r[ro[ok]]
+    order = np.argsort(sends, kind="stable")
+    return sends[order], recvs[order]
+
+
+def _channel_keys(
+    s_src: np.ndarray,
+    s_dst: np.ndarray,
+    s_tag: np.ndarray,
+    r_src: np.ndarray,
+    r_dst: np.ndarray,
+    r_tag: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 per (source, destination, tag), equal across sides exactly when all three
+    are: packed when the ranges allow (always for real traces), else numbered by np.unique."""
+    hi = max(int(s_src.max()), int(s_dst.max()), int(r_src.max()), int(r_dst.max())) + 1
+    tags = max(int(s_tag.max()), int(r_tag.max())) + 1
+    if hi * hi * tags < 2**62:
+        return (s_src * hi + s_dst) * tags + s_tag, (r_src * hi + r_dst) * tags + r_tag
+    both = np.stack(
+        (
+            np.concatenate((s_src, r_src)),
+            np.concatenate((s_dst, r_dst)),
+            np.concatenate((s_tag, r_tag)),
+        ),
+        axis=1,
+    )
+    _, dense = np.unique(both, axis=0, return_inverse=True)
+    dense = dense.reshape(-1).astype(np.int64)
+    return dense[: s_src.size], dense[s_src.size :]
 
 
 def _resolve_wildcards(

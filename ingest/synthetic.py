@@ -548,6 +548,10 @@ def _goal_words() -> numba.typed.List:
     return words
 
 
+#: Text generated per batch of iterations (at most ~64 bytes a line).
+_BATCH_BYTES = 16 << 20
+
+
 def write_stencil_goal(
     path: str | Path,
     pattern: StencilPattern | None = None,
@@ -569,7 +573,7 @@ def write_stencil_goal(
     sizes = np.array([p.halo_bytes, p.allreduce_bytes, p.alltoall_bytes], np.int64)
     words = _goal_words()
     per_iter_lines = 1 + 4 * K + 4 * K + 3 + 7 * rounds + 6 * (P - 1) + 4
-    batch = max(1, (16 << 20) // (per_iter_lines * 64))
+    batch = max(1, _BATCH_BYTES // (per_iter_lines * 64))
     out = np.empty(per_iter_lines * 64 * batch + 256, np.uint8)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
