@@ -381,11 +381,11 @@ class _Reader:
                 a, b = int(out["slow_s"][i]), int(out["slow_e"][i])
                 cost[int(out["slow_vid"][i])] = float(bytes(text[a:b]))
         c = self.chunks
-        for key in ("kind", "size", "tag"):
-            c[key].append(out[key][:nvc].copy())
+        c["kind"].append(out["kind"][:nvc].copy())
         c["cost"].append(cost.copy())
         # kept narrow where the values allow (a wider chunk widens the whole column)
-        c["peer"].append(_narrow(out["peer"][:nvc], np.int32))
+        for key in ("size", "peer", "tag"):
+            c[key].append(_narrow(out[key][:nvc], np.int32))
         c["vline"].append(_narrow(out["vline"][:nvc], np.uint32))
         narrow = np.int32 if st[tok.S_NV] < 2**31 else np.int64
         for key in ("src", "dst"):
@@ -733,8 +733,9 @@ class _Reader:
         # edges: the file's dependencies, then the messages, written in place (no second copy)
         ne_local = sum(p.size for p in c["src"])
         ne = ne_local + pairs_s.size
-        edge_src = np.empty(ne, np.int64)
-        edge_dst = np.empty(ne, np.int64)
+        index = np.int32 if n < 2**31 - 1 else np.int64  # vertex ids as the graph keeps them
+        edge_src = np.empty(ne, index)
+        edge_dst = np.empty(ne, index)
         edge_kind = np.empty(ne, np.int8)
         for key, column in (("src", edge_src), ("dst", edge_dst), ("ekind", edge_kind)):
             at = 0
