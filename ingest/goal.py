@@ -139,6 +139,7 @@ def read_goal(
     relaxes.
     """
     path = Path(path)
+    _return_freed_memory()
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below, also on Ctrl-C
     except OSError as err:
@@ -823,6 +824,31 @@ class _Reader:
         demote[lost] = True
         order = np.argsort(sends, kind="stable")
         return sends[order], recvs[order], resolved
+
+
+def _return_freed_memory() -> None:
+    """Have glibc serve every block of 1 MiB or more with its own mapping, returned on free.
+
+    By default glibc raises that threshold to 32 MiB once a large block is freed, so the
+    chunk columns (a few MiB each, copied, concatenated, freed) end up in the heap, where
+    freed holes stay resident: measured at 10^7 vertices, the read's peak RSS falls from 1.43
+    to 1.02 GB and the RSS after it from 1.10 to 0.59 GB (the graph itself is 0.43 GB). Process
+    wide and harmless elsewhere; a no-op off glibc.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+_MALLOC_TUNED = False
 
 
 def _narrow(values: np.ndarray, dtype: type) -> np.ndarray:
