@@ -845,3 +845,13 @@ def test_block_comment_across_chunks_keeps_lines(monkeypatch):
     assert err.line == 6 and "calc cost 'x'" in str(err)
     g = parse_goal_text(text.replace("calc x", "calc 7"))
     assert g.label[:3].tolist() == ["l1", "l2", "l3"] and g.cost_ns[:3].tolist() == [5, 6, 7]
+
+
+def test_progress_reports_bytes_read_on_stderr(capsys):
+    g = read_goal(GOAL_DIR / "binary_tree_32.goal", progress=True)
+    err = capsys.readouterr().err
+    size = (GOAL_DIR / "binary_tree_32.goal").stat().st_size
+    assert "reading GOAL" in err and "100%" in err and g.num_ranks == 32
+    from tqdm import tqdm
+
+    assert f"{tqdm.format_sizeof(size)}/{tqdm.format_sizeof(size)}" in err  # bytes read / total
