@@ -855,3 +855,42 @@ def test_progress_reports_bytes_read_on_stderr(capsys):
     from tqdm import tqdm
 
     assert f"{tqdm.format_sizeof(size)}/{tqdm.format_sizeof(size)}" in err  # bytes read / total
+
+
+def test_tokenizer_and_grammar_agree_on_random_op_lines():
+    """Seeded random op lines: the compiled tokenizer takes exactly the lines the grammar
+    (``_check_op``) accepts, and hands every other one back with a reason (lenient: skipped)."""
+    import random
+
+    from llamp.ingest.goal import _check_op, _LineProblem
+
+    words = ["send", "recv", "calc", "4b", "4", "b", "0b", "to", "from", "1", "-1", "0", "tag"]
+    words += ["cpu", "nic", "7", "255", "256", "1.5", "1e3", ".5", "5.", "1e", "x", "b4", "-"]
+    rng = random.Random(15)
+    for _ in range(600):
+        body = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 10)))
+        label = rng.choice(["", "a: ", "a:", " : ", "a b: ", "rank: "])
+        line = label + body
+        toks = line.split()
+        if len(toks) == 3 and toks[1] in ("requires", "irequires"):
+            continue
+        head, colon, rest = line.partition(":")
+        try:
+            if colon:
+                if not head.strip():
+                    raise _LineProblem("empty label")
+                _check_op(rest.split())
+            elif toks[0] in ("send", "recv", "calc"):
+                _check_op(toks)
+            else:
+                raise _LineProblem("not an op")
+            accepted = True
+        except _LineProblem:
+            accepted = False
+        text = goal(f"{line}\n---\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = parse_goal_text(text, lenient=True)
+        assert (g.num_vertices == 1) == accepted, line  # a bad peer or partner demotes, keeps
+        if not accepted:
+            assert g.meta.get("warning_count", 0) >= 1, line
