@@ -304,6 +304,8 @@ class _Reader:
             buf[:rest] = buf[cut:end]
             carry = rest
         self.last_line = newlines + (0 if last == 10 else 1)
+        self.out = {}  # the last chunk's work arrays
+        self.lb = np.zeros(0, np.uint8)
         if self.st[tok.S_INCOM]:
             raise self._fatal(
                 int(self.st[tok.S_COMLINE]), "unterminated /* comment (no closing */)"
