@@ -167,7 +167,7 @@ def read_goal(
         finally:
             if bar is not None:
                 bar.close()
-    graph = reader.finish()
+    graph = reader.finish(progress)
     graph.meta["name"] = path.stem
     graph.meta["files"] = [str(path)]
     return graph
@@ -649,8 +649,9 @@ class _Reader:
             parts[:] = [np.concatenate(parts) if parts else np.zeros(0, np.int64)]
         return parts[0]
 
-    def finish(self) -> ExecutionGraph:
-        """Check the block structure, match messages, build and validate the graph."""
+    def finish(self, progress: bool = False) -> ExecutionGraph:
+        """Check the block structure, match messages, build and validate the graph
+        (``progress``: one bar over these steps on stderr)."""
         st = self.st
         last_line = self.last_line
         if st[tok.S_RANK] >= 0:
@@ -674,6 +675,27 @@ class _Reader:
             parts.clear()
             return whole
 
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=4, desc="building graph", unit="step", leave=False)
+
+        def step(what: str) -> None:
+            if bar is not None:
+                bar.set_postfix_str(what)
+                bar.update(1)
+
+        try:
+            return self._build(take, step)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _build(self, take: Any, step: Any) -> ExecutionGraph:
+        """The graph from the columns read (``take`` hands each over, ``step`` reports)."""
+        c = self.chunks
+        step("columns")
         kind, vline = take("kind"), take("vline")
         n = kind.size
         P = self.num_ranks
@@ -702,6 +724,7 @@ class _Reader:
         demote[bad] = True
         live_kind = np.where(demote, CALC, kind).astype(np.int8)
 
+        step("matching messages")
         pairs_s, pairs_r, resolved = self._match(
             rank, live_kind, size, peer, tag, vline, labels, demote
         )
@@ -744,6 +767,7 @@ class _Reader:
             cpu[cn_vid], nic[cn_vid] = cn_cpu, cn_nic
             nic[kind == CALC] = 0  # ops demoted to calc (lenient) keep their cpu, not a NIC
         # edges: the file's dependencies, then the messages, written in place (no second copy)
+        step("edges")
         ne_local = sum(p.size for p in c["src"])
         ne = ne_local + pairs_s.size
         index = np.int32 if n < 2**31 - 1 else np.int64  # vertex ids as the graph keeps them
@@ -760,6 +784,7 @@ class _Reader:
         edge_dst[ne_local:] = pairs_r
         edge_kind[ne_local:] = MESSAGE
         del pairs_s, pairs_r
+        step("validating")
         return ExecutionGraph.from_arrays(
             P,
             rank=rank,
