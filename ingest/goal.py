@@ -989,18 +989,13 @@ def fifo_match(
     if s.size == 0 or r.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    s_key, r_key = _channel_keys(
-        rank[s].astype(np.int64),
-        peer[s].astype(np.int64),
-        tag[s].astype(np.int64),
-        peer[r].astype(np.int64),
-        rank[r].astype(np.int64),
-        tag[r].astype(np.int64),
-    )
+    s_key, r_key = _channel_keys(rank, peer, tag, s, r)
     so = np.argsort(s_key, kind="stable")
+    ks = s_key[so]
+    del s_key
     ro = np.argsort(r_key, kind="stable")
-    ks, kr = s_key[so], r_key[ro]
-    del s_key, r_key
+    kr = r_key[ro]
+    del r_key
     # occurrence of each recv within its run of equal keys: the k-th recv takes the k-th send
     start = np.ones(kr.size, bool)
     start[1:] = kr[1:] != kr[:-1]
@@ -1008,39 +1003,47 @@ def fifo_match(
     occ = idx - np.maximum.accumulate(np.where(start, idx, 0))
     del start, idx
     left = np.searchsorted(ks, kr, side="left")
-    count = np.searchsorted(ks, kr, side="right") - left
+    count = np.searchsorted(ks, kr, side="right")
+    count -= left
+    del ks, kr
     ok = occ < count
+    del count
     sends = s[so[left[ok] + occ[ok]]]
     recvs = r[ro[ok]]
+    del so, ro, left, occ, ok
     order = np.argsort(sends, kind="stable")
     return sends[order], recvs[order]
 
 
 def _channel_keys(
-    s_src: np.ndarray,
-    s_dst: np.ndarray,
-    s_tag: np.ndarray,
-    r_src: np.ndarray,
-    r_dst: np.ndarray,
-    r_tag: np.ndarray,
+    rank: np.ndarray, peer: np.ndarray, tag: np.ndarray, s: np.ndarray, r: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One int64 per (source, destination, tag), equal across sides exactly when all three
-    are: packed when the ranges allow (always for real traces), else numbered by np.unique."""
-    hi = max(int(s_src.max()), int(s_dst.max()), int(r_src.max()), int(r_dst.max())) + 1
-    tags = max(int(s_tag.max()), int(r_tag.max())) + 1
+    """One int64 per (source, destination, tag) of the sends ``s`` and the recvs ``r``, equal
+    across sides exactly when all three are: packed in place when the ranges allow (always for
+    real traces: one int64 array per side alive), else numbered by np.unique."""
+    hi = max(int(rank[s].max()), int(peer[s].max()), int(peer[r].max()), int(rank[r].max())) + 1
+    tags = max(int(tag[s].max()), int(tag[r].max())) + 1
     if hi * hi * tags < 2**62:
-        return (s_src * hi + s_dst) * tags + s_tag, (r_src * hi + r_dst) * tags + r_tag
+        keys = []
+        for src, dst, ids in ((rank, peer, s), (peer, rank, r)):
+            key = src[ids].astype(np.int64)
+            key *= hi
+            key += dst[ids]
+            key *= tags
+            key += tag[ids]
+            keys.append(key)
+        return keys[0], keys[1]
     both = np.stack(
         (
-            np.concatenate((s_src, r_src)),
-            np.concatenate((s_dst, r_dst)),
-            np.concatenate((s_tag, r_tag)),
+            np.concatenate((rank[s], peer[r])).astype(np.int64),
+            np.concatenate((peer[s], rank[r])).astype(np.int64),
+            np.concatenate((tag[s], tag[r])).astype(np.int64),
         ),
         axis=1,
     )
     _, dense = np.unique(both, axis=0, return_inverse=True)
     dense = dense.reshape(-1).astype(np.int64)
-    return dense[: s_src.size], dense[s_src.size :]
+    return dense[: s.size], dense[s.size :]
 
 
 def _resolve_wildcards(
