@@ -84,9 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="LogGOPSim binary for bench_peers (default: $LOGGOPSIM; without one it is skipped)",
     )
+    parser.add_argument(
+        "--txt2bin",
+        metavar="PATH",
+        help="LogGOPSim's txt2bin for bench_goal (default: $TXT2BIN, or next to --loggopsim)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
+    if args.txt2bin:
+        os.environ["TXT2BIN"] = args.txt2bin  # the modules run in child processes
 
     rows = []
     started = time.time()

@@ -96,7 +96,7 @@ def _is_dumpi(path: Path) -> bool:
 def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
     from llamp.ingest.goal import read_goal
 
-    return read_goal(path, lenient=lenient)
+    return read_goal(path, lenient=lenient, progress=progress)
 
 
 def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:

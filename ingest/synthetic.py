@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from llamp.errors import InputError
@@ -226,9 +227,7 @@ def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> Executi
 def stencil_with_vertices(target: int, *, ranks: int = 16, **overrides) -> ExecutionGraph:
     """A stencil graph of about ``target`` vertices (iterations chosen to match)."""
     pattern = StencilPattern(ranks=ranks, **overrides)
-    per_iter = vertices_per_iteration(pattern) * ranks
-    iterations = max(1, int(round(target / per_iter)))
-    return stencil_graph(pattern, iterations=iterations)
+    return stencil_graph(pattern, iterations=iterations_for(target, pattern))
 
 
 def _pattern(pattern: StencilPattern | None, overrides: dict) -> StencilPattern:
@@ -328,3 +327,297 @@ def write_liballprof(
         (out / f"pmpi-trace-rank-{r}.txt").write_text("\n".join(lines) + "\n")
         lines_total += sum(1 for line in lines if line.startswith("MPI_"))
     return lines_total
+
+
+# --------------------------------------------------------------------------- GOAL, streamed
+
+
+@dataclass(frozen=True)
+class StencilGoal:
+    """What :func:`write_stencil_goal` wrote."""
+
+    path: Path
+    ranks: int
+    iterations: int
+    vertices: int
+    lines: int
+    bytes: int
+
+
+def _stencil_layout(p: StencilPattern):
+    """The per-iteration layout and compute draws of :func:`stencil_graph` (same seed, same
+    numbers): local iteration offsets, allreduce/alltoall flags, and the three calc costs per
+    (rank, iteration) rounded to integral ns as :func:`write_goal` writes them."""
+    P, n_iter = p.ranks, p.iterations
+    if P < 2 or n_iter < 1:
+        raise InputError("a stencil graph needs at least 2 ranks and 1 iteration")
+    if p.dims not in (1, 2):
+        raise InputError("dims must be 1 or 2")
+    rounds = int(np.log2(P))
+    if p.allreduce_every and 2**rounds != P:
+        raise InputError(f"recursive-doubling allreduce needs a power-of-two rank count, got {P}")
+    rng = np.random.default_rng(p.seed)
+    nb = _neighbours(P, p.dims)
+    K = nb.shape[1]
+    it = np.arange(n_iter)
+    has_ar = (
+        (it % p.allreduce_every == p.allreduce_every - 1)
+        if p.allreduce_every
+        else np.zeros(n_iter, bool)
+    )
+    has_a2a = (
+        (it % p.alltoall_every == p.alltoall_every - 1)
+        if p.alltoall_every
+        else np.zeros(n_iter, bool)
+    )
+    if not rounds:
+        has_ar = np.zeros(n_iter, bool)
+    block = 3 + 2 * K + has_ar * (3 * rounds) + has_a2a * (2 * (P - 1) + 1)
+    it_off = np.concatenate(([0], np.cumsum(block))).astype(np.int64)
+    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
+    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
+    work = np.maximum(p.compute_ns * load * jitter, 0.0)
+    edge = np.rint(work * (1 - p.interior_fraction) / 2).astype(np.int64)
+    inner = np.rint(work * p.interior_fraction).astype(np.int64)
+    return nb.astype(np.int64), K, rounds, it_off, has_ar, has_a2a, edge, inner
+
+
+@numba.njit(cache=True, nogil=True)
+def _put_int(out, at, v):  # pragma: no cover - compiled
+    if v < 0:
+        out[at] = 45
+        at += 1
+        v = -v
+    n = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        n += 1
+    q = at + n - 1
+    while q >= at:
+        out[q] = 48 + v % 10
+        v //= 10
+        q -= 1
+    return at + n
+
+
+@numba.njit(cache=True, nogil=True)
+def _put(out, at, text):  # pragma: no cover - compiled
+    for q in range(text.shape[0]):
+        out[at + q] = text[q]
+    return at + text.shape[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _op_line(out, at, words, op, label, a, b, c):  # pragma: no cover - compiled
+    """``l<label>: calc <a>`` (op 0), ``… send <a>b to <b> tag <c>`` (1), ``… recv … from`` (2)."""
+    out[at] = 108
+    at = _put_int(out, at + 1, label)
+    if op == 0:
+        at = _put(out, at, words[0])
+        at = _put_int(out, at, a)
+    else:
+        at = _put(out, at, words[1] if op == 1 else words[2])
+        at = _put_int(out, at, a)
+        at = _put(out, at, words[3] if op == 1 else words[4])
+        at = _put_int(out, at, b)
+        at = _put(out, at, words[5])
+        at = _put_int(out, at, c)
+    out[at] = 10
+    return at + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _dep_line(out, at, words, later, earlier, irequires):  # pragma: no cover - compiled
+    out[at] = 108
+    at = _put_int(out, at + 1, later)
+    at = _put(out, at, words[7] if irequires else words[6])
+    at = _put_int(out, at, earlier)
+    out[at] = 10
+    return at + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _stencil_goal_text(
+    out, words, r, i0, i1, n_iter, it_off, has_ar, has_a2a, edge, inner, nb, P, K, rounds, sizes
+):  # pragma: no cover - compiled
+    """The GOAL lines of iterations [i0, i1) of rank ``r`` (and its final calc when i1 is the
+    last), in :func:`write_goal`'s order: ops by vertex, each dependency after its later op, in
+    the edge order of :func:`stencil_graph`. Labels are 1-based local ids. Returns (bytes, lines)."""
+    halo, ar_bytes, a2a_bytes = sizes[0], sizes[1], sizes[2]
+    at = 0
+    lines = 0
+    last = -1
+    if i0 > 0:  # the previous iteration's last op, for the chain into this one
+        j = i0 - 1
+        last = it_off[j] + 2 + 2 * K
+        if has_ar[j]:
+            last = it_off[j] + 3 + 2 * K + 3 * rounds - 1
+        if has_a2a[j]:
+            last = it_off[j + 1] - 1
+    for i in range(i0, i1):
+        o = it_off[i]
+        comp = o
+        at = _op_line(out, at, words, 0, comp + 1, edge[r, i], 0, 0)
+        lines += 1
+        if last >= 0:
+            at = _dep_line(out, at, words, comp + 1, last + 1, False)
+            lines += 1
+        for k in range(K):
+            at = _op_line(out, at, words, 2, o + 2 + k, halo, nb[r, k], k ^ 1)
+            at = _dep_line(out, at, words, o + 2 + k, comp + 1, False)
+            lines += 2
+        for k in range(K):
+            at = _op_line(out, at, words, 1, o + 2 + K + k, halo, nb[r, k], k)
+            at = _dep_line(out, at, words, o + 2 + K + k, comp + 1, False)
+            lines += 2
+        interior = o + 1 + 2 * K
+        at = _op_line(out, at, words, 0, interior + 1, inner[r, i], 0, 0)
+        lines += 1
+        for k in range(K):
+            at = _dep_line(out, at, words, interior + 1, o + 2 + k, True)
+            at = _dep_line(out, at, words, interior + 1, o + 2 + K + k, True)
+            lines += 2
+        at = _dep_line(out, at, words, interior + 1, comp + 1, False)
+        boundary = interior + 1
+        at = _op_line(out, at, words, 0, boundary + 1, edge[r, i], 0, 0)
+        lines += 2
+        for k in range(K):
+            at = _dep_line(out, at, words, boundary + 1, o + 2 + k, False)
+            at = _dep_line(out, at, words, boundary + 1, o + 2 + K + k, False)
+            lines += 2
+        at = _dep_line(out, at, words, boundary + 1, interior + 1, False)
+        lines += 1
+        last = boundary
+        nxt = boundary + 1
+        if has_ar[i]:
+            for rd in range(rounds):
+                s, rv, jn = nxt + 3 * rd, nxt + 3 * rd + 1, nxt + 3 * rd + 2
+                partner = r ^ (1 << rd)
+                at = _op_line(out, at, words, 1, s + 1, ar_bytes, partner, 100 + rd)
+                at = _dep_line(out, at, words, s + 1, last + 1, False)
+                at = _op_line(out, at, words, 2, rv + 1, ar_bytes, partner, 100 + rd)
+                at = _dep_line(out, at, words, rv + 1, last + 1, False)
+                at = _op_line(out, at, words, 0, jn + 1, 0, 0, 0)
+                at = _dep_line(out, at, words, jn + 1, s + 1, False)
+                at = _dep_line(out, at, words, jn + 1, rv + 1, False)
+                lines += 7
+                last = jn
+            nxt += 3 * rounds
+        if has_a2a[i]:
+            start = nxt
+            for j in range(1, P):
+                rv = start + j - 1
+                at = _op_line(out, at, words, 2, rv + 1, a2a_bytes, (r - j) % P, 200)
+                at = _dep_line(out, at, words, rv + 1, last + 1, False)
+                lines += 2
+            for j in range(1, P):
+                s = start + P - 1 + j - 1
+                at = _op_line(out, at, words, 1, s + 1, a2a_bytes, (r + j) % P, 200)
+                at = _dep_line(out, at, words, s + 1, last + 1, False)
+                lines += 2
+            join = start + 2 * (P - 1)
+            at = _op_line(out, at, words, 0, join + 1, 0, 0, 0)
+            lines += 1
+            for j in range(1, P):
+                at = _dep_line(out, at, words, join + 1, start + j, False)
+                at = _dep_line(out, at, words, join + 1, start + P - 1 + j, False)
+                lines += 2
+            last = join
+    if i1 == n_iter:
+        final = it_off[n_iter]
+        at = _op_line(out, at, words, 0, final + 1, 0, 0, 0)
+        at = _dep_line(out, at, words, final + 1, last + 1, False)
+        lines += 2
+    return at, lines
+
+
+def _goal_words() -> numba.typed.List:
+    words = numba.typed.List()
+    for w in (
+        ": calc ",
+        ": send ",
+        ": recv ",
+        "b to ",
+        "b from ",
+        " tag ",
+        " requires l",
+        " irequires l",
+    ):
+        words.append(np.frombuffer(w.encode(), np.uint8).copy())
+    return words
+
+
+#: Text generated per batch of iterations (at most ~64 bytes a line).
+_BATCH_BYTES = 16 << 20
+
+
+def write_stencil_goal(
+    path: str | Path,
+    pattern: StencilPattern | None = None,
+    *,
+    progress: bool = False,
+    **overrides,
+) -> StencilGoal:
+    """Write the graph of :class:`StencilPattern` as GOAL without building it (streamed).
+
+    The file is byte for byte what ``write_goal(stencil_graph(pattern), path)`` writes (costs
+    rounded to integral ns), generated per rank in batches of iterations by a compiled
+    formatter, so memory stays at a few tens of MB whatever the size (10^8 vertices: ~7 GB of
+    text). ``progress`` shows vertices written on stderr. Written atomically (temp + rename).
+    """
+    p = _pattern(pattern, overrides)
+    nb, K, rounds, it_off, has_ar, has_a2a, edge, inner = _stencil_layout(p)
+    P, n_iter = p.ranks, p.iterations
+    n_local = int(it_off[-1]) + 1
+    sizes = np.array([p.halo_bytes, p.allreduce_bytes, p.alltoall_bytes], np.int64)
+    words = _goal_words()
+    per_iter_lines = 1 + 4 * K + 4 * K + 3 + 7 * rounds + 6 * (P - 1) + 4
+    batch = max(1, _BATCH_BYTES // (per_iter_lines * 64))
+    out = np.empty(per_iter_lines * 64 * batch + 256, np.uint8)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=P * n_local, unit=" vertices", unit_scale=True, desc="writing GOAL", leave=False
+        )
+    lines_total, nbytes = 1, 0
+    try:
+        with open(tmp, "wb") as f:
+            header = f"num_ranks {P}\n".encode()
+            f.write(header)
+            nbytes += len(header)
+            for r in range(P):
+                head = f"\nrank {r} {{\n".encode()
+                f.write(head)
+                nbytes += len(head)
+                lines_total += 2
+                for i0 in range(0, n_iter, batch):
+                    i1 = min(n_iter, i0 + batch)
+                    used, lines = _stencil_goal_text(
+                        out, words, r, i0, i1, n_iter, it_off, has_ar, has_a2a, edge, inner, nb,
+                        P, K, rounds, sizes,
+                    )  # fmt: skip
+                    f.write(memoryview(out)[:used])
+                    nbytes += int(used)
+                    lines_total += int(lines)
+                    if bar is not None:
+                        bar.update(int(it_off[i1] - it_off[i0]) + (1 if i1 == n_iter else 0))
+                f.write(b"}\n")
+                nbytes += 2
+                lines_total += 1
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        if bar is not None:
+            bar.close()
+    return StencilGoal(path, P, n_iter, P * n_local, lines_total, nbytes)
+
+
+def iterations_for(target: int, pattern: StencilPattern) -> int:
+    """Iterations that give a stencil graph of about ``target`` vertices."""
+    per_iter = vertices_per_iteration(pattern) * pattern.ranks
+    return max(1, int(round(target / per_iter)))

@@ -776,3 +776,122 @@ def test_cpu_annotations_reach_the_model(tmp_path):
     one = parse_goal_text(re.sub(r" cpu \d", "", TWO_CPUS), name="one_cpu.goal")
     assert one.cpu is None
     assert engine_for(one).runtime(params) == 77_500.0
+
+
+# --------------------------------------------------------------------------- the tokenizer
+
+
+def test_labels_switch_from_numbered_to_named_mid_block_and_grow_the_table():
+    """l1, l2 … (read by number) until a named label; then every label of the block is in the
+    hash table, including the numbered ones before it; 3000 named ops grow the table."""
+    ops = ["l1: calc 1", "l2: calc 2", "l2 requires l1", "first: calc 3", "first requires l2"]
+    ops += [f"x{i}: calc {i}" for i in range(3000)]
+    ops += [f"x{i} requires x{i - 1}" for i in range(1, 3000)] + ["x0 requires l1"]
+    g = parse_goal_text(goal("\n".join(ops) + "\n---\nl1: calc 9\nl2: calc 8\nl1 requires l2\n"))
+    assert g.num_vertices == 3003 + 2
+    assert g.label[:4].tolist() == ["l1", "l2", "first", "x0"] and g.label[3002] == "x2999"
+    assert g.label[3003:].tolist() == ["l1", "l2"]
+    assert (0, 1, REQUIRES) in edges(g) and (1, 2, REQUIRES) in edges(g)
+    assert (0, 3, REQUIRES) in edges(g) and (3003 + 1, 3003, REQUIRES) in edges(g)
+    assert all((2 + i, 3 + i, REQUIRES) in edges(g) for i in range(1, 3000))
+
+
+def test_costs_are_converted_exactly_as_python_floats():
+    costs = ["0.1", "1e-05", "123456789012345678901", "5.", ".5", "1.7976931348623157e308", "3"]
+    costs += ["0.30000000000000004", "9007199254740993", "2.5e-320"]
+    body = "".join(f"c{i}: calc {c}\n" for i, c in enumerate(costs))
+    g = parse_goal_text(goal(body + "---\n"))
+    assert g.cost_ns.tolist() == [float(c) for c in costs]
+
+
+def test_numbers_beyond_64_bits_are_refused_with_the_line():
+    err = parse_error(goal("l1: send 99999999999999999999b to 1 tag 0\n---\n"))
+    assert err.line == 3 and "size 99999999999999999999 does not fit in 64 bits" in str(err)
+    err = parse_error(goal("l1: calc 1\nl2: send 4b to 1 tag 9223372036854775808\n---\n"))
+    assert err.line == 4 and "tag 9223372036854775808 does not fit" in str(err)
+
+
+def test_numbered_labels_of_a_large_graph_are_not_stored(tmp_path, monkeypatch):
+    """Above the size limit, l<k> labels (k = position in the block) are left out: the writer
+    numbers ops the same way, so the file comes back byte for byte."""
+    import llamp.ingest.goal as goal_module
+    from llamp.ingest.synthetic import stencil_graph
+
+    src = write_goal(stencil_graph(ranks=4, iterations=3), tmp_path / "s.goal").path
+    kept = read_goal(src)
+    local = np.arange(kept.num_vertices) - kept.rank_bounds()[kept.rank]
+    assert kept.label.tolist() == [f"l{k + 1}" for k in local.tolist()]
+    monkeypatch.setattr(goal_module, "_CANONICAL_LABELS_KEPT", 2)
+    g = read_goal(src)
+    assert g.equals(kept) and g.label is None and "goal_labels" in g.meta
+    out = write_goal(g, tmp_path / "again.goal")
+    assert out.path.read_bytes() == src.read_bytes()
+
+
+def test_a_line_longer_than_the_chunk_is_read_whole(monkeypatch):
+    import llamp.ingest.goal as goal_module
+
+    monkeypatch.setattr(goal_module, "_CHUNK_CHARS", 8)
+    g = parse_goal_text(goal("a_very_long_label_indeed: calc 12345    // and a comment\n---\n"))
+    assert g.label.tolist() == ["a_very_long_label_indeed"] and g.cost_ns.tolist() == [12345.0]
+
+
+def test_block_comment_across_chunks_keeps_lines(monkeypatch):
+    import llamp.ingest.goal as goal_module
+
+    monkeypatch.setattr(goal_module, "_CHUNK_CHARS", 16)
+    text = goal("l1: calc 5 /* a comment\nover three\nlines */ l2: calc 6\nl3: calc x\n---\n")
+    err = parse_error(text)
+    assert err.line == 6 and "calc cost 'x'" in str(err)
+    g = parse_goal_text(text.replace("calc x", "calc 7"))
+    assert g.label[:3].tolist() == ["l1", "l2", "l3"] and g.cost_ns[:3].tolist() == [5, 6, 7]
+
+
+def test_progress_reports_bytes_read_on_stderr(capsys):
+    from tqdm import tqdm
+
+    g = read_goal(GOAL_DIR / "binary_tree_32.goal", progress=True)
+    err = capsys.readouterr().err
+    size = (GOAL_DIR / "binary_tree_32.goal").stat().st_size
+    # the bar names the stage and counts bytes against the file's size (B/s: the rate)
+    assert "reading GOAL" in err and f"/{tqdm.format_sizeof(size)} " in err and "B/s" in err
+    assert g.num_ranks == 32
+
+
+def test_tokenizer_and_grammar_agree_on_random_op_lines():
+    """Seeded random op lines: the compiled tokenizer takes exactly the lines the grammar
+    (``_check_op``) accepts, and hands every other one back with a reason (lenient: skipped)."""
+    import random
+
+    from llamp.ingest.goal import _check_op, _LineProblem
+
+    words = ["send", "recv", "calc", "4b", "4", "b", "0b", "to", "from", "1", "-1", "0", "tag"]
+    words += ["cpu", "nic", "7", "255", "256", "1.5", "1e3", ".5", "5.", "1e", "x", "b4", "-"]
+    rng = random.Random(15)
+    for _ in range(600):
+        body = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 10)))
+        label = rng.choice(["", "a: ", "a:", " : ", "a b: ", "rank: "])
+        line = label + body
+        toks = line.split()
+        if len(toks) == 3 and toks[1] in ("requires", "irequires"):
+            continue
+        head, colon, rest = line.partition(":")
+        try:
+            if colon:
+                if not head.strip():
+                    raise _LineProblem("empty label")
+                _check_op(rest.split())
+            elif toks[0] in ("send", "recv", "calc"):
+                _check_op(toks)
+            else:
+                raise _LineProblem("not an op")
+            accepted = True
+        except _LineProblem:
+            accepted = False
+        text = goal(f"{line}\n---\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = parse_goal_text(text, lenient=True)
+        assert (g.num_vertices == 1) == accepted, line  # a bad peer or partner demotes, keeps
+        if not accepted:
+            assert g.meta.get("warning_count", 0) >= 1, line

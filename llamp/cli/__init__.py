@@ -25,6 +25,7 @@ from llamp.cli import injector as _injector  # noqa: E402,F401
 from llamp.cli import network as _network  # noqa: E402,F401
 from llamp.cli import store as _store  # noqa: E402,F401
 from llamp.cli import study as _study  # noqa: E402,F401
+from llamp.cli import synth as _synth  # noqa: E402,F401
 from llamp.cli import trace as _trace  # noqa: E402,F401
 from llamp.cli import ui as _ui  # noqa: E402,F401
 from llamp.cli.base import cli, message
