@@ -200,6 +200,9 @@ class GraphEngine:
                     zero = dict.fromkeys(directions, 0.0)
                     out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
                 continue
+            if len(idx) < LANES_POINTS:  # the scalar kernels: no ring to size (a pass)
+                jobs += [(ev, 0, [i]) for i in idx]
+                continue
             mask = self.mask(first)
             rows = 1 + len(directions) * (2 if left else 1)
             width = self._lane_width(len(idx), mask, rows, LANES_POINTS)
@@ -246,9 +249,12 @@ class GraphEngine:
         sa = np.ascontiguousarray(ev.fixed[:, [col, col]])
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
-        mask = self.mask(params)
         least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
-        width = self._lane_width(values.size, mask, 3, least)
+        if values.size < least:  # the scalar kernels: no ring to size (a pass)
+            mask, width = 0, 1
+        else:
+            mask = self.mask(params)
+            width = self._lane_width(values.size, mask, 3, least)
         chunks = [slice(s, min(s + width, values.size)) for s in range(0, values.size, width)]
 
         def run(chunk: slice) -> None:
