@@ -11,7 +11,8 @@ a temporary embedded store. Per page:
 - **warm**: a second session opening the same page afterwards (results stored, graph loaded).
 
 Pages that wait for a user action (an upload, a button) time what they show on opening.
-``python -m benchmarks --only ui`` prints the table; ``--quick`` uses 10^5 vertices.
+``python -m benchmarks --only ui`` prints the table; ``--quick`` uses 10^5 vertices;
+``LLAMP_BENCH_UI_PAGES=region,latency`` times only those pages.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
             del graph
             for spec in PAGES:
                 view = Path(spec.path).stem
-                if view == "runs":
+                only = os.environ.get("LLAMP_BENCH_UI_PAGES", "")
+                if view == "runs" or (only and view not in only.split(",")):
                     continue
                 _cold("stencil")
                 first, complete, note = _open(view)

@@ -695,6 +695,45 @@ def _level(
 
 
 # ---------------------------------------------------------------------- the analysis
+def _box_sides(
+    search: _Search,
+    pair: tuple[Axis, Axis],
+    bound_ns: float,
+    box: Mapping[str, float] | None,
+) -> list[float]:
+    """The region's box: the given sides, and for the others ``BOX_MARGIN`` × the largest
+    value where ``T`` on that axis stays within the largest bound (module doc)."""
+    given = dict(box or {})
+    unknown = set(given) - {a.name for a in pair}
+    if unknown:
+        raise InputError(f"box: {sorted(unknown)[0]!r} is not an axis of this region")
+    sides = []
+    for a in pair:
+        if a.name in given:
+            side = float(given[a.name])
+            if not (math.isfinite(side) and side > 0):
+                raise InputError(f"box: the largest {a.name} must be finite and > 0, got {side:g}")
+            if side < a.value:
+                raise InputError(
+                    f"box: the largest {a.name} ({side:g} {a.unit}) is below its configured "
+                    f"value {a.value:g}: the box must contain the baseline"
+                )
+        else:
+            side = math.nan
+        sides.append(side)
+    missing = (math.isnan(sides[0]), math.isnan(sides[1]))
+    if any(missing):
+        far = _intercepts(search, pair, bound_ns, missing)
+        for k in (0, 1):
+            if missing[k]:
+                span = far[k] if math.isfinite(far[k]) else 0.0
+                side = BOX_MARGIN * max(span, pair[k].value)
+                if not math.isfinite(far[k]) or side <= 0.0:
+                    side = max(side, DEFAULT_SPAN[pair[k].unit])
+                sides[k] = side
+    return sides
+
+
 def tolerance_region(
     graph: ExecutionGraph,
     params: LogGPS,
@@ -736,34 +775,7 @@ def tolerance_region(
     search = _Search(plane, max_evaluations, progress)
     ((T0, _),) = search.evaluate([(pair[0].value, pair[1].value)])
     bounds = [(1.0 + v) * T0 for v in levels]
-    given = dict(box or {})
-    unknown = set(given) - {a.name for a in pair}
-    if unknown:
-        raise InputError(f"box: {sorted(unknown)[0]!r} is not an axis of this region")
-    sides = []
-    for a in pair:
-        if a.name in given:
-            side = float(given[a.name])
-            if not (math.isfinite(side) and side > 0):
-                raise InputError(f"box: the largest {a.name} must be finite and > 0, got {side:g}")
-            if side < a.value:
-                raise InputError(
-                    f"box: the largest {a.name} ({side:g} {a.unit}) is below its configured "
-                    f"value {a.value:g}: the box must contain the baseline"
-                )
-        else:
-            side = math.nan
-        sides.append(side)
-    missing = (math.isnan(sides[0]), math.isnan(sides[1]))
-    if any(missing):
-        far = _intercepts(search, pair, bounds[-1], missing)
-        for k in (0, 1):
-            if missing[k]:
-                span = far[k] if math.isfinite(far[k]) else 0.0
-                side = BOX_MARGIN * max(span, pair[k].value)
-                if not math.isfinite(far[k]) or side <= 0.0:
-                    side = max(side, DEFAULT_SPAN[pair[k].unit])
-                sides[k] = side
+    sides = _box_sides(search, pair, bounds[-1], box)
     polys, done = _solve(search, (sides[0], sides[1]), bounds)
     return Region(
         axes=pair,
@@ -778,6 +790,66 @@ def tolerance_region(
         source=source,
         params=params,
         plane=plane,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class RegionPreview:
+    """What a region page can show in seconds while the exact polygons are computed: ``T0``,
+    the bounds, the same box as :func:`tolerance_region` and ``T`` on a grid over it (exact
+    at every grid point, one lane pass per batch of points)."""
+
+    axes: tuple[Axis, Axis]
+    levels: tuple[float, ...]
+    baseline_ns: float
+    bounds_ns: tuple[float, ...]
+    box: tuple[float, float]
+    us: np.ndarray
+    vs: np.ndarray
+    runtime_ns: np.ndarray  # (len(vs), len(us))
+
+
+def region_preview(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    *,
+    x: Sequence[float] = DEFAULT_TOLERANCES,
+    axes: tuple[str, str] = ("L", "G"),
+    box: Mapping[str, float] | None = None,
+    cells: int = 40,
+) -> RegionPreview:
+    """``T`` on a ``cells × cells`` grid of the box :func:`tolerance_region` would use for
+    the same arguments (LogGPS axes), without the polygons: the grid's configurations go
+    through the graph engine's lane kernel (:meth:`GraphEngine.points`)."""
+    levels = sorted({float(v) for v in x})
+    if not levels or any(not (v >= 0 and math.isfinite(v)) for v in levels):
+        raise InputError("tolerance levels must be finite and ≥ 0 (fractions, e.g. 0.01 for 1%)")
+    if len(axes) != 2 or axes[0] == axes[1]:
+        raise InputError(f"a region needs two different variables, got {', '.join(axes)}")
+    if cells < 2:
+        raise InputError(f"a grid needs at least 2 cells per axis, got {cells}")
+    pair = (parameter_axis(axes[0], params), parameter_axis(axes[1], params))
+    search = _Search(Plane.of_parameters(graph, params, axes), None, None)
+    ((T0, _),) = search.evaluate([(pair[0].value, pair[1].value)])
+    bounds = [(1.0 + v) * T0 for v in levels]
+    sides = _box_sides(search, pair, bounds[-1], box)
+    us = np.linspace(0.0, sides[0], cells)
+    vs = np.linspace(0.0, sides[1], cells)
+    uu, vv = (a.ravel() for a in np.meshgrid(us, vs))
+    configs = [
+        params.with_(**{axes[0]: float(u), axes[1]: float(v)}) for u, v in zip(uu, vv, strict=True)
+    ]
+    points = engine_for(graph).points(configs, (axes[0],), left=False)
+    runtime = np.array([p.runtime_ns for p in points]).reshape(vs.size, us.size)
+    return RegionPreview(
+        axes=pair,
+        levels=tuple(levels),
+        baseline_ns=T0,
+        bounds_ns=tuple(bounds),
+        box=(sides[0], sides[1]),
+        us=us,
+        vs=vs,
+        runtime_ns=runtime,
     )
 
 

@@ -15,7 +15,12 @@ from random_graphs import random_graph
 from llamp.errors import InputError
 from llamp.lp import engine_for
 from llamp.lp.matrix import message_model, two_level
-from llamp.lp.region import tolerance_region, topology_variables, two_level_variables
+from llamp.lp.region import (
+    region_preview,
+    tolerance_region,
+    topology_variables,
+    two_level_variables,
+)
 from llamp.lp.topology import FatTree, LinkLatencies, dense_mapping, topology_model
 from llamp.lp.weighted import evaluate_model
 from llamp.params import LogGPS
@@ -93,6 +98,25 @@ def test_two_paths_give_a_quadrilateral_with_each_path_on_its_edge():
     ]
     assert large.contains(400.0, 5.9) and not large.contains(400.0, 6.1)
     assert not large.contains(501.0, 0.0)
+
+
+def test_the_preview_has_the_region_s_box_and_exact_T_on_its_grid():
+    """What the design-space page shows first: the same T0, bounds and box as the exact
+    region, and on the grid T(L, G) = max(1200, 1000 + L, 500 + L + 100·G)."""
+    region = tolerance_region(two_paths(), TWO_PATHS, x=[0.1, 0.25])
+    preview = region_preview(two_paths(), TWO_PATHS, x=[0.1, 0.25], cells=6)
+    assert preview.baseline_ns == region.baseline_ns
+    assert preview.box == region.box
+    assert preview.bounds_ns == pytest.approx((1320.0, 1500.0))
+    assert preview.runtime_ns.shape == (6, 6)
+    assert np.allclose(
+        preview.runtime_ns, region.plane.runtime_grid(preview.us, preview.vs), rtol=1e-12
+    )
+    L, G = np.meshgrid(preview.us, preview.vs)
+    by_hand = np.maximum.reduce([np.full_like(L, 1200.0), 1000.0 + L, 500.0 + L + 100.0 * G])
+    assert np.allclose(preview.runtime_ns, by_hand, rtol=1e-12)
+    with pytest.raises(InputError, match="at least 2 cells"):
+        region_preview(two_paths(), TWO_PATHS, cells=1)
 
 
 def test_a_box_clips_the_region_and_says_where_it_goes_on():

@@ -125,3 +125,21 @@ def test_design_space_bad_design_is_a_readable_error(store_env):
     at.run()
     assert not at.exception
     assert "is not NAME = L, G" in at.error[0].value
+
+
+def test_the_preview_figure_draws_the_grid_and_one_contour_per_level():
+    """While the exact polygons are computed the page shows T over the same box, with the
+    grid's crossing of each tolerance level dotted (slowdown in % as the exact figure)."""
+    from llamp.lp.region import region_preview
+    from llamp.ui import plots
+
+    graph = read(SWEEP3D)
+    preview = region_preview(graph, LogGPS(), x=[0.01, 0.05], cells=5)
+    fig = plots.region_preview_figure(preview)
+    heat, *contours, star = fig.data
+    assert heat.type == "heatmap" and star.name == "baseline"
+    assert np.allclose(np.asarray(heat.z), (preview.runtime_ns / preview.baseline_ns - 1) * 100)
+    assert [(c.type, c.contours.start, c.contours.end) for c in contours] == [
+        ("contour", 1.0, 1.0),
+        ("contour", 5.0, 5.0),
+    ]

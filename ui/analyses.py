@@ -44,7 +44,7 @@ from llamp.lp.classify import Classification, Network, Thresholds, classify
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
-from llamp.lp.region import Region, tolerance_region
+from llamp.lp.region import Region, RegionPreview, region_preview, tolerance_region
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -805,3 +805,20 @@ def region_map(
     us = np.linspace(0.0, region.box[0], cells)
     vs = np.linspace(0.0, region.box[1], cells)
     return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def region_preview_map(
+    run: str,
+    _graph: ExecutionGraph,
+    params: ParamKey,
+    axes: tuple[str, str],
+    levels: tuple[float, ...],
+    box: tuple[tuple[str, float], ...],
+    cells: int,
+) -> RegionPreview:
+    """``T`` on the region's box in seconds (:func:`llamp.lp.region.region_preview`), shown
+    while the exact polygons of :func:`region_map` are computed."""
+    return region_preview(
+        _graph, params_of(params), x=levels, axes=axes, box=dict(box), cells=cells
+    )

@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from llamp.config import format_ns
 from llamp.graph import CALC, COLL, KIND_NAMES, RECV, SEND, ExecutionGraph
 from llamp.lp import CriticalLatencies, Evaluation, Tolerance
-from llamp.lp.region import Region, level_key
+from llamp.lp.region import Region, RegionPreview, level_key
 
 #: Tolerance zones, as in the LLAMP paper's Fig. 1: ≤1% green, 1–2% orange, 2–5% red.
 ZONE_COLORS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b")
@@ -1059,6 +1059,66 @@ def region_figure(
     )
     fig.update_xaxes(range=[0, region.box[0] / su])
     fig.update_yaxes(range=[0, region.box[1] / sv])
+    return fig
+
+
+def region_preview_figure(preview: RegionPreview) -> go.Figure:
+    """The heat map of ``T`` over the region's box (slowdown over ``T0``) with the grid's
+    contour at each tolerance level — shown while the exact polygons are computed."""
+    au, av = preview.axes
+    T0 = preview.baseline_ns
+    su = 1e3 if au.unit == "ns" else 1.0
+    sv = 1e3 if av.unit == "ns" else 1.0
+    slow = (preview.runtime_ns / T0 - 1.0) * 100.0 if T0 > 0 else np.zeros_like(preview.runtime_ns)
+    top = max(preview.levels) * 100.0
+    fig = go.Figure(
+        go.Heatmap(
+            x=preview.us / su,
+            y=preview.vs / sv,
+            z=slow,
+            zmin=0.0,
+            zmax=max(2.0 * top, 1e-9),
+            colorscale="Greys",
+            colorbar={"title": {"text": "T / T0 − 1 (%)", "side": "right"}},
+            hovertemplate=f"{au.name} = %{{x:.6g}}<br>{av.name} = %{{y:.6g}}<br>"
+            "T / T0 − 1 = %{z:+.3g} %<extra></extra>",
+            name="T",
+        )
+    )
+    for k, x in enumerate(preview.levels):
+        color = ZONE_COLORS[k % len(ZONE_COLORS)]
+        fig.add_trace(
+            go.Contour(
+                x=preview.us / su,
+                y=preview.vs / sv,
+                z=slow,
+                contours={"start": x * 100.0, "end": x * 100.0, "size": 1.0, "coloring": "none"},
+                line={"color": color, "width": 2, "dash": "dot"},
+                showscale=False,
+                name=f"T = (1 + {_percent(x)})·T0 on the grid",
+                showlegend=True,
+                hoverinfo="skip",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[au.value / su],
+            y=[av.value / sv],
+            mode="markers",
+            marker={"symbol": "star", "size": 14, "color": "black"},
+            name="baseline",
+        )
+    )
+    fig.update_layout(
+        xaxis_title=f"{au.name} ({'µs' if su == 1e3 else 'ns/B'})",
+        yaxis_title=f"{av.name} ({'µs' if sv == 1e3 else 'ns/B'})",
+        height=560,
+        margin={"t": 30, "r": 20, "b": 20, "l": 20},
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.15},
+    )
+    fig.update_xaxes(range=[0, preview.box[0] / su])
+    fig.update_yaxes(range=[0, preview.box[1] / sv])
     return fig
 
 

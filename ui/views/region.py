@@ -98,6 +98,26 @@ with controls.readable_errors("Design space"):
         ),
         (names, levels, box, int(cells)),
     )
+    if rmap is None:  # the exact polygons take a while at 10^6 vertices: T on the box first
+        preview = controls.background(
+            sel,
+            "region-preview",
+            "Computing T over the box",
+            lambda graph, task: analyses.region_preview_map(
+                sel.run, graph, sel.key, names, levels, box, int(cells)
+            ),
+            (names, levels, box, int(cells)),
+        )
+        if preview is not None:
+            with st.container(key="region-preview"):
+                st.metric("T0 (baseline)", format_ns(preview.baseline_ns))
+                st.caption(
+                    "T on the grid (exact at each grid point) and, dotted, where it crosses each "
+                    "level; the exact polygons follow when the computation above finishes."
+                )
+                st.plotly_chart(
+                    plots.region_preview_figure(preview), key="plot_region_preview", width="stretch"
+                )
     frame = rmap.region.designs(designs) if designs and rmap is not None else None
 
 if rmap is None:
