@@ -83,11 +83,10 @@ def vertices_per_iteration(pattern: StencilPattern) -> float:
     return base + extra
 
 
-def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> ExecutionGraph:
-    """Build the graph of :class:`StencilPattern` (fields may be overridden by keyword)."""
-    p = pattern or StencilPattern()
-    if overrides:
-        p = StencilPattern(**(asdict(p) | overrides))
+def _stencil_draws(p: StencilPattern):
+    """What :func:`stencil_graph` and the streamed GOAL writer share: the checks, neighbours,
+    allreduce/alltoall iteration flags and the per-(rank, iteration) compute draws (seeded,
+    drawn in one order, so both give the same numbers)."""
     P, n_iter = p.ranks, p.iterations
     if P < 2 or n_iter < 1:
         raise InputError("a stencil graph needs at least 2 ranks and 1 iteration")
@@ -98,19 +97,22 @@ def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> Executi
         raise InputError(f"recursive-doubling allreduce needs a power-of-two rank count, got {P}")
     rng = np.random.default_rng(p.seed)
     nb = _neighbours(P, p.dims)
-    K = nb.shape[1]
-
     it = np.arange(n_iter)
-    has_ar = (
-        (it % p.allreduce_every == p.allreduce_every - 1)
-        if p.allreduce_every
-        else np.zeros(n_iter, bool)
-    )
-    has_a2a = (
-        (it % p.alltoall_every == p.alltoall_every - 1)
-        if p.alltoall_every
-        else np.zeros(n_iter, bool)
-    )
+    every = (p.allreduce_every, p.alltoall_every)
+    has_ar, has_a2a = ((it % e == e - 1) if e else np.zeros(n_iter, bool) for e in every)
+    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
+    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
+    work = np.maximum(p.compute_ns * load * jitter, 0.0)
+    return nb, nb.shape[1], rounds, has_ar, has_a2a, work
+
+
+def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> ExecutionGraph:
+    """Build the graph of :class:`StencilPattern` (fields may be overridden by keyword)."""
+    p = pattern or StencilPattern()
+    if overrides:
+        p = StencilPattern(**(asdict(p) | overrides))
+    P, n_iter = p.ranks, p.iterations
+    nb, K, rounds, has_ar, has_a2a, work = _stencil_draws(p)
     # Local layout of one iteration: [compute, K recvs, K sends, interior, boundary,
     #   (allreduce: per round send, recv, join), (alltoall: P−1 recvs, P−1 sends, join)]
     halo_block = 3 + 2 * K
@@ -140,9 +142,6 @@ def stencil_graph(pattern: StencilPattern | None = None, **overrides) -> Executi
 
     R = np.arange(P)[:, None]  # ranks × iterations grids
     base = rank_off[:, None] + it_off[None, :-1]  # vertex id of each (rank, iteration) compute
-    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
-    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
-    work = np.maximum(p.compute_ns * load * jitter, 0.0)
     comp, interior, boundary = base, base + 1 + 2 * K, base + 2 + 2 * K
     cost[comp] = work * (1 - p.interior_fraction) / 2
     cost[interior] = work * p.interior_fraction
@@ -348,35 +347,12 @@ def _stencil_layout(p: StencilPattern):
     """The per-iteration layout and compute draws of :func:`stencil_graph` (same seed, same
     numbers): local iteration offsets, allreduce/alltoall flags, and the three calc costs per
     (rank, iteration) rounded to integral ns as :func:`write_goal` writes them."""
-    P, n_iter = p.ranks, p.iterations
-    if P < 2 or n_iter < 1:
-        raise InputError("a stencil graph needs at least 2 ranks and 1 iteration")
-    if p.dims not in (1, 2):
-        raise InputError("dims must be 1 or 2")
-    rounds = int(np.log2(P))
-    if p.allreduce_every and 2**rounds != P:
-        raise InputError(f"recursive-doubling allreduce needs a power-of-two rank count, got {P}")
-    rng = np.random.default_rng(p.seed)
-    nb = _neighbours(P, p.dims)
-    K = nb.shape[1]
-    it = np.arange(n_iter)
-    has_ar = (
-        (it % p.allreduce_every == p.allreduce_every - 1)
-        if p.allreduce_every
-        else np.zeros(n_iter, bool)
-    )
-    has_a2a = (
-        (it % p.alltoall_every == p.alltoall_every - 1)
-        if p.alltoall_every
-        else np.zeros(n_iter, bool)
-    )
+    P = p.ranks
+    nb, K, rounds, has_ar, has_a2a, work = _stencil_draws(p)
     if not rounds:
-        has_ar = np.zeros(n_iter, bool)
+        has_ar = np.zeros(p.iterations, bool)
     block = 3 + 2 * K + has_ar * (3 * rounds) + has_a2a * (2 * (P - 1) + 1)
     it_off = np.concatenate(([0], np.cumsum(block))).astype(np.int64)
-    load = 1.0 + p.imbalance * rng.standard_normal(P)[:, None]
-    jitter = 1.0 + p.noise * rng.standard_normal((P, n_iter))
-    work = np.maximum(p.compute_ns * load * jitter, 0.0)
     edge = np.rint(work * (1 - p.interior_fraction) / 2).astype(np.int64)
     inner = np.rint(work * p.interior_fraction).astype(np.int64)
     return nb.astype(np.int64), K, rounds, it_off, has_ar, has_a2a, edge, inner

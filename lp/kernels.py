@@ -304,6 +304,26 @@ def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+def _sink_slopes(bt, bd, count, theta, agg, sgn, fixed):  # pragma: no cover - compiled
+    """End of a lane pass: fold the candidate sink rows still within each lane's final
+    threshold into ``agg`` (signed max per slope row and lane; with ``fixed`` thresholds the
+    pass aggregated them already) and return the slopes as K × rows, signs undone."""
+    rows, K = agg.shape
+    if not fixed:
+        for c in range(count):
+            for i in range(rows):
+                for j in range(K):
+                    y = bd[c, i, j]
+                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
+                    agg[i, j] = y if take else agg[i, j]
+    out = np.empty((K, rows))
+    for j in range(K):
+        for i in range(rows):
+            out[j, i] = sgn[i] * agg[i, j]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
@@ -430,18 +450,7 @@ def _lanes_pass(
                 for j in range(K):
                     bd[count, i, j] = g * st[sl, 1 + i, j]
             count += 1
-    if not fixed:
-        for c in range(count):
-            for i in range(rows):
-                for j in range(K):
-                    y = bd[c, i, j]
-                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
-                    agg[i, j] = y if take else agg[i, j]
-    out = np.empty((K, rows))
-    for j in range(K):
-        for i in range(rows):
-            out[j, i] = sgn[i] * agg[i, j]
-    return T, out, over
+    return T, _sink_slopes(bt, bd, count, theta, agg, sgn, fixed), over
 
 
 def lanes(
@@ -702,18 +711,7 @@ def _calc_pass(
             for j in range(K):
                 bd[count, i, j] = g * st[slot, 1 + i, j]
         count += 1
-    if not fixed:
-        for c in range(count):
-            for i in range(rows):
-                for j in range(K):
-                    y = bd[c, i, j]
-                    take = (bt[c, j] >= theta[j]) & (y > agg[i, j])
-                    agg[i, j] = y if take else agg[i, j]
-    out = np.empty((K, rows))
-    for j in range(K):
-        for i in range(rows):
-            out[j, i] = sgn[i] * agg[i, j]
-    return T, out, over
+    return T, _sink_slopes(bt, bd, count, theta, agg, sgn, fixed), over
 
 
 def calc_lanes(
