@@ -576,7 +576,12 @@ def test_long_analysis_can_be_cancelled(server, browser):
     _shot(driver, "task_running")
     _button(driver, "Cancel").click()
     _css(driver, ".st-key-task-cancelled-variability", "the cancelled message", timeout=60)
-    text = driver.find_element(By.CSS_SELECTOR, ".st-key-task-cancelled-variability").text
+
+    def cancelled_text(d):  # the rerun may fill the keyed container a moment after it appears
+        text = d.find_element(By.CSS_SELECTOR, ".st-key-task-cancelled-variability").text
+        return text if "cancelled after" in text else None
+
+    text = _wait(driver, cancelled_text, 60, "the cancelled message's text")
     assert "cancelled after" in text
     assert not driver.find_elements(By.CSS_SELECTOR, ".st-key-task-variability")
     _no_traceback(driver)
