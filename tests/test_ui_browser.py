@@ -96,6 +96,7 @@ def server(tmp_path_factory):
             proc.terminate()
             pytest.fail(f"llamp ui did not answer on {url} within 90 s:\n{log.read_text()}")
         time.sleep(0.5)
+    _LOG.append(log)
     yield Server(url, env, log)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -137,8 +138,25 @@ def _wait(driver, condition, timeout: float = 90, what: str = ""):
         SHOTS.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(SHOTS / "timeout.png"))
         raise AssertionError(
-            f"timed out waiting for {what} (screenshot: {SHOTS / 'timeout.png'})"
+            f"timed out waiting for {what} (screenshot: {SHOTS / 'timeout.png'})\n"
+            f"--- page text (end):\n{_page_text(driver)[-1500:]}\n"
+            f"--- server log (end):\n{_server_log()[-3000:]}"
         ) from None
+
+
+#: The running server's log, quoted when a wait times out (CI keeps no screenshot).
+_LOG: list[Path] = []
+
+
+def _page_text(driver) -> str:
+    try:
+        return driver.find_element(By.TAG_NAME, "body").text
+    except Exception as err:  # noqa: BLE001 - a diagnostic, never the failure itself
+        return f"(no page text: {err!r})"
+
+
+def _server_log() -> str:
+    return _LOG[-1].read_text(errors="replace") if _LOG and _LOG[-1].exists() else "(no log)"
 
 
 def _css(driver, selector: str, what: str, timeout: float = 90):

@@ -346,8 +346,20 @@ def _panel(task: Task, key: str) -> None:
     watch(task)
     with st.container(key=f"task-{key}"):
         st.progress(task.fraction or 0.0, text=describe(task))
-        if st.button("Cancel", key=f"task-cancel-{key}", icon=":material/cancel:"):
-            task.cancelled_by = _session()
-            task.cancel()
-            task.wait(timeout=5.0)
-            st.rerun(scope="app")
+        # A callback, not the button's return value: it runs once, before the fragment's body,
+        # even when a timed redraw of the panel coalesces with the click.
+        st.button(
+            "Cancel",
+            key=f"task-cancel-{key}",
+            icon=":material/cancel:",
+            on_click=_cancel_from,
+            args=(task, _session()),
+            disabled=task.cancelled,
+        )
+
+
+def _cancel_from(task: Task, session: str) -> None:
+    """The Cancel button: stop ``task`` on behalf of ``session`` (which then sees it cancelled,
+    not restarted). The panel redraws until the work has stopped, then the page reruns."""
+    task.cancelled_by = session
+    task.cancel()
