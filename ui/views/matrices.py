@@ -173,6 +173,7 @@ with left:
             annotate=cells,
             colorscale="Reds",
             value_format="g",
+            clickable=True,
         ),
         key="plot_lambda_L",
         width="stretch",
