@@ -597,8 +597,8 @@ def variant_curves(
             # what is left of the budget, this variant's part of it by size, in full waves
             left_s = seconds - (started - started_all)
             mine = left_s * sizes[label] / sum(sizes[m] for m in labels[k:])
-            wave_s = _wave_seconds(graph, params, lo, hi)
-            budget = max(2, int(mine / max(wave_s, 1e-9)) * WAVE_WIDTH)
+            wave_s = _wave_seconds(graph, params, lo, hi)  # itself a wave of the budget
+            budget = max(2, int((mine - wave_s) / max(wave_s, 1e-9) * WAVE_WIDTH))
         base = steps.done
 
         def wave(done: float, waves: int, calls: int, pending: int, label=label, base=base):
