@@ -694,25 +694,39 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
     choices = [(i, j) for i, j in cells if f"ranks {i} and {j} " not in default + " "]
     assert choices, (cells, default)
     i, j = choices[0]
-    x, y = driver.execute_script(
-        f"const gd = document.querySelector('{heatmap}'); gd.scrollIntoView({{block: 'center'}});"
-        "const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
-        "return [r.left + fl.xaxis._offset + fl.xaxis.l2p(arguments[0]),"
-        " r.top + fl.yaxis._offset + fl.yaxis.l2p(arguments[1])];",
-        j,
-        i,
-    )
-    click = ActionBuilder(driver)
-    click.pointer_action.move_to_location(int(x), int(y))
-    click.pointer_action.click()
-    click.perform()
     label = f"Critical messages between ranks {i} and {j} on the timeline"
-    link = _wait(
-        driver,
-        EC.element_to_be_clickable((By.XPATH, f"//a[.//*[normalize-space()={json.dumps(label)}]]")),
-        60,
-        f"the link of the clicked cell ({i}, {j})",
-    )
+    link_xpath = f"//a[.//*[normalize-space()={json.dumps(label)}]]"
+    link = None
+    for _attempt in range(3):  # a click during a rerun of the page is lost: click again
+        time.sleep(1.0)  # Plotly has drawn the figure of the last run
+        x, y = driver.execute_script(
+            f"const gd = document.querySelector('{heatmap}');"
+            "gd.scrollIntoView({block: 'center'});"
+            "const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
+            "return [r.left + fl.xaxis._offset + fl.xaxis.l2p(arguments[0]),"
+            " r.top + fl.yaxis._offset + fl.yaxis.l2p(arguments[1])];",
+            j,
+            i,
+        )
+        click = ActionBuilder(driver)
+        click.pointer_action.move_to_location(int(x), int(y))
+        click.pointer_action.pause(0.3)  # hover first: the cell under the pointer is picked
+        click.pointer_action.click()
+        click.perform()
+        try:
+            link = WebDriverWait(driver, 15, poll_frequency=0.25).until(
+                EC.element_to_be_clickable((By.XPATH, link_xpath))
+            )
+            break
+        except TimeoutException:
+            continue
+    if link is None:
+        link = _wait(
+            driver,
+            EC.element_to_be_clickable((By.XPATH, link_xpath)),
+            5,
+            f"the link of the clicked cell ({i}, {j})",
+        )
     _no_traceback(driver)
     _shot(driver, "matrices_cell_clicked")
     link.click()
