@@ -33,6 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from llamp import config
 from llamp.graph import ExecutionGraph
 from llamp.lp import CriticalLatencies, Prediction, Tolerance, ToleranceLevel
@@ -72,20 +74,22 @@ def page_key(params: LogGPS, token: str, **inputs: Any) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """``value`` as JSON for a key: tuples as lists, non-finite floats as text, the bytes of an
-    upload as their SHA-256."""
+    upload as their SHA-256, any other object as its ``repr``."""
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, bytes | bytearray | memoryview):
         return "sha256:" + hashlib.sha256(bytes(value)).hexdigest()
-    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+    if isinstance(value, np.ndarray):
+        return f"array {value.dtype.str} {list(value.shape)} " + _plain(value.tobytes())
+    if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    raise TypeError(f"cannot key an analysis on a {type(value).__name__}")
+    return repr(value)  # a small input object (a dataclass of numbers): its repr names it
 
 
 def _memo_key(run_key: str, kind: str, params: dict[str, Any]) -> tuple[str, str, str]:
