@@ -675,6 +675,14 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
     _radio(driver, "Uniform L, G (sidebar)").click()
     _idle(driver)
     _plots_drawn(driver, 2)
+    heatmap = ".st-key-plot_lambda_L .js-plotly-plot"
+    _wait(
+        driver,
+        EC.presence_of_element_located((By.XPATH, "//*[contains(text(), 'L_ij, G_ij: uniform')]")),
+        60,
+        "the matrices under the sidebar's uniform L and G",
+    )
+    _idle(driver)
     default = _wait(
         driver,
         EC.presence_of_element_located(
@@ -683,13 +691,18 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
         60,
         "the pair picker's link",
     ).text
-    heatmap = ".st-key-plot_lambda_L .js-plotly-plot"
-    # a cell on the critical path other than the picker's default pair, by its data
-    cells = driver.execute_script(
-        f"const gd = document.querySelector('{heatmap}');"
-        "const z = gd._fullData[0].customdata || gd._fullData[0].z; const out = [];"
-        "z.forEach((row, i) => row.forEach((v, j) => { if (v > 0) out.push([i, j]); }));"
-        "return out;"
+    # a cell on the critical path other than the picker's default pair, by the figure's data
+    cells = _wait(
+        driver,
+        lambda d: d.execute_script(
+            f"const gd = document.querySelector('{heatmap}');"
+            "if (!gd || !gd._fullData || !gd._fullLayout || !gd._fullLayout.xaxis) return null;"
+            "const z = gd._fullData[0].customdata || gd._fullData[0].z; const out = [];"
+            "z.forEach((row, i) => row.forEach((v, j) => { if (v > 0) out.push([i, j]); }));"
+            "return out.length ? out : null;"
+        ),
+        60,
+        "the drawn λ_L heat map",
     )
     choices = [(i, j) for i, j in cells if f"ranks {i} and {j} " not in default + " "]
     assert choices, (cells, default)
@@ -699,14 +712,20 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
     link = None
     for _attempt in range(3):  # a click during a rerun of the page is lost: click again
         time.sleep(1.0)  # Plotly has drawn the figure of the last run
-        x, y = driver.execute_script(
-            f"const gd = document.querySelector('{heatmap}');"
-            "gd.scrollIntoView({block: 'center'});"
-            "const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
-            "return [r.left + fl.xaxis._offset + fl.xaxis.l2p(arguments[0]),"
-            " r.top + fl.yaxis._offset + fl.yaxis.l2p(arguments[1])];",
-            j,
-            i,
+        x, y = _wait(
+            driver,
+            lambda d: d.execute_script(
+                f"const gd = document.querySelector('{heatmap}');"
+                "if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis) return null;"
+                "gd.scrollIntoView({block: 'center'});"
+                "const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
+                "return [r.left + fl.xaxis._offset + fl.xaxis.l2p(arguments[0]),"
+                " r.top + fl.yaxis._offset + fl.yaxis.l2p(arguments[1])];",
+                j,
+                i,
+            ),
+            60,
+            "the heat map's axes",
         )
         click = ActionBuilder(driver)
         click.pointer_action.move_to_location(int(x), int(y))
