@@ -19,16 +19,16 @@ vertices, allreduce=ring expanding to 3.3·10^6 vertices): expansion 0.6 s, lowe
 summary (T, λ and three tolerances) 2 s — but the exact curve the UI drew took minutes: 587
 evaluations for its 294 critical latencies (157 s) and a 200-point sweep on top (74 s) that
 the exact segments already give. So: the curve is drawn from the exact pieces of ``T(L)``
-(:func:`variant_curves`, no sweep), the critical-latency search runs in chunks under a time
-budget (what the budget does not reach is returned as unresolved intervals, exact at their
-ends), :func:`estimate_whatif` says before any expansion how many vertices each variant has and
+(:func:`variant_curves`, no sweep), one critical-latency search per variant whose waves
+evaluate many latencies per pass over the graph (the engine's lanes) runs under a time budget
+counted in such waves (what the budget does not reach is returned as unresolved intervals,
+exact at their ends), :func:`estimate_whatif` says before any expansion how many vertices each variant has and
 how long it will take, and every step reports progress and can be cancelled (``progress`` and
 ``cancel`` hooks; :class:`Cancelled`).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -43,7 +43,7 @@ from tqdm import tqdm
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.lp.critical import CriticalLatencies, Segment, Unresolved, critical_latencies
+from llamp.lp.critical import WAVE_WIDTH, CriticalLatencies, critical_latencies
 from llamp.lp.engine import engine_for
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within
 from llamp.params import LogGPS
@@ -68,8 +68,6 @@ EVAL_NS_PER_VERTEX = 60.0
 BYTES_PER_VERTEX = 350.0
 #: Passes of the summary per variant: T and λ at L0, and a tangent walk per tolerance level.
 SUMMARY_PASSES_PER_LEVEL = 4
-#: Sub-intervals of a budgeted critical-latency search (progress and cancel between them).
-CURVE_CHUNKS = 8
 #: The least time budget of the exact curves (:func:`curve_budget`).
 MIN_CURVE_SECONDS = 10.0
 
@@ -266,13 +264,6 @@ def curve_budget(summary_seconds: float, target_s: float = TARGET_SECONDS) -> fl
     """Seconds for the exact curves of a what-if whose comparison is estimated to take
     ``summary_seconds``: what is left of ``target_s``, at least :data:`MIN_CURVE_SECONDS`."""
     return max(MIN_CURVE_SECONDS, target_s - summary_seconds)
-
-
-def _pass_seconds(graph: ExecutionGraph, params: LogGPS) -> float:
-    """Seconds of one probe of ``graph`` now (lowered and warm after a comparison)."""
-    start = time.perf_counter()
-    engine_for(graph).probe_many(params, "L", [params.L])
-    return time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -538,62 +529,6 @@ class VariantCurve:
         return not self.critical.unresolved
 
 
-def _slope_close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
-
-
-def _ends(c: CriticalLatencies) -> tuple[float, float]:
-    """(slope right of ``c.lo``, slope left of ``c.hi``)."""
-    pieces = sorted(
-        [(s.start, s.end, s.slope, s.slope) for s in c.segments]
-        + [(u.start, u.end, u.slope_start, u.slope_end) for u in c.unresolved]
-    )
-    return pieces[0][2], pieces[-1][3]
-
-
-def _merge(parts: list[CriticalLatencies], params: LogGPS) -> CriticalLatencies:
-    """One :class:`CriticalLatencies` from searches over adjacent intervals: a shared end is a
-    breakpoint iff the slopes on its two sides differ; pieces that continue one line across a
-    shared end are joined, so the result is what one search over the union returns."""
-    critical: list[float] = []
-    segments: list[Segment] = []
-    unresolved: list[Unresolved] = []
-    for i, part in enumerate(parts):
-        if i:
-            left = _ends(parts[i - 1])[1]
-            right = _ends(part)[0]
-            if not _slope_close(left, right):
-                critical.append(float(part.lo))
-        critical.extend(part.critical)
-        for seg in part.segments:
-            if (
-                segments
-                and segments[-1].end == seg.start
-                and _slope_close(segments[-1].slope, seg.slope)
-                and float(seg.start) not in critical
-            ):
-                last = segments[-1]
-                segments[-1] = Segment(
-                    last.start, seg.end, last.slope, last.runtime_start_ns, seg.runtime_end_ns
-                )
-            else:
-                segments.append(seg)
-        unresolved.extend(part.unresolved)
-    budget = [p.max_evaluations for p in parts]
-    return CriticalLatencies(
-        parameter=parts[0].parameter,
-        lo=parts[0].lo,
-        hi=parts[-1].hi,
-        critical=critical,
-        segments=segments,
-        evaluations=sum(p.evaluations for p in parts),
-        engine=parts[0].engine,
-        params=params,
-        unresolved=unresolved,
-        max_evaluations=None if any(b is None for b in budget) else sum(budget),
-    )
-
-
 def curve_points(critical: CriticalLatencies, L0: float | None = None) -> pd.DataFrame:
     """:attr:`VariantCurve.curve` from the pieces of ``critical`` (see there)."""
     rows: list[tuple[float, float, float, bool]] = []
@@ -638,64 +573,58 @@ def variant_curves(
 ) -> dict[str, VariantCurve]:
     """The exact ``T(L)`` over [lo, hi] of every variant of ``comparison`` (LLAMP Fig. 10).
 
-    Each variant's critical latencies (:func:`llamp.lp.critical_latencies`) are searched in
-    :data:`CURVE_CHUNKS` adjacent sub-intervals, with ``progress`` and ``cancel`` between them.
-    ``seconds``: a time budget shared by the variants (``None``: find every breakpoint); each
-    chunk gets the evaluations the budget left over affords at the pass time measured so far,
-    so a spent budget leaves the later chunks unresolved (exact at their ends), never a wrong
-    breakpoint. Merged, the chunks give the same breakpoints as one search over [lo, hi].
+    Each variant's critical latencies come from one search over [lo, hi]
+    (:func:`llamp.lp.critical_latencies`), whose waves probe many latencies per pass over the
+    graph (the engine's lanes: :data:`~llamp.lp.critical.WAVE_WIDTH` per pass); ``progress``
+    and ``cancel`` are called after each wave. ``seconds``: a time budget shared by the
+    variants (``None``: find every breakpoint), turned into evaluations at the time of one
+    full wave measured on the variant's graph, so a spent budget leaves intervals unresolved
+    (exact at their ends, largest λ jumps resolved first), never a wrong breakpoint.
     """
     if not 0.0 <= lo < hi:
         raise InputError(f"the curve range needs 0 ≤ from < to, got [{lo}, {hi}]")
     params = comparison.params
     labels = [v.label for v in comparison.variants]
     sizes = {label: comparison.graphs[label].num_vertices for label in labels}
-    total = float(sum(sizes.values())) * CURVE_CHUNKS
-    steps = _Steps(progress, cancel, total)
-    edges = np.linspace(lo, hi, CURVE_CHUNKS + 1)
+    steps = _Steps(progress, cancel, float(sum(sizes.values())))
     started_all = time.perf_counter()
     out: dict[str, VariantCurve] = {}
     for k, label in enumerate(labels):
         graph = comparison.graphs[label]
         started = time.perf_counter()
-        pass_s = _pass_seconds(graph, params) if seconds is not None else 0.0
-        parts: list[CriticalLatencies] = []
-        for c in range(CURVE_CHUNKS):
-            budget = None
-            if seconds is not None:
-                # what is left of the budget, this variant's part of it by size, per chunk
-                left_s = seconds - (time.perf_counter() - started_all)
-                mine = left_s * sizes[label] / sum(sizes[m] for m in labels[k:])
-                budget = max(2, int(mine / (CURVE_CHUNKS - c) / max(pass_s, 1e-9)))
-            t0 = time.perf_counter()
-            text = f"{label}: critical latencies in chunk {c + 1}/{CURVE_CHUNKS}"
-            extra = {"progress": lambda *_, t=text: steps.report(t)} if _WAVE_HOOK else {}
-            part = critical_latencies(
-                graph,
-                params,
-                float(edges[c]),
-                float(edges[c + 1]),
-                max_evaluations=budget,
-                **extra,
-            )
-            if seconds is not None and part.evaluations:
-                pass_s = (time.perf_counter() - t0) / part.evaluations
-            parts.append(part)
-            done = len(parts[-1].critical)
+        budget = None
+        if seconds is not None:
+            # what is left of the budget, this variant's part of it by size, in full waves
+            left_s = seconds - (started - started_all)
+            mine = left_s * sizes[label] / sum(sizes[m] for m in labels[k:])
+            wave_s = _wave_seconds(graph, params, lo, hi)  # itself a wave of the budget
+            budget = max(2, int((mine - wave_s) / max(wave_s, 1e-9) * WAVE_WIDTH))
+        base = steps.done
+
+        def wave(done: float, waves: int, calls: int, pending: int, label=label, base=base):
+            work = base + done * sizes[label] - steps.done
             steps.report(
-                f"{label}: critical latencies in chunk {c + 1}/{CURVE_CHUNKS} ({done} found)",
-                sizes[label],
+                f"{label}: {calls:,} latencies in {waves} passes, {pending:,} intervals open",
+                max(work, 0.0),
             )
-        merged = _merge(parts, params)
-        out[label] = VariantCurve(
-            label, merged, curve_points(merged), time.perf_counter() - started
+
+        crit = critical_latencies(
+            graph, params, float(lo), float(hi), max_evaluations=budget, progress=wave
         )
+        steps.report(
+            f"{label}: critical latencies ({len(crit.critical)} found)",
+            max(base + sizes[label] - steps.done, 0.0),
+        )
+        out[label] = VariantCurve(label, crit, curve_points(crit), time.perf_counter() - started)
     return out
 
 
-#: Whether :func:`critical_latencies` calls a hook after each wave of probes (then a cancel
-#: is seen inside a chunk, not only between chunks).
-_WAVE_HOOK = "progress" in inspect.signature(critical_latencies).parameters
+def _wave_seconds(graph: ExecutionGraph, params: LogGPS, lo: float, hi: float) -> float:
+    """Seconds of one wave of the critical-latency search on ``graph``: ``WAVE_WIDTH``
+    latencies in [lo, hi] through the engine's lanes."""
+    start = time.perf_counter()
+    engine_for(graph).probe_many(params, "L", list(np.linspace(lo, hi, WAVE_WIDTH)))
+    return time.perf_counter() - start
 
 
 # ---------------------------------------------------------------------- analytic costs

@@ -257,6 +257,13 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     for key in list(run_comparison._CURVES):
         if key[1][0] == 3400.0 and run_comparison._CURVES[key]["run"].iloc[0] == "sweep3d":
             del run_comparison._CURVES[key]
+    from llamp.ui import store, stored
+
+    stored.forget()  # and not stored with the run (Analysis nodes) either
+    with store.connect(write=True) as db:
+        for a in db.list_analyses("sweep3d"):
+            if a.kind.startswith("ui_run_") and a.params["L_ns"] == 3400.0:
+                db.delete_analysis(a.id)
     at.multiselect(key="cmp_runs").set_value(["sweep3d", "bcast"]).run()
     assert_clean(at)
     assert {c[1] for c in calls} == {"sweep3d"}

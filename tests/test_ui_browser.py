@@ -656,3 +656,113 @@ def test_critical_message_link_opens_the_timeline(server, browser):
         60,
         "the linked op after a reload",
     )
+
+
+def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
+    """A click on a cell (i, j) of the λ_L^ij heatmap itself (not the pair picker below it)
+    offers the link to rank pair (i, j), and the link opens the critical-path page at that
+    pair: ``pair=i,j`` in the URL and the pair's first critical message marked on the
+    timeline (issue 17). Costs: the sidebar's uniform L and G, so a cell with λ_L^ij > 0 has
+    a critical message on the critical-path page's path."""
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+    _ensure_run(server)
+    driver = browser
+    driver.get(server.url)
+    _css(driver, '[data-testid="stDataFrame"]', "the runs table")
+    _idle(driver)
+    _open_page(driver, "matrices", ".st-key-mx-runtime")
+    _radio(driver, "Uniform L, G (sidebar)").click()
+    _idle(driver)
+    _plots_drawn(driver, 2)
+    heatmap = ".st-key-plot_lambda_L .js-plotly-plot"
+    _wait(
+        driver,
+        EC.presence_of_element_located((By.XPATH, "//*[contains(text(), 'L_ij, G_ij: uniform')]")),
+        60,
+        "the matrices under the sidebar's uniform L and G",
+    )
+    _idle(driver)
+    default = _wait(
+        driver,
+        EC.presence_of_element_located(
+            (By.XPATH, "//a[.//*[starts-with(normalize-space(), 'Critical messages between')]]")
+        ),
+        60,
+        "the pair picker's link",
+    ).text
+    # a cell on the critical path other than the picker's default pair, by the figure's data
+    cells = _wait(
+        driver,
+        lambda d: d.execute_script(
+            f"const gd = document.querySelector('{heatmap}');"
+            "if (!gd || !gd._fullData || !gd._fullLayout || !gd._fullLayout.xaxis) return null;"
+            "const z = gd._fullData[0].customdata || gd._fullData[0].z; const out = [];"
+            "z.forEach((row, i) => row.forEach((v, j) => { if (v > 0) out.push([i, j]); }));"
+            "return out.length ? out : null;"
+        ),
+        60,
+        "the drawn λ_L heat map",
+    )
+    choices = [(i, j) for i, j in cells if f"ranks {i} and {j} " not in default + " "]
+    assert choices, (cells, default)
+    i, j = choices[0]
+    label = f"Critical messages between ranks {i} and {j} on the timeline"
+    link_xpath = f"//a[.//*[normalize-space()={json.dumps(label)}]]"
+    link = None
+    for _attempt in range(3):  # a click during a rerun of the page is lost: click again
+        time.sleep(1.0)  # Plotly has drawn the figure of the last run
+        x, y = _wait(
+            driver,
+            lambda d: d.execute_script(
+                f"const gd = document.querySelector('{heatmap}');"
+                "if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis) return null;"
+                "gd.scrollIntoView({block: 'center'});"
+                "const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
+                "return [r.left + fl.xaxis._offset + fl.xaxis.l2p(arguments[0]),"
+                " r.top + fl.yaxis._offset + fl.yaxis.l2p(arguments[1])];",
+                j,
+                i,
+            ),
+            60,
+            "the heat map's axes",
+        )
+        click = ActionBuilder(driver)
+        click.pointer_action.move_to_location(int(x), int(y))
+        click.pointer_action.pause(0.3)  # hover first: the cell under the pointer is picked
+        click.pointer_action.click()
+        click.perform()
+        try:
+            link = WebDriverWait(driver, 15, poll_frequency=0.25).until(
+                EC.element_to_be_clickable((By.XPATH, link_xpath))
+            )
+            break
+        except TimeoutException:
+            continue
+    if link is None:
+        link = _wait(
+            driver,
+            EC.element_to_be_clickable((By.XPATH, link_xpath)),
+            5,
+            f"the link of the clicked cell ({i}, {j})",
+        )
+    _no_traceback(driver)
+    _shot(driver, "matrices_cell_clicked")
+    link.click()
+    _css(driver, ".st-key-path-runtime", "the critical-path page")
+    _idle(driver)
+    url = driver.current_url
+    assert f"pair={i}%2C{j}" in url or f"pair={i},{j}" in url, url
+    assert "page=critical_path" in url, url
+    _wait(
+        driver,
+        lambda d: d.execute_script(
+            "return [...document.querySelectorAll('.js-plotly-plot')].some("
+            "p => (p.data || []).some(t => t.name === 'linked op'))"
+        ),
+        60,
+        "the pair's critical message on the timeline",
+    )
+    assert "No critical message between" not in _page_text(driver)
+    _no_traceback(driver)
+    _shot(driver, "critical_path_from_cell")

@@ -8,5 +8,10 @@ controls (:mod:`llamp.ui.controls`) and figures (:mod:`llamp.ui.plots`).
 
 from pathlib import Path
 
+from llamp.ui import ast_guard
+
+# Streamlit parses page scripts while background tasks run: one parse at a time (ast_guard).
+ast_guard.install()
+
 #: The Streamlit entry point that ``llamp ui`` runs.
 APP_PATH = Path(__file__).with_name("app.py")

@@ -44,7 +44,7 @@ from llamp.lp.classify import Classification, Network, Thresholds, classify
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
 from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
 from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
-from llamp.lp.region import Region, RegionPreview, region_preview, tolerance_region
+from llamp.lp.region import Plane, Region, RegionPreview, region_preview, tolerance_region
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -822,3 +822,17 @@ def region_preview_map(
     return region_preview(
         _graph, params_of(params), x=levels, axes=axes, box=dict(box), cells=cells
     )
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def region_plane(
+    run: str, _graph: ExecutionGraph, params: ParamKey, axes: tuple[str, str]
+) -> Plane:
+    """``T`` over two of L, G, o (:class:`llamp.lp.region.Plane`): what a region read back from
+    the store (:mod:`llamp.ui.stored`, without its plane) needs to evaluate designs."""
+    return Plane.of_parameters(_graph, params_of(params), axes)
+
+
+def with_plane(rmap: RegionMap, plane: Plane) -> RegionMap:
+    """``rmap`` whose region evaluates ``T`` through ``plane``."""
+    return dataclasses.replace(rmap, region=dataclasses.replace(rmap.region, plane=plane))

@@ -23,7 +23,7 @@ from llamp import config
 from llamp.errors import LlampError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import store, tasks
+from llamp.ui import store, stored, tasks
 from llamp.ui.analyses import ParamKey, param_key
 from llamp.ui.profiles import profile_picker
 
@@ -356,15 +356,34 @@ def background(
     label: str,
     compute: Callable[[ExecutionGraph, tasks.Task], Any],
     inputs: object = (),
+    *,
+    stored_as: str | None = None,
+    shape: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None,
 ) -> Any:
     """``compute(graph, task)`` of the selected run in the background (:mod:`llamp.ui.tasks`),
     keyed on the run, the parameters and ``inputs``: its result, or ``None`` while it runs
-    (the progress panel with Cancel is on the page). The graph is loaded in the background too."""
+    (the progress panel with Cancel is on the page). The graph is loaded in the background too.
+
+    ``stored_as``: the result is kept as an Analysis node of that kind (:mod:`llamp.ui.stored`)
+    keyed on the run's token, the parameters and ``inputs``, and a stored one is returned at
+    once, without a task. ``shape``: (what to store of a result, ``None`` for nothing; the
+    result from what was stored), for a result holding live objects."""
+    to_store, from_store = shape or (lambda r: r, lambda r: r)
+    key = stored.page_key(sel.params, sel.token, inputs=inputs) if stored_as else {}
+    if stored_as:
+        found = stored.find(sel.run, sel.name, stored_as, key)
+        if found is not None:
+            return from_store(found)
 
     def work(task: tasks.Task) -> Any:
         task.report(None, f"loading run {sel.name!r}")
         graph = store.load_graph(sel.name, sel.token)
         task.report(None, "")
-        return compute(graph, task)
+        result = compute(graph, task)
+        kept = to_store(result) if stored_as else None
+        if kept is not None:
+            with task.steady():
+                stored.save(sel.run, sel.name, stored_as, key, kept)
+        return result
 
     return tasks.result(f"{slot}|{sel.run}|{sel.key}|{inputs!r}", label, work, slot=slot)

@@ -565,6 +565,15 @@ def topology_sweep_figure(
     return fig
 
 
+#: Largest matrix whose cells are clickable (:func:`pair_heatmap`): P² points in the page.
+CLICKABLE_RANKS = 128
+
+
+def trace_hover(value_format: str) -> str:
+    """The hover text of a matrix cell: ``i = 2 → j = 0`` and its value."""
+    return f"i = %{{y}} → j = %{{x}}<br>%{{customdata:{value_format}}}<extra></extra>"
+
+
 def pair_heatmap(
     matrix: np.ndarray,
     title: str,
@@ -574,11 +583,16 @@ def pair_heatmap(
     annotate: bool = False,
     colorscale: str = "Reds",
     value_format: str = ".6g",
+    clickable: bool = False,
 ) -> go.Figure:
     """A rank × rank matrix (sender ``i`` down, receiver ``j`` across, rank 0 top left).
 
     ``log``: colours by log10 of the value (zeros blank), hover still shows the value.
     ``annotate``: every cell's value written in it (small matrices).
+    ``clickable``: a click on a cell selects it (``st.plotly_chart(on_select=…)`` reports the
+    point's ``x`` = j and ``y`` = i). Plotly selects points of scatter traces only, never of a
+    heatmap, so the cells' centres are an invisible scatter trace that takes the hover and the
+    click (the nearest centre, at any distance); up to :data:`CLICKABLE_RANKS` ranks.
     """
     M = np.asarray(matrix, dtype=np.float64)
     P = M.shape[0]
@@ -595,7 +609,7 @@ def pair_heatmap(
         customdata=M,
         colorscale=colorscale,
         colorbar={"title": {"text": bar_title, "side": "right"}},
-        hovertemplate=f"i = %{{y}} → j = %{{x}}<br>%{{customdata:{value_format}}}<extra></extra>",
+        hovertemplate=trace_hover(value_format),
         xgap=1 if P <= 64 else 0,
         ygap=1 if P <= 64 else 0,
     )
@@ -603,6 +617,22 @@ def pair_heatmap(
         trace.update(text=[[format(v, value_format) for v in row] for row in M])
         trace.update(texttemplate="%{text}", textfont={"size": 11})
     fig = go.Figure(trace)
+    if clickable and P <= CLICKABLE_RANKS:
+        i, j = np.divmod(np.arange(P * P), P)
+        trace.update(hoverinfo="skip", hovertemplate=None)
+        fig.add_trace(
+            go.Scatter(
+                x=j,
+                y=i,
+                customdata=M.ravel(),
+                mode="markers",
+                marker={"size": 12, "opacity": 0.0},
+                hovertemplate=trace_hover(value_format),
+                showlegend=False,
+                name="cells",
+            )
+        )
+        fig.update_layout(hoverdistance=-1, hovermode="closest")
     fig.update_layout(
         title=title,
         xaxis_title="receiver rank j",

@@ -8,6 +8,11 @@ The curves share one L grid; with the automatic range it reaches 1.25 × the lar
 of any run, so a run whose tolerance is larger than all the others' moves the grid and the
 other curves are swept again (their figures are not). A curve is swept in chunks of latencies,
 so the progress bar moves and Cancel takes effect between two chunks.
+
+Each run's figures and curve are also stored as Analysis nodes of that run
+(:mod:`llamp.ui.stored`, kinds ``ui_run_figures`` and ``ui_run_curve``), so another session or a
+restarted server reuses them; when all of them are stored, :func:`ready` assembles the
+comparison without a background task.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import pandas as pd
 from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
 from llamp.params import LogGPS
-from llamp.ui import store
+from llamp.ui import store, stored
 from llamp.ui.analyses import param_key
 from llamp.ui.tasks import Task
 
@@ -64,6 +69,59 @@ def curve_key(token: str, params: LogGPS, grid: np.ndarray) -> tuple:
     return (store.cache_key(token), param_key(params), tuple(grid.tolist()))
 
 
+def _stored_figures(name: str, token: str, params: LogGPS, levels: tuple) -> tuple:
+    return ("ui_run_figures", stored.page_key(params, token, levels=levels))
+
+
+def _stored_curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> tuple:
+    # the grid by its bytes' hash: up to 2,001 latencies are no key
+    grid = np.ascontiguousarray(grid, dtype=np.float64)
+    return ("ui_run_curve", stored.page_key(params, token, grid=grid.tobytes()))
+
+
+def _figures(name: str, token: str, params: LogGPS, levels: tuple) -> RunFigures | None:
+    key = figures_key(token, params, levels)
+    found = _get(_FIGURES, key)
+    if found is None:
+        found = stored.find(
+            store.cache_key(token), name, *_stored_figures(name, token, params, levels)
+        )
+        if found is not None:
+            _put(_FIGURES, key, found)
+    return found
+
+
+def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFrame | None:
+    key = curve_key(token, params, grid)
+    found = _get(_CURVES, key)
+    if found is None:
+        found = stored.find(store.cache_key(token), name, *_stored_curve(name, token, params, grid))
+        if found is not None:
+            _put(_CURVES, key, found)
+    return found
+
+
+def ready(
+    runs: Sequence[tuple[str, str]],
+    params: LogGPS,
+    levels: Sequence[float],
+    grid: np.ndarray | None,
+    points: int,
+) -> tuple[Comparison, np.ndarray] | None:
+    """The comparison :func:`work` would compute, if every run's figures and curve are kept in
+    this process or stored; else ``None``."""
+    levels = tuple(float(x) for x in levels)
+    figures = [_figures(name, token, params, levels) for name, token in runs]
+    if any(f is None for f in figures):
+        return None
+    shared = grid if grid is not None else compare.latency_grid(figures, params, points)
+    curves = [_curve(name, token, params, shared) for name, token in runs]
+    if any(c is None for c in curves):
+        return None
+    named = [c.assign(run=name) for c, (name, _) in zip(curves, runs, strict=True)]
+    return compare.assemble(params, levels, figures, named), shared
+
+
 def work(
     runs: Sequence[tuple[str, str]],
     params: LogGPS,
@@ -78,7 +136,7 @@ def work(
     levels = tuple(float(x) for x in levels)
 
     def run(task: Task) -> tuple[Comparison, np.ndarray]:
-        todo = [_get(_FIGURES, figures_key(token, params, levels)) is None for _, token in runs]
+        todo = [_figures(name, token, params, levels) is None for name, token in runs]
         # Steps: one per run's figures, CHUNK latencies per step of a curve (a guess of the
         # grid's size when it depends on the figures still to compute).
         size = len(grid) if grid is not None else points + 1
@@ -91,21 +149,26 @@ def work(
 
         figures = []
         for i, (name, token) in enumerate(runs):
-            key = figures_key(token, params, levels)
-            found = _get(_FIGURES, key)
+            found = _figures(name, token, params, levels)
             if found is None:
                 step(f"loading {name} ({i + 1}/{len(runs)})")
                 graph = store.load_graph(name, token)
                 step(f"analysing {name} ({i + 1}/{len(runs)})")
                 found = compare.run_figures(graph, params, levels, name=name)
-                _put(_FIGURES, key, found)
+                _put(_FIGURES, figures_key(token, params, levels), found)
+                with task.steady():
+                    stored.save(
+                        store.cache_key(token),
+                        name,
+                        *_stored_figures(name, token, params, levels),
+                        found,
+                    )
                 done += 1
             figures.append(found)
         shared = grid if grid is not None else compare.latency_grid(figures, params, points)
         curves = []
         for i, (name, token) in enumerate(runs):
-            key = curve_key(token, params, shared)
-            frame = _get(_CURVES, key)
+            frame = _curve(name, token, params, shared)
             if frame is None:
                 graph = store.load_graph(name, token)
                 pieces = []
@@ -115,7 +178,14 @@ def work(
                     pieces.append(compare.run_curve(graph, params, chunk, name))
                     done += 1
                 frame = pd.concat(pieces, ignore_index=True)
-                _put(_CURVES, key, frame)
+                _put(_CURVES, curve_key(token, params, shared), frame)
+                with task.steady():
+                    stored.save(
+                        store.cache_key(token),
+                        name,
+                        *_stored_curve(name, token, params, shared),
+                        frame,
+                    )
             else:
                 done += per_curve
             curves.append(frame.assign(run=name))
@@ -125,4 +195,4 @@ def work(
     return run
 
 
-__all__ = ["CHUNK", "figures_key", "curve_key", "forget", "work"]
+__all__ = ["CHUNK", "figures_key", "curve_key", "forget", "ready", "work"]

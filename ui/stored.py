@@ -9,6 +9,14 @@ the store instead of loading a 10^6-vertex graph and computing. Results are immu
 replaced under its name gets a new identity and loses its analyses), so a hit is also kept in
 this process.
 
+The other pages' results (design space, classification, topology, matrices, compared runs,
+collective what-ifs) are stored the same way, as JSON of a closed set of shapes
+(:mod:`llamp.ui.codec`: numbers, arrays, DataFrames and the result dataclasses registered below),
+never as pickles. Their ``params`` also hold the run's token and every input of the page that
+changes the answer (uploaded files by their SHA-256), and :data:`SCHEMA`: a node written by an
+older version of the UI does not match and the result is computed again; one that matches but
+cannot be read back is computed again too.
+
 Writes need a writable store: with ``LLAMP_UI_READ_ONLY`` set, or while the store cannot be
 opened for writing, the result stays in this process only (and the page says nothing: it has
 the result either way).
@@ -17,24 +25,36 @@ the result either way).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 import math
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from llamp import config
 from llamp.graph import ExecutionGraph
 from llamp.lp import CriticalLatencies, Prediction, Tolerance, ToleranceLevel
+from llamp.lp.classify import Classification, Network, Thresholds
+from llamp.lp.collectives_whatif import CollectiveComparison, Variant, VariantCurve
+from llamp.lp.compare import RunFigures
 from llamp.lp.critical import Segment, Unresolved
+from llamp.lp.matrix import PairCosts, PairSensitivity
+from llamp.lp.region import Axis, Region, RegionEdge, RegionLevel, RegionPreview
+from llamp.lp.topology import TopologyAnalysis
 from llamp.params import LogGPS
-from llamp.ui import store, tasks
+from llamp.ui import codec, store, tasks
+from llamp.ui.analyses import RegionMap
 from llamp.ui.tasks import Task
 
 log = logging.getLogger("llamp.ui")
 
 #: Bumped when the stored shape of a result changes, so older nodes are not read as new ones.
-SCHEMA = 1
+#: 2: keys hold the run token; the other pages' results (:mod:`llamp.ui.codec`).
+SCHEMA = 2
 
 _MEMO: dict[tuple[str, str, str], Any] = {}
 _MEMO_LOCK = threading.Lock()
@@ -47,17 +67,32 @@ def key_of(params: LogGPS, **inputs: Any) -> dict[str, Any]:
     return params.as_dict() | {k: _plain(v) for k, v in inputs.items()} | {"ui_schema": SCHEMA}
 
 
+def page_key(params: LogGPS, token: str, **inputs: Any) -> dict[str, Any]:
+    """:func:`key_of` with the run's token: the key of a page's result."""
+    return key_of(params, run_token=token, **inputs)
+
+
 def _plain(value: Any) -> Any:
+    """``value`` as JSON for a key: tuples as lists, non-finite floats as text, the bytes of an
+    upload as their SHA-256, any other object as its ``repr``."""
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "sha256:" + hashlib.sha256(bytes(value)).hexdigest()
+    if isinstance(value, np.ndarray):
+        return f"array {value.dtype.str} {list(value.shape)} " + _plain(value.tobytes())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)  # a small input object (a dataclass of numbers): its repr names it
 
 
 def _memo_key(run_key: str, kind: str, params: dict[str, Any]) -> tuple[str, str, str]:
-    import json
-
     return (run_key, kind, json.dumps(params, sort_keys=True))
 
 
@@ -77,7 +112,7 @@ def find(run_key: str, run: str, kind: str, params: dict[str, Any]) -> Any | Non
     if not rows:
         return None
     try:
-        result = _LOAD[kind](rows[-1].scalars, _params_of(params))
+        result = _LOAD.get(kind, _load_value)(rows[-1].scalars, _params_of(params))
     except (KeyError, TypeError, ValueError) as err:
         log.info("stored %s %s is not readable (%s): computing again", kind, rows[-1].id, err)
         return None
@@ -94,7 +129,7 @@ def save(run_key: str, run: str, kind: str, params: dict[str, Any], result: Any)
         with store.connect(write=True) as db:
             if any(a.kind == kind and a.params == params for a in db.list_analyses(run)):
                 return
-            db.write_analysis(run, kind, params, _DUMP[kind](result))
+            db.write_analysis(run, kind, params, _DUMP.get(kind, _dump_value)(result))
     except Exception as err:  # noqa: BLE001 - the result is on the page either way
         log.info("stored %s of %s not written: %s", kind, config.redact(run), err)
 
@@ -189,6 +224,43 @@ def _load_critical(d: dict[str, Any], params: LogGPS) -> CriticalLatencies:
     fields["unresolved"] = rows(Unresolved, _UNRESOLVED, d["unresolved"])
     fields["lo"], fields["hi"] = _num(d["lo"]), _num(d["hi"])
     return CriticalLatencies(params=params, **fields)
+
+
+# The other pages' results: one ``value``, in the codec's shapes.
+for _cls in (
+    LogGPS,
+    Network,
+    Thresholds,
+    Classification,
+    Axis,
+    RegionEdge,
+    RegionLevel,
+    RegionPreview,
+    RegionMap,
+    PairCosts,
+    PairSensitivity,
+    TopologyAnalysis,
+    Prediction,
+    ToleranceLevel,
+    Tolerance,
+    RunFigures,
+    Segment,
+    Unresolved,
+    CriticalLatencies,
+    Variant,
+    VariantCurve,
+):
+    codec.register(_cls)
+codec.register(Region, plane=None)  # T at a design needs the graph: the page loads it then
+codec.register(CollectiveComparison, graphs={})  # the expanded graphs stay in the process
+
+
+def _dump_value(result: Any) -> dict[str, Any]:
+    return {"value": codec.encode(result)}
+
+
+def _load_value(d: dict[str, Any], params: LogGPS) -> Any:
+    return codec.decode(d["value"])
 
 
 _DUMP = {"predict": _dump_prediction, "tolerance": _dump_tolerance, "critical": _dump_critical}

@@ -117,6 +117,7 @@ with controls.readable_errors("Classification"):
             sel.run, graph, network, analyses.param_key(params), thresholds
         ),
         (network, analyses.param_key(params), thresholds),
+        stored_as="ui_classification",
     )
 if result is None:
     st.stop()

@@ -22,7 +22,7 @@ from llamp.ingest import FORMATS
 from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
 from llamp.lp import collectives_whatif as whatif
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, plots, stored
 
 try:  # the UI's background runner (progress, Cancel, stops when the page is left)
     from llamp.ui import tasks
@@ -296,8 +296,21 @@ st.caption(
 job_key = repr(
     ("collectives", trace_path, lenient, variants, sel.key, levels, auto, lo_text, hi_text)
 )
+# stored with the run: the trace by its path, the variants and the range as asked
+stored_key = stored.page_key(
+    sel.params,
+    sel.token,
+    trace=str(trace_path),
+    lenient=bool(lenient),
+    variants=variants,
+    levels=levels,
+    auto=bool(auto),
+    lo=lo_text,
+    hi=hi_text,
+)
+found = stored.find(sel.run, sel.name, "ui_collectives", stored_key)
 confirmed = st.session_state.get("coll_confirmed") == job_key
-if not estimate.within_target and not confirmed:
+if found is None and not estimate.within_target and not confirmed:
     st.warning(
         f"Expanding these variants takes about {_seconds(estimate.summary_seconds)} before "
         "any T(L) curve is drawn "
@@ -344,7 +357,7 @@ def _work(task) -> tuple[float, float]:
         progress=lambda f, text: task.report(share * f, text),
     )
     span = _range(result)
-    analyses.variant_curves(
+    curves = analyses.variant_curves(
         trace_path,
         lenient,
         variants,
@@ -354,13 +367,17 @@ def _work(task) -> tuple[float, float]:
         whatif.curve_budget(time.monotonic() - started),
         progress=lambda f, text: task.report(share + (1 - share) * f, text),
     )
+    with task.steady():
+        stored.save(sel.run, sel.name, "ui_collectives", stored_key, (result, curves, span))
     return span
 
 
 result = curves = None
 lo = hi = 0.0
 with controls.readable_errors("Collective what-if"):
-    if estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
+    if found is not None:
+        result, curves, (lo, hi) = found
+    elif estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
         bar = st.progress(0.0, text="Expanding the trace's collectives…")
         share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
         started = time.monotonic()
@@ -385,6 +402,7 @@ with controls.readable_errors("Collective what-if"):
             progress=lambda f, text: bar.progress(share + (1 - share) * f, text=text),
         )
         bar.empty()
+        stored.save(sel.run, sel.name, "ui_collectives", stored_key, (result, curves, (lo, hi)))
     else:
         # one slot: changing the inputs stops watching (and so cancels) the previous what-if
         span = tasks.result(job_key, "Collective what-if", _work, slot="collectives")

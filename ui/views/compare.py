@@ -67,7 +67,7 @@ with controls.readable_errors("Comparison"):
         fixed = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
     pairs = [(name, store.run_token(runs, name)) for name in chosen]
     grid_key = "auto" if fixed is None else repr(float(fixed.max()))
-    found = tasks.result(
+    found = run_comparison.ready(pairs, sel.params, levels, fixed, points) or tasks.result(
         f"compare|{[(n, store.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{levels!r}"
         f"|{grid_key}|{points}",
         f"Comparing {len(chosen)} runs",

@@ -19,7 +19,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots, store, tasks
+from llamp.ui import analyses, controls, plots
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -119,9 +119,7 @@ log_colour = o2.toggle("Logarithmic colour scale", key="mx_log")
 annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
 
 
-def _work(task):
-    task.report(None, f"loading run {sel.name!r}")
-    graph = store.load_graph(sel.name, sel.token)
+def _work(graph, task):
     task.report(0.2, "λ_L^ij and λ_G^ij along the critical path")
     costs = analyses.pair_costs(graph.num_ranks, sel.params, source)
     return analyses.pair_sensitivity(graph, sel.params, costs)
@@ -130,11 +128,13 @@ def _work(task):
 result = None
 if source is not None:
     with controls.readable_errors("Sensitivity matrices"):
-        result = tasks.result(
-            f"matrices|{sel.run}|{sel.key}|{source!r}",
+        result = controls.background(
+            sel,
+            "matrices",
             "Computing the sensitivity matrices",
             _work,
-            slot="matrices",
+            (source,),
+            stored_as="ui_matrices",
         )
 if result is None:
     st.stop()
@@ -173,6 +173,7 @@ with left:
             annotate=cells,
             colorscale="Reds",
             value_format="g",
+            clickable=True,
         ),
         key="plot_lambda_L",
         width="stretch",

@@ -97,6 +97,7 @@ with controls.readable_errors("Design space"):
             sel.run, graph, sel.key, names, levels, box, int(cells)
         ),
         (names, levels, box, int(cells)),
+        stored_as="ui_region",
     )
     if rmap is None:  # the exact polygons take a while at 10^6 vertices: T on the box first
         preview = controls.background(
@@ -107,6 +108,7 @@ with controls.readable_errors("Design space"):
                 sel.run, graph, sel.key, names, levels, box, int(cells)
             ),
             (names, levels, box, int(cells)),
+            stored_as="ui_region_preview",
         )
         if preview is not None:
             with st.container(key="region-preview"):
@@ -118,7 +120,21 @@ with controls.readable_errors("Design space"):
                 st.plotly_chart(
                     plots.region_preview_figure(preview), key="plot_region_preview", width="stretch"
                 )
-    frame = rmap.region.designs(designs) if designs and rmap is not None else None
+    if designs and rmap is not None and rmap.region.plane is None:
+        # a stored region: T at the designs needs the graph (its plane), loaded once
+        plane = controls.background(
+            sel,
+            "region-plane",
+            "Evaluating the designs",
+            lambda graph, task: analyses.region_plane(sel.run, graph, sel.key, names),
+            (names,),
+        )
+        rmap = analyses.with_plane(rmap, plane) if plane is not None else rmap
+    frame = (
+        rmap.region.designs(designs)
+        if designs and rmap is not None and rmap.region.plane is not None
+        else None
+    )
 
 if rmap is None:
     st.stop()

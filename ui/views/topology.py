@@ -188,6 +188,18 @@ def _analyse_all(graph, task):
     return out
 
 
+def _analyses_kept(out):
+    """What is stored of the analyses: all of them, or nothing when one failed."""
+    results = [res for _, _, res in out]
+    return None if any(isinstance(r, BaseException) for r in results) else results
+
+
+def _analyses_read(results):
+    return [
+        (source, topo, res) for source, topo, res in zip(sources, topologies, results, strict=True)
+    ]
+
+
 analysed = None
 with controls.readable_errors("Topology analysis"):
     analysed = controls.background(
@@ -196,6 +208,8 @@ with controls.readable_errors("Topology analysis"):
         f"Analysing {len(sources)} topologies",
         _analyse_all,
         (tuple(sources), int(ranks_per_node), mapping, latencies, levels),
+        stored_as="ui_topology",
+        shape=(_analyses_kept, _analyses_read),
     )
 if analysed is None:
     st.stop()
@@ -358,6 +372,11 @@ with controls.readable_errors("Sweep"):
         f"Sweeping {variable} from {format_ns(lo)} to {format_ns(hi)}",
         _sweep_all,
         (tuple(s for s, _, _ in swept), int(ranks_per_node), mapping, latencies, variable, values),
+        stored_as="ui_topology_sweep",
+        shape=(
+            lambda out: None if any(isinstance(f, BaseException) for f in out) else out,
+            lambda out: out,
+        ),
     )
     for (_source, _topo, res), frame in zip(swept, frames or [], strict=False):
         with controls.readable_errors(f"Sweep on {res.topology}"):

@@ -1,0 +1,290 @@
+"""Analyses of every page kept as Analysis nodes and reused across sessions and restarts
+(issue 17): the design space, classification, topology, matrices, compared runs and the
+collectives what-if compute once; a fresh session on the same store, after everything this
+process kept is dropped, shows the same numbers without starting a task or calling the
+analysis. The stored shapes (:mod:`llamp.ui.codec`) round-trip exactly and read nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from apptest_pages import RUN, SWEEP3D, assert_clean, exact_ns, keyed, page, table
+
+from llamp.ingest import read
+from llamp.lp import compare as lp_compare
+from llamp.lp.classify import NETWORKS, Classification, Network, Thresholds
+from llamp.lp.region import Axis, RegionEdge, RegionLevel
+from llamp.params import LogGPS
+from llamp.ui import analyses, codec, run_comparison, stored, tasks
+from llamp.ui import store as ui_store
+
+BCAST = SWEEP3D.parent / "bcast-synthetic"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
+    """A LLAMP_HOME whose store holds ``sweep3d`` and ``bcast`` (for the Compare page)."""
+    from llamp.graphdb import open_store
+
+    path = tmp_path_factory.mktemp("llamp-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LLAMP_HOME", str(path))
+        mp.delenv("LLAMP_STORE", raising=False)
+        with open_store(None) as opened:
+            opened.put_run(sweep3d, RUN)
+            opened.put_run(read(BCAST), "bcast")
+        yield path
+
+
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
+# ---------------------------------------------------------------------- the stored shapes
+def test_codec_round_trips_arrays_frames_and_registered_dataclasses():
+    frame = pd.DataFrame(
+        {
+            "L_ns": [0.0, 1.5, math.inf],
+            "variant": ["ring", None, "rd"],
+            "holds": [True, False, True],
+            "count": np.array([1, 2, 3], dtype=np.int64),
+        },
+        index=pd.Index([7, 8, 9], name="row"),
+    )
+    value = {
+        ("a", 1): (np.arange(6, dtype=np.float32).reshape(2, 3), frame),
+        "nan": math.nan,
+        "params": LogGPS.parse(L="2us"),
+        "network": Network("HDR", 200.0, 1000.0, "vendor"),
+        "empty": pd.DataFrame(),
+    }
+    back = codec.decode(codec.encode(value))
+    assert set(back) == set(value)
+    arr, df = back[("a", 1)]
+    assert arr.dtype == np.float32 and arr.shape == (2, 3)
+    np.testing.assert_array_equal(arr, np.arange(6).reshape(2, 3))
+    pd.testing.assert_frame_equal(df, frame, check_dtype=False)
+    assert df["count"].dtype == np.int64 and df["holds"].dtype == bool
+    assert math.isnan(back["nan"])
+    assert back["params"] == LogGPS.parse(L="2us")
+    assert back["network"] == Network("HDR", 200.0, 1000.0, "vendor")
+    assert back["empty"].empty
+
+
+def test_codec_drops_live_fields_and_refuses_other_objects():
+    level = RegionLevel(
+        0.01,
+        110.0,
+        np.array([0.0, 1.0]),
+        np.array([0.0, 2.0]),
+        np.array([100.0, math.nan]),
+        np.array([False, True]),
+        (RegionEdge("box", side="L_min"), RegionEdge("bound", None, 1.0, 2.0, 3.0)),
+        ("L",),
+        True,
+    )
+    back = codec.decode(codec.encode(level))
+    np.testing.assert_array_equal(back.runtime_ns, level.runtime_ns)
+    assert back.edges == level.edges and back.unbounded == ("L",)
+    with pytest.raises(TypeError):
+        codec.encode(object())
+    with pytest.raises(TypeError):
+        codec.encode(np.array(["a", None], dtype=object))
+    forged = {"$dc": ["os.system", {}]}
+    with pytest.raises(ValueError, match="not a stored class"):
+        codec.decode(forged)
+    with pytest.raises(ValueError):
+        codec.decode({"$nd": ["|O", [1], ""]})
+    partial = codec.encode(Axis("L", 3000.0, "ns"))
+    del partial["$dc"][1]["unit"]
+    with pytest.raises(ValueError, match="fields"):
+        codec.decode(partial)
+
+
+def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch):
+    """A node with the same inputs but an older ``ui_schema`` is not a hit, and a node that
+    matches but cannot be read is computed again."""
+    params = LogGPS.parse(L="2us")
+    key = stored.page_key(params, "token", inputs=["x"])
+    old = key | {"ui_schema": stored.SCHEMA - 1}
+    network = NETWORKS["HDR"]
+    result = Classification(
+        network, params, Thresholds(), "label", "C1", "why", pd.DataFrame(), pd.DataFrame(), None
+    )
+    with ui_store.connect(write=True) as db:
+        db.write_analysis(RUN, "ui_test", old, {"value": codec.encode(result)})
+        db.write_analysis(RUN, "ui_test_bad", key, {"value": {"$dc": ["nope", {}]}})
+    stored.forget()
+    assert stored.find("k", RUN, "ui_test", key) is None
+    assert stored.find("k", RUN, "ui_test", old) is not None  # it is there, under its key
+    assert stored.find("k", RUN, "ui_test_bad", key) is None
+
+
+# ---------------------------------------------------------------------- one page at a time
+def _restart() -> None:
+    """What a restarted server has: the store, nothing in memory."""
+    stored.forget()
+    run_comparison.forget()
+    with analyses._WHATIFS_LOCK:
+        analyses._WHATIFS.clear()
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """After a restart: starting a task or calling any of ``names`` fails the test."""
+
+    def forbid(*names: tuple[object, str]) -> list[str]:
+        started: list[str] = []
+        real = tasks.start
+
+        def start(key, label, work, *, slot=None, interruptible=True):
+            started.append(f"{slot}: {label}")
+            return real(key, label, work, slot=slot, interruptible=interruptible)
+
+        monkeypatch.setattr(tasks, "start", start)
+        for owner, name in names:
+
+            def never(*args, _name=name, **kw):
+                raise AssertionError(f"{_name} recomputed a stored analysis")
+
+            monkeypatch.setattr(owner, name, never)
+        return started
+
+    return forbid
+
+
+def _open(view: str):
+    """Page ``view`` on run :data:`RUN`, settled."""
+    at = page(view)
+    at.selectbox(key=f"run::{view}").set_value(RUN).run()
+    return at
+
+
+def _kinds() -> set[str]:
+    with ui_store.connect() as db:
+        return {a.kind for a in db.list_analyses(RUN)}
+
+
+def test_design_space_is_stored_and_shown_after_a_restart(no_compute):
+    at = _open("region")
+    assert_clean(at)
+    t0 = exact_ns(keyed(at, "region-T0"))
+    vertices = table(at, "on_bound")
+    designs = table(at, "design")
+    assert {"ui_region", "ui_region_preview"} <= _kinds()
+
+    _restart()
+    started = no_compute((analyses, "tolerance_region"), (analyses, "region_preview"))
+    at = _open("region")
+    assert_clean(at)
+    assert exact_ns(keyed(at, "region-T0")) == t0
+    pd.testing.assert_frame_equal(table(at, "on_bound"), vertices)
+    # T at the designs needs the graph's plane: loaded in the background, the region is not
+    assert [s for s in started if not s.startswith("region-plane")] == []
+    pd.testing.assert_frame_equal(table(at, "design"), designs)
+
+
+def test_classification_is_stored_and_shown_after_a_restart(no_compute):
+    at = _open("classification")
+    assert_clean(at)
+    label = keyed(at, "class-label").metric[0].value
+    runtime = exact_ns(keyed(at, "class-runtime"))
+    rules = table(at, "share_needed")
+    assert "ui_classification" in _kinds()
+
+    _restart()
+    started = no_compute((analyses, "classify"))
+    at = _open("classification")
+    assert_clean(at)
+    assert started == []
+    assert keyed(at, "class-label").metric[0].value == label
+    assert exact_ns(keyed(at, "class-runtime")) == runtime
+    pd.testing.assert_frame_equal(table(at, "share_needed"), rules)
+
+
+def _frames(at) -> list[pd.DataFrame]:
+    return [d.value for d in at.dataframe]
+
+
+def test_topology_is_stored_and_shown_after_a_restart(no_compute):
+    at = _open("topology")
+    assert_clean(at)
+    before = _frames(at)
+    assert before and "ui_topology" in _kinds()
+
+    _restart()
+    started = no_compute((analyses, "analyze_topology"))
+    at = _open("topology")
+    assert_clean(at)
+    assert [s for s in started if s.startswith("topology:")] == []
+    after = _frames(at)
+    assert len(after) == len(before)
+    for a, b in zip(after, before, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_matrices_are_stored_and_shown_after_a_restart(no_compute):
+    at = _open("matrices")
+    assert_clean(at)
+    runtime = exact_ns(keyed(at, "mx-runtime"))
+    pairs = table(at, "src")
+    assert "ui_matrices" in _kinds()
+
+    _restart()
+    started = no_compute((analyses, "pair_sensitivity"))
+    at = _open("matrices")
+    assert_clean(at)
+    assert started == []
+    assert exact_ns(keyed(at, "mx-runtime")) == runtime
+    pd.testing.assert_frame_equal(table(at, "src"), pairs)
+
+
+def test_compared_runs_are_stored_per_run_and_shown_after_a_restart(no_compute):
+    at = _open("compare")
+    assert_clean(at)
+    runtime = exact_ns(keyed(at, "cmp-runtime-1"))
+    overview = keyed(at, "cmp-overview").dataframe[0].value
+    with ui_store.connect() as db:
+        for run in (RUN, "bcast"):
+            kinds = {a.kind for a in db.list_analyses(run)}
+            assert {"ui_run_figures", "ui_run_curve"} <= kinds, (run, kinds)
+
+    _restart()
+    started = no_compute((lp_compare, "run_figures"), (lp_compare, "run_curve"))
+    at = _open("compare")
+    assert_clean(at)
+    assert started == []
+    assert exact_ns(keyed(at, "cmp-runtime-1")) == runtime
+    pd.testing.assert_frame_equal(keyed(at, "cmp-overview").dataframe[0].value, overview)
+
+
+def test_collectives_what_if_is_stored_and_shown_after_a_restart(no_compute):
+    at = _open("collectives")
+    assert_clean(at)
+    shown = [(m.label, m.value) for m in at.metric]
+    assert shown and "ui_collectives" in _kinds()
+
+    _restart()
+    started = no_compute((analyses, "compare_collectives"), (analyses.whatif, "variant_curves"))
+    at = _open("collectives")
+    assert_clean(at)
+    assert started == []
+    assert [(m.label, m.value) for m in at.metric] == shown
+
+
+def test_a_read_only_ui_keeps_results_in_the_process_only(monkeypatch):
+    monkeypatch.setenv("LLAMP_UI_READ_ONLY", "1")
+    params = LogGPS.parse(L="7us")
+    key = stored.page_key(params, "t", inputs=["ro"])
+    stored.save("k", RUN, "ui_read_only", key, dataclasses.replace(params))
+    assert stored.find("k", RUN, "ui_read_only", key) == params
+    assert "ui_read_only" not in _kinds()
