@@ -1,0 +1,317 @@
+"""Where the time of one ``llamp`` process goes: ``predict`` from a saved graph and ``ingest``
+of a GOAL file, phase by phase (issue 15 items 3 and 4).
+
+Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices`
+(as :mod:`benchmarks.bench_peers`), written as GOAL and ingested to ``.npz`` by ``llamp
+ingest``; ``predict`` runs on the ``.npz`` of 3·10^6 vertices (``quick``: 10^5), ``ingest`` on
+the GOAL file of 10^6 vertices (``quick``: 10^5). Parameters: L = 3 µs, o = 1.5 µs, G = 0,
+S = 65535 B (bench_peers' one point).
+
+Two measurements per command, each the median of ``repeat`` runs:
+
+- **whole process** (``python -m llamp …`` as a user runs it, nothing added): wall time, CPU
+  time (user + system, all threads, from ``os.wait4``) and peak RSS;
+- **phases**: the same command in a child that times, on its main thread, the interpreter's
+  start (spawn to the child's first statement), the imports of ``llamp.cli``, and inside
+  ``main`` the calls that make up the command (reading the graph file, the stored event graph,
+  numba's cached-kernel loads, the kernel pass, GOAL reading, lowering, writing), each counted
+  once (time spent in a nested timed call goes to the nested phase); "options, dispatch, other"
+  is the rest of ``main``, "exit" the time from ``main``'s return to the process's end. The
+  timers are attached when their module is first imported (a meta-path hook), so no module is
+  imported earlier than the command itself imports it. Numba's one-time set-up in the
+  background thread (:mod:`llamp.lp.jit`) is shown on its own row (its interval overlaps the
+  main thread's phases) and is not part of the sum.
+
+``python -m benchmarks.bench_startup [--quick] [--repeat N] [--python PATH]``: ``--python``
+runs the commands with another interpreter (e.g. another checkout's venv: a before/after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.abc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+POINT = ["--L", "3us", "--o", "1500ns", "--G", "0ns/B", "--S", "65535"]
+
+#: Phase of each timed call, in the order the table shows them.
+PHASES = {
+    "interpreter": "interpreter start-up",
+    "imports": "imports (llamp.cli)",
+    "numba_import": "import numba (on the main thread)",
+    "other": "options, dispatch, other",
+    "read": "llamp.ingest.read (GOAL: the tokenizer; .npz: see next)",
+    "graph_load": "graph file: map + CRC columns",
+    "events": "event graph: stored (map + CRC + checks) or lowered",
+    "kernel_load": "numba: first call of each kernel (waiting for the set-up, cache load)",
+    "point": "kernel pass (T, λ)",
+    "save": "write .npz",
+    "exit": "exit (output, thread join, teardown)",
+}
+BACKGROUND = "numba set-up (background thread; overlaps the phases above)"
+
+
+# ------------------------------------------------------------------------------- child side
+class _Timers:
+    """Intervals of timed calls on the main thread, and of numba's set-up on any thread."""
+
+    def __init__(self) -> None:
+        self.main = threading.main_thread()
+        self.stack: list[list[Any]] = []  # [phase, start, nested seconds]
+        self.exclusive: dict[str, float] = {}
+        self.background: list[float] = []
+
+    def wrap(self, phase: str, func):
+        @functools.wraps(func)
+        def timed(*args, **kwargs):
+            if threading.current_thread() is not self.main:
+                return func(*args, **kwargs)
+            frame = [phase, time.perf_counter(), 0.0]
+            self.stack.append(frame)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.stack.pop()
+                spent = time.perf_counter() - frame[1]
+                self.exclusive[phase] = self.exclusive.get(phase, 0.0) + spent - frame[2]
+                if self.stack:
+                    self.stack[-1][2] += spent
+
+        return timed
+
+    def wrap_background(self, func):
+        @functools.wraps(func)
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.background.append(time.perf_counter() - start)
+
+        return timed
+
+
+def _patch_class(module, cls: str, attr: str, wrapper) -> None:
+    owner = getattr(module, cls)
+    raw = next(k.__dict__[attr] for k in owner.__mro__ if attr in k.__dict__)
+    if isinstance(raw, classmethod):
+        setattr(owner, attr, classmethod(wrapper(raw.__func__)))
+    else:
+        setattr(owner, attr, wrapper(raw))
+
+
+def _patches(timers: _Timers) -> dict[str, Any]:
+    def graph(m):
+        _patch_class(m, "ExecutionGraph", "load", lambda f: timers.wrap("graph_load", f))
+        _patch_class(m, "ExecutionGraph", "save", lambda f: timers.wrap("save", f))
+
+    def engine(m):
+        _patch_class(m, "GraphEngine", "events", lambda f: timers.wrap("events", f))
+        _patch_class(m, "GraphEngine", "point", lambda f: timers.wrap("point", f))
+        _patch_class(m, "GraphEngine", "points", lambda f: timers.wrap("point", f))
+
+    def dispatcher(m):
+        _patch_class(m, "Dispatcher", "_compile_for_args", lambda f: timers.wrap("kernel_load", f))
+
+    def ingest(m):
+        m.read = timers.wrap("read", m.read)
+
+    def jit(m):
+        m.prepare = timers.wrap_background(m.prepare)
+
+    return {
+        "llamp.graph": graph,
+        "llamp.lp.engine": engine,
+        "numba.core.dispatcher": dispatcher,
+        "llamp.ingest": ingest,
+        "llamp.lp.jit": jit,
+    }
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Applies ``patches[name]`` right after module ``name`` is executed by its own loader, and
+    times the import of ``numba`` (with everything it imports) on the main thread."""
+
+    def __init__(self, patches: dict[str, Any], timers: _Timers):
+        self.patches = patches
+        self.timers = timers
+
+    def find_spec(self, name, path, target=None):
+        patch = self.patches.get(name)
+        if name == "numba":
+            patch = lambda module: None  # noqa: E731 - timed below, nothing to attach
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        execute = spec.loader.exec_module
+        if name == "numba":
+            execute = self.timers.wrap("numba_import", execute)
+
+        def exec_module(module):
+            execute(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def child(argv: list[str], out: Path) -> None:
+    """Run ``llamp argv`` with the phase timers; write them to ``out`` (JSON)."""
+    entered = time.time()
+    t0 = time.perf_counter()
+    timers = _Timers()
+    sys.meta_path.insert(0, _AfterImport(_patches(timers), timers))
+    import llamp.cli
+
+    imported = time.perf_counter()
+    during_imports = sum(timers.exclusive.values())
+    code = 0
+    try:
+        llamp.cli.main(argv)
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    finished = time.perf_counter()
+    timed = sum(timers.exclusive.values())
+    result = {
+        "entered_epoch": entered,
+        "left_epoch": time.time(),
+        "code": code,
+        "imports": imported - t0 - during_imports,
+        "other": finished - imported - (timed - during_imports),
+        **timers.exclusive,
+        "background": sum(timers.background),
+    }
+    out.write_text(json.dumps(result))
+
+
+# ------------------------------------------------------------------------------ parent side
+def _spawn(python: str, args: list[str]):
+    """Run ``args`` to the end: (wall s, CPU s of all its threads, peak RSS MB, start epoch)."""
+    started_epoch = time.time()
+    start = time.perf_counter()
+    proc = subprocess.Popen([python, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}: {err.strip()[-300:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, started_epoch
+
+
+def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, float]:
+    runs = [_spawn(python, ["-m", "llamp", *argv]) for _ in range(max(1, repeat))]
+    return {
+        "wall": statistics.median(r[0] for r in runs),
+        "cpu": statistics.median(r[1] for r in runs),
+        "rss": max(r[2] for r in runs),
+        "runs": [r[0] for r in runs],
+    }
+
+
+def phases(python: str, argv: list[str], repeat: int) -> dict[str, float]:
+    """Median seconds per phase of ``llamp argv`` (keys of :data:`PHASES`, ``background``)."""
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="llamp-startup-") as tmp:
+        out = Path(tmp) / "phases.json"
+        for _ in range(max(1, repeat)):
+            # This file by path: the child's llamp is the interpreter's own (``--python``).
+            code = (
+                "import importlib.util as u; from pathlib import Path; "
+                f"s = u.spec_from_file_location('bench_startup_child', {__file__!r}); "
+                "m = u.module_from_spec(s); s.loader.exec_module(m); "
+                f"m.child({argv!r}, Path({str(out)!r}))"
+            )
+            wall, _, _, started = _spawn(python, ["-c", code])
+            got = json.loads(out.read_text())
+            if got["code"] != 0:
+                raise RuntimeError(f"llamp {' '.join(argv)} exited {got['code']}")
+            got["interpreter"] = got["entered_epoch"] - started
+            got["exit"] = started + wall - got["left_epoch"]
+            got["total"] = wall
+            rounds.append(got)
+    keys = [*PHASES, "background", "total"]
+    return {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in keys}
+
+
+def _rows(case: str, command: str, timed: dict[str, float], whole: dict[str, float]) -> list:
+    from benchmarks.timing import row
+
+    rows = []
+    for key, label in PHASES.items():
+        if timed.get(key, 0.0) > 0.0005:
+            rows.append(row("startup", case, f"{command}: {label}", timed[key], "s"))
+    rows.append(row("startup", case, f"{command}: {BACKGROUND}", timed["background"], "s"))
+    rows.append(row("startup", case, f"{command}: phases, total wall", timed["total"], "s"))
+    rows.append(
+        row("startup", case, f"{command}: whole process wall", whole["wall"], "s", whole["runs"])
+    )
+    rows.append(row("startup", case, f"{command}: whole process CPU", whole["cpu"], "s"))
+    rows.append(row("startup", case, f"{command}: whole process peak RSS", whole["rss"], "MB"))
+    return rows
+
+
+def _make_graphs(workdir: Path, vertices: int, python: str) -> tuple[str, Path, Path]:
+    from llamp.ingest.goal import write_goal
+    from llamp.ingest.synthetic import stencil_with_vertices
+
+    graph = stencil_with_vertices(vertices, ranks=16, alltoall_every=10)
+    case = f"stencil {graph.num_vertices:.3g} vertices"
+    goal = write_goal(graph, workdir / f"stencil{vertices}.goal").path
+    npz = goal.with_suffix(".npz")
+    _spawn(python, ["-m", "llamp", "ingest", str(goal), "-o", str(npz), "--no-progress"])
+    return case, goal, npz
+
+
+def run(quick: bool = False, repeat: int = 3, python: str | None = None) -> list[dict[str, Any]]:
+    python = python or sys.executable
+    predict_size, ingest_size = (100_000, 100_000) if quick else (3_000_000, 1_000_000)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="llamp-bench-startup-") as tmp:
+        work = Path(tmp)
+        graphs = {n: _make_graphs(work, n, python) for n in {predict_size, ingest_size}}
+        case, _, npz = graphs[predict_size]
+        argv = ["predict", str(npz), *POINT]
+        timed, whole = phases(python, argv, repeat), whole_process(python, argv, repeat)
+        rows += _rows(case, "predict", timed, whole)
+        case, goal, _ = graphs[ingest_size]
+        argv = ["ingest", str(goal), "-o", str(work / "ingested.npz"), "--no-progress"]
+        timed, whole = phases(python, argv, repeat), whole_process(python, argv, repeat)
+        rows += _rows(case, "ingest", timed, whole)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_startup", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="10^5 vertices only")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--python", help="interpreter to run llamp with (default: this one)")
+    args = parser.parse_args(argv)
+    rows = run(quick=args.quick, repeat=args.repeat, python=args.python)
+    width = max(len(r["case"]) + len(r["metric"]) for r in rows) + 3
+    print(f"{'case / metric':<{width}} {'value':>9}")
+    for r in rows:
+        print(f"{r['case'] + ' / ' + r['metric']:<{width}} {r['value']:>9.3f} {r['unit']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
