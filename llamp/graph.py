@@ -180,7 +180,9 @@ class NpzMembers:
         if count * dtype.itemsize > info.file_size - offset:
             raise ValueError(f"{name}: array larger than its member")
         if count == 0:
-            return np.zeros(shape, dtype=dtype)
+            empty = np.zeros(shape, dtype=dtype, order="F" if fortran else "C")
+            empty.flags.writeable = False
+            return empty
         flat = np.frombuffer(region, dtype=dtype, count=count, offset=start - base + offset)
         self._maps[name] = weakref.ref(region)
         return flat.reshape(shape, order="F" if fortran else "C")
