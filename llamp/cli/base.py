@@ -294,7 +294,7 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _engines() -> tuple[str, ...]:
-    from llamp.lp.predict import ENGINES
+    from llamp.lp import ENGINES
 
     return ENGINES
 
