@@ -20,10 +20,12 @@ Two measurements per command, each the median of ``repeat`` runs:
   timers are attached when their module is first imported (a meta-path hook), so no module is
   imported earlier than the command itself imports it. Numba's one-time set-up in the
   background thread (:mod:`llamp.lp.jit`) is shown on its own row (its interval overlaps the
-  main thread's phases) and is not part of the sum.
+  main thread's phases) and is not part of the sum. Waiting for an import that another thread
+  is doing (numba's, begun by the set-up thread) counts in the phase that waited.
 
-``python -m benchmarks.bench_startup [--quick] [--repeat N] [--python PATH]``: ``--python``
-runs the commands with another interpreter (e.g. another checkout's venv: a before/after).
+``python -m benchmarks.bench_startup [--quick] [--repeat N] [--python PATH] [--before PATH]``:
+``--python`` runs llamp with another interpreter; ``--before`` adds a column for a second one
+(e.g. the main checkout's venv), its runs interleaved with the first's.
 """
 
 from __future__ import annotations
@@ -217,6 +219,7 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             check=False,
+            cwd=tmp,  # not a checkout: ``-m llamp`` imports the interpreter's own llamp
         )
         wall = time.perf_counter() - start
         if done.returncode != 0:
@@ -226,8 +229,12 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
     return wall, float(user) + float(system), int(peak_kib) / 1024.0, started_epoch
 
 
-def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, float]:
-    runs = [_spawn(python, ["-m", "llamp", *argv]) for _ in range(max(1, repeat))]
+def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, Any]:
+    """``llamp argv`` as a user runs it: median wall and CPU, largest peak RSS."""
+    return _whole([_spawn(python, ["-m", "llamp", *argv]) for _ in range(max(1, repeat))])
+
+
+def _whole(runs: list[tuple[float, float, float, float]]) -> dict[str, Any]:
     return {
         "wall": statistics.median(r[0] for r in runs),
         "cpu": statistics.median(r[1] for r in runs),
@@ -238,25 +245,47 @@ def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, float]
 
 def phases(python: str, argv: list[str], repeat: int) -> dict[str, float]:
     """Median seconds per phase of ``llamp argv`` (keys of :data:`PHASES`, ``background``)."""
-    rounds = []
-    with tempfile.TemporaryDirectory(prefix="llamp-startup-") as tmp:
-        out = Path(tmp) / "phases.json"
-        for _ in range(max(1, repeat)):
-            # This file by path: the child's llamp is the interpreter's own (``--python``).
-            code = (
-                "import importlib.util as u; from pathlib import Path; "
-                f"s = u.spec_from_file_location('bench_startup_child', {__file__!r}); "
-                "m = u.module_from_spec(s); s.loader.exec_module(m); "
-                f"m.child({argv!r}, Path({str(out)!r}))"
-            )
-            wall, _, _, started = _spawn(python, ["-c", code])
-            got = json.loads(out.read_text())
-            got["interpreter"] = got["entered_epoch"] - started
-            got["exit"] = started + wall - got["left_epoch"]
-            got["total"] = wall
-            rounds.append(got)
+    return _median_phases([_phase_run(python, argv) for _ in range(max(1, repeat))])
+
+
+def _median_phases(rounds: list[dict[str, float]]) -> dict[str, float]:
     keys = [*PHASES, "background", "total"]
     return {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in keys}
+
+
+def _phase_run(python: str, argv: list[str]) -> dict[str, float]:
+    """One instrumented run of ``llamp argv`` (:func:`child`): seconds per phase."""
+    with tempfile.TemporaryDirectory(prefix="llamp-startup-") as tmp:
+        out = Path(tmp) / "phases.json"
+        # This file by path: the child's llamp is the interpreter's own (``--python``).
+        code = (
+            "import importlib.util as u; from pathlib import Path; "
+            f"s = u.spec_from_file_location('bench_startup_child', {__file__!r}); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m); "
+            f"m.child({argv!r}, Path({str(out)!r}))"
+        )
+        wall, _, _, started = _spawn(python, ["-c", code])
+        got = json.loads(out.read_text())
+    got["interpreter"] = got["entered_epoch"] - started
+    got["exit"] = started + wall - got["left_epoch"]
+    got["total"] = wall
+    return got
+
+
+def compare(
+    interpreters: dict[str, str], argv: list[str], repeat: int
+) -> dict[str, tuple[dict[str, float], dict[str, Any]]]:
+    """Phases and whole-process numbers of ``llamp argv`` under each interpreter (label →
+    path), interleaved: each round runs every interpreter once, in turn, the first one
+    alternating, so background load on the shared machine hits all alike."""
+    timed: dict[str, list] = {k: [] for k in interpreters}
+    whole: dict[str, list] = {k: [] for k in interpreters}
+    labels = list(interpreters)
+    for k in range(max(1, repeat)):
+        for label in labels if k % 2 == 0 else labels[::-1]:
+            timed[label].append(_phase_run(interpreters[label], argv))
+            whole[label].append(_spawn(interpreters[label], ["-m", "llamp", *argv]))
+    return {k: (_median_phases(timed[k]), _whole(whole[k])) for k in labels}
 
 
 def _rows(case: str, command: str, timed: dict[str, float], whole: dict[str, float]) -> list:
@@ -288,21 +317,30 @@ def _make_graphs(workdir: Path, vertices: int, python: str) -> tuple[str, Path, 
     return case, goal, npz
 
 
-def run(quick: bool = False, repeat: int = 3, python: str | None = None) -> list[dict[str, Any]]:
-    python = python or sys.executable
+def run(
+    quick: bool = False, repeat: int = 3, python: str | None = None, before: str | None = None
+) -> list[dict[str, Any]]:
+    """The rows of both commands under ``python`` (default: this interpreter) and, when
+    ``before`` names another interpreter (another checkout's venv), under it too, interleaved;
+    the metric then says which (``[before]``/``[after]``)."""
+    interpreters = {"after" if before else "": python or sys.executable}
+    if before:
+        interpreters = {"before": before, **interpreters}
+    maker = interpreters["after" if before else ""]
     predict_size, ingest_size = (100_000, 100_000) if quick else (3_000_000, 1_000_000)
     rows = []
     with tempfile.TemporaryDirectory(prefix="llamp-bench-startup-") as tmp:
         work = Path(tmp)
-        graphs = {n: _make_graphs(work, n, python) for n in {predict_size, ingest_size}}
+        graphs = {n: _make_graphs(work, n, maker) for n in {predict_size, ingest_size}}
         case, _, npz = graphs[predict_size]
-        argv = ["predict", str(npz), *POINT]
-        timed, whole = phases(python, argv, repeat), whole_process(python, argv, repeat)
-        rows += _rows(case, "predict", timed, whole)
+        commands = [("predict", case, ["predict", str(npz), *POINT])]
         case, goal, _ = graphs[ingest_size]
-        argv = ["ingest", str(goal), "-o", str(work / "ingested.npz"), "--no-progress"]
-        timed, whole = phases(python, argv, repeat), whole_process(python, argv, repeat)
-        rows += _rows(case, "ingest", timed, whole)
+        out = work / "ingested.npz"
+        commands.append(("ingest", case, ["ingest", str(goal), "-o", str(out), "--no-progress"]))
+        for command, case, argv in commands:
+            for label, (timed, whole) in compare(interpreters, argv, repeat).items():
+                name = f"{command} [{label}]" if label else command
+                rows += _rows(case, name, timed, whole)
     return rows
 
 
@@ -311,13 +349,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10^5 vertices only")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--python", help="interpreter to run llamp with (default: this one)")
+    parser.add_argument(
+        "--before",
+        metavar="PYTHON",
+        help="also run llamp with this interpreter (another checkout's venv), interleaved",
+    )
     args = parser.parse_args(argv)
-    rows = run(quick=args.quick, repeat=args.repeat, python=args.python)
-    width = max(len(r["case"]) + len(r["metric"]) for r in rows) + 3
-    print(f"{'case / metric':<{width}} {'value':>9}")
-    for r in rows:
-        print(f"{r['case'] + ' / ' + r['metric']:<{width}} {r['value']:>9.3f} {r['unit']}")
+    rows = run(quick=args.quick, repeat=args.repeat, python=args.python, before=args.before)
+    print(_table(rows))
     return 0
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table: one line per case, command and phase; one column per interpreter."""
+    columns: list[str] = []
+    cells: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in rows:
+        head, what = r["metric"].split(": ", 1)
+        command, _, label = head.partition(" [")
+        label = label.rstrip("]") or "value"
+        if label not in columns:
+            columns.append(label)
+        unit = "MB" if r["unit"] == "MB" else "s"
+        value = f"{r['value']:.0f} MB" if unit == "MB" else f"{r['value']:.3f} s"
+        cells.setdefault((r["case"], command, what), {})[label] = value
+    lines = ["| case | command | phase | " + " | ".join(columns) + " |"]
+    lines.append("|" + "---|" * (3 + len(columns)))
+    for (case, command, what), values in cells.items():
+        got = " | ".join(values.get(c, "") for c in columns)
+        lines.append(f"| {case} | {command} | {what} | {got} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
