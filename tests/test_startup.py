@@ -125,3 +125,32 @@ def test_a_kernel_called_while_the_setup_runs_gets_the_same_answer(graph_file):
     assert jit.start() is thread  # once per process
     want = predict(graph, BASE)
     assert got.runtime_ns == want.runtime_ns and got.lambda_L == want.lambda_L
+
+
+def test_a_file_written_before_the_fast_exit_is_complete(graph_file, tmp_path):
+    """``ingest -o`` in its own process (fast exit): the graph file it leaves reads back whole,
+    every member CRC-checked, and answers as the graph it came from."""
+    from llamp.ingest.goal import write_goal
+
+    graph, _ = graph_file
+    goal = write_goal(graph, tmp_path / "g.goal").path
+    out = tmp_path / "out.npz"
+    done = subprocess.run(
+        [sys.executable, "-m", "llamp", "ingest", str(goal), "-o", str(out), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    back = ExecutionGraph.load(out, lazy=True)
+    assert back.num_vertices == graph.num_vertices
+    want = predict(ExecutionGraph.load(_goal_to_npz(goal, tmp_path), lazy=True), BASE)
+    got = predict(back, BASE)
+    assert got.runtime_ns == want.runtime_ns and got.lambda_L == want.lambda_L
+
+
+def _goal_to_npz(goal, tmp_path):
+    """The GOAL file read in this process and saved (the reference for the CLI's file)."""
+    from llamp.ingest import read
+
+    return save_graph(read(goal), tmp_path / "reference.npz", (BASE,))
