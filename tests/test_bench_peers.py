@@ -71,6 +71,8 @@ def test_a_small_comparison_end_to_end(tmp_path):
     # both tools are latency-bound at 100 µs, where the models agree to a fraction of a percent
     assert worst["llamp_T"][-1] == pytest.approx(worst["loggopsim_T"][-1], rel=0.01)
     assert by_metric["11-point sweep: LogGOPSim peak RSS"]["value"] > 0
-    assert by_metric["11-point sweep: LogGOPSim CPU"]["value"] > 0
+    # LogGOPSim's CPU time on 3,000 vertices is below GNU time's 10 ms resolution
+    assert by_metric["11-point sweep: LogGOPSim CPU"]["value"] >= 0
+    assert by_metric["11-point sweep: llamp CPU"]["value"] > 0
     assert by_metric["one point: llamp CPU"]["value"] > 0
     assert not list(tmp_path.iterdir())  # graph files removed
