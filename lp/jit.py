@@ -32,8 +32,47 @@ def prepare() -> None:
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
 
+    # The target context (and with it the typing context) first, outside the compiler lock:
+    # numba creates it under a lock of its own and takes the compiler lock inside that (as a
+    # thread defining a kernel does), so taking the compiler lock first and then waiting for
+    # the context would deadlock with such a thread.
+    target = cpu_target.target_context
     with global_compiler_lock:
-        cpu_target.target_context.refresh()
+        _import_arraymath()
+        target.refresh()
+
+
+def _import_arraymath() -> None:
+    """Import ``numba.np.arraymath`` without its BLAS probe importing ``scipy.linalg``.
+
+    At import, ``numba.np.arraymath`` sets ``_HAVE_BLAS`` by calling ``ensure_blas()``, which
+    imports ``scipy.linalg.cython_blas`` and with it all of ``scipy.linalg`` (0.12–0.14 s here,
+    half of numba's set-up; llamp's kernels use no BLAS). scipy is a dependency of llamp, so the
+    answer is known: while arraymath is imported, ``ensure_blas`` answers "present" when scipy
+    can be found, and the real function is put back at once. A kernel that does use BLAS later
+    calls the real ``ensure_blas`` (numba calls it when it types ``np.dot`` and the like), which
+    imports scipy and checks its integer width then. Skipped when arraymath is already
+    imported or numba no longer has ``ensure_blas``.
+    """
+    import importlib.util
+    import sys
+
+    if "numba.np.arraymath" in sys.modules:
+        return
+    from numba.np import linalg
+
+    real = getattr(linalg, "ensure_blas", None)
+    if real is None or importlib.util.find_spec("scipy") is None:
+        return
+    linalg.ensure_blas = _blas_present
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        linalg.ensure_blas = real
+
+
+def _blas_present() -> None:
+    """``ensure_blas`` for the import of ``numba.np.arraymath`` only (scipy is installed)."""
 
 
 def start() -> threading.Thread:

@@ -154,3 +154,50 @@ def _goal_to_npz(goal, tmp_path):
     from llamp.ingest import read
 
     return save_graph(read(goal), tmp_path / "reference.npz", (BASE,))
+
+
+def test_the_setup_skips_scipy_and_leaves_blas_to_kernels_that_use_it():
+    """numba's set-up (:func:`llamp.lp.jit.prepare`) does not import scipy.linalg for numba's
+    BLAS probe; a kernel using BLAS afterwards still compiles and computes (numba then imports
+    scipy through its real ``ensure_blas``)."""
+    code = textwrap.dedent(
+        """
+        import sys
+        import numba, numpy as np
+        from llamp.lp import jit
+        jit.prepare()
+        import numba.np.arraymath as arraymath, numba.np.linalg as linalg
+        print("scipy.linalg" in sys.modules, arraymath._HAVE_BLAS, linalg.ensure_blas.__name__)
+        @numba.njit
+        def dot(a, b):
+            return np.dot(a, b)
+        print(dot(np.arange(6.0).reshape(2, 3), np.arange(3.0)).tolist())
+        print("scipy.linalg" in sys.modules)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["False True ensure_blas", "[5.0, 14.0]", "True"]
+
+
+def test_the_setup_never_deadlocks_with_a_thread_defining_kernels():
+    """numba creates its target context under a lock of its own and takes its compiler lock
+    inside it; the set-up takes them in that order too. A thread defining and calling a kernel
+    while the set-up runs finishes (a smoke test: the interleaving that hung ``llamp predict``
+    when the set-up took the compiler lock first is a matter of timing)."""
+    code = textwrap.dedent(
+        """
+        from llamp.lp import jit
+        jit.start()
+        import numba
+        @numba.njit
+        def plus_one(x):
+            return x + 1
+        print(plus_one(41))
+        """
+    )
+    for _ in range(4):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr
