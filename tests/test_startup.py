@@ -201,3 +201,27 @@ def test_the_setup_never_deadlocks_with_a_thread_defining_kernels():
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr
+
+
+def test_only_the_process_entry_point_tunes_malloc_and_exits_at_once(monkeypatch, capsys):
+    """``main(argv)`` (tests, embedding) leaves the allocator and the interpreter's exit alone;
+    ``main()`` on ``sys.argv`` (the ``llamp`` script) keeps freed memory and exits at once."""
+    import llamp.cli as entry
+
+    calls: list = []
+    monkeypatch.setattr(entry, "_keep_freed_memory", lambda: calls.append("malloc"))
+    monkeypatch.setattr(entry, "_may_exit_now", lambda: True)
+
+    def exit_now(code: int) -> None:
+        calls.append(("exit now", code))
+        raise SystemExit(code)
+
+    monkeypatch.setattr(entry, "_exit_now", exit_now)
+    with pytest.raises(SystemExit) as stop:
+        entry.main(["--help"])
+    assert stop.value.code == 0 and calls == []
+    monkeypatch.setattr(sys, "argv", ["llamp", "--help"])
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 0 and calls == ["malloc", ("exit now", 0)]
+    assert "Usage: llamp" in capsys.readouterr().out

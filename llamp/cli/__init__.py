@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     Called as the process's entry point (``argv`` None: the ``llamp`` script, ``python -m
     llamp``), it ends the process with :func:`_exit_now` when that is safe, skipping the
     interpreter's teardown."""
+    if argv is None:
+        _keep_freed_memory()
     code = _run(argv)
     if argv is None and _may_exit_now():
         _exit_now(code)
@@ -92,6 +94,29 @@ def _run(argv: list[str] | None) -> int:
         )
         return 1
     return code if isinstance(code, int) else 0
+
+
+#: glibc ``mallopt`` settings of a ``llamp`` process (``M_TOP_PAD``, ``M_TRIM_THRESHOLD``).
+_MALLOPT = ((-2, 64 << 20), (-1, 256 << 20))
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc keep up to 256 MB of freed heap and grow it 64 MB at a time.
+
+    A command allocates and frees arrays of a few MB to a few tens of MB over and over
+    (columns, chunk buffers, kernel outputs); with glibc's defaults (128 KB) the heap is trimmed
+    and grown back each time, and every page comes back as a fresh, zeroed page fault. Measured
+    on ``llamp ingest`` of the 10^6-vertex stencil: 205,000 → 67,000 page faults, 0.1–0.3 s less
+    system time, peak RSS +23 MB (375 → 398 MB). Only for the process's entry point, only where
+    glibc is the C library (nothing happens elsewhere)."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    for option, value in _MALLOPT:
+        mallopt(option, value)
 
 
 #: Modules whose objects may still have something to write when they are destroyed (a store's
