@@ -14,8 +14,8 @@ rounded to integral ns, as txt2bin needs; both tools then read that one file); a
 Schedgen extrapolates ×32 to 128 ranks (~8·10^5 vertices).
 
 Every measurement is a whole process as a user runs it (interpreter start-up and imports
-included), wall time, peak RSS from the kernel (``os.wait4``'s ``ru_maxrss``), median of
-``repeat`` rounds; within a round the two tools run back to back, alternating which goes first,
+included), wall time, CPU time (user + system, all threads: on a loaded machine the steadier
+figure) and peak RSS, all three from GNU time, median of ``repeat`` rounds (RSS: largest); within a round the two tools run back to back, alternating which goes first,
 so background load on the shared machine hits both alike:
 
 - ingest: ``llamp ingest X.goal -o X.npz`` vs ``txt2bin -i X.goal -o X.bin``;
@@ -85,9 +85,10 @@ def find_tools(loggopsim: str | None = None) -> tuple[Path, Path] | None:
     return sim, t2b
 
 
-def run_process(argv: list[Any]) -> tuple[float, float, bytes]:
+def run_process(argv: list[Any], cpu: list[float] | None = None) -> tuple[float, float, bytes]:
     """Run ``argv`` (strings, paths, numbers) to completion: (wall seconds, peak RSS in MB,
-    stdout). Fails loudly.
+    stdout). Fails loudly. ``cpu``: a list to append the process's CPU seconds (user + system,
+    all threads) to.
 
     The peak RSS comes from GNU time (``/usr/bin/time -f %M``), which forks the program from its
     own small process: Linux carries a process's high-water mark across ``fork`` and ``exec``,
@@ -101,14 +102,16 @@ def run_process(argv: list[Any]) -> tuple[float, float, bytes]:
         with open(out_file, "wb") as out, open(err_file, "wb") as err:
             start = time.perf_counter()
             code = subprocess.call(
-                [_gnu_time(), "-f", "%M", "-o", rss_file, *args], stdout=out, stderr=err
+                [_gnu_time(), "-f", "%U %S %M", "-o", rss_file, *args], stdout=out, stderr=err
             )
             seconds = time.perf_counter() - start
         if code != 0:
             tail = err_file.read_text(errors="replace").strip().splitlines()[-3:]
             raise RuntimeError(f"{' '.join(args)} exited {code}: {tail}")
-        peak_kib = int(rss_file.read_text().split()[-1])
-        return seconds, peak_kib / 1024.0, out_file.read_bytes()
+        user, system, peak_kib = rss_file.read_text().split()[-3:]
+        if cpu is not None:
+            cpu.append(float(user) + float(system))
+        return seconds, int(peak_kib) / 1024.0, out_file.read_bytes()
 
 
 def _gnu_time() -> str:
@@ -136,6 +139,8 @@ class _Pair:
     def __init__(self) -> None:
         self.llamp: list[tuple[float, float]] = []
         self.peer: list[tuple[float, float]] = []
+        self.llamp_cpu: list[float] = []  # CPU seconds per round (all 11 runs of a sweep)
+        self.peer_cpu: list[float] = []
 
     def rows(self, case: str, what: str, peer_name: str) -> list[dict[str, Any]]:
         t_l = statistics.median(s for s, _ in self.llamp)
@@ -151,6 +156,8 @@ class _Pair:
             row("peers", case, f"{what}: llamp peak RSS", m_l, "MB"),
             row("peers", case, f"{what}: {peer_name} peak RSS", m_p, "MB"),
             row("peers", case, f"{what}: llamp / {peer_name} memory", m_l / m_p, "×"),
+            row("peers", case, f"{what}: llamp CPU", statistics.median(self.llamp_cpu), "s"),
+            row("peers", case, f"{what}: {peer_name} CPU", statistics.median(self.peer_cpu), "s"),
         ]
 
 
@@ -192,10 +199,10 @@ def compare(
         first = k % 2 == 0
 
         def llamp_ingest():
-            return run_process([*_LLAMP, "ingest", goal, "-o", npz])[:2]
+            return run_process([*_LLAMP, "ingest", goal, "-o", npz], ingest.llamp_cpu)[:2]
 
         def peer_ingest():
-            return run_process([t2b, "-i", goal, "-o", binfile])[:2]
+            return run_process([t2b, "-i", goal, "-o", binfile], ingest.peer_cpu)[:2]
 
         a, b = _both(first, llamp_ingest, peer_ingest)
         ingest.llamp.append(a)
@@ -212,12 +219,13 @@ def compare(
                     *_NETWORK,
                     *_LLAMP_OPTIONS,
                     "--json",
-                ]
+                ],
+                point.llamp_cpu,
             )
             return s, m, out
 
         def peer_point():
-            return run_process(_loggopsim_argv(sim, binfile, POINT_L_NS))
+            return run_process(_loggopsim_argv(sim, binfile, POINT_L_NS), point.peer_cpu)
 
         (s_l, m_l, out_l), (s_p, m_p, out_p) = _both(first, llamp_point, peer_point)
         point.llamp.append((s_l, m_l))
@@ -227,16 +235,18 @@ def compare(
         def llamp_sweep():
             return run_process(
                 [*_LLAMP, "sweep", npz, "--points", "11", "--from", "0us", "--to", "100us"]
-                + [*_NETWORK, *_LLAMP_OPTIONS, "--json"]
+                + [*_NETWORK, *_LLAMP_OPTIONS, "--json"],
+                sweep.llamp_cpu,
             )
 
         def peer_sweep():
-            total, peak, ts = 0.0, 0.0, []
+            total, peak, ts, cpu = 0.0, 0.0, [], []
             for L in SWEEP_L_NS:
-                s, m, out = run_process(_loggopsim_argv(sim, binfile, L))
+                s, m, out = run_process(_loggopsim_argv(sim, binfile, L), cpu)
                 total += s
                 peak = max(peak, m)
                 ts.append(loggopsim_runtime(out))
+            sweep.peer_cpu.append(sum(cpu))
             return total, peak, ts
 
         (s_l, m_l, out_l), (s_p, m_p, ts) = _both(first, llamp_sweep, peer_sweep)

@@ -21,6 +21,7 @@ a few hundred MB.
 
 from __future__ import annotations
 
+import io
 import json
 import mmap
 import os
@@ -104,11 +105,14 @@ def _index_column(values: Any, num_vertices: int) -> np.ndarray:
 
 class NpzMembers:
     """Read-only access to the arrays of an uncompressed ``.npz`` (``np.savez``): each member is
-    memory-mapped, after its CRC-32 is checked by streaming the file (page cache, not process
-    memory), so a process pays memory only for the pages it touches and a damaged file is an
-    error, never a changed number."""
+    memory-mapped, and its CRC-32 is checked over that mapping before the array is handed out,
+    so a damaged file is an error, never a changed number.
 
-    _CHUNK = 8 << 20
+    The check reads the member once, in place: no copy into the process (``zlib.crc32`` runs over
+    the mapped pages, with the GIL released for the whole member, so a thread setting up numba
+    meanwhile runs on the other core: :mod:`llamp.lp.jit`). Afterwards the member's pages are
+    dropped from the process's resident set (``MADV_DONTNEED``; they stay in the page cache), so
+    a process pays memory only for the pages it then touches."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -136,42 +140,52 @@ class NpzMembers:
                 if info.compress_type != zipfile.ZIP_STORED:
                     with zipfile.ZipFile(f) as archive, archive.open(info) as member:
                         return np.lib.format.read_array(member, allow_pickle=False)
-                f.seek(info.header_offset)
-                local = f.read(30)
-                if len(local) != 30 or local[:4] != b"PK\x03\x04":
-                    raise ValueError("bad local header")
-                start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
-                start += int.from_bytes(local[28:30], "little")
-                self._check_crc(f, start, info)
-                f.seek(start)
-                version = np.lib.format.read_magic(f)
-                read_header = (
-                    np.lib.format.read_array_header_1_0
-                    if version == (1, 0)
-                    else np.lib.format.read_array_header_2_0
-                )
-                shape, fortran, dtype = read_header(f)
-                offset = f.tell()
-            if dtype.hasobject:
-                raise ValueError("object arrays are not allowed")
-            if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size - (
-                offset - start
-            ):
-                raise ValueError(f"{name}: array larger than its member")
-            if int(np.prod(shape, dtype=np.int64)) == 0:
-                return np.zeros(shape, dtype=dtype)
-            mapped = np.memmap(
-                self.path,
-                dtype=dtype,
-                mode="r",
-                shape=shape,
-                offset=offset,
-                order="F" if fortran else "C",
-            )
-            self._maps[name] = weakref.ref(mapped._mmap)
-            return np.asarray(mapped)
+                return self._mapped(f, name, info)
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
             raise InputError(f"{self.path}: damaged llamp graph file ({err})") from err
+
+    def _mapped(self, f, name: str, info: zipfile.ZipInfo) -> np.ndarray:
+        """Map the stored member ``info``, check its CRC-32 on the mapping, parse its ``.npy``
+        header from the mapping and return the array viewing it."""
+        f.seek(info.header_offset)
+        local = f.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError("bad local header")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+        start += int.from_bytes(local[28:30], "little")
+        end = start + info.file_size
+        if info.file_size == 0 or end > os.fstat(f.fileno()).st_size:
+            raise ValueError(f"{info.filename} is truncated")
+        base = start - start % mmap.ALLOCATIONGRANULARITY
+        region = mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ)
+        member = memoryview(region)[start - base : end - base]
+        try:
+            if zlib.crc32(member) != info.CRC:
+                raise ValueError(f"{info.filename}: CRC mismatch")
+            header = io.BytesIO(member[: min(len(member), _NPY_HEADER_MAX)])
+            version = np.lib.format.read_magic(header)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read_header(header)
+            offset = header.tell()
+        finally:
+            member.release()
+            _drop_pages(region)
+        if dtype.hasobject:
+            raise ValueError("object arrays are not allowed")
+        count = int(np.prod(shape, dtype=np.int64))
+        if count * dtype.itemsize > info.file_size - offset:
+            raise ValueError(f"{name}: array larger than its member")
+        if count == 0:
+            empty = np.zeros(shape, dtype=dtype, order="F" if fortran else "C")
+            empty.flags.writeable = False
+            return empty
+        flat = np.frombuffer(region, dtype=dtype, count=count, offset=start - base + offset)
+        self._maps[name] = weakref.ref(region)
+        return flat.reshape(shape, order="F" if fortran else "C")
 
     def release(self, names: Any = None) -> None:
         """Drop the pages of the mapped members ``names`` (all by default) from this process's
@@ -181,23 +195,8 @@ class NpzMembers:
         for name in self._maps if names is None else names:
             ref = self._maps.get(name)
             region = None if ref is None else ref()
-            if region is not None and not region.closed and hasattr(mmap, "MADV_DONTNEED"):
-                try:
-                    region.madvise(mmap.MADV_DONTNEED)
-                except (OSError, ValueError):  # pragma: no cover - best effort
-                    pass
-
-    def _check_crc(self, f, start: int, info: zipfile.ZipInfo) -> None:
-        f.seek(start)
-        crc, left = 0, info.file_size
-        while left > 0:
-            chunk = f.read(min(self._CHUNK, left))
-            if not chunk:
-                raise ValueError(f"{info.filename} is truncated")
-            crc = zlib.crc32(chunk, crc)
-            left -= len(chunk)
-        if crc != info.CRC:
-            raise ValueError(f"{info.filename}: CRC mismatch")
+            if region is not None and not region.closed:
+                _drop_pages(region)
 
     def json(self, name: str) -> Any:
         """A member holding UTF-8 JSON as bytes."""
@@ -205,6 +204,21 @@ class NpzMembers:
             return json.loads(bytes(self.array(name)).decode())
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise InputError(f"{self.path}: damaged llamp graph file ({name}: {err})") from err
+
+
+#: Bytes of a member that hold its ``.npy`` header at most (format 2/3: 4-byte length; numpy
+#: writes a few hundred bytes; this bound only limits what the parser is shown).
+_NPY_HEADER_MAX = 1 << 16
+
+
+def _drop_pages(region: mmap.mmap) -> None:
+    """``MADV_DONTNEED`` on a read-only file mapping: its pages leave the resident set and come
+    back from the page cache on the next access (best effort where the call is missing)."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            region.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):  # pragma: no cover - best effort
+            pass
 
 
 def _label_column(values: Any) -> np.ndarray | None:

@@ -18,6 +18,12 @@ if TYPE_CHECKING:  # the names below, imported on first use (a CLI process impor
     from llamp.lp.engine import Evaluation
     from llamp.params import LogGPS
 
+#: The engines an analysis can run on (``--engine``): the exact graph engine, the LP through
+#: GLOP or HiGHS, or ``auto``. Here, not in :mod:`llamp.lp.predict`, so that parsing a command's
+#: options imports nothing compiled (numba's set-up meanwhile runs in the background while the
+#: graph file is read: :mod:`llamp.lp.jit`).
+ENGINES = ("auto", "graph", "glop", "highs")
+
 #: Public name → module that defines it (PEP 562: ``llamp.lp.X`` imports only X's module, so
 #: ``predict`` does not import OR-Tools, pandas or the what-if analyses).
 _EXPORTS = {

@@ -15,13 +15,13 @@ import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
+from llamp.lp import ENGINES
 from llamp.lp.engine import engine_for
 from llamp.params import LogGPS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ENGINES = ("auto", "graph", "glop", "highs")
 PARAMETER_COLUMNS = {"L": "L_ns", "G": "G_ns_per_byte", "o": "o_ns"}
 
 

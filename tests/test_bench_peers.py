@@ -49,10 +49,12 @@ def test_loggopsim_runtime_is_read_from_its_summary_line():
         bench_peers.loggopsim_runtime(b"Segmentation fault\n")
 
 
-def test_run_process_gives_wall_time_peak_rss_and_stdout():
-    code = "x = bytearray(64 << 20); print(len(x))"  # touch 64 MB
-    seconds, peak_mb, out = bench_peers.run_process([sys.executable, "-c", code])
+def test_run_process_gives_wall_time_peak_rss_cpu_time_and_stdout():
+    code = "x = bytearray(64 << 20); print(len(x)); sum(range(3_000_000))"  # 64 MB, some CPU
+    cpu: list[float] = []
+    seconds, peak_mb, out = bench_peers.run_process([sys.executable, "-c", code], cpu)
     assert out == b"67108864\n" and seconds > 0 and peak_mb >= 64
+    assert len(cpu) == 1 and 0 < cpu[0] < seconds + 1.0
     with pytest.raises(RuntimeError, match="exited 3"):
         bench_peers.run_process([sys.executable, "-c", "import sys; sys.exit(3)"])
 
@@ -69,4 +71,8 @@ def test_a_small_comparison_end_to_end(tmp_path):
     # both tools are latency-bound at 100 µs, where the models agree to a fraction of a percent
     assert worst["llamp_T"][-1] == pytest.approx(worst["loggopsim_T"][-1], rel=0.01)
     assert by_metric["11-point sweep: LogGOPSim peak RSS"]["value"] > 0
+    # LogGOPSim's CPU time on 3,000 vertices is below GNU time's 10 ms resolution
+    assert by_metric["11-point sweep: LogGOPSim CPU"]["value"] >= 0
+    assert by_metric["11-point sweep: llamp CPU"]["value"] > 0
+    assert by_metric["one point: llamp CPU"]["value"] > 0
     assert not list(tmp_path.iterdir())  # graph files removed

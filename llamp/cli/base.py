@@ -25,7 +25,24 @@ from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Root(click.Group):
+    """The root group: once the subcommand is known, a command that calls compiled kernels
+    starts numba's one-time set-up in the background (:mod:`llamp.lp.jit`), so it overlaps
+    option parsing and reading the graph file (not for ``-h``/``--help``)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in COMPILED_COMMANDS and not HELP_OPTIONS.intersection(rest):
+            from llamp.lp import jit
+
+            jit.start()
+        return name, command, rest
+
+
+@click.group(
+    cls=_Root,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--store",
     "store_uri",
@@ -41,6 +58,35 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["store_uri"] = store_uri
     ctx.with_resource(relay_warnings())
+
+
+#: Subcommands that call compiled kernels (numba): numba's one-time set-up starts in the
+#: background as soon as the command is known (:mod:`llamp.lp.jit`).
+COMPILED_COMMANDS = frozenset(
+    {
+        "classify",
+        "collectives",
+        "compare",
+        "critical",
+        "export",
+        "export-report",
+        "export-timeline",
+        "ingest",
+        "matrix",
+        "mc",
+        "path",
+        "place",
+        "predict",
+        "region",
+        "report",
+        "study",
+        "sweep",
+        "synth",
+        "tolerance",
+        "topology",
+    }
+)
+HELP_OPTIONS = frozenset({"-h", "--help"})
 
 
 __all__ = ["RegistryChoice", "message", "parse_collectives", "relay_warnings", "table"]
@@ -248,7 +294,7 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _engines() -> tuple[str, ...]:
-    from llamp.lp.predict import ENGINES
+    from llamp.lp import ENGINES
 
     return ENGINES
 

@@ -1,0 +1,50 @@
+"""``bench_startup``: the phase timers of one ``llamp`` process add up to its wall time and
+name where it went (a tiny graph; no timing is asserted)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from random_graphs import random_graph
+
+from benchmarks import bench_startup
+from llamp.ingest.goal import write_goal
+from llamp.lp.lowered import save_graph
+from llamp.params import LogGPS
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    work = tmp_path_factory.mktemp("startup")
+    graph = random_graph(2, ranks=4, steps=60, max_size=8192)
+    npz = save_graph(graph, work / "g.npz", (LogGPS(),))
+    goal = write_goal(graph, work / "g.goal").path
+    return work, npz, goal
+
+
+def test_predict_phases_cover_the_process(files):
+    _, npz, _ = files
+    timed = bench_startup.phases(sys.executable, ["predict", str(npz), *bench_startup.POINT], 1)
+    assert set(timed) == {*bench_startup.PHASES, "background", "total"}
+    assert all(v >= 0 for k, v in timed.items() if k != "other")
+    assert timed["graph_load"] > 0 and timed["events"] > 0 and timed["point"] > 0
+    assert timed["background"] > 0  # numba's set-up ran in its thread
+    parts = sum(timed[k] for k in bench_startup.PHASES)
+    assert parts == pytest.approx(timed["total"], rel=0.05, abs=0.02)
+
+
+def test_ingest_phases_and_whole_process_rows(files):
+    work, _, goal = files
+    argv = ["ingest", str(goal), "-o", str(work / "out.npz"), "--no-progress"]
+    timed = bench_startup.phases(sys.executable, argv, 1)
+    assert timed["read"] > 0 and timed["save"] > 0 and timed["events"] > 0
+    parts = sum(timed[k] for k in bench_startup.PHASES)
+    assert parts == pytest.approx(timed["total"], rel=0.05, abs=0.02)
+    whole = bench_startup.whole_process(sys.executable, argv, 1)
+    assert whole["wall"] > 0 and whole["cpu"] > 0 and 20 < whole["rss"] < 4000
+    rows = bench_startup._rows("tiny", "ingest", timed, whole)
+    metrics = [r["metric"] for r in rows]
+    assert "ingest: whole process wall" in metrics
+    assert f"ingest: {bench_startup.PHASES['read']}" in metrics
+    assert all(r["benchmark"] == "startup" for r in rows)
