@@ -79,6 +79,7 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -98,6 +99,9 @@ NUM_COEFS = 5
 #: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
 #: another version is lowered again, never misread.
 LOWERING_VERSION = 2
+
+#: The steps of :func:`build_event_graph`, in order (for its ``on_step`` callback).
+LOWERING_STEPS = ("serialisation chains", "event edges", "event depths", "sort", "reorder")
 
 
 @dataclass(frozen=True, eq=False)
@@ -526,6 +530,7 @@ def build_event_graph(
     progress: str = config.DEFAULT_PROGRESS,
     nic: str = config.DEFAULT_NIC,
     scratch: str | Path | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> EventGraph:
     """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)
     under the receive-progress model ``progress`` and the NIC model ``nic``.
@@ -537,7 +542,10 @@ def build_event_graph(
     read (:class:`_Columns`), and so are the graph's columns when they are mapped from its
     file: then the peak is the depth pass (≈ 22 B per edge and 30 B per event; 10^8 vertices
     within ~10 GB). The result's per-edge arrays are then those mapped files.
+    ``on_step(name)`` is called as each of the :data:`LOWERING_STEPS` begins (progress bars).
     """
+    step = on_step or (lambda name: None)
+    step(LOWERING_STEPS[0])
     V = graph.num_vertices
     kind = graph.kind
     sends, recvs = graph.messages()
@@ -580,6 +588,7 @@ def build_event_graph(
     ireq = ek == IREQUIRES
     calc = np.flatnonzero(kind == CALC).astype(vid)
     chains = _serialisation_chains(graph, progress, nic)
+    step(LOWERING_STEPS[1])
     send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
@@ -673,6 +682,7 @@ def build_event_graph(
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
     store.release(*(getattr(graph, name) for name in _LOWERED_FROM))
 
+    step(LOWERING_STEPS[2])
     depth = _depths(num_events, cols.src, cols.dst, graph)
 
     # Renumber events by topological position so both engines sweep arrays front to back,
@@ -680,6 +690,7 @@ def build_event_graph(
     # (stable: in-edges keep the order above). Every index array and temporary is of the
     # index type; the columns are reordered one at a time (a gather: far fewer cache misses
     # than following the permutation's cycles), so the extra memory is one column.
+    step(LOWERING_STEPS[3])
     event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0, index)
     del depth
     pos_of_event = np.empty(num_events, dtype=index)
@@ -693,6 +704,7 @@ def build_event_graph(
     del p_dst, cols.dst
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
+    step(LOWERING_STEPS[4])
     p_src = _gather(store, p_src, by_dst)
     cols.src = None
     msg = _gather(store, cols.msg, by_dst)

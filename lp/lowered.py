@@ -30,8 +30,9 @@ import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph, NpzMembers
-from llamp.lp.events import LOWERING_VERSION, EventGraph
+from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
+from llamp.progress import StepBar
 
 INDEX = "lowering_index"
 SIZES = "lowering_sizes"
@@ -154,7 +155,7 @@ def _save_spilled(
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
     scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    bar = _Steps(len(keys), progress)
+    bar = StepBar(1 + (len(LOWERING_STEPS) + 1) * len(keys), "saving", show=progress)
     try:
         bar.step("saving the graph")
         graph.save(tmp, extra=extra)
@@ -164,9 +165,13 @@ def _save_spilled(
         del mapped
         entries = []
         for i, ((rendezvous, _, _), params) in enumerate(keys.items()):
-            bar.step(f"lowering {i + 1}/{len(keys)}")
             ev = build_event_graph(
-                graph, params.S, progress=params.progress, nic=params.nic, scratch=scratch
+                graph,
+                params.S,
+                progress=params.progress,
+                nic=params.nic,
+                scratch=scratch,
+                on_step=lambda what, i=i: bar.step(f"lowering {i + 1}/{len(keys)}: {what}"),
             )
             bar.step(f"writing lowering {i + 1}/{len(keys)}")
             with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
@@ -205,29 +210,6 @@ _COLUMNS = (
     "cpu",
     "nic",
 )  # not ``label``: mapped, it would be a str column instead of objects
-
-
-class _Steps:
-    """A bar of named steps on stderr (tqdm), or nothing."""
-
-    def __init__(self, lowerings: int, show: bool):
-        self.bar = None
-        if show:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=1 + 2 * lowerings, desc="saving", unit="step", leave=False)
-        self.started = False
-
-    def step(self, what: str) -> None:
-        if self.bar is not None:
-            if self.started:
-                self.bar.update(1)
-            self.started = True
-            self.bar.set_description_str(what)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 class _GraphFile:
