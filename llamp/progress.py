@@ -5,13 +5,22 @@ takes tens of seconds)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
 
+def on_terminal() -> bool:
+    """stderr is a terminal: where bars shown by default go (``--json`` and pipes get none)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 class StepBar:
     """``total`` named steps; :meth:`step` starts the next one. ``show``: True, False, or None
-    (only when stderr is a terminal, tqdm's ``disable=None``)."""
+    (only when stderr is a terminal, :func:`on_terminal`)."""
 
     REDRAW_S = 1.0
 
@@ -19,7 +28,9 @@ class StepBar:
         self.bar: Any = None
         self.started = False
         self._stop = threading.Event()
-        if show is False:
+        if show is None:
+            show = on_terminal()
+        if not show:
             return
         from tqdm import tqdm
 
@@ -28,12 +39,8 @@ class StepBar:
             desc=desc,
             unit="step",
             leave=False,
-            disable=None if show is None else False,
             bar_format="{desc}: {n_fmt}/{total_fmt} steps [{elapsed}]",
         )
-        if self.bar.disable:
-            self.bar = None
-            return
         self._desc = desc
         self._timer = threading.Thread(target=self._redraw, daemon=True)
         self._timer.start()

@@ -182,9 +182,15 @@ class EventGraph:
         return self.fixed @ theta, self.scaled @ theta
 
     def weights(self, L: float, G: float, o: float, g: float = 0.0) -> np.ndarray:
-        """Edge weights at one configuration (vectorised)."""
+        """Edge weights at one configuration (vectorised, in blocks: the temporaries stay a
+        few MB where one expression would hold three E-long float64 arrays)."""
         wa, wb = self.pattern_weights(L, G, o, g)
-        return wa[self.pattern] + self.value * wb[self.pattern]
+        out = np.empty(self.num_edges)
+        block = 1 << 22
+        for lo in range(0, self.num_edges, block):
+            q = self.pattern[lo : lo + block]
+            out[lo : lo + block] = wa[q] + self.value[lo : lo + block] * wb[q]
+        return out
 
     def weights_at(self, params: LogGPS) -> np.ndarray:
         """Edge weights at ``params``."""
