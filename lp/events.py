@@ -303,6 +303,8 @@ class _EdgeColumns:
     """Preallocated edge columns filled block by block (no list of parts to concatenate:
     at 10^7 vertices the parts and their concatenation would double the peak memory)."""
 
+    CHUNK = 1 << 23  # edges per released chunk of a scratch block
+
     def __init__(self, capacity: int, index: type, store: _Columns):
         self.store = store
         self.src = store.empty(capacity, index)
@@ -332,12 +334,19 @@ class _EdgeColumns:
             raise RuntimeError(f"event graph: {b} edges exceed the {self.src.size} planned")
         self.src[a:b] = s
         self.dst[a:b] = d
-        self.pattern[a:b] = self.pattern_of(fixed, scaled) if pattern is None else pattern
-        self.value[a:b] = 0.0 if value is None else value
-        self.msg[a:b] = -1 if m is None else m
+        q = self.pattern_of(fixed, scaled) if pattern is None else pattern
+        v = 0.0 if value is None else value
+        k = -1 if m is None else m
+        # In chunks, each released once written: these three are read again only by the final
+        # gathers, and a block may be a third of all edges (14 B per edge resident otherwise).
+        step = self.CHUNK if self.store.scratch is not None else n
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            self.pattern[a + lo : a + hi] = q if np.ndim(q) == 0 else q[lo:hi]
+            self.value[a + lo : a + hi] = v if np.ndim(v) == 0 else v[lo:hi]
+            self.msg[a + lo : a + hi] = k if np.ndim(k) == 0 else k[lo:hi]
+            self.store.release(self.pattern, self.value, self.msg)
         self.size = b
-        # Read again only by the final gathers: out of the resident set meanwhile.
-        self.store.release(self.pattern, self.value, self.msg)
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
         """(fixed, scaled) pattern tables, rows in pattern-id order."""
@@ -595,6 +604,7 @@ def build_event_graph(
     calc = np.flatnonzero(kind == CALC).astype(vid)
     chains = _serialisation_chains(graph, progress, nic)
     step(LOWERING_STEPS[1])
+    _Columns(scratch).release(*(getattr(graph, name) for name in _LOWERED_FROM))
     send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
@@ -642,8 +652,10 @@ def build_event_graph(
         ids = np.array([cols.pattern_of((0, cl, cg, 0, 0), CONST1) for cl, cg in terms])
         add(sync, 2 * colls + 1, value=graph.cost_ns[colls], pattern=ids[which.reshape(-1)])
     del msg_ids, handshake, h, e
+    store.release(*(getattr(graph, name) for name in _LOWERED_FROM if not name.startswith("e")))
     # Dependencies.
-    edge_src, edge_dst = graph.edge_src.astype(vid), graph.edge_dst.astype(vid)
+    edge_src = graph.edge_src.astype(vid, copy=False)
+    edge_dst = graph.edge_dst.astype(vid, copy=False)
     add(2 * edge_src[req] + 1, 2 * edge_dst[req])
     isrc, idst = edge_src[ireq], edge_dst[ireq]
     del edge_src, edge_dst
@@ -651,6 +663,7 @@ def build_event_graph(
     add(2 * isrc[from_send], 2 * idst[from_send], O1)
     add(2 * isrc[~from_send], 2 * idst[~from_send])
     del isrc, idst, ireq, from_send
+    store.release(graph.edge_src, graph.edge_dst, graph.edge_kind)
 
     # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
     serial = nic == "serial"
@@ -776,7 +789,7 @@ def _gather(
     block = 1 << 24
     for lo in range(0, order.shape[0], block):
         out[lo : lo + block] = column[order[lo : lo + block]]
-    store.release(column, out)
+        store.release(column, out)  # a block reads a few runs of the source: cheap to map again
     return out
 
 
