@@ -253,11 +253,13 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(folder, ignore_errors=True)
     print_table(vertices, results)
     if args.json:
-        print(
-            json.dumps(
-                {k: {x: y for x, y in v.items() if x != "stdout"} for k, v in results.items()}
-            )
-        )
+        shown = {
+            stage: {k: v for k, v in r.items() if k not in ("stdout", "stderr")}
+            | {"stderr_tail": r["stderr"].replace("\r", "\n").strip().splitlines()[-3:]}
+            | ({"report": json.loads(r["stdout"])} if stage == "report" and r["exit"] == 0 else {})
+            for stage, r in results.items()
+        }
+        print(json.dumps(shown))
     return 0 if all(r["exit"] == 0 for r in results.values()) else 1
 
 
