@@ -182,6 +182,17 @@ def _report_seconds(result: dict[str, Any]) -> dict[str, float]:
         return {}
 
 
+def _report_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The report's JSON without its long lists (the path's messages and per-rank rows)."""
+    out = json.loads(result["stdout"])
+    out["path"] = {
+        k: v for k, v in out.get("path", {}).items() if k not in ("messages", "per_rank")
+    }
+    crit = out.get("critical", {})
+    out["critical"] = {k: v for k, v in crit.items() if k not in ("segments", "unresolved")}
+    return out
+
+
 def print_table(vertices: int, results: dict[str, dict[str, Any]]) -> None:
     print(f"\nthe pipeline at {vertices:.3g} vertices (one run per stage)\n")
     head = ("stage", "command", "wall s", "CPU s", "peak RSS GB", "peak virtual GB", "load", "exit")
@@ -256,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = {
             stage: {k: v for k, v in r.items() if k not in ("stdout", "stderr")}
             | {"stderr_tail": r["stderr"].replace("\r", "\n").strip().splitlines()[-3:]}
-            | ({"report": json.loads(r["stdout"])} if stage == "report" and r["exit"] == 0 else {})
+            | ({"report": _report_summary(r)} if stage == "report" and r["exit"] == 0 else {})
             for stage, r in results.items()
         }
         print(json.dumps(shown))
