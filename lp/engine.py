@@ -409,8 +409,14 @@ def _spread(run, jobs: list) -> None:
         for job in jobs:
             run(job)
         return
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs)))
+    try:
         list(pool.map(run, jobs))
+    except BaseException:
+        # Ctrl-C: do not wait for the passes under way (tens of seconds at 10^8 vertices).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _round_slope(value: float) -> float:
