@@ -20,7 +20,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from llamp.graph import ExecutionGraph
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, EventGraph, build_event_graph
+from llamp.lp.events import (
+    COEF_G,
+    COEF_GAP,
+    COEF_L,
+    COEF_O,
+    EventGraph,
+    build_event_graph,
+    release,
+)
 from llamp.lp.kernels import (
     ABS_TOL_NS,
     REL_TOL,
@@ -61,6 +69,11 @@ LARGE_EVENTS = 4_000_000
 #: Points (T and right λ_L, λ_G, λ_o; a scalar sweep per side) take lanes from this many values
 #: per pass: at 10^6 vertices the scalar sweep takes 43 ms per value, lanes 35 at K=2, 19 at 4.
 LANES_POINTS = 2
+#: From this many events a single point or probe goes through the lane kernels too: their state
+#: is a ring of events (:func:`~llamp.lp.kernels.ring_size`), where the scalar kernels hold
+#: 24–32 B per event (10^8 vertices: 2·10^8 events, 4.8–6.4 GB per sweep, two at once in
+#: the tolerance searches). Same numbers (each lane is bit-identical to a scalar sweep).
+HUGE_EVENTS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -200,12 +213,13 @@ class GraphEngine:
                     zero = dict.fromkeys(directions, 0.0)
                     out[i] = Point(configs[i], 0.0, zero, dict(zero) if left else {})
                 continue
-            if len(idx) < LANES_POINTS:  # the scalar kernels: no ring to size (a pass)
+            huge = ev.num_events >= HUGE_EVENTS
+            if len(idx) < LANES_POINTS and not huge:  # the scalar kernels: no ring to size
                 jobs += [(ev, 0, [i]) for i in idx]
                 continue
             mask = self.mask(first)
             rows = 1 + len(directions) * (2 if left else 1)
-            width = self._lane_width(len(idx), mask, rows, LANES_POINTS)
+            width = self._lane_width(len(idx), mask, rows, 1 if huge else LANES_POINTS)
             for s in range(0, len(idx), width):
                 jobs.append((ev, mask, idx[s : s + width]))
 
@@ -215,7 +229,7 @@ class GraphEngine:
 
         def run(job) -> None:
             ev, mask, idx = job
-            if len(idx) == 1:  # one configuration: the scalar kernel, no lane loops
+            if mask == 0:  # one configuration: the scalar kernel, no lane loops
                 out[idx[0]] = self._point(ev, configs[idx[0]], directions, cols, left)
                 return
             WA, WB = _lane_weights(ev, [configs[i] for i in idx])
@@ -250,6 +264,8 @@ class GraphEngine:
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
         least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
+        if ev.num_events >= HUGE_EVENTS:
+            least = 1
         if values.size < least:  # the scalar kernels: no ring to size (a pass)
             mask, width = 0, 1
         else:
@@ -259,7 +275,7 @@ class GraphEngine:
 
         def run(chunk: slice) -> None:
             configs = [params.with_(**{parameter: float(v)}) for v in values[chunk]]
-            if len(configs) == 1:  # one value: the scalar kernel, no lane loops
+            if mask == 0:  # one value: the scalar kernel, no lane loops
                 wa, wb = ev.pattern_weights(*(getattr(configs[0], n) for n in "LGog"))
                 one = pair(
                     ev.in_ptr,
@@ -355,14 +371,20 @@ class GraphEngine:
         count is ``λ_L`` (the right derivative). Returns (event graph, positions, edges, weights).
         """
         ev = self.events(params)
-        w = ev.weights_at(params)
         if ev.num_events == 0:
-            return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), w
-        t, d, pred = slopes_at(ev, params)
+            return ev, np.zeros(0, np.int64), np.zeros(0, np.int64), ev.weights_at(params)
+        # The path follows column 0 (λ_L) alone: the other slopes would cost 16 B per event.
+        t, d, pred = slopes_at(ev, params, ALL_COLUMNS[:1])
         T = float(t.max())
         tight = np.flatnonzero(t >= T - (REL_TOL * abs(T) + ABS_TOL_NS))
         sink = int(tight[np.argmax(d[tight, 0])])
+        del t, d
         positions, edges = backtrack_path(pred, ev.src, sink)
+        del pred
+        # A mapped event graph leaves the resident set between passes (10^8 vertices: ~5 GB).
+        release(ev.in_ptr, ev.src, ev.pattern, ev.value)
+        w = ev.weights_at(params)
+        release(ev.pattern, ev.value)
         return ev, positions, edges, w
 
 
@@ -387,8 +409,14 @@ def _spread(run, jobs: list) -> None:
         for job in jobs:
             run(job)
         return
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs)))
+    try:
         list(pool.map(run, jobs))
+    except BaseException:
+        # Ctrl-C: do not wait for the passes under way (tens of seconds at 10^8 vertices).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _round_slope(value: float) -> float:

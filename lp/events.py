@@ -76,8 +76,13 @@ source) of the full event graph, ties by event id: a topological order for both 
 
 from __future__ import annotations
 
+import mmap
+import os
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -94,6 +99,9 @@ NUM_COEFS = 5
 #: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
 #: another version is lowered again, never misread.
 LOWERING_VERSION = 2
+
+#: The steps of :func:`build_event_graph`, in order (for its ``on_step`` callback).
+LOWERING_STEPS = ("serialisation chains", "event edges", "event depths", "sort", "reorder")
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,9 +182,15 @@ class EventGraph:
         return self.fixed @ theta, self.scaled @ theta
 
     def weights(self, L: float, G: float, o: float, g: float = 0.0) -> np.ndarray:
-        """Edge weights at one configuration (vectorised)."""
+        """Edge weights at one configuration (vectorised, in blocks: the temporaries stay a
+        few MB where one expression would hold three E-long float64 arrays)."""
         wa, wb = self.pattern_weights(L, G, o, g)
-        return wa[self.pattern] + self.value * wb[self.pattern]
+        out = np.empty(self.num_edges)
+        block = 1 << 22
+        for lo in range(0, self.num_edges, block):
+            q = self.pattern[lo : lo + block]
+            out[lo : lo + block] = wa[q] + self.value[lo : lo + block] * wb[q]
+        return out
 
     def weights_at(self, params: LogGPS) -> np.ndarray:
         """Edge weights at ``params``."""
@@ -217,21 +231,87 @@ class EventGraph:
 
 _ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)
 
+#: The graph columns a lowering reads (released from the resident set after use when mapped).
+_LOWERED_FROM = (
+    "rank",
+    "kind",
+    "cost_ns",
+    "size",
+    "peer",
+    "tag",
+    "edge_src",
+    "edge_dst",
+    "edge_kind",
+    "cpu",
+    "nic",
+)
+
 #: Event and edge counts below this use int32 indices (a module constant so that tests can
 #: lower small graphs with int64 indices too).
 _INDEX32_LIMIT = int(np.iinfo(np.int32).max)
+
+
+class _Columns:
+    """Where the lowering's large columns live: in memory (``scratch=None``), or in files
+    under ``scratch``, memory-mapped and unlinked at once (the kernel frees them with the last
+    mapping, even after a crash).
+
+    Scratch columns let a 10^8-vertex lowering stay far below the machine's memory: a column
+    that is filled now and read much later is dropped from the resident set
+    (:meth:`release`, ``MADV_DONTNEED``: its pages stay in the page cache, written back to the
+    file when the kernel needs the memory), so the peak is the columns one step uses, not all
+    of them. The numbers are the same either way (tests compare both paths).
+    """
+
+    def __init__(self, scratch: str | Path | None = None):
+        self.scratch = None if scratch is None else Path(scratch)
+
+    def empty(self, n: int, dtype: type) -> np.ndarray:
+        if self.scratch is None or n == 0:
+            return np.empty(n, dtype=dtype)
+        fd, name = tempfile.mkstemp(prefix="lowering-", suffix=".col", dir=self.scratch)
+        try:
+            os.ftruncate(fd, n * np.dtype(dtype).itemsize)
+            column = np.memmap(name, dtype=dtype, mode="r+", shape=(n,))
+        finally:
+            os.close(fd)
+            os.unlink(name)
+        return np.asarray(column)  # a plain view for the kernels; its base is the mapping
+
+    def release(self, *columns: np.ndarray | None) -> None:
+        if self.scratch is not None:
+            release(*columns)
+
+
+def release(*columns: np.ndarray | None) -> None:
+    """Drop the pages of memory-mapped ``columns`` (scratch columns, columns of a mapped graph
+    file) from this process's resident set; a column in memory is left alone. The data stay
+    (in the page cache or the file): the next access maps them again."""
+    for column in columns:
+        base = column
+        while base is not None and not isinstance(base, (np.memmap, mmap.mmap)):
+            base = getattr(base, "base", None)
+        region = getattr(base, "_mmap", base)
+        if isinstance(region, mmap.mmap) and not region.closed and hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                region.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):  # pragma: no cover - best effort
+                pass
 
 
 class _EdgeColumns:
     """Preallocated edge columns filled block by block (no list of parts to concatenate:
     at 10^7 vertices the parts and their concatenation would double the peak memory)."""
 
-    def __init__(self, capacity: int, index: type):
-        self.src = np.empty(capacity, dtype=index)
-        self.dst = np.empty(capacity, dtype=index)
-        self.pattern = np.empty(capacity, dtype=np.uint16)
-        self.value = np.zeros(capacity, dtype=np.float64)
-        self.msg = np.full(capacity, -1, dtype=np.int32)
+    CHUNK = 1 << 23  # edges per released chunk of a scratch block
+
+    def __init__(self, capacity: int, index: type, store: _Columns):
+        self.store = store
+        self.src = store.empty(capacity, index)
+        self.dst = store.empty(capacity, index)
+        self.pattern = store.empty(capacity, np.uint16)
+        self.value = store.empty(capacity, np.float64)
+        self.msg = store.empty(capacity, np.int32)
         self.patterns: dict[tuple, int] = {}
         self.size = 0
 
@@ -254,11 +334,18 @@ class _EdgeColumns:
             raise RuntimeError(f"event graph: {b} edges exceed the {self.src.size} planned")
         self.src[a:b] = s
         self.dst[a:b] = d
-        self.pattern[a:b] = self.pattern_of(fixed, scaled) if pattern is None else pattern
-        if value is not None:
-            self.value[a:b] = value
-        if m is not None:
-            self.msg[a:b] = m
+        q = self.pattern_of(fixed, scaled) if pattern is None else pattern
+        v = 0.0 if value is None else value
+        k = -1 if m is None else m
+        # In chunks, each released once written: these three are read again only by the final
+        # gathers, and a block may be a third of all edges (14 B per edge resident otherwise).
+        step = self.CHUNK if self.store.scratch is not None else n
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            self.pattern[a + lo : a + hi] = q if np.ndim(q) == 0 else q[lo:hi]
+            self.value[a + lo : a + hi] = v if np.ndim(v) == 0 else v[lo:hi]
+            self.msg[a + lo : a + hi] = k if np.ndim(k) == 0 else k[lo:hi]
+            self.store.release(self.pattern, self.value, self.msg)
         self.size = b
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
@@ -457,13 +544,23 @@ def build_event_graph(
     *,
     progress: str = config.DEFAULT_PROGRESS,
     nic: str = config.DEFAULT_NIC,
+    scratch: str | Path | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> EventGraph:
     """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)
     under the receive-progress model ``progress`` and the NIC model ``nic``.
 
     Memory: the edge columns are allocated once at their final size and sorted in place, so
     the peak is the event graph plus one permutation (≈ 90 B per edge and 50 B per event).
+    With ``scratch`` (a directory) the per-edge columns — those being built and those of the
+    result — are memory-mapped files there, each dropped from the resident set once filled or
+    read (:class:`_Columns`), and so are the graph's columns when they are mapped from its
+    file: then the peak is the depth pass (≈ 22 B per edge and 30 B per event; 10^8 vertices
+    within ~10 GB). The result's per-edge arrays are then those mapped files.
+    ``on_step(name)`` is called as each of the :data:`LOWERING_STEPS` begins (progress bars).
     """
+    step = on_step or (lambda name: None)
+    step(LOWERING_STEPS[0])
     V = graph.num_vertices
     kind = graph.kind
     sends, recvs = graph.messages()
@@ -506,6 +603,8 @@ def build_event_graph(
     ireq = ek == IREQUIRES
     calc = np.flatnonzero(kind == CALC).astype(vid)
     chains = _serialisation_chains(graph, progress, nic)
+    step(LOWERING_STEPS[1])
+    _Columns(scratch).release(*(getattr(graph, name) for name in _LOWERED_FROM))
     send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
@@ -521,7 +620,8 @@ def build_event_graph(
     index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
     if index is np.int64 and not wide:
         raise RuntimeError(f"event graph: {num_events} events, {capacity} edges exceed int32")
-    cols = _EdgeColumns(capacity, index)
+    store = _Columns(scratch)
+    cols = _EdgeColumns(capacity, index, store)
     add = cols.add
     O1, O2 = (0.0, 0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 2.0, 0.0)
     CONST1, BYTES = (1.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0, 0.0)
@@ -552,8 +652,10 @@ def build_event_graph(
         ids = np.array([cols.pattern_of((0, cl, cg, 0, 0), CONST1) for cl, cg in terms])
         add(sync, 2 * colls + 1, value=graph.cost_ns[colls], pattern=ids[which.reshape(-1)])
     del msg_ids, handshake, h, e
+    store.release(*(getattr(graph, name) for name in _LOWERED_FROM if not name.startswith("e")))
     # Dependencies.
-    edge_src, edge_dst = graph.edge_src.astype(vid), graph.edge_dst.astype(vid)
+    edge_src = graph.edge_src.astype(vid, copy=False)
+    edge_dst = graph.edge_dst.astype(vid, copy=False)
     add(2 * edge_src[req] + 1, 2 * edge_dst[req])
     isrc, idst = edge_src[ireq], edge_dst[ireq]
     del edge_src, edge_dst
@@ -561,6 +663,7 @@ def build_event_graph(
     add(2 * isrc[from_send], 2 * idst[from_send], O1)
     add(2 * isrc[~from_send], 2 * idst[~from_send])
     del isrc, idst, ireq, from_send
+    store.release(graph.edge_src, graph.edge_dst, graph.edge_kind)
 
     # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
     serial = nic == "serial"
@@ -596,7 +699,9 @@ def build_event_graph(
     del B, msg_of, chains, send_cpu, wait_chain, wait_start, send_nic, recv_nic
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
+    store.release(*(getattr(graph, name) for name in _LOWERED_FROM))
 
+    step(LOWERING_STEPS[2])
     depth = _depths(num_events, cols.src, cols.dst, graph)
 
     # Renumber events by topological position so both engines sweep arrays front to back,
@@ -604,6 +709,7 @@ def build_event_graph(
     # (stable: in-edges keep the order above). Every index array and temporary is of the
     # index type; the columns are reordered one at a time (a gather: far fewer cache misses
     # than following the permutation's cycles), so the extra memory is one column.
+    step(LOWERING_STEPS[3])
     event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0, index)
     del depth
     pos_of_event = np.empty(num_events, dtype=index)
@@ -613,26 +719,26 @@ def build_event_graph(
     _renumber(p_dst, pos_of_event)
     by_dst = _group_by(p_dst, num_events, index)
     in_ptr = _ptr(p_dst, num_events, index)
+    store.release(p_dst)
     del p_dst, cols.dst
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
-    p_src = p_src[by_dst]
+    step(LOWERING_STEPS[4])
+    p_src = _gather(store, p_src, by_dst)
     cols.src = None
-    msg = cols.msg[by_dst]
+    msg = _gather(store, cols.msg, by_dst)
     cols.msg = None
-    pattern = cols.pattern[by_dst].astype(np.uint8) if narrow else cols.pattern[by_dst]
+    pattern = _gather(store, cols.pattern, by_dst, np.uint8 if narrow else np.uint16)
     cols.pattern = None
-    if _fits_float32(cols.value):  # gather the narrow copy: one float32 column extra, not two
-        narrow_value = cols.value.astype(np.float32)
-        cols.value = None
-        value = narrow_value[by_dst]
-        del narrow_value
-    else:
-        value = cols.value[by_dst]
-        cols.value = None
+    fits = _fits_float32(cols.value)  # then float32 loses nothing (see EventGraph)
+    store.release(cols.value)
+    value = _gather(store, cols.value, by_dst, np.float32 if fits else np.float64)
+    cols.value = None
     del by_dst
-    out_edge = _group_by(p_src, num_events, index)
+    out_edge = _group_by(p_src, num_events, index, out=store.empty(p_src.shape[0], index))
+    store.release(p_src, out_edge)
     out_ptr = _ptr(p_src, num_events, index)
+    store.release(p_src)
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
@@ -656,17 +762,35 @@ def build_event_graph(
     )
 
 
-def _group_by(keys: np.ndarray, n: int, dtype: type = np.int32) -> np.ndarray:
+def _group_by(
+    keys: np.ndarray, n: int, dtype: type = np.int32, out: np.ndarray | None = None
+) -> np.ndarray:
     """Stable counting sort: the permutation (of ``dtype``; int32 unless ``keys`` has 2^31
-    elements or more) that groups ``keys`` (in [0, n)) in ascending order.
+    elements or more) that groups ``keys`` (in [0, n)) in ascending order; written into
+    ``out`` when given (of that type and length).
 
     O(len + n), where ``np.argsort`` on int64 costs ~100 ns per element on this machine.
     """
     if keys.shape[0] >= np.iinfo(np.int32).max:
         dtype = np.int64
-    perm = np.empty(keys.shape[0], dtype=dtype)
+    perm = np.empty(keys.shape[0], dtype=dtype) if out is None else out
+    if perm.dtype != dtype or perm.shape != keys.shape:
+        raise ValueError(f"_group_by: out is {perm.dtype}[{perm.shape[0]}], not {dtype}")
     _counting_sort(keys, np.zeros(n + 1, dtype=dtype), perm)
     return perm
+
+
+def _gather(
+    store: _Columns, column: np.ndarray, order: np.ndarray, dtype: type | None = None
+) -> np.ndarray:
+    """``column[order]`` (cast to ``dtype``) as a new column of ``store``, in blocks so the
+    temporaries stay small; the source and the result leave the resident set afterwards."""
+    out = store.empty(order.shape[0], column.dtype if dtype is None else dtype)
+    block = 1 << 24
+    for lo in range(0, order.shape[0], block):
+        out[lo : lo + block] = column[order[lo : lo + block]]
+        store.release(column, out)  # a block reads a few runs of the source: cheap to map again
+    return out
 
 
 @numba.njit(cache=True)

@@ -19,15 +19,20 @@ whose lowering has another version is lowered again, with a note; it is never mi
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph, NpzMembers
-from llamp.lp.events import LOWERING_VERSION, EventGraph
+from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
+from llamp.progress import StepBar
 
 INDEX = "lowering_index"
 SIZES = "lowering_sizes"
@@ -72,40 +77,139 @@ def rendezvous_count(graph: ExecutionGraph, S: int) -> int:
     return int(counts[np.searchsorted(sizes, S, side="right") :].sum())
 
 
+#: Graphs of at least this many vertices are saved through the low-memory path
+#: (:func:`save_graph` ``spill``): the in-memory lowering needs ~200 B per vertex (2.2 GB
+#: at 10^7).
+SPILL_VERTICES = 5_000_000
+
+
 def save_graph(
-    graph: ExecutionGraph, path: str | Path, configs: tuple[LogGPS, ...] = (LogGPS(),)
+    graph: ExecutionGraph,
+    path: str | Path,
+    configs: tuple[LogGPS, ...] = (LogGPS(),),
+    *,
+    spill: bool | None = None,
+    progress: bool = False,
 ) -> Path:
-    """Write ``graph`` to ``path`` (``.npz``) with its event graphs for ``configs``."""
+    """Write ``graph`` to ``path`` (``.npz``) with its event graphs for ``configs``.
+
+    ``spill`` (default: for graphs of :data:`SPILL_VERTICES` vertices or more) saves the graph's
+    columns first, then lowers from that file, memory-mapped, with the lowering's per-edge
+    columns in scratch files beside ``path`` (:func:`build_event_graph` ``scratch``), and appends
+    each lowered array to the file as it is written. The columns of ``graph`` itself are
+    replaced by the mapped ones (same values, read-only), so the in-memory copy is freed: at
+    10^8 vertices the graph (4.8 GB) and its event graph (11 GB) are never resident together.
+    The file holds the same arrays either way. ``progress``: a bar on stderr per lowering step.
+    """
+    path = Path(path)
+    sizes, counts = np.unique(graph.size[graph.messages()[0]], return_counts=True)
+    extra: dict[str, np.ndarray] = {SIZES: sizes.astype(np.int64), SIZE_COUNTS: counts}
+    keys: dict[LoweringKey, LogGPS] = {}
+    for params in configs:
+        rendezvous = int(counts[np.searchsorted(sizes, params.S, side="right") :].sum())
+        keys.setdefault(lowering_key(rendezvous, params), params)
+    if spill is None:
+        spill = graph.num_vertices >= SPILL_VERTICES
+    if spill:
+        return _save_spilled(graph, path, keys, extra, progress)
     from llamp.lp.engine import engine_for
 
     engine = engine_for(graph)
-    sizes, counts = np.unique(graph.size[graph.messages()[0]], return_counts=True)
-    extra: dict[str, np.ndarray] = {SIZES: sizes.astype(np.int64), SIZE_COUNTS: counts}
-    entries, seen = [], set()
-    for params in configs:
-        rendezvous = int(counts[np.searchsorted(sizes, params.S, side="right") :].sum())
-        key = lowering_key(rendezvous, params)
-        if key in seen:
-            continue
-        seen.add(key)
+    entries = []
+    for i, ((rendezvous, _, _), params) in enumerate(keys.items()):
         ev = engine.events(params)
-        i = len(entries)
         for name in _ARRAYS:
             extra[f"lowering_{i}_{name}"] = np.asarray(getattr(ev, name))
-        entries.append(
-            {
-                "rendezvous": rendezvous,
-                "S": ev.S,
-                "progress": ev.progress,
-                "nic": ev.nic,
-                "num_vertices": ev.num_vertices,
-                "num_events": ev.num_events,
-                "num_handshakes": ev.num_handshakes,
-            }
-        )
-    index = {"version": LOWERING_VERSION, "lowerings": entries}
-    extra[INDEX] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
+        entries.append(_entry(rendezvous, ev))
+    extra[INDEX] = _index(entries)
     return graph.save(path, extra=extra)
+
+
+def _entry(rendezvous: int, ev: EventGraph) -> dict:
+    return {
+        "rendezvous": rendezvous,
+        "S": ev.S,
+        "progress": ev.progress,
+        "nic": ev.nic,
+        "num_vertices": ev.num_vertices,
+        "num_events": ev.num_events,
+        "num_handshakes": ev.num_handshakes,
+    }
+
+
+def _index(entries: list[dict]) -> np.ndarray:
+    index = {"version": LOWERING_VERSION, "lowerings": entries}
+    return np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
+
+
+def _save_spilled(
+    graph: ExecutionGraph,
+    path: Path,
+    keys: dict[LoweringKey, LogGPS],
+    extra: dict[str, np.ndarray],
+    progress: bool,
+) -> Path:
+    """:func:`save_graph` in bounded memory (its ``spill``): graph columns, then each lowering
+    appended member by member to the same (temporary) zip, renamed into place at the end."""
+    from llamp.lp.events import build_event_graph, release
+
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
+    scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    bar = StepBar(1 + (len(LOWERING_STEPS) + 1) * len(keys), "saving", show=progress)
+    try:
+        bar.step("saving the graph")
+        graph.save(tmp, extra=extra)
+        mapped = ExecutionGraph.load(tmp, lazy=True, validate=False)
+        for name in _COLUMNS:  # the in-memory columns go; the mapped ones take their place
+            setattr(graph, name, getattr(mapped, name))
+        del mapped
+        entries = []
+        for i, ((rendezvous, _, _), params) in enumerate(keys.items()):
+            ev = build_event_graph(
+                graph,
+                params.S,
+                progress=params.progress,
+                nic=params.nic,
+                scratch=scratch,
+                on_step=lambda what, i=i: bar.step(f"lowering {i + 1}/{len(keys)}: {what}"),
+            )
+            bar.step(f"writing lowering {i + 1}/{len(keys)}")
+            with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
+                for name in _ARRAYS:
+                    array = np.asarray(getattr(ev, name))
+                    with archive.open(f"lowering_{i}_{name}.npy", "w", force_zip64=True) as f:
+                        np.lib.format.write_array(f, array, allow_pickle=False)
+                    release(array)
+            entries.append(_entry(rendezvous, ev))
+            del ev
+        with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
+            with archive.open(f"{INDEX}.npy", "w") as f:
+                np.lib.format.write_array(f, _index(entries), allow_pickle=False)
+        tmp.replace(path)
+        graph.source = path
+        graph.__dict__.pop("_lowered_file", None)
+        return path
+    finally:
+        bar.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        tmp.unlink(missing_ok=True)
+
+
+#: The array fields of :class:`ExecutionGraph` (replaced by mapped ones after a spilled save).
+_COLUMNS = (
+    "rank",
+    "kind",
+    "cost_ns",
+    "size",
+    "peer",
+    "tag",
+    "edge_src",
+    "edge_dst",
+    "edge_kind",
+    "t_trace_ns",
+    "cpu",
+    "nic",
+)  # not ``label``: mapped, it would be a str column instead of objects
 
 
 class _GraphFile:
@@ -128,6 +232,19 @@ def _file(graph: ExecutionGraph) -> _GraphFile | None:
             cached = _GraphFile(Path(graph.source))
         graph.__dict__["_lowered_file"] = cached
     return cached
+
+
+def release_pages(graph: ExecutionGraph) -> None:
+    """Drop the memory-mapped pages of ``graph``'s columns and of its stored event graphs from
+    this process's resident set (they stay in the page cache; the next access maps them
+    again). Between the stages of a report at 10^8 vertices: each stage then holds only what
+    it reads (~5 GB for a sweep), not everything the stages before it touched."""
+    from llamp.lp.events import release
+
+    release(*(getattr(graph, name) for name in _COLUMNS), graph.label)
+    table = graph.__dict__.get("_lowered_file")
+    if table:
+        table.members.release()
 
 
 def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:

@@ -7,7 +7,10 @@ back to the graph store when GRAPH is a stored run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 import time
 from typing import Any
 
@@ -25,6 +28,7 @@ from llamp.cli.base import (
     latency_options,
     levels_option,
     load_graph_spec,
+    message,
     params_options,
     parse_collectives,
     refuse_host_speed_for_run,
@@ -914,6 +918,25 @@ def _sweep_from_segments(graph, params, crit, values: np.ndarray, engine: str):
     return rows.reset_index(drop=True)
 
 
+#: The stages of ``llamp report``, in order (its stage bar and its ``seconds``).
+_REPORT_STAGES = ("predict", "critical", "sweep", "tolerance", "path")
+
+
+@contextlib.contextmanager
+def _interrupt_exits():
+    """Ctrl-C ends the report at once: the one line and exit status of every llamp command
+    (``llamp: error: interrupted``, 1). The tolerance and critical-latency searches run
+    sweeps on worker threads; a normal exit would wait for every queued sweep (minutes at
+    10^8 vertices), and the report writes nothing that needs cleaning up."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        message("error", "interrupted")
+        sys.stderr.flush()
+        os._exit(1)
+
+
 @cli.command()
 @graph_argument
 @params_options
@@ -931,39 +954,46 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, b
     from llamp.lp import critical_path
     from llamp.lp import predict as run_predict
     from llamp.lp import tolerance as run_tolerance
+    from llamp.lp.lowered import release_pages
+    from llamp.progress import StepBar
 
     a, b = parse_range("L", lo, hi)
     choice = _engine_choice(engine, graph)
     timings: dict[str, float] = {}
+    stages = StepBar(len(_REPORT_STAGES), "report", show=None if not as_json else False)
 
     def timed(name, fn):
+        stages.step(name)
         start = time.perf_counter()
         out = fn()
         timings[name] = time.perf_counter() - start
+        # Each stage maps what it reads; what the next one needs it maps again (page cache).
+        release_pages(graph)
         return out
 
-    pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
-    max_evaluations = parse_budget(budget, graph, params)
-    crit = timed(
-        "critical",
-        lambda: _search_critical(
-            graph,
-            params,
-            a,
-            b,
-            engine=engine,
-            max_evaluations=max_evaluations,
-            show_progress=not as_json,
-        ),
-    )
-    frame = timed(
-        "sweep",
-        lambda: _sweep_from_segments(graph, params, crit, np.linspace(a, b, points), engine),
-    )
-    tol = timed(
-        "tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine)
-    )
-    cp = timed("path", lambda: critical_path(graph, params))
+    with stages, _interrupt_exits():
+        pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
+        max_evaluations = parse_budget(budget, graph, params)
+        crit = timed(
+            "critical",
+            lambda: _search_critical(
+                graph,
+                params,
+                a,
+                b,
+                engine=engine,
+                max_evaluations=max_evaluations,
+                show_progress=not as_json,
+            ),
+        )
+        frame = timed(
+            "sweep",
+            lambda: _sweep_from_segments(graph, params, crit, np.linspace(a, b, points), engine),
+        )
+        tol = timed(
+            "tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine)
+        )
+        cp = timed("path", lambda: critical_path(graph, params))
     if as_json:
         emit_json(
             {

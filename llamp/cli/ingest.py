@@ -66,14 +66,16 @@ def read_reporting(path: Path, **kw: Any) -> ExecutionGraph:
     return graph
 
 
-def write_graph_file(graph: ExecutionGraph, out: Path) -> dict[str, Any] | None:
+def write_graph_file(
+    graph: ExecutionGraph, out: Path, progress: bool = False
+) -> dict[str, Any] | None:
     """Write ``graph`` to ``out`` (.npz exact, or .goal); for GOAL return the rounding report
     (:meth:`GoalWritten.as_dict` plus a ``note`` line), else ``None``."""
     suffix = out.suffix.lower()
     if suffix == ".npz":
         from llamp.lp.lowered import save_graph
 
-        save_graph(graph, out)
+        save_graph(graph, out, progress=progress)
         return None
     if suffix == ".goal":
         from llamp.ingest.goal import write_goal
@@ -159,7 +161,7 @@ def ingest_cmd(
     )
     result: dict[str, Any] = {"name": graph.name, "source": str(path)}
     if output is not None:
-        rounding = write_graph_file(graph, output)
+        rounding = write_graph_file(graph, output, progress)
         result["output"] = str(output)
         if rounding is not None:
             result["goal_rounding"] = rounding
