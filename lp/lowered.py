@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 import zipfile
 from pathlib import Path
@@ -112,17 +113,69 @@ def save_graph(
         spill = graph.num_vertices >= SPILL_VERTICES
     if spill:
         return _save_spilled(graph, path, keys, extra, progress)
+    return _save_overlapped(graph, path, keys, extra)
+
+
+def _save_overlapped(
+    graph: ExecutionGraph,
+    path: Path,
+    keys: dict[LoweringKey, LogGPS],
+    extra: dict[str, np.ndarray],
+) -> Path:
+    """:func:`save_graph` in memory: the graph's columns are written by a second thread while
+    this one lowers (the writes and their CRCs release the GIL, as do most of the lowering's
+    passes: on two cores the write costs little wall time), then each lowering is appended to
+    the same (temporary) file, renamed into place at the end."""
     from llamp.lp.engine import engine_for
 
-    engine = engine_for(graph)
-    entries = []
-    for i, ((rendezvous, _, _), params) in enumerate(keys.items()):
-        ev = engine.events(params)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.lowering.npz")
+    failed: list[BaseException] = []
+
+    def write_columns() -> None:
+        try:
+            graph.save(tmp, extra=extra)
+        except BaseException as err:  # noqa: BLE001 - raised again by the lowering thread
+            failed.append(err)
+
+    writer = threading.Thread(target=write_columns, name="llamp-save-columns")
+    writer.start()
+    try:
+        try:
+            engine = engine_for(graph)
+            lowerings = [
+                (rendezvous, engine.events(params)) for (rendezvous, _, _), params in keys.items()
+            ]
+        finally:
+            writer.join()
+        if failed:
+            raise failed[0]
+        for i, (_, ev) in enumerate(lowerings):
+            _append_lowering(tmp, i, ev)
+        _append_index(tmp, [_entry(rendezvous, ev) for rendezvous, ev in lowerings])
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _append_lowering(tmp: Path, i: int, ev: EventGraph, *, release_arrays: bool = False) -> None:
+    """The arrays of lowering ``i`` appended to the zip ``tmp`` (``release_arrays``: their
+    mapped pages dropped once written)."""
+    from llamp.lp.events import release
+
+    with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
         for name in _ARRAYS:
-            extra[f"lowering_{i}_{name}"] = np.asarray(getattr(ev, name))
-        entries.append(_entry(rendezvous, ev))
-    extra[INDEX] = _index(entries)
-    return graph.save(path, extra=extra)
+            array = np.asarray(getattr(ev, name))
+            with archive.open(f"lowering_{i}_{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, array, allow_pickle=False)
+            if release_arrays:
+                release(array)
+
+
+def _append_index(tmp: Path, entries: list[dict]) -> None:
+    with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
+        with archive.open(f"{INDEX}.npy", "w") as f:
+            np.lib.format.write_array(f, _index(entries), allow_pickle=False)
 
 
 def _entry(rendezvous: int, ev: EventGraph) -> dict:
@@ -151,7 +204,7 @@ def _save_spilled(
 ) -> Path:
     """:func:`save_graph` in bounded memory (its ``spill``): graph columns, then each lowering
     appended member by member to the same (temporary) zip, renamed into place at the end."""
-    from llamp.lp.events import build_event_graph, release
+    from llamp.lp.events import build_event_graph
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
     scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
@@ -174,17 +227,10 @@ def _save_spilled(
                 on_step=lambda what, i=i: bar.step(f"lowering {i + 1}/{len(keys)}: {what}"),
             )
             bar.step(f"writing lowering {i + 1}/{len(keys)}")
-            with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
-                for name in _ARRAYS:
-                    array = np.asarray(getattr(ev, name))
-                    with archive.open(f"lowering_{i}_{name}.npy", "w", force_zip64=True) as f:
-                        np.lib.format.write_array(f, array, allow_pickle=False)
-                    release(array)
+            _append_lowering(tmp, i, ev, release_arrays=True)
             entries.append(_entry(rendezvous, ev))
             del ev
-        with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
-            with archive.open(f"{INDEX}.npy", "w") as f:
-                np.lib.format.write_array(f, _index(entries), allow_pickle=False)
+        _append_index(tmp, entries)
         tmp.replace(path)
         graph.source = path
         graph.__dict__.pop("_lowered_file", None)

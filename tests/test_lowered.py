@@ -46,6 +46,26 @@ def test_a_saved_graph_answers_from_its_stored_event_graph(tmp_path, monkeypatch
     assert predict(loaded, same_set).runtime_ns == predict(graph, same_set).runtime_ns
 
 
+@pytest.mark.parametrize("fails", ["writing the columns", "lowering"])
+def test_a_save_that_fails_leaves_no_file(tmp_path, monkeypatch, fails):
+    """The columns are written by a second thread while the graph is lowered: an error in
+    either is the save's error, and neither the file nor a temporary one is left behind."""
+    import llamp.lp.engine as engine
+
+    graph = random_graph(5, ranks=4, steps=80, max_size=8192)
+
+    def broken(*args, **kwargs):
+        raise OSError(f"{fails} failed")
+
+    if fails == "lowering":
+        monkeypatch.setattr(engine, "build_event_graph", broken)
+    else:
+        monkeypatch.setattr(ExecutionGraph, "save", broken)
+    with pytest.raises(OSError, match=fails):
+        save_graph(graph, tmp_path / "g.npz", (BASE,))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_other_models_and_thresholds_are_lowered_on_demand(tmp_path):
     graph, path = _saved(tmp_path)
     loaded = ExecutionGraph.load(path, lazy=True)
