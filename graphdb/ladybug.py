@@ -1,7 +1,8 @@
 """The embedded backend: LadybugDB (the maintained fork of Kùzu), zero set-up, one file.
 
 The store is a directory holding the database file ``graph.lbug``. Runs are loaded with
-``COPY … FROM`` Arrow tables (never row-by-row; pandas 3 string columns crash the Kùzu
+``COPY … FROM`` Arrow tables, a batch of rows each (:class:`~llamp.graphdb.tables.RunRows`;
+never row-by-row; pandas 3 string columns crash the Kùzu
 family's DataFrame path, Arrow does not), each ``COPY`` committed on its own: wrapping them in
 one transaction routes every row through the write-ahead log and doubled the load time
 (43.7 s instead of 19.8 s for 10^7 vertices, ``benchmarks/RESULTS.md``). Atomicity comes from
@@ -33,9 +34,9 @@ from tqdm import tqdm
 from llamp.errors import QueryError, StoreError
 from llamp.graphdb import queries
 from llamp.graphdb.locking import Notify, WriterLock, stderr_notify, writer_active
-from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, OP, RESULT
+from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, RESULT
 from llamp.graphdb.store import GraphStore, RunInfo, coerce
-from llamp.graphdb.tables import RunTables
+from llamp.graphdb.tables import RunRows
 
 #: The database file inside the store directory.
 DB_FILE = "graph.lbug"
@@ -296,24 +297,23 @@ class LadybugStore(GraphStore):
             raise
 
     def _load_run(
-        self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
+        self, row: dict[str, Any], rows: RunRows, replaces: int | None, progress: bool
     ) -> None:
-        """Incomplete Run node, then one auto-committed ``COPY`` per table, then the flags
-        flipped in one transaction (module doc). On failure :meth:`GraphStore.put_run`
+        """Incomplete Run node, then one auto-committed ``COPY`` per batch of rows (ops, then
+        each relationship type; ``COPY`` appends to the tables other runs share), then the
+        flags flipped in one transaction (module doc). On failure :meth:`GraphStore.put_run`
         deletes what was written; after a kill, :meth:`cleanup` does."""
         created = dict(row, complete=False, touched=int(time.time() * 1000))
         self._write("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created)
-        copies = [(OP, tables.ops), *((rel, t) for rel, t in tables.edges.items() if t.num_rows)]
-        total = tables.ops.num_rows + tables.num_edges
         with tqdm(
-            total=total,
+            total=rows.num_rows,
             desc=f"storing {row['name']}",
             unit="row",
             unit_scale=True,
             disable=not progress,
             leave=False,
         ) as bar:
-            for table_name, table in copies:
+            for table_name, table in rows.batches():
                 self._write(f"COPY {table_name} FROM $rows", {"rows": table})
                 bar.update(table.num_rows)
         finish = [("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": row["id"]})]
@@ -373,6 +373,7 @@ class LadybugStore(GraphStore):
             )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
+            self._drop_graph_files(int(run_id))
         dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})
         for analysis_id in dead.column("id").to_pylist():
             self._delete_analysis_rows(analysis_id)

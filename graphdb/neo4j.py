@@ -35,7 +35,7 @@ from llamp.errors import InputError, QueryError, StoreError
 from llamp.graphdb.locking import Notify, stderr_notify
 from llamp.graphdb.schema import NEO4J_DDL, OP, PLAIN_INDEXES, RESULT
 from llamp.graphdb.store import GraphStore
-from llamp.graphdb.tables import RunTables
+from llamp.graphdb.tables import RunRows
 
 #: The Bolt handshake: magic preamble and four protocol versions (5.7…5.0, 4.4, 4.3, none).
 _HANDSHAKE = (
@@ -312,7 +312,7 @@ class Neo4jStore(GraphStore):
             yield {c: a[lo : lo + self.batch_rows].tolist() for c, a in arrays.items()}
 
     def _load_run(
-        self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
+        self, row: dict[str, Any], rows: RunRows, replaces: int | None, progress: bool
     ) -> None:
         run_id = row["id"]
         # The name is taken only when the run is complete (unique names): until then it is
@@ -324,42 +324,37 @@ class Neo4jStore(GraphStore):
             {"id": run_id, "props": props},
         )
         touch = "MATCH (r:Run {id: $run_id}) SET r.touched = timestamp()"
-        ops = tables.ops
-        columns = [
-            c
-            for c in ops.column_names
-            if ops.column(c).null_count < ops.num_rows or ops.num_rows == 0
-        ]
-        create = (
-            "UNWIND range(0, size($key) - 1) AS i CREATE (:"
-            + OP
-            + " {"
-            + ", ".join(f"{c}: ${c}[i]" for c in columns)
-            + "})"
-        )
-        total = ops.num_rows + tables.num_edges
         with tqdm(
-            total=total,
+            total=rows.num_rows,
             desc=f"storing {row['name']}",
             unit="row",
             unit_scale=True,
             disable=not progress,
             leave=False,
         ) as bar:
-            for batch in self._batches(ops, columns):
-                self._write_all([(create, batch), (touch, {"run_id": run_id})])
-                bar.update(len(batch["key"]))
-            for rel, table in tables.edges.items():
-                props = " {size: $size[i]}" if "size" in table.column_names else ""
-                link = (
-                    "UNWIND range(0, size($src) - 1) AS i WITH i, $src[i] AS s, $dst[i] AS d "
-                    "MATCH (a:Op {key: s}) MATCH (b:Op {key: d}) "
-                    f"CREATE (a)-[:{rel}{props}]->(b)"
-                )
-                renamed = table.rename_columns(["src", "dst", *table.column_names[2:]])
-                for batch in self._batches(renamed, renamed.column_names):
-                    self._write_all([(link, batch), (touch, {"run_id": run_id})])
-                    bar.update(len(batch["src"]))
+            for table_name, table in rows.batches():
+                if table_name == OP:
+                    # a column null throughout (no trace times, no labels) is not set at all
+                    columns = [c for c in table.column_names if table.column(c).null_count == 0]
+                    statement = (
+                        "UNWIND range(0, size($key) - 1) AS i CREATE (:"
+                        + OP
+                        + " {"
+                        + ", ".join(f"{c}: ${c}[i]" for c in columns)
+                        + "})"
+                    )
+                else:
+                    props = " {size: $size[i]}" if "size" in table.column_names else ""
+                    statement = (
+                        "UNWIND range(0, size($src) - 1) AS i WITH i, $src[i] AS s, $dst[i] AS d "
+                        "MATCH (a:Op {key: s}) MATCH (b:Op {key: d}) "
+                        f"CREATE (a)-[:{table_name}{props}]->(b)"
+                    )
+                    table = table.rename_columns(["src", "dst", *table.column_names[2:]])
+                    columns = table.column_names
+                for batch in self._batches(table, columns):
+                    self._write_all([(statement, batch), (touch, {"run_id": run_id})])
+                    bar.update(len(batch[columns[0]]))
         self._finish_run(run_id, row["name"], replaces)
 
     def _finish_run(self, run_id: int, name: str, replaces: int | None) -> None:
@@ -472,6 +467,7 @@ class Neo4jStore(GraphStore):
             )
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
+            self._drop_graph_files(int(run_id))
         dead = self._arrow(
             "MATCH (a:Analysis) WHERE a.complete = false AND a.touched <= timestamp() - $age "
             "RETURN a.id AS id",

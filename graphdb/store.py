@@ -39,7 +39,7 @@ from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
 from llamp.graphdb.readonly import check_read_only
 from llamp.graphdb.schema import KEY_SHIFT
-from llamp.graphdb.tables import STREAMS, RunTables, encode_streams, graph_from_tables, run_tables
+from llamp.graphdb.tables import BATCH_ROWS, STREAMS, RunRows, encode_streams, graph_from_tables
 
 _ARROW_TYPES = {
     "int64": pa.int64(),
@@ -49,6 +49,19 @@ _ARROW_TYPES = {
     "bool": pa.bool_(),
     "str": pa.string(),
 }
+_RUN_INFO_FIELDS = (
+    "name",
+    "id",
+    "ranks",
+    "vertices",
+    "edges",
+    "messages",
+    "bytes",
+    "format",
+    "created",
+    "has_t_trace",
+    "has_label",
+)
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
@@ -181,10 +194,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def _load_run(
-        self, row: dict[str, Any], tables: RunTables, replaces: int | None, progress: bool
+        self, row: dict[str, Any], rows: RunRows, replaces: int | None, progress: bool
     ) -> None:
-        """Create the Run node (complete = false), load ops and edges, then in one step set it
-        complete and hide the run it ``replaces``. On failure leave nothing visible."""
+        """Create the Run node (complete = false), load ops and edges batch by batch
+        (:meth:`RunRows.batches`), then in one step set it complete and hide the run it
+        ``replaces``. On failure leave nothing visible."""
 
     @abstractmethod
     def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
@@ -288,13 +302,30 @@ class GraphStore(ABC):
             raise InputError(f"no run named {name!r} in {self.location} ({hint})")
         return rows[-1]
 
+    #: Rows per loaded batch (:class:`RunRows`): the load holds one batch at a time.
+    load_batch_rows: ClassVar[int] = BATCH_ROWS
+
     def put_run(
-        self, graph: ExecutionGraph, name: str, *, replace: bool = False, progress: bool = False
+        self,
+        graph: ExecutionGraph,
+        name: str,
+        *,
+        replace: bool = False,
+        progress: bool = False,
+        graph_file: bool = False,
     ) -> RunInfo:
         """Store ``graph`` as run ``name``; visible only once fully loaded.
 
         An existing run of that name is an error unless ``replace``; then it stays visible
-        until the new one is complete and is deleted afterwards.
+        until the new one is complete and is deleted afterwards. The rows go in batches of
+        :attr:`load_batch_rows`, so the load's memory does not grow with the run.
+
+        ``graph_file``: also write the run's graph file (:meth:`lowered_path`, the graph with
+        its event graph for the default configuration) before the rows, so that
+        :meth:`load_run` maps it from the start and never reads the run back from the
+        database. As :func:`llamp.lp.lowered.save_graph` does, a big graph's columns are then
+        replaced by the mapped ones (same values), and the load reads those. Best effort, as
+        in :meth:`load_run`: a file that cannot be written is skipped (``llamp ingest --name``).
         """
         if not isinstance(name, str) or not name.strip() or any(c < " " for c in name):
             raise InputError(f"invalid run name {name!r}: use a non-empty printable name")
@@ -324,18 +355,65 @@ class GraphStore(ABC):
             "has_t_trace": graph.t_trace_ns is not None,
             "has_label": graph.label is not None,
         }
-        run_id = self._new_run_id()
-        row["id"] = run_id
+        saved = self._save_graph_file(graph, row, progress) if graph_file else None
+        kept: Path | None = None
+        run_id: int | None = None
         try:
-            self._load_run(
-                row, run_tables(graph, run_id), existing[0].id if existing else None, progress
-            )
+            run_id = self._new_run_id()
+            row["id"] = run_id
+            if saved is not None:
+                kept = self._keep_graph_file(saved, row)
+            rows = RunRows(graph, run_id, self.load_batch_rows)
+            self._load_run(row, rows, existing[0].id if existing else None, progress)
         except BaseException:
-            self._discard(run_id)
+            if saved is not None:
+                saved.unlink(missing_ok=True)
+            if kept is not None:
+                kept.unlink(missing_ok=True)
+            if run_id is not None:
+                self._discard(run_id)
             raise
         for old in existing:
             self._delete_run_rows(old.id)
         return self.run_info(name)
+
+    def _save_graph_file(
+        self, graph: ExecutionGraph, row: dict[str, Any], progress: bool
+    ) -> Path | None:
+        """Write ``graph`` as :meth:`load_run` would read it back (the stored metadata, CPU/NIC
+        columns as columns) to a temporary file in the store's graph-file folder; None if
+        that fails (a read-only home)."""
+        from llamp.lp.lowered import save_graph
+
+        meta = json.loads(row["meta"])
+        meta.pop(STREAMS, None)
+        meta.pop("vertices_total", None)
+        folder = self._graph_files()
+        path = folder / f".saving-{uuid.uuid4().hex[:12]}.npz"
+        own_meta, own_source = graph.meta, graph.source
+        graph.meta = meta
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            save_graph(graph, path, progress=progress)
+        except (OSError, LlampError):
+            path.unlink(missing_ok=True)
+            return None
+        finally:
+            graph.meta, graph.source = own_meta, own_source  # the file is renamed next
+            graph.__dict__.pop("_lowered_file", None)
+        return path
+
+    def _keep_graph_file(self, saved: Path, row: dict[str, Any]) -> Path | None:
+        """Rename the file :meth:`_save_graph_file` wrote to the run's :meth:`lowered_path`
+        (known once the run has its id), or drop it."""
+        info = RunInfo(**{k: row[k] for k in _RUN_INFO_FIELDS}, meta={})
+        path = self.lowered_path(info)
+        try:
+            saved.replace(path)
+        except OSError:
+            saved.unlink(missing_ok=True)
+            return None
+        return path
 
     def load_run(self, name: str) -> ExecutionGraph:
         """The stored run ``name`` as an ExecutionGraph, identical to the one stored.
@@ -377,10 +455,19 @@ class GraphStore(ABC):
         """The graph file kept for run ``info`` (``$LLAMP_HOME/lowered/<store>/run-<id>-….npz``):
         named by the store's location and the run's id, creation time and size, so a replaced
         or re-created run never reads another's file."""
-        store = hashlib.sha1(str(self.location).encode()).hexdigest()[:16]
         stamp = f"{info.id}:{info.created}:{info.vertices}:{info.edges}:{info.messages}"
         digest = hashlib.sha1(stamp.encode()).hexdigest()[:16]
-        return llamp_home() / "lowered" / store / f"run-{info.id}-{digest}.npz"
+        return self._graph_files() / f"run-{info.id}-{digest}.npz"
+
+    def _graph_files(self) -> Path:
+        """The folder of this store's graph files (one per store location)."""
+        store = hashlib.sha1(str(self.location).encode()).hexdigest()[:16]
+        return llamp_home() / "lowered" / store
+
+    def _drop_graph_files(self, run_id: int) -> None:
+        """Remove the graph files of run ``run_id`` (deleted, or never completed)."""
+        for old in self._graph_files().glob(f"run-{run_id}-*.npz"):
+            old.unlink(missing_ok=True)
 
     #: Vertices per read-back page (one page for the embedded store).
     page_vertices: ClassVar[int] = 1 << 62
@@ -401,14 +488,14 @@ class GraphStore(ABC):
             self._delete_run_rows(run_id)
         except (StoreError, InputError):
             pass
+        self._drop_graph_files(run_id)
 
     def delete_run(self, name: str) -> None:
         """Delete run ``name`` with its analyses; it disappears at once, the rows follow."""
         info = self.run_info(name)
         self._hide_run(info.id)
         self._delete_run_rows(info.id)
-        for old in self.lowered_path(info).parent.glob(f"run-{info.id}-*.npz"):
-            old.unlink(missing_ok=True)
+        self._drop_graph_files(info.id)
 
     def _hide_run(self, run_id: int) -> None:
         """Make a run invisible at once (before its rows are deleted)."""

@@ -1,7 +1,8 @@
 """Columnar conversion between an :class:`ExecutionGraph` and the store's node/relationship rows.
 
-Loading turns the graph into Arrow tables (one for ``Op``, one per relationship type), which
-LadybugDB copies in bulk and the Neo4j backend sends as ``UNWIND`` batches. Reading back
+Loading turns the graph into Arrow tables, a batch of rows at a time (:class:`RunRows`: ``Op``
+rows, then each relationship type's), which LadybugDB copies in bulk and the Neo4j backend
+sends as ``UNWIND`` batches. Reading back
 turns Arrow columns into numpy arrays scattered by ``vid``: no Python object per vertex on
 either path.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -28,68 +31,133 @@ from llamp.graph import (
     index_dtype,
     narrow_integers,
 )
-from llamp.graphdb.schema import EDGE_TYPES, MAX_VERTICES, op_key
+from llamp.graphdb.schema import EDGE_TYPES, MAX_VERTICES, OP, op_key
 
 _KIND_VALUES = pa.array(KIND_NAMES)
 
 
-@dataclass(frozen=True)
-class RunTables:
-    """A graph as store rows: ``ops`` has the ``Op`` properties; ``edges[type]`` has
-    ``from``/``to`` op keys (plus ``size`` for ``MSG``)."""
+#: Rows per loaded batch: one ``COPY`` in LadybugDB (the Neo4j backend splits it further
+#: into ``UNWIND`` transactions). A batch of ops takes ~100 B per row as Arrow columns, so the
+#: load holds ~0.4 GB of rows at a time whatever the run's size (a whole 10^8-vertex run as
+#: Arrow tables is ~15 GB). Measured in ``benchmarks/RESULTS.md`` (10^8 into the embedded store).
+BATCH_ROWS = 1 << 22
 
-    ops: pa.Table
-    edges: dict[str, pa.Table]
+
+_ROW_COLUMNS = (
+    "rank",
+    "kind",
+    "cost_ns",
+    "size",
+    "peer",
+    "tag",
+    "edge_src",
+    "edge_dst",
+    "edge_kind",
+    "t_trace_ns",
+)
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """The rows of ``graph`` stored as run ``run_id``, built batch by batch (at most
+    ``batch_rows`` rows each): the ``Op`` rows in vertex order, then each relationship type's
+    ``from``/``to`` op keys (plus ``size`` for ``MSG``) in edge order. Concatenated, the
+    batches are the same rows whatever ``batch_rows`` is; only one batch is held at a time."""
+
+    graph: ExecutionGraph
+    run_id: int
+    batch_rows: int = BATCH_ROWS
+
+    def __post_init__(self) -> None:
+        n = self.graph.num_vertices
+        if n >= MAX_VERTICES:
+            raise StoreError(
+                f"{self.graph.name}: {n} vertices exceed the store's limit of {MAX_VERTICES - 1}"
+            )
+        if self.batch_rows < 1:
+            raise StoreError(f"batch_rows must be positive, got {self.batch_rows}")
 
     @property
-    def num_edges(self) -> int:
-        return sum(t.num_rows for t in self.edges.values())
+    def num_rows(self) -> int:
+        """Ops plus relationships: what a progress bar counts."""
+        return self.graph.num_vertices + self.graph.num_edges
 
+    def batches(self) -> Iterator[tuple[str, pa.Table]]:
+        """``(table name, rows)``: ``Op`` batches first, then each relationship type's."""
+        from llamp.lp.events import release
 
-def run_tables(graph: ExecutionGraph, run_id: int) -> RunTables:
-    """The rows of ``graph`` stored as run ``run_id``."""
-    n = graph.num_vertices
-    if n >= MAX_VERTICES:
-        raise StoreError(
-            f"{graph.name}: {n} vertices exceed the store's limit of {MAX_VERTICES - 1}"
+        columns = [getattr(self.graph, c) for c in _ROW_COLUMNS]
+        for lo in range(0, self.graph.num_vertices, self.batch_rows):
+            yield OP, self.ops(lo, min(lo + self.batch_rows, self.graph.num_vertices))
+            release(*columns)  # a mapped graph (saved first): only a batch's pages stay resident
+        for kind_id, rel in EDGE_TYPES.items():
+            for table in self._edges(kind_id):
+                yield rel, table
+                release(*columns)
+
+    def ops(self, lo: int, hi: int) -> pa.Table:
+        """The ``Op`` rows of vertices ``lo..hi-1``."""
+        graph, run_id = self.graph, self.run_id
+        n = hi - lo
+        vid = np.arange(lo, hi, dtype=np.int64)
+        rank = graph.rank[lo:hi]
+        seq = vid - self._rank_bounds[rank]
+        kind = pa.DictionaryArray.from_arrays(pa.array(graph.kind[lo:hi], pa.int8()), _KIND_VALUES)
+        if graph.t_trace_ns is None:
+            t_trace = pa.nulls(n, pa.float64())
+        else:
+            t_trace = pa.array(graph.t_trace_ns[lo:hi], pa.float64())
+        if graph.label is None:
+            label = pa.nulls(n, pa.string())
+        else:
+            label = pa.array(graph.label[lo:hi].astype(str), pa.string())
+        return pa.table(
+            {
+                "key": op_key(run_id, vid),
+                "run": np.full(n, run_id, dtype=np.int64),
+                "vid": vid,
+                "rank": rank,
+                "seq": seq,
+                "kind": kind.dictionary_decode(),
+                "cost_ns": graph.cost_ns[lo:hi],
+                "size": pa.array(graph.size[lo:hi], pa.int64()),  # the store's columns: 64-bit
+                "peer": graph.peer[lo:hi],
+                "tag": pa.array(graph.tag[lo:hi], pa.int64()),
+                "t_trace_ns": t_trace,
+                "label": label,
+            }
         )
-    vid = np.arange(n, dtype=np.int64)
-    bounds = graph.rank_bounds()
-    seq = vid - bounds[graph.rank]
-    kind = pa.DictionaryArray.from_arrays(pa.array(graph.kind, pa.int8()), _KIND_VALUES)
-    if graph.t_trace_ns is None:
-        t_trace = pa.nulls(n, pa.float64())
-    else:
-        t_trace = pa.array(graph.t_trace_ns, pa.float64())
-    if graph.label is None:
-        label = pa.nulls(n, pa.string())
-    else:
-        label = pa.array(graph.label.astype(str), pa.string())
-    ops = pa.table(
-        {
-            "key": op_key(run_id, vid),
-            "run": np.full(n, run_id, dtype=np.int64),
-            "vid": vid,
-            "rank": graph.rank,
-            "seq": seq,
-            "kind": kind.dictionary_decode(),
-            "cost_ns": graph.cost_ns,
-            "size": pa.array(graph.size, pa.int64()),  # the store's columns stay 64-bit
-            "peer": graph.peer,
-            "tag": pa.array(graph.tag, pa.int64()),
-            "t_trace_ns": t_trace,
-            "label": label,
+
+    @cached_property
+    def _rank_bounds(self) -> np.ndarray:
+        return self.graph.rank_bounds()
+
+    def _edges(self, kind_id: int) -> Iterator[pa.Table]:
+        """The edges of kind ``kind_id`` in edge order, ``batch_rows`` at a time (the edge
+        columns are scanned a window at a time: no whole-graph mask or index is built)."""
+        graph, step = self.graph, self.batch_rows
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        held = 0
+        for lo in range(0, graph.num_edges, step):
+            keep = np.flatnonzero(graph.edge_kind[lo : lo + step] == kind_id)
+            if keep.size:
+                parts.append((graph.edge_src[lo:][keep], graph.edge_dst[lo:][keep]))
+                held += keep.size
+            while held >= step or (held and lo + step >= graph.num_edges):
+                src = np.concatenate([p[0] for p in parts])
+                dst = np.concatenate([p[1] for p in parts])
+                yield self._edge_table(kind_id, src[:step], dst[:step])
+                parts = [(src[step:], dst[step:])] if src.size > step else []
+                held = max(src.size - step, 0)
+
+    def _edge_table(self, kind_id: int, src: np.ndarray, dst: np.ndarray) -> pa.Table:
+        columns: dict[str, Any] = {
+            "from": op_key(self.run_id, src),
+            "to": op_key(self.run_id, dst),
         }
-    )
-    edges: dict[str, pa.Table] = {}
-    for kind_id, rel in EDGE_TYPES.items():
-        mask = graph.edge_kind == kind_id
-        src, dst = graph.edge_src[mask], graph.edge_dst[mask]
-        columns: dict[str, Any] = {"from": op_key(run_id, src), "to": op_key(run_id, dst)}
         if kind_id == MESSAGE:
-            columns["size"] = pa.array(graph.size[src], pa.int64())
-        edges[rel] = pa.table(columns)
-    return RunTables(ops=ops, edges=edges)
+            columns["size"] = pa.array(self.graph.size[src], pa.int64())
+        return pa.table(columns)
 
 
 def kinds_from_names(names: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -246,4 +314,4 @@ def graph_from_tables(
     )
 
 
-__all__ = ["RunTables", "graph_from_tables", "kinds_from_names", "run_tables"]
+__all__ = ["BATCH_ROWS", "RunRows", "graph_from_tables", "kinds_from_names"]

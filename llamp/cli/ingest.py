@@ -96,7 +96,7 @@ def _store(
     except ImportError as err:
         raise StoreError(f"the graph store is not available ({err}); use -o OUT.npz") from err
     with open_store(store_uri) as store:
-        return store.put_run(graph, name, replace=replace, progress=progress)
+        return store.put_run(graph, name, replace=replace, progress=progress, graph_file=True)
 
 
 @cli.command("ingest")
