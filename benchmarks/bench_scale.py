@@ -8,7 +8,11 @@ Stages (a fresh ``llamp`` process each, ``sys.executable -m llamp``):
   (at 10^7 vertices and more through the low-memory path, :func:`llamp.lp.lowered.save_graph`);
 - ``llamp report X.npz --json`` — prediction, critical latencies in [0, 100 µs] under the
   default budget, the 11-point sweep, the 1/2/5 % tolerances of L and G, the critical path;
-  its own per-stage seconds are printed below the table.
+  its own per-stage seconds are printed below the table;
+- with ``--store DIR``, the embedded store: ``llamp --store DIR ingest X.goal --name X`` (read,
+  write the run's graph file, load the rows in batches) and ``llamp --store DIR report X``
+  (maps that graph file; the database is not read back). ``LLAMP_HOME`` is ``DIR/home``, so the
+  graph file lands beside the store; the sizes of both on disk are printed.
 
 Measured like GNU ``time -v``: wall clock around the process, CPU (user + system) and peak
 RSS (``ru_maxrss``) from ``wait4``; peak virtual size (``VmPeak``) polled from ``/proc``. The
@@ -22,6 +26,8 @@ and ``--lock FILE`` holds ``flock FILE`` around each stage, so big runs never ov
     python -m benchmarks.bench_scale                      # 10^6 vertices in a temporary dir
     python -m benchmarks.bench_scale --vertices 1e8 --dir /work/scale --prefix s8 \\
         --address-limit 48 --rss-limit 16 --lock /work/scale/big.lock --skip synth
+    python -m benchmarks.bench_scale --vertices 1e8 --dir /work/scale --prefix s8 \
+        --store /work/scale/store8 --skip synth,ingest,report --rss-limit 16 --json
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from typing import Any
 from benchmarks.timing import row
 
 BENCH = "scale"
-STAGES = ("synth", "ingest", "report")
+STAGES = ("synth", "ingest", "report", "store", "store-report")
 
 
 def _poll(pid: int, out: dict[str, int], stop: threading.Event, rss_limit_kb: int | None) -> None:
@@ -70,9 +76,11 @@ def measure(
     *,
     address_limit_gb: float | None = None,
     rss_limit_gb: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run ``command``; its wall, CPU, peak RSS and peak virtual size, exit status, stdout.
-    ``address_limit_gb``: ``RLIMIT_AS``; ``rss_limit_gb``: killed when its RSS passes it."""
+    ``address_limit_gb``: ``RLIMIT_AS``; ``rss_limit_gb``: killed when its RSS passes it;
+    ``env``: added to the environment."""
     limit = None if address_limit_gb is None else int(address_limit_gb * (1 << 30))
 
     def limits() -> None:
@@ -83,7 +91,12 @@ def measure(
     load = os.getloadavg()[0]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limits, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=limits,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
     peak: dict[str, int] = {}
     stop = threading.Event()
@@ -146,8 +159,10 @@ def pipeline(
     address_limit_gb: float | None = None,
     rss_limit_gb: float | None = None,
     lock: str | None = None,
+    store: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run the stages on ``folder/prefix.goal`` and ``.npz``; the measurements per stage."""
+    """Run the stages on ``folder/prefix.goal`` and ``.npz`` (and into the embedded store
+    ``store``); the measurements per stage."""
     llamp = [sys.executable, "-m", "llamp"]
     goal, npz = folder / f"{prefix}.goal", folder / f"{prefix}.npz"
     commands = {
@@ -155,17 +170,31 @@ def pipeline(
         "ingest": [*llamp, "ingest", str(goal), "-o", str(npz), "--progress"],
         "report": [*llamp, "report", str(npz), "--json"],
     }
+    env: dict[str, str] = {}
+    if store is not None:
+        stored = [*llamp, "--store", str(store)]
+        commands["store"] = [*stored, "ingest", str(goal), "--name", prefix, "--progress"]
+        commands["store-report"] = [*stored, "report", prefix, "--json"]
+        env["LLAMP_HOME"] = str(store / "home")
     results: dict[str, dict[str, Any]] = {}
     for stage in STAGES:
-        if stage in skip:
+        if stage in skip or stage not in commands:
             continue
         with _Lock(lock):
             result = measure(
-                commands[stage], address_limit_gb=address_limit_gb, rss_limit_gb=rss_limit_gb
+                commands[stage],
+                address_limit_gb=address_limit_gb,
+                rss_limit_gb=rss_limit_gb,
+                env=env if stage.startswith("store") else None,
             )
         result["command"] = "llamp " + " ".join(
             Path(a).name if a.startswith("/") else a for a in commands[stage][3:]
         )
+        if stage == "store" and store is not None:
+            result["disk_gb"] = {
+                "database": _du(store) - _du(store / "home"),
+                "graph file": _du(store / "home"),
+            }
         results[stage] = result
         if result["exit"] != 0:
             last = result["stderr"].strip().replace("\r", "\n").splitlines()[-1:]
@@ -173,6 +202,14 @@ def pipeline(
             print(f"{stage} failed (exit {result['exit']}): {why}", file=sys.stderr)
             break
     return results
+
+
+def _du(path: Path) -> float:
+    """Bytes on disk under ``path``, in GiB."""
+    if not path.exists():
+        return 0.0
+    files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+    return sum(f.stat().st_blocks * 512 for f in files) / (1 << 30)
 
 
 def _report_seconds(result: dict[str, Any]) -> dict[str, float]:
@@ -212,9 +249,13 @@ def print_table(vertices: int, results: dict[str, dict[str, Any]]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     for line in (head, tuple("-" * w for w in widths), *rows):
         print("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)))
-    seconds = _report_seconds(results.get("report", {}))
-    if seconds:
-        print("\nreport stages (s): " + "  ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    for stage in ("report", "store-report"):
+        seconds = _report_seconds(results.get(stage, {}))
+        if seconds:
+            print(f"\n{stage} stages (s): " + "  ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    disk = results.get("store", {}).get("disk_gb")
+    if disk:
+        print("\nstore on disk (GiB): " + "  ".join(f"{k} {v:.2f}" for k, v in disk.items()))
 
 
 def run(quick: bool = False, repeat: int = 1) -> list[dict]:
@@ -244,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address-limit", type=float, help="RLIMIT_AS per process, in GiB")
     ap.add_argument("--rss-limit", type=float, help="kill a process whose RSS passes this many GiB")
     ap.add_argument("--lock", help="flock this file around each stage")
+    ap.add_argument(
+        "--store", type=Path, help="also ingest into the embedded store DIR and report the run"
+    )
     ap.add_argument("--json", action="store_true", help="also print the measurements as JSON")
     args = ap.parse_args(argv)
     vertices = int(args.vertices)
@@ -258,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             address_limit_gb=args.address_limit,
             rss_limit_gb=args.rss_limit,
             lock=args.lock,
+            store=args.store,
         )
     finally:
         if args.dir is None and not args.keep:
@@ -267,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = {
             stage: {k: v for k, v in r.items() if k not in ("stdout", "stderr")}
             | {"stderr_tail": r["stderr"].replace("\r", "\n").strip().splitlines()[-3:]}
-            | ({"report": _report_summary(r)} if stage == "report" and r["exit"] == 0 else {})
+            | ({"report": _report_summary(r)} if "report" in stage and r["exit"] == 0 else {})
             for stage, r in results.items()
         }
         print(json.dumps(shown))

@@ -21,14 +21,20 @@ one query per relationship type: 3× faster than ``execute`` + ``get_as_arrow`` 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
+import shutil
+import tempfile
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from llamp.errors import QueryError, StoreError
@@ -40,6 +46,9 @@ from llamp.graphdb.tables import RunRows
 
 #: The database file inside the store directory.
 DB_FILE = "graph.lbug"
+#: Scratch folders of loads in progress inside the store directory (``.load-<run id>-…``): the
+#: Parquet files a run's tables are copied from. A writer finds only dead ones (cleanup).
+SCRATCH_PREFIX = ".load-"
 
 _QUERY_ERRORS = (
     "Parser exception",
@@ -55,6 +64,11 @@ _ARROW_CHUNK_ROWS = 1 << 20
 _LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
 #: A read-only open that a writer's checkpoint (running, or killed half-way) blocks.
 _RECOVERY = re.compile(r"checkpoint recovery is pending|replay shadow pages|Could not set lock")
+
+
+def _string_literal(path: Path) -> str:
+    """``path`` as a Cypher string literal (``COPY … FROM`` takes no parameter for a file)."""
+    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _import_ladybug() -> Any:
@@ -299,27 +313,58 @@ class LadybugStore(GraphStore):
     def _load_run(
         self, row: dict[str, Any], rows: RunRows, replaces: int | None, progress: bool
     ) -> None:
-        """Incomplete Run node, then one auto-committed ``COPY`` per batch of rows (ops, then
-        each relationship type; ``COPY`` appends to the tables other runs share), then the
-        flags flipped in one transaction (module doc). On failure :meth:`GraphStore.put_run`
-        deletes what was written; after a kill, :meth:`cleanup` does."""
+        """Incomplete Run node, then one auto-committed ``COPY`` per table from a Parquet file
+        written batch by batch (ops, then each relationship type; ``COPY`` appends to the
+        tables other runs share), the database reopened after each, then the flags flipped
+        in one transaction (module doc). On failure :meth:`GraphStore.put_run` deletes what
+        was written; after a kill, :meth:`cleanup` does (and removes the scratch files)."""
         created = dict(row, complete=False, touched=int(time.time() * 1000))
         self._write("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created)
-        with tqdm(
-            total=rows.num_rows,
-            desc=f"storing {row['name']}",
-            unit="row",
-            unit_scale=True,
-            disable=not progress,
-            leave=False,
-        ) as bar:
-            for table_name, table in rows.batches():
-                self._write(f"COPY {table_name} FROM $rows", {"rows": table})
-                bar.update(table.num_rows)
+        scratch = Path(
+            tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{row['id']}-", dir=self.path.parent)
+        )
+        try:
+            with tqdm(
+                total=2 * rows.num_rows,
+                desc=f"storing {row['name']}",
+                unit="row",
+                unit_scale=True,
+                disable=not progress,
+                leave=False,
+            ) as bar:
+                for table_name, batches in itertools.groupby(rows.batches(), itemgetter(0)):
+                    bar.set_postfix_str(f"writing {table_name}")
+                    path = scratch / f"{table_name}.parquet"
+                    written = 0
+                    with contextlib.ExitStack() as files:
+                        writer = None
+                        for _, table in batches:
+                            if writer is None:
+                                writer = files.enter_context(pq.ParquetWriter(path, table.schema))
+                            writer.write_table(table)
+                            written += table.num_rows
+                            bar.update(table.num_rows)
+                    bar.set_postfix_str(f"copying {table_name}")
+                    self._write(f"COPY {table_name} FROM {_string_literal(path)}")
+                    path.unlink()
+                    self._reopen()
+                    bar.update(written)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         finish = [("MATCH (r:Run {id: $id}) SET r.complete = true", {"id": row["id"]})]
         if replaces is not None:
             finish.append(("MATCH (r:Run {id: $id}) SET r.complete = false", {"id": replaces}))
         self._transaction(finish, None, [0] * len(finish))
+
+    def _reopen(self) -> None:
+        """Close and reopen the database (the writer's lock stays held): LadybugDB keeps what a
+        ``COPY`` built (the primary-key index, ~100 B per op) outside its buffer pool until
+        the database is closed, so a big run's load would otherwise hold it all at once."""
+        self._closed = True
+        self._conn.close()
+        self._db.close()
+        self._db, self._conn = self._open_database(read_only=False)
+        self._closed = False
 
     def _load_results(self, row: dict[str, Any], table: pa.Table) -> None:
         created = dict(row, complete=False, touched=int(time.time() * 1000))
@@ -374,6 +419,8 @@ class LadybugStore(GraphStore):
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
             self._drop_graph_files(int(run_id))
+        for scratch in self.path.parent.glob(f"{SCRATCH_PREFIX}*"):
+            shutil.rmtree(scratch, ignore_errors=True)
         dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})
         for analysis_id in dead.column("id").to_pylist():
             self._delete_analysis_rows(analysis_id)
