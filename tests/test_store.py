@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
-from store_graphs import chain_graph
+from store_graphs import SWEEP3D, chain_graph
 
 from llamp.errors import InputError, QueryError, StoreError
 from llamp.graph import ExecutionGraph
@@ -436,3 +437,166 @@ def test_a_stored_run_is_read_back_once_then_from_its_graph_file(store, tiny, mo
     assert engine_for(again).point(params).runtime_ns == engine_for(tiny).point(params).runtime_ns
     store.delete_run("kept")
     assert not path.exists()
+
+
+# ---------------------------------------------------------------------------- batched loads
+def _rows(store, run: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every Op property and every relationship of ``run`` (by vid), as stored."""
+    run_id = store.run_info(run).id
+    ops = store.query(
+        "MATCH (o:Op) WHERE o.run = $run RETURN o.vid AS vid, o.rank AS rank, o.seq AS seq, "
+        "o.kind AS kind, o.cost_ns AS cost_ns, o.size AS size, o.peer AS peer, o.tag AS tag, "
+        "o.t_trace_ns AS t_trace_ns, o.label AS label ORDER BY vid",
+        {"run": run_id},
+    )
+    edges = [
+        store.query(
+            f"MATCH (a:Op)-[e:{rel}]->(b:Op) WHERE a.run = $run RETURN a.vid AS src, "
+            f"b.vid AS dst, {'e.size' if rel == 'MSG' else '-1'} AS size",
+            {"run": run_id},
+        ).assign(rel=rel)
+        for rel in ("NEXT", "ISTART", "MSG")
+    ]
+    edges = pd.concat(edges).sort_values(["rel", "src", "dst", "size"], kind="stable")
+    return ops.reset_index(drop=True), edges.reset_index(drop=True)
+
+
+def test_run_rows_in_small_batches_are_the_rows_of_one_batch():
+    """The row builder alone: batches of 100 rows concatenate to the single batch, table by
+    table, in order (ops in vertex order, each relationship type in edge order)."""
+    from random_graphs import random_graph
+
+    from llamp.graphdb.tables import RunRows
+
+    graph = random_graph(3, ranks=4, steps=2000)
+
+    def tables(batch_rows: int) -> dict[str, pa.Table]:
+        parts: dict[str, list[pa.Table]] = {}
+        for name, table in RunRows(graph, 7, batch_rows).batches():
+            assert table.num_rows <= batch_rows
+            parts.setdefault(name, []).append(table)
+        return {name: pa.concat_tables(p) for name, p in parts.items()}
+
+    whole, batched = tables(1 << 30), tables(100)
+    assert list(whole) == list(batched) == ["Op", "NEXT", "ISTART", "MSG"]
+    for name in whole:
+        assert batched[name].equals(whole[name]), name
+    assert whole["Op"].num_rows == graph.num_vertices > 1000
+    assert sum(t.num_rows for n, t in whole.items() if n != "Op") == graph.num_edges
+    assert whole["Op"].column("key").to_pylist()[:2] == [7 << 32, (7 << 32) + 1]
+
+
+def test_a_run_loaded_in_tiny_batches_has_the_rows_of_one_batch(store, monkeypatch, tiny):
+    """Batches of 3 rows (several per table) store exactly the rows of one batch per table,
+    and read back to the same graph."""
+    from llamp.graphdb.store import GraphStore
+
+    graph = tiny
+    store.put_run(graph, "whole")
+    monkeypatch.setattr(GraphStore, "load_batch_rows", 3)
+    store.put_run(graph, "batched")
+    for whole, batched in zip(_rows(store, "whole"), _rows(store, "batched"), strict=True):
+        pd.testing.assert_frame_equal(whole, batched)
+    assert len(_rows(store, "batched")[1]) == graph.num_edges
+    assert store.load_run("batched").equals(graph, labels=True)
+
+
+def test_a_failure_in_a_middle_batch_leaves_no_run_and_cleanup_removes_its_rows(
+    store, store_uri, backend, monkeypatch, tiny
+):
+    """The load fails after some batches of ops and edges are in: no run is visible, its
+    graph file is gone, and the rows it wrote are removed (by the failed load itself, or —
+    when that clean-up fails too — by the next writer's cleanup)."""
+    from llamp.graphdb.store import GraphStore
+    from llamp.graphdb.tables import RunRows
+
+    store.put_run(tiny, "kept")
+    ops_before = _count(store, "MATCH (o:Op) RETURN count(o) AS n")
+    monkeypatch.setattr(GraphStore, "load_batch_rows", 4)
+    original = RunRows.batches
+
+    def failing(self):
+        for i, batch in enumerate(original(self)):
+            if i == 5:  # ops (3 batches) and the first NEXT batches are in
+                raise StoreError("disk full (simulated)")
+            yield batch
+
+    with monkeypatch.context() as patched:
+        patched.setattr(RunRows, "batches", failing)
+        patched.setattr(type(store), "_delete_run_rows", lambda self, run_id: None)
+        with pytest.raises(StoreError, match="simulated"):
+            store.put_run(tiny, "broken", graph_file=True)
+    assert [r.name for r in store.list_runs()] == ["kept"]
+    assert not store.has_run("broken")
+    assert list(store._graph_files().iterdir()) == []  # no file, not even a temporary one
+    assert _count(store, "MATCH (o:Op) RETURN count(o) AS n") > ops_before  # left behind
+    if backend == "ladybug":
+        store.close()
+        with open_store(store_uri, notify=lambda text: None) as again:  # cleanup on open
+            assert _count(again, "MATCH (o:Op) RETURN count(o) AS n") == ops_before
+            assert _count(again, "MATCH (r:Run) RETURN count(r) AS n") == 1
+            assert not list(Path(store_uri).glob(".load-*"))
+    else:
+        assert store.cleanup(older_than_s=0) == ["broken"]
+        assert _count(store, "MATCH (o:Op) RETURN count(o) AS n") == ops_before
+        assert _count(store, "MATCH (r:Run) RETURN count(r) AS n") == 1
+
+
+# ---------------------------------------------------------------------------- graph files
+def test_a_run_stored_with_its_graph_file_is_never_read_back(store, monkeypatch, tiny):
+    """``graph_file=True`` (``llamp ingest --name``) writes the run's graph file before the
+    rows: the first read maps it, with the metadata a read-back gives."""
+    store.put_run(tiny, "from-db")
+    from_db = store.load_run("from-db")
+    info = store.put_run(tiny, "with-file", graph_file=True)
+    path = store.lowered_path(info)
+    assert path.is_file() and not [p for p in path.parent.iterdir() if p.name.startswith(".")]
+
+    def no_database(*args, **kwargs):
+        raise AssertionError("read the database")
+
+    monkeypatch.setattr(type(store), "_run_pages", no_database)
+    mapped = store.load_run("with-file")
+    assert mapped.source == path and mapped.equals(tiny, labels=True)
+    np.testing.assert_array_equal(mapped.t_trace_ns, tiny.t_trace_ns)
+    assert mapped.meta == {**from_db.meta, "name": "with-file"}
+    assert tiny.source is None and tiny.name == "tiny"  # the caller's graph keeps its own
+    store.delete_run("with-file")
+    assert not path.exists()
+
+
+def test_a_graph_file_that_cannot_be_written_does_not_fail_the_load(store, monkeypatch, tiny):
+    import llamp.lp.lowered
+
+    def refuse(*args, **kwargs):
+        raise OSError("read-only file system (simulated)")
+
+    monkeypatch.setattr(llamp.lp.lowered, "save_graph", refuse)
+    info = store.put_run(tiny, "no-file", graph_file=True)
+    assert not store.lowered_path(info).exists()
+    monkeypatch.undo()
+    assert store.load_run("no-file").equals(tiny, labels=True)  # read back, as before
+
+
+def test_ingest_into_the_store_writes_the_graph_file_report_maps_it(tmp_path, monkeypatch):
+    """``llamp ingest --name`` leaves the graph file; ``llamp info RUN`` maps it (the
+    database's read-back is never used)."""
+    from click.testing import CliRunner
+
+    from llamp.cli import cli
+    from llamp.graphdb.ladybug import LadybugStore
+
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path / "home"))
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--store", store, "ingest", str(SWEEP3D), "--name", "s"])
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "home" / "lowered").glob("*/run-*.npz"))) == 1
+
+    def no_database(*args, **kwargs):
+        raise AssertionError("read the database")
+
+    monkeypatch.setattr(LadybugStore, "_run_pages", no_database)
+    result = runner.invoke(cli, ["--store", store, "info", "s", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"messages": 6052' in result.output
