@@ -28,6 +28,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -277,15 +278,17 @@ class LadybugStore(GraphStore):
         except RuntimeError as err:
             raise StoreError(f"{self.location}: {err}") from None
 
-    def _run_pages(self, info: RunInfo) -> tuple[pa.Table, pa.Table]:
+    def _run_pages(self, info: RunInfo) -> Iterator[tuple[pa.Table, pa.Table]]:
         base = info.id << KEY_SHIFT
-        bounds = {"key_lo": base, "key_hi": base + info.vertices}
-        ops = self._native_arrow(queries.get("ops_page").text(self.backend), bounds)
-        edges = [self._native_arrow(text, bounds) for text in queries.PAGE_EDGES.values()]
-        return (
-            coerce(ops, queries.OP_COLUMNS),
-            coerce(pa.concat_tables(edges, promote_options="permissive"), queries.EDGE_COLUMNS),
-        )
+        for lo in range(0, info.vertices, self.page_vertices):
+            hi = min(lo + self.page_vertices, info.vertices)
+            bounds = {"key_lo": base + lo, "key_hi": base + hi}
+            ops = self._native_arrow(queries.get("ops_page").text(self.backend), bounds)
+            edges = [self._native_arrow(text, bounds) for text in queries.PAGE_EDGES.values()]
+            yield (
+                coerce(ops, queries.OP_COLUMNS),
+                coerce(pa.concat_tables(edges, promote_options="permissive"), queries.EDGE_COLUMNS),
+            )
 
     # ------------------------------------------------------------------ loading
     def _new_run_id(self) -> int:

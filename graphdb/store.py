@@ -21,7 +21,7 @@ import json
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +39,14 @@ from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
 from llamp.graphdb.readonly import check_read_only
 from llamp.graphdb.schema import KEY_SHIFT
-from llamp.graphdb.tables import BATCH_ROWS, STREAMS, RunRows, encode_streams, graph_from_tables
+from llamp.graphdb.tables import (
+    BATCH_ROWS,
+    STREAMS,
+    RunRows,
+    encode_streams,
+    graph_from_pages,
+    graph_from_tables,
+)
 
 _ARROW_TYPES = {
     "int64": pa.int64(),
@@ -432,13 +439,12 @@ class GraphStore(ABC):
                 return read_npz(cached, lazy=True)
             except (InputError, OSError):
                 cached.unlink(missing_ok=True)  # damaged: read the store, write it again
-        ops, edges = self._run_pages(info)
-        graph = graph_from_tables(
+        graph = graph_from_pages(
             info.ranks,
-            ops,
-            edges,
+            self._run_pages(info),
             meta=info.meta,
             vertices=info.vertices,
+            edges=info.edges,
             with_t_trace=info.has_t_trace,
             with_label=info.has_label,
         )
@@ -469,18 +475,20 @@ class GraphStore(ABC):
         for old in self._graph_files().glob(f"run-{run_id}-*.npz"):
             old.unlink(missing_ok=True)
 
-    #: Vertices per read-back page (one page for the embedded store).
-    page_vertices: ClassVar[int] = 1 << 62
+    #: Vertices per read-back page: one page of ops and the edges leaving them is held as
+    #: Arrow rows at a time (:func:`graph_from_pages`).
+    page_vertices: ClassVar[int] = 1 << 22
 
-    def _run_pages(self, info: RunInfo) -> tuple[pa.Table, pa.Table]:
-        ops, edges = [], []
+    def _run_pages(self, info: RunInfo) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """The run's ops and edges, page by page (vid ranges in ascending order)."""
         base = info.id << KEY_SHIFT
-        for lo in range(0, max(info.vertices, 1), self.page_vertices):
+        for lo in range(0, info.vertices, self.page_vertices):
             hi = min(lo + self.page_vertices, info.vertices)
             params = {"run": info.id, "key_lo": base + lo, "key_hi": base + hi}
-            ops.append(self._catalogue(queries.get("ops_page"), params))
-            edges.append(self._catalogue(queries.get("edges_page"), params))
-        return pa.concat_tables(ops), pa.concat_tables(edges)
+            yield (
+                self._catalogue(queries.get("ops_page"), params),
+                self._catalogue(queries.get("edges_page"), params),
+            )
 
     def _discard(self, run_id: int) -> None:
         """Best effort: remove what a failed load of ``run_id`` wrote (cleanup() retries)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -314,4 +314,115 @@ def graph_from_tables(
     )
 
 
-__all__ = ["BATCH_ROWS", "RunRows", "graph_from_tables", "kinds_from_names"]
+def graph_from_pages(
+    num_ranks: int,
+    pages: Iterable[tuple[pa.Table, pa.Table]],
+    *,
+    meta: dict[str, Any],
+    vertices: int,
+    edges: int,
+    with_t_trace: bool,
+    with_label: bool,
+) -> ExecutionGraph:
+    """A whole run rebuilt from its pages: each page is the ``Op`` rows of a vid range
+    ``lo..hi-1`` (any order; the pages in ascending ranges) and the ``src, dst, kind`` rows of
+    the edges leaving them. Each page is scattered into the graph's columns as it comes, so
+    only one page is ever held as Arrow rows (a whole 10^8-vertex run is ~15 GB of them).
+
+    The graph equals :func:`graph_from_tables` of the concatenated pages, column for column
+    and edge for edge in the same order; a page with missing, repeated or foreign ops, or a
+    total of edges other than ``edges``, is a damaged run."""
+    n = vertices
+    rank = np.empty(n, np.int32)
+    kind = np.empty(n, np.int8)
+    cost = np.empty(n, np.float64)
+    size = np.empty(n, np.int64)
+    peer = np.empty(n, np.int32)
+    tag = np.empty(n, np.int64)
+    t_trace = np.empty(n, np.float64) if with_t_trace else None
+    label = np.empty(n, object) if with_label else None
+    index = index_dtype(n)
+    src, dst = np.empty(edges, index), np.empty(edges, index)
+    edge_kind = np.empty(edges, np.int8)
+    done = held = 0
+    for ops, page_edges in pages:
+        vid = _column(ops, "vid", np.int64)
+        order: np.ndarray | None = None
+        if vid.size > 1 and np.any(vid[1:] < vid[:-1]):
+            order = np.argsort(vid, kind="stable")
+            vid = vid[order]
+        count = vid.shape[0]
+        if count and (vid[0] != done or vid[-1] != done + count - 1 or np.any(vid[1:] == vid[:-1])):
+            raise StoreError(
+                f"the store holds ops {vid[0]}..{vid[-1]} ({count} rows) where vertices "
+                f"{done}..{done + count - 1} were expected: the run is damaged; delete it and "
+                "load it again"
+            )
+        hi = done + count
+        rank[done:hi] = _column(ops, "rank", np.int32, order)
+        page_kind = kinds_from_names(ops.column("kind"))
+        kind[done:hi] = page_kind if order is None else page_kind[order]
+        cost[done:hi] = _column(ops, "cost_ns", np.float64, order)
+        size[done:hi] = _column(ops, "size", np.int64, order)
+        peer[done:hi] = _column(ops, "peer", np.int32, order)
+        tag[done:hi] = _column(ops, "tag", np.int64, order)
+        if t_trace is not None:
+            t_trace[done:hi] = _column(ops, "t_trace_ns", np.float64, order)
+        if label is not None:
+            text = ops.column("label").to_numpy(zero_copy_only=False)
+            label[done:hi] = text if order is None else text[order]
+        done = hi
+        page_src = _column(page_edges, "src", None)
+        page_dst = _column(page_edges, "dst", None)
+        m = page_src.shape[0]
+        if held + m > edges:
+            raise StoreError(
+                f"the store holds more than {edges} edges for this run: the run is damaged"
+            )
+        if m and not (
+            page_src.min() >= 0
+            and page_src.max() < n
+            and page_dst.min() >= 0
+            and page_dst.max() < n
+        ):
+            raise StoreError("the store returned an edge to an op outside the selection")
+        src[held : held + m] = page_src
+        dst[held : held + m] = page_dst
+        edge_kind[held : held + m] = _column(page_edges, "kind", np.int8)
+        held += m
+    if done != n:
+        raise StoreError(
+            f"the store holds {done} ops for a run of {n} vertices: the run is damaged; "
+            "delete it and load it again"
+        )
+    if held != edges:
+        raise StoreError(f"the store holds {held} edges for a run of {edges}: the run is damaged")
+    streams = {}
+    if meta.get(STREAMS):
+        streams = decode_streams(meta, int(meta.get("vertices_total", n)))
+        meta = {k: v for k, v in meta.items() if k not in (STREAMS, "vertices_total")}
+    return ExecutionGraph.from_arrays(
+        num_ranks,
+        rank=rank,
+        kind=kind,
+        cost_ns=cost,
+        size=narrow_integers(size),
+        peer=peer,
+        tag=narrow_integers(tag),
+        edge_src=src,
+        edge_dst=dst,
+        edge_kind=edge_kind,
+        t_trace_ns=t_trace,
+        label=label,
+        meta=meta,
+        **streams,
+    )
+
+
+__all__ = [
+    "BATCH_ROWS",
+    "RunRows",
+    "graph_from_pages",
+    "graph_from_tables",
+    "kinds_from_names",
+]

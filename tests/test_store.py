@@ -600,3 +600,64 @@ def test_ingest_into_the_store_writes_the_graph_file_report_maps_it(tmp_path, mo
     result = runner.invoke(cli, ["--store", store, "info", "s", "--json"])
     assert result.exit_code == 0, result.output
     assert '"messages": 6052' in result.output
+
+
+@pytest.mark.parametrize("which", ["tiny", "random"])
+def test_a_run_read_back_in_pages_is_the_run_read_whole(store, monkeypatch, tiny, which):
+    """Pages of a few vertices, scattered into the graph one by one, give exactly the graph
+    of all pages' rows at once (every column, dtype and edge in order), and that is the run."""
+    from random_graphs import random_graph
+
+    from llamp.graphdb.tables import graph_from_pages, graph_from_tables
+
+    graph = tiny if which == "tiny" else random_graph(5, ranks=4, steps=600)
+    info = store.put_run(graph, which)
+    monkeypatch.setattr(type(store), "page_vertices", 3 if which == "tiny" else 37)
+    pages = list(store._run_pages(info))
+    assert len(pages) == -(-graph.num_vertices // type(store).page_vertices) > 3
+    kw = {
+        "meta": info.meta,
+        "vertices": info.vertices,
+        "with_t_trace": info.has_t_trace,
+        "with_label": info.has_label,
+    }
+    paged = graph_from_pages(info.ranks, iter(pages), edges=info.edges, **kw)
+    whole = graph_from_tables(
+        info.ranks,
+        pa.concat_tables([p[0] for p in pages]),
+        pa.concat_tables([p[1] for p in pages]),
+        **kw,
+    )
+    columns = ("rank", "kind", "cost_ns", "size", "peer", "tag", "t_trace_ns", "label")
+    for name in (*columns, "edge_src", "edge_dst", "edge_kind"):
+        a, b = getattr(paged, name), getattr(whole, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert paged.meta == whole.meta
+    assert paged.equals(graph, labels=True)
+    assert store.load_run(which).equals(graph, labels=True)  # load_run reads these pages
+
+
+def test_a_page_with_missing_ops_is_a_damaged_run(tiny):
+    from llamp.graphdb.tables import RunRows, graph_from_pages
+
+    ops = RunRows(tiny, 1).ops(0, tiny.num_vertices)
+    edges = pa.table(
+        {
+            "src": pa.array([], pa.int64()),
+            "dst": pa.array([], pa.int64()),
+            "kind": pa.array([], pa.int8()),
+        }
+    )
+    kw = {
+        "meta": {},
+        "vertices": tiny.num_vertices,
+        "edges": 0,
+        "with_t_trace": False,
+        "with_label": False,
+    }
+    with pytest.raises(StoreError, match="damaged"):
+        graph_from_pages(3, [(ops.slice(1), edges)], **kw)
+    with pytest.raises(StoreError, match="damaged"):
+        graph_from_pages(3, [(ops.slice(0, 4), edges)], **kw)
