@@ -22,6 +22,7 @@ one query per relationship type: 3× faster than ``execute`` + ``get_as_arrow`` 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import re
@@ -65,6 +66,16 @@ _ARROW_CHUNK_ROWS = 1 << 20
 _LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
 #: A read-only open that a writer's checkpoint (running, or killed half-way) blocks.
 _RECOVERY = re.compile(r"checkpoint recovery is pending|replay shadow pages|Could not set lock")
+
+
+def _return_freed_memory() -> None:
+    """Give the heap pages freed by a closed database back to the system (glibc's
+    ``malloc_trim``; elsewhere nothing): glibc keeps them otherwise, and a 10^8-vertex load
+    then holds what each ``COPY`` freed on top of what the next one needs."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
 
 
 def _string_literal(path: Path) -> str:
@@ -323,6 +334,7 @@ class LadybugStore(GraphStore):
         was written; after a kill, :meth:`cleanup` does (and removes the scratch files)."""
         created = dict(row, complete=False, touched=int(time.time() * 1000))
         self._write("CREATE (r:Run {" + ", ".join(f"{k}: ${k}" for k in created) + "})", created)
+        _return_freed_memory()  # what reading the trace and saving its graph file freed
         scratch = Path(
             tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{row['id']}-", dir=self.path.parent)
         )
@@ -366,6 +378,7 @@ class LadybugStore(GraphStore):
         self._closed = True
         self._conn.close()
         self._db.close()
+        _return_freed_memory()
         self._db, self._conn = self._open_database(read_only=False)
         self._closed = False
 

@@ -290,7 +290,8 @@ def release(*columns: np.ndarray | None) -> None:
     for column in columns:
         base = column
         while base is not None and not isinstance(base, (np.memmap, mmap.mmap)):
-            base = getattr(base, "base", None)
+            # a column of a graph file views its member's mapping through a memoryview
+            base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
         region = getattr(base, "_mmap", base)
         if isinstance(region, mmap.mmap) and not region.closed and hasattr(mmap, "MADV_DONTNEED"):
             try:
