@@ -1,11 +1,16 @@
 """The embedded backend: LadybugDB (the maintained fork of Kùzu), zero set-up, one file.
 
-The store is a directory holding the database file ``graph.lbug``. Runs are loaded with
-``COPY … FROM`` Arrow tables, a batch of rows each (:class:`~llamp.graphdb.tables.RunRows`;
-never row-by-row; pandas 3 string columns crash the Kùzu
-family's DataFrame path, Arrow does not), each ``COPY`` committed on its own: wrapping them in
-one transaction routes every row through the write-ahead log and doubled the load time
-(43.7 s instead of 19.8 s for 10^7 vertices, ``benchmarks/RESULTS.md``). Atomicity comes from
+The store is a directory holding the database file ``graph.lbug``. A run is loaded with one
+``COPY … FROM`` per table (``Op``, then each relationship type) from a Parquet file that its
+rows are written to batch by batch (:class:`~llamp.graphdb.tables.RunRows`; never row-by-row),
+each ``COPY`` committed on its own: wrapping them in one transaction routes every row through
+the write-ahead log and doubled the load time (43.7 s instead of 19.8 s for 10^7 vertices,
+``benchmarks/RESULTS.md``). Why files, one per table, and a reopen after each ``COPY``
+(measured, ``benchmarks/RESULTS.md``, "10^8 into the embedded store"): a ``COPY`` into a
+relationship table that already holds rows costs time and memory in proportion to the table
+(a batch per ``COPY`` at 3·10^7 vertices: 377 s and 7.3 GB, one file per table: 75 s and
+5.0 GB), and LadybugDB keeps what a ``COPY`` built (primary-key index, ~80 B per op) outside
+its buffer pool, whatever ``buffer_pool_size`` says, until the database is closed. Atomicity comes from
 the ``Run.complete`` flag instead, as in the Neo4j backend: the Run node is created incomplete,
 the ops and edges follow, and one small transaction marks it complete (and hides the run it
 replaces). Every read filters on the flag; a failed load is deleted at once, a killed one by
@@ -15,8 +20,9 @@ file (:mod:`llamp.graphdb.locking`), so an incomplete run found by a writer is d
 open the file read-only beside the writer and never clean up. Deleting is slow in LadybugDB
 (about 27 s per 10^6 ops with their edges, measured here), loading fast.
 
-Whole runs are read back through LadybugDB's native Arrow collector (``query_as_arrow``),
-one query per relationship type: 3× faster than ``execute`` + ``get_as_arrow`` on 10^7 ops.
+Runs are read back (when their graph file is missing) through LadybugDB's native Arrow
+collector (``query_as_arrow``), one query per relationship type: 3× faster than ``execute`` +
+``get_as_arrow`` on 10^7 ops; in pages of :attr:`page_vertices` ops.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from llamp.graphdb.locking import Notify, WriterLock, stderr_notify, writer_acti
 from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, RESULT
 from llamp.graphdb.store import GraphStore, RunInfo, coerce
 from llamp.graphdb.tables import RunRows
+from llamp.progress import ticking
 
 #: The database file inside the store directory.
 DB_FILE = "graph.lbug"
@@ -339,14 +346,17 @@ class LadybugStore(GraphStore):
             tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{row['id']}-", dir=self.path.parent)
         )
         try:
-            with tqdm(
-                total=2 * rows.num_rows,
-                desc=f"storing {row['name']}",
-                unit="row",
-                unit_scale=True,
-                disable=not progress,
-                leave=False,
-            ) as bar:
+            with (
+                tqdm(
+                    total=2 * rows.num_rows,
+                    desc=f"storing {row['name']}",
+                    unit="row",
+                    unit_scale=True,
+                    disable=not progress,
+                    leave=False,
+                ) as bar,
+                ticking(bar),
+            ):
                 for table_name, batches in itertools.groupby(rows.batches(), itemgetter(0)):
                     bar.set_postfix_str(f"writing {table_name}")
                     path = scratch / f"{table_name}.parquet"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from llamp.progress import StepBar
+from llamp.progress import StepBar, ticking
 
 
 def test_step_bar_names_each_step_on_stderr(capsys):
@@ -22,6 +22,29 @@ def test_step_bar_off_draws_nothing(capsys):
     with StepBar(2, "report", show=False) as bar:
         bar.step("predict")
     assert capsys.readouterr().err == ""
+
+
+def test_a_ticking_bar_is_redrawn_during_one_long_call():
+    """The store's bar keeps its clock moving through a COPY that reports nothing."""
+    import time
+
+    class Bar:
+        disable = False
+        redraws = 0
+
+        def refresh(self) -> None:
+            self.redraws += 1
+
+    bar = Bar()
+    with ticking(bar, every_s=0.02):
+        time.sleep(0.2)
+    after = bar.redraws
+    time.sleep(0.05)
+    assert after >= 3 and bar.redraws == after  # redrawn during the call, not after it
+    bar.disable = True
+    with ticking(bar, every_s=0.02):
+        time.sleep(0.06)
+    assert bar.redraws == after
 
 
 def test_interrupt_ends_the_report_at_once_with_one_line():
