@@ -477,7 +477,7 @@ class GraphStore(ABC):
 
     #: Vertices per read-back page: one page of ops and the edges leaving them is held as
     #: Arrow rows at a time (:func:`graph_from_pages`).
-    page_vertices: ClassVar[int] = 1 << 22
+    page_vertices: ClassVar[int] = 1 << 20
 
     def _run_pages(self, info: RunInfo) -> Iterator[tuple[pa.Table, pa.Table]]:
         """The run's ops and edges, page by page (vid ranges in ascending order)."""
