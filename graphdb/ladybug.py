@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from llamp.config import store_buffer_pool_bytes
 from llamp.errors import QueryError, StoreError
 from llamp.graphdb import queries
 from llamp.graphdb.locking import Notify, WriterLock, stderr_notify, writer_active
@@ -155,7 +156,11 @@ class LadybugStore(GraphStore):
         deadline = time.monotonic() + self.reader_wait_s
         while True:
             try:
-                db = self._ladybug.Database(str(self.path), read_only=read_only)
+                db = self._ladybug.Database(
+                    str(self.path),
+                    read_only=read_only,
+                    buffer_pool_size=store_buffer_pool_bytes(),
+                )
                 return db, self._ladybug.Connection(db)
             except RuntimeError as err:
                 text = str(err)

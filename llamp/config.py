@@ -58,6 +58,32 @@ def store_uri() -> str | None:
     return value or None
 
 
+#: LadybugDB's buffer pool (its page cache) for the embedded store, unless
+#: ``$LLAMP_STORE_BUFFER_POOL`` (a size: ``512MiB``, ``4GiB``) says otherwise. LadybugDB's own
+#: default is ~80 % of the machine's memory, which reading a big run fills with the pages it
+#: read: the paged read-back of a 10^8-vertex run peaked at 11.3 GiB with it, 9.6 GiB with
+#: 1 GiB (benchmarks/RESULTS.md, "10^8 into the embedded store"). A ``COPY`` keeps its own
+#: memory outside the pool, so loads do not need a larger one.
+DEFAULT_STORE_BUFFER_POOL_BYTES = 2 << 30
+
+
+def store_buffer_pool_bytes() -> int:
+    """The embedded store's buffer pool in bytes (``$LLAMP_STORE_BUFFER_POOL`` or the default)."""
+    text = os.environ.get("LLAMP_STORE_BUFFER_POOL", "").strip()
+    if not text:
+        return DEFAULT_STORE_BUFFER_POOL_BYTES
+    try:
+        value = parse_size_bytes(text)
+    except ParameterError as err:
+        raise ParameterError(f"$LLAMP_STORE_BUFFER_POOL: {err}") from None
+    if value < 64 << 20:
+        raise ParameterError(
+            f"$LLAMP_STORE_BUFFER_POOL={text[:40]!r}: at least 64MiB (LadybugDB needs room for "
+            "a COPY's column buffers)"
+        )
+    return value
+
+
 def redact(uri: str) -> str:
     """A store URI without its password (``bolt://neo4j:secret@host`` → ``bolt://neo4j@host``);
     text that merely contains URIs (an error message) is redacted throughout."""
