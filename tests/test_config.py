@@ -7,6 +7,7 @@ import pytest
 
 from llamp.config import (
     DEFAULT_HOST_SPEED_FLOPS,
+    DEFAULT_STORE_BUFFER_POOL_BYTES,
     format_flop_rate,
     format_percent,
     format_table,
@@ -17,6 +18,7 @@ from llamp.config import (
     parse_percent,
     parse_percents,
     parse_range,
+    store_buffer_pool_bytes,
 )
 from llamp.errors import ParameterError
 
@@ -212,3 +214,15 @@ def test_format_table_with_and_without_headers():
     ]
     # a key/value listing has no header row and no rule (``llamp info``)
     assert format_table([("name", "x"), ("ranks", 4)], ()).splitlines() == ["name   x", "ranks  4"]
+
+
+def test_store_buffer_pool_default_and_override(monkeypatch):
+    monkeypatch.delenv("LLAMP_STORE_BUFFER_POOL", raising=False)
+    assert store_buffer_pool_bytes() == DEFAULT_STORE_BUFFER_POOL_BYTES == 2 << 30
+    monkeypatch.setenv("LLAMP_STORE_BUFFER_POOL", "512MiB")
+    assert store_buffer_pool_bytes() == 512 << 20
+    for bad, why in (("lots", "cannot read size"), ("1MiB", "at least 64MiB")):
+        monkeypatch.setenv("LLAMP_STORE_BUFFER_POOL", bad)
+        with pytest.raises(ParameterError, match=why) as err:
+            store_buffer_pool_bytes()
+        assert "LLAMP_STORE_BUFFER_POOL" in str(err.value) and "\n" not in str(err.value)
