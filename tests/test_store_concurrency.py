@@ -145,6 +145,7 @@ def test_a_killed_ingest_is_cleaned_by_the_next_writer_only(stored):
     writer.communicate(timeout=120)
     assert writer.returncode == -signal.SIGKILL
     assert not writer_active(Path(stored))
+    assert list(Path(stored).glob(".load-*"))  # the killed load's scratch files
     notes: list[str] = []
     started = time.monotonic()
     with open_store(stored, read_only=True, notify=notes.append) as store:
@@ -156,6 +157,7 @@ def test_a_killed_ingest_is_cleaned_by_the_next_writer_only(stored):
     with open_store(stored, notify=notes.append) as store:
         assert [r.name for r in store.list_runs()] == ["tiny"]
     assert any("removing what a killed load left" in n and "'killed'" in n for n in notes)
+    assert not list(Path(stored).glob(".load-*"))
     with open_store(stored, read_only=True) as store:
         left = store.query("MATCH (r:Run) WHERE r.complete = false RETURN count(r) AS n")
         assert int(left.iloc[0, 0]) == 0
