@@ -9,8 +9,10 @@ the write-ahead log and doubled the load time (43.7 s instead of 19.8 s for 10^7
 (measured, ``benchmarks/RESULTS.md``, "10^8 into the embedded store"): a ``COPY`` into a
 relationship table that already holds rows costs time and memory in proportion to the table
 (a batch per ``COPY`` at 3·10^7 vertices: 377 s and 7.3 GB, one file per table: 75 s and
-5.0 GB), and LadybugDB keeps what a ``COPY`` built (primary-key index, ~80 B per op) outside
-its buffer pool, whatever ``buffer_pool_size`` says, until the database is closed. Atomicity comes from
+5.0 GB), and LadybugDB keeps what a ``COPY`` built (primary-key index, ~80 B per op) until the
+database is closed, much of it outside its buffer pool (whose size ``$LLAMP_STORE_BUFFER_POOL``
+sets; LadybugDB's default, ~80 % of the memory, unless set: a 2 GiB pool cannot ``COPY`` 10^8
+ops). Atomicity comes from
 the ``Run.complete`` flag instead, as in the Neo4j backend: the Run node is created incomplete,
 the ops and edges follow, and one small transaction marks it complete (and hides the run it
 replaces). Every read filters on the flag; a failed load is deleted at once, a killed one by

@@ -58,20 +58,17 @@ def store_uri() -> str | None:
     return value or None
 
 
-#: LadybugDB's buffer pool (its page cache) for the embedded store, unless
-#: ``$LLAMP_STORE_BUFFER_POOL`` (a size: ``512MiB``, ``4GiB``) says otherwise. LadybugDB's own
-#: default is ~80 % of the machine's memory, which reading a big run fills with the pages it
-#: read: the paged read-back of a 10^8-vertex run peaked at 11.3 GiB with it, 9.6 GiB with
-#: 1 GiB (benchmarks/RESULTS.md, "10^8 into the embedded store"). A ``COPY`` keeps its own
-#: memory outside the pool, so loads do not need a larger one.
-DEFAULT_STORE_BUFFER_POOL_BYTES = 2 << 30
-
-
 def store_buffer_pool_bytes() -> int:
-    """The embedded store's buffer pool in bytes (``$LLAMP_STORE_BUFFER_POOL`` or the default)."""
+    """The embedded store's buffer pool (LadybugDB's page cache) in bytes from
+    ``$LLAMP_STORE_BUFFER_POOL`` (a size: ``512MiB``, ``4GiB``); ``0``, LadybugDB's default
+    (~80 % of the machine's memory), when unset. Measured at 10^8 vertices
+    (benchmarks/RESULTS.md, "10^8 into the embedded store"): the load peaks at 12.3 GiB with
+    the default (a ``COPY`` keeps most of its memory outside the pool) and fails with 2 GiB
+    ("the buffer pool is full"); the paged read-back of the run peaks at 11.3 GiB with the
+    default and 9.6 GiB with 1 GiB (the pool keeps the pages it read)."""
     text = os.environ.get("LLAMP_STORE_BUFFER_POOL", "").strip()
     if not text:
-        return DEFAULT_STORE_BUFFER_POOL_BYTES
+        return 0
     try:
         value = parse_size_bytes(text)
     except ParameterError as err:

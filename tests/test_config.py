@@ -7,7 +7,6 @@ import pytest
 
 from llamp.config import (
     DEFAULT_HOST_SPEED_FLOPS,
-    DEFAULT_STORE_BUFFER_POOL_BYTES,
     format_flop_rate,
     format_percent,
     format_table,
@@ -218,7 +217,7 @@ def test_format_table_with_and_without_headers():
 
 def test_store_buffer_pool_default_and_override(monkeypatch):
     monkeypatch.delenv("LLAMP_STORE_BUFFER_POOL", raising=False)
-    assert store_buffer_pool_bytes() == DEFAULT_STORE_BUFFER_POOL_BYTES == 2 << 30
+    assert store_buffer_pool_bytes() == 0  # LadybugDB's default
     monkeypatch.setenv("LLAMP_STORE_BUFFER_POOL", "512MiB")
     assert store_buffer_pool_bytes() == 512 << 20
     for bad, why in (("lots", "cannot read size"), ("1MiB", "at least 64MiB")):
