@@ -21,7 +21,10 @@ so background load on the shared machine hits both alike:
 - ingest: ``llamp ingest X.goal -o X.npz`` vs ``txt2bin -i X.goal -o X.bin``;
 - one point: ``llamp predict X.npz`` vs one ``LogGOPSim -f X.bin`` run;
 - 11-point sweep of L over [0, 100 µs]: ``llamp sweep X.npz --points 11`` vs 11 LogGOPSim runs
-  (their times added, their peak RSS the largest).
+  (their times added, their peak RSS the largest);
+- every critical latency in [0, 100 µs], exact: ``llamp critical X.npz --max-evaluations all``
+  (issue 17 item 1) against the same round's 11 LogGOPSim runs (which give T at 11 points, not
+  the breakpoints: the issue's yardstick for "all critical latencies in seconds").
 
 ``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.
 
@@ -191,7 +194,8 @@ def compare(
     npz, binfile = goal.with_suffix(".npz"), goal.with_suffix(".bin")
     _log(f"{case}: GOAL {goal.stat().st_size / 1e6:.0f} MB")
 
-    ingest, point, sweep = _Pair(), _Pair(), _Pair()
+    ingest, point, sweep, critical = _Pair(), _Pair(), _Pair(), _Pair()
+    found = 0
     llamp_T: list[float] = []
     peer_T: list[int] = []
     point_T: tuple[float, int] = (0.0, 0)
@@ -256,6 +260,19 @@ def compare(
         if [p["L_ns"] for p in points] != [float(L) for L in SWEEP_L_NS]:
             raise RuntimeError(f"llamp sweep took other points: {[p['L_ns'] for p in points]}")
         llamp_T, peer_T = [p["runtime_ns"] for p in points], ts
+
+        s_c, m_c, out_c = run_process(
+            [*_LLAMP, "critical", npz, "--from", "0us", "--to", "100us"]
+            + ["--max-evaluations", "all", *_NETWORK, *_LLAMP_OPTIONS, "--json"],
+            critical.llamp_cpu,
+        )
+        result = _json(out_c)
+        if not result["complete"]:
+            raise RuntimeError("llamp critical --max-evaluations all left intervals open")
+        found = len(result["critical_latencies_ns"])
+        critical.llamp.append((s_c, m_c))
+        critical.peer.append((s_p, m_p))  # this round's 11 LogGOPSim runs
+        critical.peer_cpu.append(sweep.peer_cpu[-1])
         _log(f"{case}: round {k + 1}/{repeat}: sweep llamp {s_l:.2f} s, LogGOPSim {s_p:.2f} s")
 
     rel = [t / p - 1.0 for t, p in zip(llamp_T, peer_T, strict=True)]
@@ -263,6 +280,8 @@ def compare(
     rows = ingest.rows(case, "ingest (.goal → .npz or .bin)", "txt2bin")
     rows += point.rows(case, "one point", "LogGOPSim")
     rows += sweep.rows(case, "11-point sweep", "LogGOPSim")
+    rows += critical.rows(case, "all critical latencies (llamp) vs 11 points", "LogGOPSim")
+    rows.append(row("peers", case, "critical latencies found in [0, 100 µs]", found, "count"))
     rows += [
         row("peers", case, "T at L=3 µs: llamp", point_T[0], "ns"),
         row("peers", case, "T at L=3 µs: LogGOPSim", point_T[1], "ns"),

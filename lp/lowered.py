@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from llamp.errors import InputError
-from llamp.graph import ExecutionGraph, NpzMembers
+from llamp.graph import ExecutionGraph, NpzMembers, write_npy
 from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
 from llamp.progress import StepBar
@@ -166,16 +166,14 @@ def _append_lowering(tmp: Path, i: int, ev: EventGraph, *, release_arrays: bool 
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
         for name in _ARRAYS:
             array = np.asarray(getattr(ev, name))
-            with archive.open(f"lowering_{i}_{name}.npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, array, allow_pickle=False)
+            write_npy(archive, f"lowering_{i}_{name}", array)
             if release_arrays:
                 release(array)
 
 
 def _append_index(tmp: Path, entries: list[dict]) -> None:
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
-        with archive.open(f"{INDEX}.npy", "w") as f:
-            np.lib.format.write_array(f, _index(entries), allow_pickle=False)
+        write_npy(archive, INDEX, _index(entries), force_zip64=False)
 
 
 def _entry(rendezvous: int, ev: EventGraph) -> dict:

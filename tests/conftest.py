@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from hand_graphs import paper_example
-from store_graphs import BACKENDS, SWEEP3D, backend_uri, tiny_graph
+from store_graphs import BACKENDS, SWEEP3D, backend_uri, stored_home, tiny_graph
 
 from llamp.graph import ExecutionGraph
 
@@ -103,14 +103,7 @@ def store(store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
     """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as opened:
-            opened.put_run(sweep3d, "sweep3d")
+    with stored_home(tmp_path_factory, {"sweep3d": sweep3d}) as path:
         yield path
 
 

@@ -11,6 +11,8 @@ test), ``falkordb`` (the Neo4j backend over Bolt against a real FalkorDB 4.18 se
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,22 @@ BACKENDS = [
     pytest.param("falkordb", marks=pytest.mark.integration),
     pytest.param("neo4j", marks=pytest.mark.integration),
 ]
+
+
+@contextmanager
+def stored_home(tmp_path_factory, runs: dict[str, ExecutionGraph]) -> Iterator[Path]:
+    """A fresh ``LLAMP_HOME`` (no ``LLAMP_STORE``) whose embedded store holds ``runs`` (name →
+    graph); the environment points at it until the block ends (module-scoped UI fixtures)."""
+    from llamp.graphdb import open_store
+
+    path = tmp_path_factory.mktemp("llamp-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LLAMP_HOME", str(path))
+        mp.delenv("LLAMP_STORE", raising=False)
+        with open_store(None) as opened:
+            for name, graph in runs.items():
+                opened.put_run(graph, name)
+        yield path
 
 
 def wipe(uri: str) -> None:

@@ -75,4 +75,8 @@ def test_a_small_comparison_end_to_end(tmp_path):
     assert by_metric["11-point sweep: LogGOPSim CPU"]["value"] >= 0
     assert by_metric["11-point sweep: llamp CPU"]["value"] > 0
     assert by_metric["one point: llamp CPU"]["value"] > 0
+    # the exact search found breakpoints; its yardstick is the same round's 11 LogGOPSim runs
+    assert by_metric["critical latencies found in [0, 100 µs]"]["value"] > 0
+    yardstick = "all critical latencies (llamp) vs 11 points: LogGOPSim"
+    assert by_metric[yardstick]["value"] == by_metric["11-point sweep: LogGOPSim"]["value"]
     assert not list(tmp_path.iterdir())  # graph files removed

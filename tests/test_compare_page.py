@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from apptest_pages import SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
+from store_graphs import stored_home
 
 from llamp.ingest import read
 from llamp.lp.compare import compare_runs
@@ -25,16 +26,9 @@ SIDEBAR = LogGPS.parse(L="3us", o="1.5us", G="0.018ns/B", S="256KiB", g="0ns")
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
     """A LLAMP_HOME whose store holds ``bcast`` and ``sweep3d``, and one network profile."""
-    from llamp.graphdb import open_store
     from llamp.injector.profiles import save_profile
 
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as opened:
-            opened.put_run(sweep3d, "sweep3d")
-            opened.put_run(read(BCAST), "bcast")
+    with stored_home(tmp_path_factory, {"sweep3d": sweep3d, "bcast": read(BCAST)}) as path:
         save_profile(
             "ib-hdr",
             LogGPS(L=1234.5, o=321.0, G=0.04, S=65536, g=7.0),

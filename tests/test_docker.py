@@ -86,6 +86,25 @@ def test_every_copy_source_exists_in_the_repository(source):
     )
 
 
+def test_every_package_directory_is_copied_before_pip_install():
+    """``pip install .`` builds every package of pyproject's ``package-dir``: a directory not
+    copied by then fails the image's build ("package directory 'study' does not exist")."""
+    import tomllib
+
+    package_dirs = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "package-dir"
+        ].values()
+    )
+    copied: set[str] = set()
+    for word, args in _instructions(DOCKERFILE):
+        if word in ("COPY", "ADD"):
+            copied |= {p.rstrip("/") for p in shlex.split(args)[:-1] if not p.startswith("--")}
+        elif word == "RUN" and "pip install" in args:
+            break
+    assert package_dirs - copied == set(), "copied after pip install, or not at all"
+
+
 def test_no_copy_source_is_excluded_by_dockerignore():
     patterns = _dockerignore()
     excluded = [s for s in _copy_sources(DOCKERFILE) if _ignored(s, patterns)]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from llamp.lp import kernels
-from llamp.lp.engine import engine_for
+from llamp.lp.engine import engine_for, slopes_at
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL
 from llamp.params import LogGPS
 from tests.random_graphs import random_graph
@@ -86,21 +86,8 @@ def test_tie_rule_is_defined_once():
 
 # ------------------------------------------------------------------------------ agreement
 def _single(ev, params, columns, sign):
-    """T and aggregated one-sided slopes from the one-value kernel :func:`kernels.slopes`."""
-    wa, wb = ev.pattern_weights(params.L, params.G, params.o, params.g)
-    t, d, _ = kernels.slopes(
-        ev.in_ptr,
-        ev.src,
-        ev.pattern,
-        ev.value,
-        wa,
-        wb,
-        np.ascontiguousarray(ev.fixed[:, columns]),
-        np.ascontiguousarray(ev.scaled[:, columns]),
-        sign,
-        REL_TOL,
-        ABS_TOL_NS,
-    )
+    """T and aggregated one-sided slopes from the one-value kernel (:func:`engine.slopes_at`)."""
+    t, d, _ = slopes_at(ev, params, columns, sign)
     T = t.max()
     tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
     agg = d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)

@@ -11,7 +11,7 @@ import pytest
 from random_graphs import random_graph
 
 from llamp.errors import InputError
-from llamp.graph import ExecutionGraph, NpzMembers
+from llamp.graph import ExecutionGraph, NpzMembers, write_npy
 from llamp.lp import predict
 from llamp.lp.lowered import save_graph
 from llamp.params import LogGPS
@@ -149,3 +149,45 @@ def test_released_members_read_the_same_again(tmp_path):
         want.lambda_G,
         want.lambda_o,
     )
+
+
+def test_write_npy_writes_the_bytes_np_savez_writes(tmp_path):
+    """Graph files are written member by member from the arrays' memory (no ``tobytes``
+    copies), and come out byte for byte as ``np.savez`` writes them: every dtype and layout a
+    graph file holds, a 0-d array, a strided view, big-endian data, an empty member."""
+    arrays = {
+        **ARRAYS,
+        "scalar": np.array(16),
+        "strided": np.arange(40, dtype=np.int64)[::3],
+        "big_endian": np.arange(9, dtype=">i4"),
+        "unicode": np.zeros((4, 6), np.uint32).view("<U6").reshape(4),
+        "bools": np.array([True, False, True]),
+        "empty_text": np.array([], dtype="<U3"),
+    }
+    want = _npz(tmp_path, arrays, "numpy.npz")
+    got = tmp_path / "ours.npz"
+    with zipfile.ZipFile(got, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            write_npy(archive, name, array)
+    assert got.read_bytes() == want.read_bytes()
+
+
+def test_write_npy_refuses_object_arrays(tmp_path):
+    with zipfile.ZipFile(tmp_path / "o.npz", "w") as archive, pytest.raises(ValueError):
+        write_npy(archive, "objects", np.array([{"a": 1}], dtype=object))
+
+
+def test_a_saved_graph_holds_the_columns_np_savez_would_write(tmp_path):
+    """:meth:`ExecutionGraph.save` (and with it ``llamp ingest -o x.npz``) writes each column
+    as ``np.savez`` would: same member names, same bytes."""
+    graph = random_graph(5, ranks=4, steps=60, max_size=8192)
+    graph.label = np.array([f"v{i}" for i in range(graph.num_vertices)], dtype=object)
+    path = save_graph(graph, tmp_path / "g.npz", (BASE,))
+    with zipfile.ZipFile(path) as archive:
+        stored = {i.filename: archive.read(i) for i in archive.infolist()}
+    columns = {name: getattr(graph, name) for name in ("rank", "kind", "cost_ns", "edge_src")}
+    columns.update(num_ranks=np.array(graph.num_ranks), label=graph.label.astype(str))
+    for name, column in columns.items():
+        payload = io.BytesIO()
+        np.lib.format.write_array(payload, column)
+        assert stored[f"{name}.npy"] == payload.getvalue(), name

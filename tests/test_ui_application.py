@@ -25,6 +25,7 @@ from apptest_pages import (
     keyed,
     table,
 )
+from store_graphs import stored_home
 from streamlit.testing.v1 import AppTest
 
 from llamp.config import format_ns
@@ -52,18 +53,10 @@ def graph(sweep3d):
 def home(tmp_path_factory, graph):
     """A LLAMP_HOME with Sweep3D as ``sweep3d``, a Sweep3D run whose trace is gone
     (``sweep3d-gone``) and a GOAL schedule (``goal-tree``)."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
     gone = tmp_path_factory.mktemp("uploaded") / "sweep3d-2x2"
     shutil.copytree(SWEEP3D, gone)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
-            store.put_run(read(gone), "sweep3d-gone")
-            store.put_run(read(GOAL), "goal-tree")
+    runs = {RUN: graph, "sweep3d-gone": read(gone), "goal-tree": read(GOAL)}
+    with stored_home(tmp_path_factory, runs) as path:
         shutil.rmtree(gone)
         yield path
 

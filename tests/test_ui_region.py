@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from apptest_pages import RUN, SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
+from store_graphs import stored_home
 
 from llamp.config import format_ns
 from llamp.ingest import read
@@ -24,14 +25,7 @@ def graph():
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, graph):
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as store:
-            store.put_run(graph, RUN)
+    with stored_home(tmp_path_factory, {RUN: graph}) as path:
         yield path
 
 

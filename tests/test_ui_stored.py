@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import streamlit as st
 from apptest_pages import RUN, SWEEP3D, assert_clean, exact_ns, keyed, page, table
+from store_graphs import stored_home
 
 from llamp.ingest import read
 from llamp.lp import compare as lp_compare
@@ -32,15 +33,7 @@ BCAST = SWEEP3D.parent / "bcast-synthetic"
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
     """A LLAMP_HOME whose store holds ``sweep3d`` and ``bcast`` (for the Compare page)."""
-    from llamp.graphdb import open_store
-
-    path = tmp_path_factory.mktemp("llamp-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
-        with open_store(None) as opened:
-            opened.put_run(sweep3d, RUN)
-            opened.put_run(read(BCAST), "bcast")
+    with stored_home(tmp_path_factory, {RUN: sweep3d, "bcast": read(BCAST)}) as path:
         yield path
 
 

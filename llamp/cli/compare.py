@@ -223,7 +223,7 @@ def export_timeline(graph, graph_spec, params, as_json, output, critical_only) -
 def export_report(
     graph, graph_spec, params, as_json, output, lo, hi, points, levels, budget
 ) -> None:
-    """``llamp report`` as one self-contained HTML file (inline CSS and SVG plots)."""
+    """The report of llamp report as one self-contained HTML file (inline CSS and SVG plots)."""
     from llamp.lp.html_report import build_report, render_report
 
     check_output(output, (".html", ".htm"))

@@ -212,7 +212,7 @@ def inject_cmd(
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND (e.g. -- mpirun -np 4 ./app) with ΔL added to every MPI message.
+    """Run COMMAND (an MPI launch: -- mpirun -np 4 ./app) with ΔL added to every MPI message.
 
     The network (--network, or --L/--o/--G/--S) sets S, above which messages also pay the
     rendezvous handshake, and estimates when a message arrived at a receiver that was busy (a
