@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -341,6 +342,7 @@ def monte_carlo(
     batch: int = 16,
     workers: int | None = None,
     progress: bool = False,
+    on_samples: Callable[[int], None] | None = None,
     **spec_fields: Any,
 ) -> Variability:
     """Monte Carlo of ``T`` (and ``λ_L``, ``ρ_L``, x% latency tolerance) under compute noise.
@@ -350,6 +352,9 @@ def monte_carlo(
     computes ``T`` only (one sweep per sample); otherwise each sample also gets ``λ_L``/``ρ_L``
     and the tolerances (one sweep with slopes plus a few for the tolerance walk). ``batch``
     samples are drawn and evaluated together; ``workers`` threads (default: all cores).
+    ``progress`` shows a bar on the terminal; ``on_samples(done)`` is called on the calling
+    thread after each batch with the samples done so far: an exception it raises (a UI's
+    Cancel) stops the run, and the batches not started are dropped.
     """
     if spec is not None and spec_fields:
         raise InputError("pass either a VariabilitySpec or its fields as keywords, not both")
@@ -417,14 +422,19 @@ def monte_carlo(
     else:
         pool = ThreadPoolExecutor(max_workers=n_workers)
         outcomes = pool.map(run, chunks)
+    done = 0
     try:
         for idx, spent in zip(chunks, outcomes, strict=True):
             times.append(spent)
+            done += len(idx)
             if bar is not None:
                 bar.update(len(idx))
+            if on_samples is not None:
+                on_samples(done)
     finally:
         if pool is not None:
-            pool.shutdown()
+            # every batch is queued at once: on an early exit only the running ones finish
+            pool.shutdown(cancel_futures=True)
         if bar is not None:
             bar.close()
     columns = ["runtime_ns"] + (

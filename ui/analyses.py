@@ -710,10 +710,6 @@ def stored_variability(
     return memo.get(_variability_key(run, params, spec, levels, sensitivity))
 
 
-#: Samples of the timing run that estimates how long a large Monte Carlo takes.
-PILOT_SAMPLES = 16
-
-
 def remember_variability(
     run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool, result
 ) -> None:
@@ -734,37 +730,22 @@ def variability_in(
 ) -> Variability:
     """:func:`llamp.lp.variability.monte_carlo` in a background task (:mod:`llamp.ui.tasks`).
 
-    ``monte_carlo`` reports no progress, so the task's fraction follows an estimate: the first
-    :data:`PILOT_SAMPLES` samples are timed on one thread, then the whole run goes on in the
-    task's own thread (so Cancel interrupts it between two batches of samples) while a ticker
-    moves the fraction as elapsed / expected time (at most 99 % until it is done). The result
+    The task's fraction is the share of samples done, reported after each batch of samples on
+    the task's own thread (so the time left is extrapolated from real progress), and Cancel
+    stops the run there: the report raises, the batches not started are dropped. The result
     is the one ``monte_carlo`` returns for ``spec``, sample for sample.
     """
-    p = params_of(params)
-    kwargs = {"tolerances": levels, "sensitivity": sensitivity}
-    if spec.samples <= 4 * PILOT_SAMPLES:
-        task.report(None, f"sampling {spec.samples} runs")
-        return monte_carlo(graph, p, spec, **kwargs)
-    task.report(0.0, f"timing the first {PILOT_SAMPLES} samples")
-    started = time.perf_counter()
-    monte_carlo(graph, p, dataclasses.replace(spec, samples=PILOT_SAMPLES), workers=1, **kwargs)
-    per_sample = (time.perf_counter() - started) / PILOT_SAMPLES
     threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
-    expected = max(per_sample * spec.samples / threads, 1e-3)
-    started = time.perf_counter()
-    done = threading.Event()
-
-    def tick() -> None:
-        while not done.wait(0.25):
-            elapsed = time.perf_counter() - started
-            task.fraction = min(elapsed / expected, 0.99)
-            task.text = f"sampling {spec.samples:,} runs on {threads} threads (estimated)"
-
-    threading.Thread(target=tick, name="llamp-mc-progress", daemon=True).start()
-    try:
-        return monte_carlo(graph, p, spec, **kwargs)
-    finally:
-        done.set()
+    text = f"sampling {spec.samples:,} runs on {threads} thread{'s' if threads > 1 else ''}"
+    task.report(0.0, text)
+    return monte_carlo(
+        graph,
+        params_of(params),
+        spec,
+        tolerances=levels,
+        sensitivity=sensitivity,
+        on_samples=lambda done: task.report(done / spec.samples, text),
+    )
 
 
 def tolerance_levels(text: str) -> tuple[float, ...]:

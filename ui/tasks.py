@@ -37,6 +37,8 @@ log = logging.getLogger("llamp.ui")
 
 #: Seconds without a heartbeat from any watcher after which a running task is cancelled.
 IDLE_S = float(os.environ.get("LLAMP_UI_TASK_IDLE_S", "20"))
+#: Seconds after which a cancelled task still running is interrupted again (Task._interrupt).
+INTERRUPT_AGAIN_S = 3.0
 #: Seconds between two redraws of a progress panel (each one is a heartbeat).
 POLL_S = 0.5
 #: Finished tasks kept for the pages to pick up (the oldest go first).
@@ -70,6 +72,7 @@ class Task:
     #: The session whose Cancel button stopped it (``None``: stopped because nobody watched).
     cancelled_by: str | None = None
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _interrupted: float = field(default=0.0, repr=False)  # when Cancelled was last sent
     _thread: threading.Thread | None = field(default=None, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -112,13 +115,24 @@ class Task:
             return
         self._cancel.set()
         self.text = "Cancelling…"
-        if self.interruptible:
-            with self._guard:
-                thread = self._thread
-                if thread is not None and thread.ident is not None and thread.is_alive():
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                        ctypes.c_ulong(thread.ident), ctypes.py_object(Cancelled)
-                    )
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        """Raise :class:`Cancelled` asynchronously in the work's thread (``interruptible``
+        only; never inside a :class:`_Steady` section nor once the work has returned). Python
+        may lose it: raised inside a finalizer (e.g. one of numba's compiler objects that the
+        garbage collector runs on this thread) it is printed and ignored, so the reaper sends
+        it again, every :data:`INTERRUPT_AGAIN_S`, while a cancelled task still runs (not at
+        once: the work is then most likely unwinding from the first one)."""
+        if not self.interruptible:
+            return
+        self._interrupted = time.monotonic()
+        with self._guard:
+            thread = self._thread
+            if thread is not None and thread.ident is not None and thread.is_alive():
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(thread.ident), ctypes.py_object(Cancelled)
+                )
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the task ended (tests, benchmarks); ``True`` if it did."""
@@ -176,6 +190,10 @@ def _reap_forever() -> None:
         with _LOCK:
             running = [t for t in _TASKS.values() if t.state == RUNNING]
         for task in running:
+            if task.cancelled:
+                if now - task._interrupted >= INTERRUPT_AGAIN_S:
+                    task._interrupt()  # the last one may have been lost (Task._interrupt)
+                continue
             last = max(task.watchers.values(), default=task.started)
             if now - last > IDLE_S:
                 log.info("cancelling %s: nobody watched it for %.0f s", task.label, now - last)
