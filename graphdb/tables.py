@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from llamp.errors import StoreError
 from llamp.graph import (
+    ARRAY_FIELDS,
     CALC,
     KIND_NAMES,
     MESSAGE,
@@ -43,18 +44,8 @@ _KIND_VALUES = pa.array(KIND_NAMES)
 BATCH_ROWS = 1 << 22
 
 
-_ROW_COLUMNS = (
-    "rank",
-    "kind",
-    "cost_ns",
-    "size",
-    "peer",
-    "tag",
-    "edge_src",
-    "edge_dst",
-    "edge_kind",
-    "t_trace_ns",
-)
+#: The graph columns the store's rows are built from (CPU/NIC streams go into the run's meta).
+_ROW_COLUMNS = tuple(name for name in ARRAY_FIELDS if name not in ("cpu", "nic"))
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,22 @@ _VERTEX_COLUMNS = {
     "tag": np.int64,
 }
 _EDGE_COLUMNS = {"src": np.int64, "dst": np.int64, "kind": np.int8}
+#: The array fields of :class:`ExecutionGraph` but ``label`` (an object column in memory):
+#: the columns a saved graph maps back and a pass over the graph may release after use.
+ARRAY_FIELDS = (
+    "rank",
+    "kind",
+    "cost_ns",
+    "size",
+    "peer",
+    "tag",
+    "edge_src",
+    "edge_dst",
+    "edge_kind",
+    "t_trace_ns",
+    "cpu",
+    "nic",
+)
 
 #: Vertex ids (``edge_src``, ``edge_dst``) are int32 below this many vertices, int64 above:
 #: with the headroom, event ids ``2v + 1`` and the lowering's counts fit in int32 too.

@@ -89,7 +89,17 @@ import numpy as np
 
 from llamp import config
 from llamp.errors import GraphError
-from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.graph import (
+    ARRAY_FIELDS,
+    CALC,
+    COLL,
+    IREQUIRES,
+    MESSAGE,
+    RECV,
+    REQUIRES,
+    SEND,
+    ExecutionGraph,
+)
 from llamp.params import LogGPS
 
 #: Columns of :attr:`EventGraph.coef` (and of the pattern tables).
@@ -232,19 +242,7 @@ class EventGraph:
 _ZERO = (0.0, 0.0, 0.0, 0.0, 0.0)
 
 #: The graph columns a lowering reads (released from the resident set after use when mapped).
-_LOWERED_FROM = (
-    "rank",
-    "kind",
-    "cost_ns",
-    "size",
-    "peer",
-    "tag",
-    "edge_src",
-    "edge_dst",
-    "edge_kind",
-    "cpu",
-    "nic",
-)
+_LOWERED_FROM = tuple(name for name in ARRAY_FIELDS if name != "t_trace_ns")
 
 #: Event and edge counts below this use int32 indices (a module constant so that tests can
 #: lower small graphs with int64 indices too).

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from llamp.errors import InputError
-from llamp.graph import ExecutionGraph, NpzMembers, write_npy
+from llamp.graph import ARRAY_FIELDS, ExecutionGraph, NpzMembers, write_npy
 from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
 from llamp.progress import StepBar
@@ -239,21 +239,9 @@ def _save_spilled(
         tmp.unlink(missing_ok=True)
 
 
-#: The array fields of :class:`ExecutionGraph` (replaced by mapped ones after a spilled save).
-_COLUMNS = (
-    "rank",
-    "kind",
-    "cost_ns",
-    "size",
-    "peer",
-    "tag",
-    "edge_src",
-    "edge_dst",
-    "edge_kind",
-    "t_trace_ns",
-    "cpu",
-    "nic",
-)  # not ``label``: mapped, it would be a str column instead of objects
+#: The array fields of :class:`ExecutionGraph` (replaced by mapped ones after a spilled save;
+#: not ``label``: mapped, it would be a str column instead of objects).
+_COLUMNS = ARRAY_FIELDS
 
 
 class _GraphFile:
