@@ -211,28 +211,20 @@ def graph_from_tables(
     edges: pa.Table,
     *,
     meta: dict[str, Any],
-    vertices: int | None = None,
     with_t_trace: bool,
     with_label: bool,
 ) -> ExecutionGraph:
-    """Rebuild a graph from ``Op`` rows (any order) and ``src, dst, kind`` edge rows (vids).
-
-    With ``vertices`` (a whole run) the vids must be exactly ``0..vertices-1``. Without it the
-    rows are a selection: vertices keep their relative order, edges must join selected
-    vertices, and a send or recv whose message is not among the edges becomes a zero-cost calc,
-    exactly as :meth:`ExecutionGraph.subgraph` does.
+    """Rebuild a selection of a run from its ``Op`` rows (any order) and ``src, dst, kind``
+    edge rows (vids): vertices keep their relative order, edges must join selected vertices,
+    and a send or recv whose message is not among the edges becomes a zero-cost calc, exactly
+    as :meth:`ExecutionGraph.subgraph` does. A whole run is read by :func:`graph_from_pages`.
     """
     vid = _column(ops, "vid", np.int64)
-    order: np.ndarray | None = None  # rows come back in vid order (a whole run): no permutation
+    order: np.ndarray | None = None  # rows already in vid order: no permutation
     if vid.size > 1 and np.any(vid[1:] < vid[:-1]):
         order = np.argsort(vid, kind="stable")
         vid = vid[order]
     n = vid.shape[0]
-    if vertices is not None and (n != vertices or (n and (vid[0] != 0 or vid[-1] != n - 1))):
-        raise StoreError(
-            f"the store holds {n} ops for a run of {vertices} vertices: the run is damaged; "
-            "delete it and load it again"
-        )
     if n > 1 and np.any(vid[1:] == vid[:-1]):
         raise StoreError("the store returned the same op twice: the run is damaged")
     rank = _column(ops, "rank", np.int32, order)
@@ -249,44 +241,30 @@ def graph_from_tables(
         label = (label if order is None else label[order]).astype(object)
     streams = {}
     if meta.get(STREAMS):
-        total = meta.get("vertices_total", vertices if vertices is not None else n)
+        total = meta.get("vertices_total", n)
         streams = {k: v[vid] for k, v in decode_streams(meta, int(total)).items()}
         meta = {k: v for k, v in meta.items() if k not in (STREAMS, "vertices_total")}
 
     src_vid = _column(edges, "src", None)
     dst_vid = _column(edges, "dst", None)
     edge_kind = _column(edges, "kind", np.int8)
-    if vertices is not None:
-        # a whole run: the vids are exactly 0..n-1 (checked above), so an edge's vids are its
-        # vertex ids; only the range needs checking (searchsorted costs seconds at 10^7), then
-        # they become the graph's 32-bit ids (one pass each, no int64 copy kept)
-        inside = (src_vid.min(initial=0) >= 0 and src_vid.max(initial=0) < n) and (
-            dst_vid.min(initial=0) >= 0 and dst_vid.max(initial=0) < n
-        )
-        index = index_dtype(n)
-        src, dst = src_vid.astype(index), dst_vid.astype(index)
-        del src_vid, dst_vid
-    else:
-        src = np.searchsorted(vid, src_vid)
-        dst = np.searchsorted(vid, dst_vid)
-        inside = (src < n) & (dst < n)
-        inside[inside] &= (vid[src[inside]] == src_vid[inside]) & (
-            vid[dst[inside]] == dst_vid[inside]
-        )
+    src = np.searchsorted(vid, src_vid)
+    dst = np.searchsorted(vid, dst_vid)
+    inside = (src < n) & (dst < n)
+    inside[inside] &= (vid[src[inside]] == src_vid[inside]) & (vid[dst[inside]] == dst_vid[inside])
     if not np.all(inside):
         raise StoreError("the store returned an edge to an op outside the selection")
 
-    if vertices is None:
-        matched = np.zeros(n, dtype=bool)
-        message = edge_kind == MESSAGE
-        matched[src[message]] = True
-        matched[dst[message]] = True
-        orphan = ((kind == SEND) | (kind == RECV)) & ~matched
-        kind = np.where(orphan, CALC, kind).astype(np.int8)
-        cost = np.where(orphan, 0.0, cost)
-        size = np.where(orphan, 0, size)
-        peer = np.where(orphan, 0, peer)
-        tag = np.where(orphan, 0, tag)
+    matched = np.zeros(n, dtype=bool)
+    message = edge_kind == MESSAGE
+    matched[src[message]] = True
+    matched[dst[message]] = True
+    orphan = ((kind == SEND) | (kind == RECV)) & ~matched
+    kind = np.where(orphan, CALC, kind).astype(np.int8)
+    cost = np.where(orphan, 0.0, cost)
+    size = np.where(orphan, 0, size)
+    peer = np.where(orphan, 0, peer)
+    tag = np.where(orphan, 0, tag)
     return ExecutionGraph.from_arrays(
         num_ranks,
         rank=rank,
@@ -320,8 +298,8 @@ def graph_from_pages(
     the edges leaving them. Each page is scattered into the graph's columns as it comes, so
     only one page is ever held as Arrow rows (a whole 10^8-vertex run is ~15 GB of them).
 
-    The graph equals :func:`graph_from_tables` of the concatenated pages, column for column
-    and edge for edge in the same order; a page with missing, repeated or foreign ops, or a
+    Any paging gives the same graph, column for column and edge for edge in the same order
+    (one page holding every row included); a page with missing, repeated or foreign ops, or a
     total of edges other than ``edges``, is a damaged run."""
     n = vertices
     rank = np.empty(n, np.int32)

@@ -608,7 +608,7 @@ def test_a_run_read_back_in_pages_is_the_run_read_whole(store, monkeypatch, tiny
     of all pages' rows at once (every column, dtype and edge in order), and that is the run."""
     from random_graphs import random_graph
 
-    from llamp.graphdb.tables import graph_from_pages, graph_from_tables
+    from llamp.graphdb.tables import graph_from_pages
 
     graph = tiny if which == "tiny" else random_graph(5, ranks=4, steps=600)
     info = store.put_run(graph, which)
@@ -622,12 +622,8 @@ def test_a_run_read_back_in_pages_is_the_run_read_whole(store, monkeypatch, tiny
         "with_label": info.has_label,
     }
     paged = graph_from_pages(info.ranks, iter(pages), edges=info.edges, **kw)
-    whole = graph_from_tables(
-        info.ranks,
-        pa.concat_tables([p[0] for p in pages]),
-        pa.concat_tables([p[1] for p in pages]),
-        **kw,
-    )
+    one_page = (pa.concat_tables([p[0] for p in pages]), pa.concat_tables([p[1] for p in pages]))
+    whole = graph_from_pages(info.ranks, [one_page], edges=info.edges, **kw)
     columns = ("rank", "kind", "cost_ns", "size", "peer", "tag", "t_trace_ns", "label")
     for name in (*columns, "edge_src", "edge_dst", "edge_kind"):
         a, b = getattr(paged, name), getattr(whole, name)
