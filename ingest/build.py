@@ -44,6 +44,18 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   or ``thakur_gropp:ALGORITHM``, :mod:`llamp.ingest.collective_models`): each member's call is
   then one ``coll`` vertex between the calcs around it, and the instance's cost terms go to
   ``meta["collective_costs"]`` (see :mod:`llamp.graph`).
+- Non-blocking collectives (``MPI_Iallreduce``, …) take part in their communicator's sequence
+  like the blocking ones (MPI orders both alike; a blocking and a non-blocking call never form
+  one instance) and are expanded with the same algorithms. A member's first round sits at its
+  call: its ops ``require`` the calc before the call and the calc after it ``irequires`` them
+  (the rank goes on). Its later rounds, chained by their joins as above, are placed in front
+  of the calc that leads to the wait (or successful test) completing the request; the calc
+  after that wait ``requires`` the last join and the member's first receive. So under progress
+  ``async`` the rounds advance as their messages arrive, and under ``wait`` the first receive
+  is a receive of the wait, processed no earlier than the wait, and every later round follows
+  it (docs/model.md §Non-blocking collectives). Without a completing wait in the trace all
+  rounds stay at the call and nothing waits for them (counted in the summary). An analytic
+  model's ``coll`` vertex is placed like a first round and required by the wait.
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
 ``tag + c·2^32`` on communicator ``c`` (MPI tags are < 2^31), so messages of different
@@ -1008,6 +1020,21 @@ class _Builder:
         ce, comm = ce[~unknown], comm[~unknown]
         for c in np.unique(comm).tolist():
             self._plan_comm(c, ce[comm == c])
+        unwaited = [
+            grp.events[(grp.tail_at < 0) & (grp.template.nv > 0)[None, :]]
+            for grp in self.coll_groups
+            if grp.waits is not None
+        ]
+        unwaited_a = np.concatenate(unwaited) if unwaited else np.zeros(0, np.int64)
+        if unwaited_a.size:
+            path, line = self.where(int(unwaited_a.min()))
+            self.diag.note(
+                "non-blocking collectives that no wait or test in the trace completes "
+                "(freed, or completed by a test it does not detail): expanded, nothing waits "
+                "for them",
+                f"{path}:{line}",
+                int(unwaited_a.size),
+            )
 
     def _plan_comm(self, c: int, events: np.ndarray) -> None:
         ev = self.ev

@@ -1,0 +1,421 @@
+"""Non-blocking collectives (``MPI_Iallreduce``, …) are expanded like their blocking versions,
+their first round at the call, the rest progressing until the wait that completes the request
+(docs/model.md §Non-blocking collectives), read from liballprof and OTF2 traces.
+
+The running example: 4 ranks; each computes 10 µs, starts an ``MPI_Iallreduce`` of one double
+(8 B; recursive doubling: two rounds, peers ``r^1`` then ``r^2``), computes 20 µs, waits, and
+computes 10 µs more. L = 3 µs, o = 1.5 µs, G = 6 ns/B, so one message costs
+``2o + L + B·G = 3,000 + 3,000 + 7·6 = 6,042`` ns from its send's start to its receive's end.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from liballprof_writer import WORLD
+
+from llamp.errors import TraceError
+from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND
+from llamp.ingest import read
+from llamp.ingest.build import COLL_TAG_BASE
+from llamp.ingest.dumpi import FUNCTIONS as DUMPI_FUNCTIONS
+from llamp.ingest.events import ICOLL, IngestWarning
+from llamp.ingest.liballprof import read_liballprof
+from llamp.lp import predict
+from llamp.params import LogGPS
+
+PARAMS = {"L": 3000.0, "o": 1500.0, "G": 6.0}
+MODELS = [(p, n) for p in ("async", "wait") for n in ("serial", "overlap")]
+
+
+def comm(r: int, P: int) -> str:
+    return f"{WORLD},{r},{P}"
+
+
+def iallreduce(t0: float, t1: float, r: int, P: int, req: int) -> str:
+    return f"MPI_Iallreduce:{t0}:1:2:1:10,8,8:3:{comm(r, P)}:{req}:{t1}"
+
+
+def write_rank_files(directory: Path, lines_of) -> Path:
+    """One liballprof rank file per entry of ``lines_of`` (a list of per-rank record lists),
+    between MPI_Init (ending at 100 µs) and the given MPI_Finalize."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for r, lines in enumerate(lines_of):
+        head = ["# collprof 0.9 output file", "# llamp mpi mpich", "MPI_Init:-:1:2:100"]
+        (directory / f"pmpi-trace-rank-{r}.txt").write_text("\n".join(head + lines) + "\n")
+    return directory
+
+
+def running_example(directory: Path, P: int = 4, gap_us: int = 20) -> Path:
+    """Compute 10 µs, Iallreduce [110, 111] µs, compute ``gap_us``, Wait (4 µs), compute 10."""
+    t_wait = 111 + gap_us
+    return write_rank_files(
+        directory,
+        [
+            [
+                iallreduce(110, 111, r, P, 5000),
+                f"MPI_Wait:{t_wait}:5000:6000:{t_wait + 4}",
+                f"MPI_Finalize:{t_wait + 14}:-",
+            ]
+            for r in range(P)
+        ],
+    )
+
+
+def quiet_read(path: Path, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = read(path, **kwargs)
+    said = [str(w.message) for w in caught if issubclass(w.category, IngestWarning)]
+    return graph, said
+
+
+def runtime(graph, progress: str = "async", nic: str = "serial", **extra) -> float:
+    return predict(graph, LogGPS(**{**PARAMS, **extra}, progress=progress, nic=nic)).runtime_ns
+
+
+# --------------------------------------------------------------------------- the running example
+def test_no_warning_and_an_icoll_row(tmp_path):
+    path = running_example(tmp_path / "t")
+    trace = read_liballprof(path)
+    ev = trace.events
+    assert int(np.count_nonzero(ev.kind == ICOLL)) == 4
+    assert sorted(set(ev.req_ids.tolist())) == [5000]
+    graph, said = quiet_read(path)
+    assert said == []
+    assert graph.meta["collectives"] == {"allreduce": "recursive_doubling"}
+
+
+def test_the_expansion_messages(tmp_path):
+    graph, _ = quiet_read(running_example(tmp_path / "t"))
+    coll = graph.tag >= COLL_TAG_BASE
+    for r in range(4):
+        sends = np.flatnonzero((graph.rank == r) & (graph.kind == SEND) & coll)
+        recvs = np.flatnonzero((graph.rank == r) & (graph.kind == RECV) & coll)
+        assert graph.peer[sends].tolist() == [r ^ 1, r ^ 2]
+        assert graph.peer[recvs].tolist() == [r ^ 1, r ^ 2]
+        assert graph.size[sends].tolist() == graph.size[recvs].tolist() == [8, 8]
+
+
+def test_first_round_at_the_call_the_rest_before_the_wait(tmp_path):
+    """Rank 0's vertices: calc, [round 1: send, recv, join], [round 2: send, recv, join], the
+    calc before the wait, the calc after it. The calc after the call irequires round 1; the
+    calc after the wait requires the last join and the first receive."""
+    graph, _ = quiet_read(running_example(tmp_path / "t"))
+    mine = np.flatnonzero(graph.rank == 0)
+    assert graph.kind[mine].tolist() == [CALC, SEND, RECV, CALC, SEND, RECV, CALC, CALC, CALC]
+    assert graph.cost_ns[mine][[0, 7, 8]].tolist() == [10_000, 20_000, 10_000]
+    v = mine[0] + np.arange(9)
+    edges = set(
+        zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_kind.tolist(), strict=True)
+    )
+    assert {(v[1], v[7], IREQUIRES), (v[2], v[7], IREQUIRES)} <= edges
+    assert {(v[6], v[8], REQUIRES), (v[2], v[8], REQUIRES), (v[7], v[8], REQUIRES)} <= edges
+    assert (v[3], v[4], REQUIRES) in edges and (v[3], v[5], REQUIRES) in edges
+
+
+def test_runtime_by_hand(tmp_path):
+    """async (a progress thread): round 1 ends at 10,000 + 6,042 = 16,042, round 2 at 22,084,
+    while the rank computes from 10,000 + o = 11,500 to 31,500; T = 31,500 + 10,000 = 41,500.
+    wait (no progress thread): round 1's receive is processed inside the wait, at
+    31,500 + o + B·G = 33,042 (nic serial charges the receiving CPU B·G), round 2 ends at
+    39,084; T = 39,084 + 10,000 = 49,084; under nic overlap 31,500 + o = 33,000, round 2 at
+    39,042, T = 49,042."""
+    graph, _ = quiet_read(running_example(tmp_path / "t"))
+    assert runtime(graph, "async", "serial") == 41_500
+    assert runtime(graph, "async", "overlap") == 41_500
+    assert runtime(graph, "wait", "serial") == 49_084
+    assert runtime(graph, "wait", "overlap") == 49_042
+    # the blocking allreduce adds its 2 × 6,042 to the 40,000 of compute (52,084): under async
+    # it is hidden; under wait round 1's message still travels during the compute, only its
+    # receipt and round 2 wait for the wait
+    assert runtime(graph, "async") < runtime(graph, "wait") < 10_000 + 12_084 + 30_000
+
+
+def test_more_overlap_than_the_collective_needs(tmp_path):
+    """With 100 µs of compute the messages are long done under async (T = 11,500 + 100,000 +
+    10,000); under wait round 1 is received at 111,500 + 1,542 and round 2 takes 6,042."""
+    graph, _ = quiet_read(running_example(tmp_path / "t", gap_us=100))
+    assert runtime(graph, "async") == 121_500
+    assert runtime(graph, "wait") == 111_500 + 1_542 + 6_042 + 10_000
+
+
+# --------------------------------------------------------------------------- blocking = non-blocking
+BLOCKING = {
+    "allreduce": ("MPI_Allreduce", "1:2:8:10,8,8:3:{comm}"),
+    "bcast": ("MPI_Bcast", "3:1000:13,1,1:1:{comm}"),
+    "reduce": ("MPI_Reduce", "1:2:4:10,8,8:3:0:{comm}"),
+    "allgather": ("MPI_Allgather", "1:1:10,8,8:2:1:10,8,8:{comm}"),
+    "alltoall": ("MPI_Alltoall", "1:64:13,1,1:2:64:13,1,1:{comm}"),
+    "barrier": ("MPI_Barrier", "{comm}"),
+    "scan": ("MPI_Scan", "1:2:2:10,8,8:3:{comm}"),
+}
+
+
+def one_collective(directory: Path, P: int, op: str, nonblocking: bool) -> Path:
+    """Compute 10 µs, the collective over [110, 115] µs (as I-call [110, 111] + Wait [111,
+    115] when ``nonblocking``), compute 10 µs."""
+    name, args = BLOCKING[op]
+    ranks = []
+    for r in range(P):
+        fields = args.format(comm=comm(r, P))
+        if nonblocking:
+            iname = "MPI_I" + name[4].lower() + name[5:]
+            lines = [f"{iname}:110:{fields}:4096:111", "MPI_Wait:111:4096:4200:115"]
+        else:
+            lines = [f"{name}:110:{fields}:115"]
+        ranks.append(lines + ["MPI_Finalize:125:-"])
+    return write_rank_files(directory, ranks)
+
+
+@pytest.mark.parametrize("op", sorted(BLOCKING))
+@pytest.mark.parametrize("P", [2, 5, 8])
+def test_wait_right_after_the_start_equals_the_blocking_call(tmp_path, op, P):
+    blocking, _ = quiet_read(one_collective(tmp_path / "b", P, op, False))
+    nonblocking, said = quiet_read(one_collective(tmp_path / "n", P, op, True))
+    assert said == []
+    sends = nonblocking.kind == SEND
+    assert int(sends.sum()) == int((blocking.kind == SEND).sum())
+    assert sorted(nonblocking.size[sends].tolist()) == sorted(blocking.size[blocking.kind == SEND])
+    for progress, nic in MODELS:
+        for S in (65_536, 16):  # eager, and rendezvous for the larger messages
+            assert runtime(nonblocking, progress, nic, S=S) == pytest.approx(
+                runtime(blocking, progress, nic, S=S), rel=1e-12
+            ), (progress, nic, S)
+
+
+def test_analytic_model_equals_the_blocking_call(tmp_path):
+    choice = {"allreduce": "thakur_gropp"}
+    blocking, _ = quiet_read(
+        one_collective(tmp_path / "b", 8, "allreduce", False), collectives=choice
+    )
+    nonblocking, _ = quiet_read(
+        one_collective(tmp_path / "n", 8, "allreduce", True), collectives=choice
+    )
+    for progress, nic in MODELS:
+        assert runtime(nonblocking, progress, nic) == runtime(blocking, progress, nic)
+
+
+# --------------------------------------------------------------------------- completions
+def two_iallreduces(directory: Path, completion: list[str]) -> Path:
+    """Two Iallreduces (requests 4000 and 4004, MPICH's 4-byte MPI_Request) started at 110 and
+    111 µs, 20 µs of compute, then ``completion`` (records from 132 µs on)."""
+    P = 4
+    return write_rank_files(
+        directory,
+        [
+            [
+                iallreduce(110, 111, r, P, 4000),
+                iallreduce(111, 112, r, P, 4004),
+                *completion,
+                "MPI_Finalize:150:-",
+            ]
+            for r in range(P)
+        ],
+    )
+
+
+COMPLETIONS = {
+    "waitall": ["MPI_Waitall:132:2:4000:5000:136"],
+    "testall": [
+        "MPI_Testall:132:2:4000:6000:0:5000:133",  # flag 0: completes nothing (computation)
+        "MPI_Testall:134:2:4000:6000:1:5000:136",
+    ],
+    "waitsome": ["MPI_Waitsome:132:2:4000:6000:2:7000:0,1:5000:136"],
+    "two waits": ["MPI_Wait:132:4000:5000:134", "MPI_Wait:134:4004:5000:136"],
+    "test loop": [
+        "MPI_Test:132:4000:6000:0:5000:133",
+        "MPI_Test:133:4000:6000:1:5000:134",
+        "MPI_Test:134:4004:6000:1:5000:136",
+    ],
+    "waitany": [
+        "MPI_Waitany:132:2:4000:6000:1:5000:134",
+        "MPI_Waitany:134:2:4000:6000:0:5000:136",
+    ],
+}
+
+
+#: When the call that completes both requests at once starts (µs → ns).
+COMPLETED_AT = {"waitall": 132_000, "waitsome": 132_000, "testall": 134_000}
+
+
+@pytest.mark.parametrize("how", sorted(COMPLETIONS))
+def test_every_completion_waits_for_the_collective(tmp_path, how):
+    """Whatever completes the two requests, a calc after it requires each last join."""
+    graph, said = quiet_read(two_iallreduces(tmp_path / how, COMPLETIONS[how]))
+    assert said == []
+    req = graph.edge_kind == REQUIRES
+    zero_calc = (graph.kind == CALC) & (graph.cost_ns == 0)
+    after = (graph.kind[graph.edge_dst] == CALC) & (graph.cost_ns[graph.edge_dst] > 0)
+    joins_waited = int(np.count_nonzero(req & zero_calc[graph.edge_src] & after))
+    assert joins_waited == 2 * 4  # two instances, four members
+    if how in COMPLETED_AT:
+        # both start their first round (o each), the rank computes 20 µs from 13,000, and the
+        # collectives (done by 11,500 + 12,084) are hidden: T = 33,000 + the 14 µs after the
+        # call, later by the failed tests' time that counts as computation
+        late = COMPLETED_AT[how] - 132_000
+        assert runtime(graph, "async") == 47_000 + late
+        reference, _ = quiet_read(two_iallreduces(tmp_path / "ref", COMPLETIONS["waitall"]))
+        assert runtime(graph, "wait") == runtime(reference, "wait") + late
+
+
+def test_an_uncompleted_request_is_expanded_and_said(tmp_path):
+    path = write_rank_files(
+        tmp_path / "t",
+        [[iallreduce(110, 111, r, 2, 4000), "MPI_Finalize:130:-"] for r in range(2)],
+    )
+    graph, said = quiet_read(path)
+    assert any("no wait or test in the trace completes" in s for s in said)
+    assert int(np.count_nonzero(graph.kind == SEND)) == 2
+    # nothing waits: the rank ends its compute at 10,000 + o + 19,000; the message at 16,042
+    assert runtime(graph) == 10_000 + 1_500 + 19_000
+
+
+def test_blocking_and_nonblocking_calls_never_match(tmp_path):
+    path = write_rank_files(
+        tmp_path / "t",
+        [
+            [iallreduce(110, 111, 0, 2, 4000), "MPI_Wait:111:4000:5000:115", "MPI_Finalize:125:-"],
+            [f"MPI_Allreduce:110:1:2:1:10,8,8:3:{comm(1, 2)}:115", "MPI_Finalize:125:-"],
+        ],
+    )
+    with pytest.raises(TraceError, match=r"rank 1 calls MPI_Allreduce, but rank 0 calls "):
+        read(path)
+
+
+# --------------------------------------------------------------------------- OTF2 and DUMPI
+def write_otf2(directory: Path, P: int, gap_us: int = 20) -> Path:
+    """The running example as Score-P records it: NonBlockingCollectiveRequest in the
+    MPI_Iallreduce region, NonBlockingCollectiveComplete (with the operation, communicator and
+    byte totals) in the MPI_Wait that completes it; 1 tick = 1 µs."""
+    otf2 = pytest.importorskip("otf2")
+    from otf2.enums import CollectiveOp, GroupType, Paradigm
+    from otf2.events import NonBlockingCollectiveComplete, NonBlockingCollectiveRequest
+
+    t_wait = 111 + gap_us
+    with otf2.writer.open(str(directory), timer_resolution=1_000_000) as trace:
+        defs = trace.definitions
+        node = defs.system_tree_node("node")
+        locations = [
+            defs.location(
+                f"rank {r}", group=defs.location_group(f"rank {r}", system_tree_parent=node)
+            )
+            for r in range(P)
+        ]
+        group = defs.group(
+            "world", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locations
+        )
+        world = defs.comm("MPI_COMM_WORLD", group=group, parent=None)
+        regions = {
+            name: defs.region(name, paradigm=Paradigm.MPI)
+            for name in ("MPI_Init", "MPI_Iallreduce", "MPI_Wait", "MPI_Finalize")
+        }
+        undefined_root = 0xFFFFFFFF
+        for location in locations:
+            writer = trace.event_writer_from_location(location)
+            calls = [
+                ("MPI_Init", 0, 100, None),
+                ("MPI_Iallreduce", 110, 111, NonBlockingCollectiveRequest(111, 77)),
+                (
+                    "MPI_Wait",
+                    t_wait,
+                    t_wait + 4,
+                    NonBlockingCollectiveComplete(
+                        t_wait + 4, CollectiveOp.ALLREDUCE, world, undefined_root, 8 * P, 8 * P, 77
+                    ),
+                ),
+                ("MPI_Finalize", t_wait + 14, t_wait + 15, None),
+            ]
+            for name, t0, t1, event in calls:
+                writer.enter(t0, regions[name])
+                if event is not None:
+                    writer(event)
+                writer.leave(t1, regions[name])
+    return directory / "traces.otf2"
+
+
+def test_otf2_running_example(tmp_path):
+    anchor = write_otf2(tmp_path / "otf2", 4)
+    graph, said = quiet_read(anchor)
+    assert said == []
+    coll = graph.tag >= COLL_TAG_BASE
+    for r in range(4):
+        sends = np.flatnonzero((graph.rank == r) & (graph.kind == SEND) & coll)
+        assert graph.peer[sends].tolist() == [r ^ 1, r ^ 2]
+        assert graph.size[sends].tolist() == [8, 8]
+    liballprof, _ = quiet_read(running_example(tmp_path / "liballprof"))
+    for progress, nic in MODELS:
+        assert runtime(graph, progress, nic) == runtime(liballprof, progress, nic)
+    assert runtime(graph, "async") == 41_500 and runtime(graph, "wait") == 49_084
+
+
+def test_otf2_request_never_completed_is_absorbed_with_a_warning(tmp_path):
+    """Without its completion record the call has no operation or communicator."""
+    otf2 = pytest.importorskip("otf2")
+    from otf2.enums import GroupType, Paradigm
+    from otf2.events import NonBlockingCollectiveRequest
+
+    with otf2.writer.open(str(tmp_path / "o"), timer_resolution=1_000_000) as trace:
+        defs = trace.definitions
+        node = defs.system_tree_node("node")
+        loc = defs.location("rank 0", group=defs.location_group("r", system_tree_parent=node))
+        group = defs.group(
+            "w", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=[loc]
+        )
+        defs.comm("MPI_COMM_WORLD", group=group, parent=None)
+        writer = trace.event_writer_from_location(loc)
+        for name, t0, t1 in (
+            ("MPI_Init", 0, 100),
+            ("MPI_Iallreduce", 110, 111),
+            ("MPI_Finalize", 120, 121),
+        ):
+            region = defs.region(name, paradigm=Paradigm.MPI)
+            writer.enter(t0, region)
+            if name == "MPI_Iallreduce":
+                writer(NonBlockingCollectiveRequest(111, 9))
+            writer.leave(t1, region)
+    graph, said = quiet_read(tmp_path / "o" / "traces.otf2")
+    assert any(
+        "non-blocking collective requests whose completion is not in the trace" in s for s in said
+    )
+    assert graph.num_vertices == 1  # one rank, one calc: the call is computation
+
+
+def test_otf2_writer_without_request_events_is_said(reference_sstmacro):
+    """SST/macro's OTF2 writer records MPI_Iallgather/Ialltoall/Iallreduce as bare regions:
+    no communicator, size or request. They stay computation, and the warning says why."""
+    said = reference_sstmacro
+    assert any("MPI_Iallgather ×360, MPI_Iallreduce ×360" in s for s in said)
+    assert any("without NonBlockingCollectiveRequest/Complete events" in s for s in said)
+
+
+@pytest.fixture(scope="module")
+def reference_sstmacro():
+    pytest.importorskip("otf2")
+    data = Path(__file__).parent / "data" / "traces" / "otf2" / "sstmacro-10ranks"
+    return quiet_read(data)[1]
+
+
+def test_dumpi_cannot_record_them():
+    """DUMPI's function table (sst-dumpi's dumpi_function enum) stops at MPI-2.2: a DUMPI trace
+    holds no non-blocking collective, so there is none to keep."""
+    names = {
+        "MPI_I" + op
+        for op in (
+            "barrier",
+            "bcast",
+            "reduce",
+            "allreduce",
+            "allgather",
+            "alltoall",
+            "gather",
+            "scatter",
+            "scan",
+            "exscan",
+        )
+    }
+    assert names.isdisjoint(DUMPI_FUNCTIONS)
+    assert "MPI_Allreduce" in DUMPI_FUNCTIONS and "MPI_Isend" in DUMPI_FUNCTIONS
