@@ -50,12 +50,15 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   call: its ops ``require`` the calc before the call and the calc after it ``irequires`` them
   (the rank goes on). Its later rounds, chained by their joins as above, are placed in front
   of the calc that leads to the wait (or successful test) completing the request; the calc
-  after that wait ``requires`` the last join and the member's first receive. So under progress
-  ``async`` the rounds advance as their messages arrive, and under ``wait`` the first receive
-  is a receive of the wait, processed no earlier than the wait, and every later round follows
-  it (docs/model.md §Non-blocking collectives). Without a completing wait in the trace all
-  rounds stay at the call and nothing waits for them (counted in the summary). An analytic
-  model's ``coll`` vertex is placed like a first round and required by the wait.
+  after that wait ``requires`` the last join. A *progress join* (a zero-cost calc nothing
+  waits for), placed after the rank's first blocking call after the start (a blocking op or
+  collective, or a wait: the completing one at the latest), ``requires`` the calc before that
+  call and the member's first receive. So under progress ``async`` the rounds advance as their
+  messages arrive, and under ``wait`` the first receive is a receive of that call, processed no
+  earlier than the call, and every later round follows it (docs/model.md §Non-blocking
+  collectives). Without a completing wait in the trace all rounds stay at the call and nothing
+  waits for them (counted in the summary). An analytic model's ``coll`` vertex is placed like
+  a first round and required by the wait.
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
 ``tag + c·2^32`` on communicator ``c`` (MPI tags are < 2^31), so messages of different
@@ -604,7 +607,7 @@ def _coll_edge_count(grp: _CollGroup) -> int:
         return grp.events.shape[0] * per_instance
     to_next = sum(int(np.count_nonzero(d == NEXT)) for d in tpl.e_dst)
     waited = np.count_nonzero(grp.tail_at >= 0, axis=0)  # per member
-    completion = int(np.sum(waited * (1 + (tpl.first_recv >= 0))))
+    completion = int(np.sum(waited * (1 + 2 * (tpl.first_recv >= 0))))
     return grp.events.shape[0] * (per_instance - to_next + int(tpl.n_first.sum())) + completion
 
 
@@ -620,6 +623,8 @@ class _CollGroup:
     member_bytes: np.ndarray | None = None  # analytic: size of each member's coll vertex
     waits: np.ndarray | None = None  # non-blocking: (I, n) completing wait event, or −1
     tail_at: np.ndarray | None = None  # (I, n) offset of the later rounds in the wait's slot
+    pin: np.ndarray | None = None  # (I, n) slot whose call the first receive waits for, or −1
+    pin_at: np.ndarray | None = None  # (I, n) position among that slot's progress joins
 
     @property
     def tags(self) -> np.ndarray:
@@ -1277,14 +1282,17 @@ class _Builder:
         slot_group[at_b] = boundary
         is_final = slot_group < 0
         slot_key = np.where(is_final, 0, slot_group)
-        # a slot: [later rounds of non-blocking collectives its wait completes] calc [ops]
-        slot_pre = np.where(is_final, 0, self.coll_pre[slot_key])
-        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key]) + slot_pre
-        slot_off = np.concatenate(([0], np.cumsum(slot_size)[:-1])).astype(np.int64)
-        V = int(slot_size.sum())
         slot_of_group = np.full(n, -1, np.int64)
         slot_of_group[boundary] = at_b
+        # a slot: [later rounds of non-blocking collectives its wait completes] calc [ops]
+        # [progress joins of non-blocking collectives whose first receive waits for this call]
+        slot_pre = np.where(is_final, 0, self.coll_pre[slot_key])
+        slot_post = self._plan_progress(slot_of_group, slot_key, is_final)
+        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key]) + slot_pre + slot_post
+        slot_off = np.concatenate(([0], np.cumsum(slot_size)[:-1])).astype(np.int64)
+        V = int(slot_size.sum())
         calc_of = slot_off + slot_pre  # calc vertex of each slot
+        post_of = slot_off + slot_size - slot_post  # first progress join of each slot
         next_calc = np.empty_like(slot_off)
         next_calc[:-1] = calc_of[1:]
         if next_calc.size:
@@ -1411,14 +1419,22 @@ class _Builder:
                     e_src, e_dst = e_src[keep], e_dst[keep]
                     first = at.of(j, np.arange(int(tpl.n_first[j])))
                     add(first, np.broadcast_to(next_c[:, j, None], first.shape), IREQUIRES)
-                    # the completing wait requires the last join and, so that a wait's
-                    # receives are processed at the wait under progress "wait", the first
-                    # receive (every later round depends on it)
+                    # the completing wait requires the last join
                     rows = np.flatnonzero(grp.tail_at[:, j] >= 0)
-                    done = next_calc[w_slot[rows, j]]
-                    ends = [nvj - 1] + ([int(tpl.first_recv[j])] if tpl.first_recv[j] >= 0 else [])
-                    src = at.of(j, np.array(ends))[rows]
-                    add(src, np.broadcast_to(done[:, None], src.shape), REQUIRES)
+                    add(
+                        at.of(j, np.array([nvj - 1]))[rows, 0], next_calc[w_slot[rows, j]], REQUIRES
+                    )
+                    # a progress join (a zero-cost calc nothing waits for) requires the first
+                    # receive and the calc before the first blocking call after the start:
+                    # under progress "wait" that receive, and every later round after it, is
+                    # processed no earlier than that call
+                    rows = np.flatnonzero(grp.pin[:, j] >= 0)
+                    if rows.size:
+                        pin = grp.pin[rows, j]
+                        z = post_of[pin] + grp.pin_at[rows, j]
+                        first_recv = at.of(j, np.array([int(tpl.first_recv[j])]))[rows, 0]
+                        add(first_recv, z, REQUIRES)
+                        add(calc_of[pin], z, REQUIRES)
                 src = at.place(j, e_src, prev_c[:, j], next_c[:, j])
                 add(src, at.place(j, e_dst, prev_c[:, j], next_c[:, j]), REQUIRES)
             if tpl.m_a.size:
@@ -1438,6 +1454,35 @@ class _Builder:
             "edge_kind": edge_kind,
             "t_trace_ns": t_trace,
         }
+
+    def _plan_progress(
+        self, slot_of_group: np.ndarray, slot_key: np.ndarray, is_final: np.ndarray
+    ) -> np.ndarray:
+        """Where each waited non-blocking collective's first receive is pinned: the rank's first
+        blocking call after the start (a blocking op or collective, or a wait: the completing
+        one at the latest), where an MPI library without a progress thread spins its progress
+        engine. Sets ``grp.pin`` (slot, −1: none) and ``grp.pin_at`` (position among the
+        slot's progress joins); returns the number of progress joins per slot."""
+        n_slots = slot_key.size
+        slot_post = np.zeros(n_slots, np.int64)
+        blocking = ~is_final & ~kind_in(self.ev.kind[slot_key], (*_NONBLOCKING, ICOLL))
+        first = np.where(blocking, np.arange(n_slots), n_slots)
+        first = np.minimum.accumulate(first[::-1])[::-1]  # first blocking slot ≥ s
+        after = np.append(first[1:], n_slots)  # first blocking slot > s (a later rank's too)
+        for grp in self.coll_groups:
+            if grp.waits is None:
+                continue
+            S = slot_of_group[grp.events]
+            has = (grp.tail_at >= 0) & (grp.template.first_recv >= 0)[None, :]
+            grp.pin = np.where(has, after[S], -1)
+            pins = grp.pin[has]
+            order = np.argsort(pins, kind="stable")
+            rank_in = np.empty(pins.size, np.int64)
+            rank_in[order] = _run_index(pins[order])
+            grp.pin_at = np.zeros(S.shape, np.int64)
+            grp.pin_at[has] = slot_post[pins] + rank_in
+            np.add.at(slot_post, pins, 1)
+        return slot_post
 
     def _rank_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per rank: trace time of the end of MPI_Init and of the start of MPI_Finalize."""

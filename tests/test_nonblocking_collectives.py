@@ -102,19 +102,53 @@ def test_the_expansion_messages(tmp_path):
 
 def test_first_round_at_the_call_the_rest_before_the_wait(tmp_path):
     """Rank 0's vertices: calc, [round 1: send, recv, join], [round 2: send, recv, join], the
-    calc before the wait, the calc after it. The calc after the call irequires round 1; the
-    calc after the wait requires the last join and the first receive."""
+    calc before the wait, the wait's progress join, the calc after the wait. The calc after
+    the call irequires round 1; the calc after the wait requires the last join; the progress
+    join requires the first receive and the calc before the wait (the first blocking call)."""
     graph, _ = quiet_read(running_example(tmp_path / "t"))
     mine = np.flatnonzero(graph.rank == 0)
-    assert graph.kind[mine].tolist() == [CALC, SEND, RECV, CALC, SEND, RECV, CALC, CALC, CALC]
-    assert graph.cost_ns[mine][[0, 7, 8]].tolist() == [10_000, 20_000, 10_000]
-    v = mine[0] + np.arange(9)
+    kinds = [CALC, SEND, RECV, CALC, SEND, RECV, CALC, CALC, CALC, CALC]
+    assert graph.kind[mine].tolist() == kinds
+    assert graph.cost_ns[mine].tolist() == [10_000] + [0] * 6 + [20_000, 0, 10_000]
+    v = mine[0] + np.arange(10)
     edges = set(
         zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_kind.tolist(), strict=True)
     )
     assert {(v[1], v[7], IREQUIRES), (v[2], v[7], IREQUIRES)} <= edges
-    assert {(v[6], v[8], REQUIRES), (v[2], v[8], REQUIRES), (v[7], v[8], REQUIRES)} <= edges
+    assert {(v[6], v[9], REQUIRES), (v[7], v[9], REQUIRES)} <= edges
+    assert {(v[2], v[8], REQUIRES), (v[7], v[8], REQUIRES)} <= edges
+    assert not any(src == v[8] for src, _, _ in edges)  # nothing waits for the progress join
     assert (v[3], v[4], REQUIRES) in edges and (v[3], v[5], REQUIRES) in edges
+
+
+def test_a_blocking_call_before_the_wait_progresses_the_collective(tmp_path):
+    """Rank 0 starts an Ibarrier, then blocks in a Recv that rank 2 answers only after its own
+    wait, which needs rank 0's second round (dissemination: 0 → 2 in round 2). A valid MPI
+    program: without a progress thread the Recv drives the barrier, so under progress "wait"
+    rank 0's first receive is processed from the Recv on, not at its wait (which would be a
+    false deadlock). G = 0, every message 2o + L = 6,000: the rounds end at 16,000 and 22,000;
+    rank 2 computes 1 µs after its wait and sends at 23,000; rank 0's Recv ends at 29,000, and
+    its last 10 µs make T = 39,000 in every model."""
+    P = 4
+    ranks = []
+    for r in range(P):
+        lines = [f"MPI_Ibarrier:110:{comm(r, P)}:4000:111"]
+        if r == 0:
+            lines += [
+                f"MPI_Recv:111:1:1:10,8,8:2:5:{comm(0, P)}:77:130",
+                "MPI_Wait:130:4000:88:131",
+            ]
+            lines.append("MPI_Finalize:141:-")
+        elif r == 2:
+            lines += ["MPI_Wait:111:4000:88:120", f"MPI_Send:121:1:1:10,8,8:0:5:{comm(2, P)}:125"]
+            lines.append("MPI_Finalize:126:-")
+        else:
+            lines += ["MPI_Wait:111:4000:88:120", "MPI_Finalize:121:-"]
+        ranks.append(lines)
+    graph, said = quiet_read(write_rank_files(tmp_path / "t", ranks))
+    assert said == []
+    for progress, nic in MODELS:
+        assert runtime(graph, progress, nic, G=0.0) == 39_000
 
 
 def test_runtime_by_hand(tmp_path):
