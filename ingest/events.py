@@ -469,3 +469,13 @@ MPI_Session_finalize MPI_Comm_create_from_group MPI_Group_from_session_pset MPI_
 MPI_Precv_init MPI_Pready MPI_Parrived MPI_Isendrecv MPI_Isendrecv_replace
 """.split()
 )
+
+#: MPI-4 persistent collectives: known MPI functions that no reader models yet.
+PERSISTENT_COLLECTIVES = frozenset(
+    f"MPI_{name}_init"
+    for name in """Barrier Bcast Reduce Allreduce Allgather Allgatherv Alltoall Alltoallv
+    Alltoallw Gather Gatherv Scatter Scatterv Reduce_scatter Reduce_scatter_block Scan Exscan
+    Neighbor_allgather Neighbor_allgatherv Neighbor_alltoall Neighbor_alltoallv
+    Neighbor_alltoallw""".split()
+)
+MPI_FUNCTIONS = MPI_FUNCTIONS | PERSISTENT_COLLECTIVES

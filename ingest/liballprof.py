@@ -112,6 +112,7 @@ from llamp.ingest.events import (
     IRECV,
     ISEND,
     MPI_FUNCTIONS,
+    PERSISTENT_COLLECTIVES,
     PROC_NULL,
     RECV,
     RECV_INIT,
@@ -843,6 +844,13 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
             if name not in MPI_FUNCTIONS:
                 diag.problem(
                     f"unknown call {name!r} (not an MPI function): {scan.line_text(first)!r}",
+                    where,
+                    int(scan.rec_line[first]),
+                )
+            elif name in PERSISTENT_COLLECTIVES:
+                diag.problem(
+                    f"{name}: persistent collectives (MPI-4) are not modelled (--lenient "
+                    "absorbs them and drops their MPI_Start)",
                     where,
                     int(scan.rec_line[first]),
                 )

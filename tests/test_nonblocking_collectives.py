@@ -453,3 +453,25 @@ def test_dumpi_cannot_record_them():
     }
     assert names.isdisjoint(DUMPI_FUNCTIONS)
     assert "MPI_Allreduce" in DUMPI_FUNCTIONS and "MPI_Isend" in DUMPI_FUNCTIONS
+
+
+def test_persistent_collectives_are_refused_by_name(tmp_path):
+    """MPI-4's MPI_Allreduce_init + MPI_Start are not modelled: an error naming the call, not
+    an 'unknown call'; lenient reading absorbs them."""
+    path = write_rank_files(
+        tmp_path / "t",
+        [
+            [
+                f"MPI_Allreduce_init:110:1:2:1:10,8,8:3:{comm(r, 2)}:99:4000:111",
+                "MPI_Start:111:4000:112",
+                "MPI_Wait:112:4000:5:113",
+                "MPI_Finalize:120:-",
+            ]
+            for r in range(2)
+        ],
+    )
+    with pytest.raises(TraceError, match=r"rank-0.txt:4: MPI_Allreduce_init: persistent collec"):
+        read(path)
+    graph, said = quiet_read(path, lenient=True)
+    assert int(np.count_nonzero(graph.kind == SEND)) == 0
+    assert any("persistent collectives (MPI-4) are not modelled" in s for s in said)
