@@ -55,10 +55,10 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   collective, or a wait: the completing one at the latest), ``requires`` the calc before that
   call and the member's first receive. So under progress ``async`` the rounds advance as their
   messages arrive, and under ``wait`` the first receive is a receive of that call, processed no
-  earlier than the call, and every later round follows it (docs/model.md §Non-blocking
-  collectives). Without a completing wait in the trace all rounds stay at the call and nothing
-  waits for them (counted in the summary). An analytic model's ``coll`` vertex is placed like
-  a first round and required by the wait.
+  earlier than the call, and every later round follows it
+  (docs/model.md §Non-blocking collectives). Without a completing wait in the trace all rounds
+  stay at the call and nothing waits for them (counted in the summary). An analytic model's
+  ``coll`` vertex is placed like a first round and required by the wait.
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
 ``tag + c·2^32`` on communicator ``c`` (MPI tags are < 2^31), so messages of different
