@@ -10,6 +10,7 @@ computes 10 µs more. L = 3 µs, o = 1.5 µs, G = 6 ns/B, so one message costs
 
 from __future__ import annotations
 
+import random
 import warnings
 from pathlib import Path
 
@@ -475,3 +476,72 @@ def test_persistent_collectives_are_refused_by_name(tmp_path):
     graph, said = quiet_read(path, lenient=True)
     assert int(np.count_nonzero(graph.kind == SEND)) == 0
     assert any("persistent collectives (MPI-4) are not modelled" in s for s in said)
+
+
+# --------------------------------------------------------------------------- random programs
+ISTARTS = {
+    "MPI_Iallreduce": "1:2:{n}:13,1,1:3:{comm}",
+    "MPI_Ibcast": "3:{n}:13,1,1:1:{comm}",
+    "MPI_Ireduce": "1:2:{n}:13,1,1:3:0:{comm}",
+    "MPI_Iallgather": "1:{n}:13,1,1:2:{n}:13,1,1:{comm}",
+    "MPI_Ialltoall": "1:{n}:13,1,1:2:{n}:13,1,1:{comm}",
+    "MPI_Ibarrier": "{comm}",
+}
+
+
+def random_program(directory: Path, seed: int) -> Path:
+    """Every rank: the same steps (non-blocking collectives of 8 B … 300 kB, waits on random
+    subsets of the pending ones, a Sendrecv ring, a blocking Allreduce), random compute between."""
+    rng = random.Random(seed)
+    P = rng.choice([2, 3, 4, 5, 8])
+    steps, pending = [], []
+    for k in range(rng.randint(2, 7)):
+        c = rng.random()
+        if c < 0.45:
+            steps.append(("start", rng.choice(sorted(ISTARTS)), rng.choice([8, 1000, 300_000]), k))
+            pending.append(4000 + 8 * k)
+        elif c < 0.65 and pending:
+            rng.shuffle(pending)
+            m = rng.randint(1, len(pending))
+            steps.append(("wait", pending[:m]))
+            pending = pending[m:]
+        else:
+            steps.append(("ring" if c < 0.85 else "allreduce", rng.choice([8, 300_000])))
+    steps.append(("wait", pending))
+    ranks = []
+    for r in range(P):
+        t, lines = 100, []
+        for step in steps:
+            t += rng.randint(0, 30)
+            if step[0] == "start":
+                _, name, n, k = step
+                fields = ISTARTS[name].format(n=n, comm=comm(r, P))
+                lines.append(f"{name}:{t}:{fields}:{4000 + 8 * k}:{t + 1}")
+                t += 1
+            elif step[0] == "wait":
+                for req in step[1]:
+                    lines.append(f"MPI_Wait:{t}:{req}:5:{t + 1}")
+                    t += 1
+            elif step[0] == "ring":
+                n, right, left = step[1], (r + 1) % P, (r - 1) % P
+                lines.append(
+                    f"MPI_Sendrecv:{t}:1:{n}:13,1,1:{right}:3:2:{n}:13,1,1:{left}:3:{comm(r, P)}:5:{t + 2}"
+                )
+                t += 2
+            else:
+                lines.append(f"MPI_Allreduce:{t}:1:2:1:10,8,8:3:{comm(r, P)}:{t + 2}")
+                t += 2
+        ranks.append([*lines, f"MPI_Finalize:{t + 5}:-"])
+    return write_rank_files(directory, ranks)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_never_deadlock(tmp_path, seed):
+    """Valid programs stay deadlock-free under every model (the progress join pins the first
+    receive at a blocking call, never behind a call that waits for the peers' later rounds),
+    and progress "wait" only adds constraints: T(async) ≤ T(wait) with the NIC model
+    ``overlap`` (under ``serial`` the receive NIC order, by event depth, may change with them)."""
+    graph, said = quiet_read(random_program(tmp_path / "t", seed))
+    assert said == []
+    T = {(p, n): runtime(graph, p, n) for p, n in MODELS}
+    assert T["async", "overlap"] <= T["wait", "overlap"] + 1e-6
