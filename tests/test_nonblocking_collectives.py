@@ -545,3 +545,19 @@ def test_random_programs_never_deadlock(tmp_path, seed):
     assert said == []
     T = {(p, n): runtime(graph, p, n) for p, n in MODELS}
     assert T["async", "overlap"] <= T["wait", "overlap"] + 1e-6
+
+
+def test_the_collectives_instance_table_counts_them(tmp_path):
+    """`llamp collectives` lists an I-collective's instances as it lists the blocking call's."""
+    from llamp.lp.collectives_whatif import collective_instances
+
+    tables = {
+        nonblocking: collective_instances(
+            read_liballprof(
+                one_collective(tmp_path / str(nonblocking), 4, "allreduce", nonblocking)
+            )
+        )
+        for nonblocking in (False, True)
+    }
+    assert tables[True]["instances"].tolist() == [1]
+    assert tables[True].equals(tables[False])
