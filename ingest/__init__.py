@@ -99,6 +99,20 @@ def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
     return read_goal(path, lenient=lenient, progress=progress)
 
 
+def _chakra(
+    path: Path, *, lenient: bool, progress: bool, collectives: dict[str, str] | None = None
+) -> ExecutionGraph:
+    from llamp.ingest.chakra import read_chakra
+
+    return read_chakra(path, collectives=collectives, lenient=lenient, progress=progress)
+
+
+def _is_chakra(path: Path) -> bool:
+    from llamp.ingest.chakra import is_chakra
+
+    return is_chakra(path)
+
+
 def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
     from llamp.ingest.npz import read_npz
 
@@ -145,6 +159,15 @@ FORMATS: dict[str, Format] = {
             _goal,
             lambda p: p.is_file() and p.suffix == ".goal",
             "GOAL schedule (Schedgen output, LogGOPSim input), *.goal",
+        ),
+        Format(
+            "chakra",
+            "graph",
+            _chakra,
+            _is_chakra,
+            "Chakra execution trace (MLCommons, ASTRA-sim): <prefix>.<rank>.et files or their "
+            "directory",
+            options=frozenset({"collectives"}),
         ),
         Format(
             "npz",
@@ -292,8 +315,9 @@ def read(
             from llamp.ingest.build import check_algorithms
 
             check_algorithms(collectives)  # still reject typos
+        chosen_collectives = {"collectives": collectives} if "collectives" in spec.options else {}
         with _damaged_input(path, chosen):
-            graph = spec.load(path, lenient=lenient, progress=progress)
+            graph = spec.load(path, lenient=lenient, progress=progress, **chosen_collectives)
         if name:
             graph.meta["name"] = name
         return graph
