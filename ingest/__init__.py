@@ -311,7 +311,7 @@ def read(
         raise InputError(f"{path}: no such file or directory")
     options = _reader_options(path, spec, host_speed)
     if spec.kind == "graph":
-        if collectives:
+        if collectives and "collectives" not in spec.options:
             from llamp.ingest.build import check_algorithms
 
             check_algorithms(collectives)  # still reject typos

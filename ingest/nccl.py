@@ -147,8 +147,13 @@ class NcclPlan:
         return sum(1 for m in self.lanes for lane in m for r in lane for s in r if s.kind == SEND)
 
     def merged_rounds(self) -> tuple[tuple[tuple[NcclStep, ...], ...], ...]:
-        """Each member's lanes merged round by round (round ``k`` = round ``k`` of every lane):
-        the one-chain form of :mod:`llamp.ingest.collectives`, which synchronises the lanes."""
+        """Each member's lanes as one chain of rounds (the form of
+        :mod:`llamp.ingest.collectives`): channels of a ring, chain or point-to-point plan side
+        by side (round ``k`` = round ``k`` of every lane: they have the same shape), the two
+        trees one after the other (merging trees of different shapes round by round could
+        deadlock when every message is a rendezvous)."""
+        if self.algorithm == "tree":
+            return tuple(tuple(r for lane in member for r in lane) for member in self.lanes)
         return tuple(
             tuple(
                 tuple(s for lane in member if k < len(lane) for s in lane[k])
@@ -381,7 +386,8 @@ def plan(
                 to_root = op == "gather"
                 if i == root:
                     kind = RECV if to_root else SEND
-                    rounds = [[(kind, m, block[m]) for m in range(P) if m != root]]
+                    order = [(root + d) % P for d in range(1, P)]
+                    rounds = [[(kind, m, block[m]) for m in order]]
                 else:
                     rounds = [[(SEND if to_root else RECV, root, block[i])]]
             else:  # sendrecv: member 0 sends to member 1
@@ -523,18 +529,20 @@ def _mpi_bytes(op: str, P: int, size: int, counts: tuple[int, ...]) -> tuple[int
 
 
 def mpi_algorithms() -> dict[str, dict[str, object]]:
-    """The NCCL choices as algorithms of :mod:`llamp.ingest.collectives` (op → name → plan
-    function), for MPI traces: there a member's lanes are merged round by round and the
-    protocol's per-hop latency is left out (the MPI builder's rounds hold messages only), so
-    the protocols differ in their wire bytes alone."""
+    """NCCL's algorithms as algorithms of :mod:`llamp.ingest.collectives` (op → name → plan
+    function) for MPI traces: ``nccl`` (NCCL's rule picks the algorithm), ``nccl_ring``,
+    ``nccl_tree``, ``nccl_p2p``. The MPI builder's rounds hold messages only, so there a plan is
+    its message pattern: payload bytes (Simple), no per-hop latency, one channel, each member's
+    lanes as one chain (:meth:`NcclPlan.merged_rounds`). The protocols are for the GPU readers,
+    whose graphs carry them."""
 
     def make(op: str, name: str):
         def expand(a) -> list:
             from llamp.ingest.collectives import _recv, _send
 
             nbytes, blocks = _mpi_bytes(op, a.P, a.size, a.counts)
-            alg, proto = resolve(op, a.P, nbytes, name)
-            p = plan(op, a.P, nbytes, algorithm=alg, protocol=proto, root=a.root, blocks=blocks)
+            alg = resolve(op, a.P, nbytes, name)[0]
+            p = plan(op, a.P, nbytes, algorithm=alg, protocol="simple", root=a.root, blocks=blocks)
             return [
                 [[(_send if s.kind == SEND else _recv)(s.peer, s.size) for s in rnd] for rnd in m]
                 for m in p.merged_rounds()
@@ -544,4 +552,7 @@ def mpi_algorithms() -> dict[str, dict[str, object]]:
 
     mpi_ops = ("allreduce", "allgather", "reduce_scatter", "bcast", "reduce", "alltoall",
                "gather", "scatter")  # fmt: skip
-    return {op: {name: make(op, name) for name in choice_names(op)} for op in mpi_ops}
+    return {
+        op: {name: make(op, name) for name in ("nccl", *(f"nccl_{a}" for a in NCCL_ALGORITHMS[op]))}
+        for op in mpi_ops
+    }
