@@ -93,9 +93,18 @@ def _is_dumpi(path: Path) -> bool:
     return is_dumpi(path)
 
 
-def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
+def _goal(
+    path: Path, *, lenient: bool, progress: bool, collectives: dict[str, str] | None = None
+) -> ExecutionGraph:
     from llamp.ingest.goal import read_goal
+    from llamp.ingest.goal_ai import has_markers, read_goal_ai
 
+    if has_markers(path):
+        return read_goal_ai(path, collectives=collectives, lenient=lenient, progress=progress)
+    if collectives:
+        from llamp.ingest.build import check_algorithms
+
+        check_algorithms(collectives)  # still reject typos
     return read_goal(path, lenient=lenient, progress=progress)
 
 
@@ -158,7 +167,9 @@ FORMATS: dict[str, Format] = {
             "graph",
             _goal,
             lambda p: p.is_file() and p.suffix == ".goal",
-            "GOAL schedule (Schedgen output, LogGOPSim input), *.goal",
+            "GOAL schedule (Schedgen output, LogGOPSim input; ATLAHS collective markers "
+            "expanded), *.goal",
+            options=frozenset({"collectives"}),
         ),
         Format(
             "chakra",

@@ -255,7 +255,7 @@ def read_chakra(
     """
     files = rank_files(Path(path))
     machine = machine or nccl.NcclMachine()
-    choices = _check_choices(collectives)
+    choices = nccl.check_choices(collectives, what="a Chakra trace")
     P = len(files)
     # pass 1: which groups each rank uses, and its collectives per group, in order
     groups_of: list[set[str]] = []
@@ -292,20 +292,6 @@ def read_chakra(
         "nccl_machine": asdict(machine),
     }
     return builder.finish(meta, where=str(path))
-
-
-def _check_choices(collectives: dict[str, str] | None) -> dict[str, str]:
-    chosen = {op: "nccl" for op in nccl.NCCL_ALGORITHMS}
-    for op, name in (collectives or {}).items():
-        if op not in nccl.NCCL_ALGORITHMS:
-            continue  # an MPI-only choice (e.g. scan) never applies to a Chakra trace
-        if nccl.parse_choice(op, name) is None:
-            raise InputError(
-                f"{op}={name}: a Chakra trace runs NCCL collectives; choose one of "
-                f"{', '.join(nccl.choice_names(op))}"
-            )
-        chosen[op] = name
-    return chosen
 
 
 def _plan_instances(files, calls, members, choices, machine):

@@ -55,6 +55,8 @@ class GpuGraphBuilder:
         self._nic = array("h")
         self._src = array("q")
         self._dst = array("q")
+        self._ekind = array("b")
+        self._matched = array("b")  # 1: a send/recv already paired by the source format
         self._last_rank = -1
 
     def _vertex(self, rank: int, kind: int, cost: float, size: int, peer: int, tag: int,
@@ -70,7 +72,40 @@ class GpuGraphBuilder:
         self._tag.append(tag)
         self._cpu.append(cpu)
         self._nic.append(nic)
+        self._matched.append(0)
         return len(self._rank) - 1
+
+    def copy_vertices(self, columns: dict[str, np.ndarray], *, matched: np.ndarray) -> int:
+        """Append vertices given as numpy columns (``rank``, ``kind``, ``cost_ns``, ``size``,
+        ``peer``, ``tag``, ``cpu``, ``nic``, all of one length, ranks not below the last one);
+        ``matched`` marks sends/recvs whose messages the caller adds with :meth:`message`.
+        Returns the id of the first."""
+        first = len(self._rank)
+        n = len(columns["rank"])
+        if n == 0:
+            return first
+        if int(columns["rank"][0]) < self._last_rank:
+            raise RuntimeError("GpuGraphBuilder takes ranks in ascending order")
+        self._last_rank = int(columns["rank"][-1])
+        for name, buf, dtype in (
+            ("rank", self._rank, np.int32),
+            ("kind", self._kind, np.int8),
+            ("cost_ns", self._cost, np.float64),
+            ("size", self._size, np.int64),
+            ("peer", self._peer, np.int32),
+            ("tag", self._tag, np.int64),
+            ("cpu", self._cpu, np.int16),
+            ("nic", self._nic, np.int16),
+        ):
+            buf.frombytes(np.ascontiguousarray(columns[name], dtype=dtype).tobytes())
+        self._matched.frombytes(np.ascontiguousarray(matched, dtype=np.int8).tobytes())
+        return first
+
+    def edges(self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> None:
+        """Append edges of any kind (``message`` edges join sends/recvs marked ``matched``)."""
+        self._src.frombytes(np.ascontiguousarray(src, dtype=np.int64).tobytes())
+        self._dst.frombytes(np.ascontiguousarray(dst, dtype=np.int64).tobytes())
+        self._ekind.frombytes(np.ascontiguousarray(kind, dtype=np.int8).tobytes())
 
     def calc(self, rank: int, cost_ns: float, cpu: int = 0) -> int:
         return self._vertex(rank, CALC, float(cost_ns), 0, 0, 0, cpu, 0)
@@ -85,6 +120,7 @@ class GpuGraphBuilder:
         """``after`` starts once ``before`` has finished."""
         self._src.append(before)
         self._dst.append(after)
+        self._ekind.append(REQUIRES)
 
     def collective(
         self,
@@ -139,10 +175,12 @@ class GpuGraphBuilder:
         peer = np.frombuffer(self._peer, np.int32)
         tag = np.frombuffer(self._tag, np.int64)
         size = np.frombuffer(self._size, np.int64)
-        sends, recvs = fifo_match(rank, kind, peer, tag)
-        comm_ops = int(np.count_nonzero((kind == SEND) | (kind == RECV)))
+        open_ = np.flatnonzero(np.frombuffer(self._matched, np.int8) == 0)
+        sends, recvs = fifo_match(rank[open_], kind[open_], peer[open_], tag[open_])
+        sends, recvs = open_[sends], open_[recvs]
+        comm_ops = int(np.count_nonzero((kind[open_] == SEND) | (kind[open_] == RECV)))
         if 2 * sends.size != comm_ops:
-            matched = np.zeros(kind.size, bool)
+            matched = np.frombuffer(self._matched, np.int8).astype(bool)
             matched[sends] = matched[recvs] = True
             v = int(np.flatnonzero(((kind == SEND) | (kind == RECV)) & ~matched)[0])
             what = "send to" if kind[v] == SEND else "receive from"
@@ -162,7 +200,7 @@ class GpuGraphBuilder:
         src = np.concatenate((np.frombuffer(self._src, np.int64), sends))
         dst = np.concatenate((np.frombuffer(self._dst, np.int64), recvs))
         ekind = np.concatenate(
-            (np.full(len(self._src), REQUIRES, np.int8), np.full(sends.size, MESSAGE, np.int8))
+            (np.frombuffer(self._ekind, np.int8), np.full(sends.size, MESSAGE, np.int8))
         )
         return ExecutionGraph.from_arrays(
             self.num_ranks,

@@ -489,6 +489,22 @@ def choice_names(op: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def check_choices(collectives: dict[str, str] | None, *, what: str) -> dict[str, str]:
+    """Every NCCL operation's choice (default ``nccl``) from a user's ``{op: choice}``;
+    choices for operations NCCL does not run (an MPI-only ``scan``) are ignored."""
+    chosen = dict.fromkeys(NCCL_ALGORITHMS, "nccl")
+    for op, name in (collectives or {}).items():
+        if op not in NCCL_ALGORITHMS:
+            continue
+        if parse_choice(op, name) is None:
+            raise InputError(
+                f"{op}={name}: {what} runs NCCL collectives; choose one of "
+                f"{', '.join(choice_names(op))}"
+            )
+        chosen[op] = name
+    return chosen
+
+
 def resolve(
     op: str, P: int, nbytes: int, name: str = "nccl", machine: NcclMachine | None = None
 ) -> tuple[str, str]:
