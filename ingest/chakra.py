@@ -280,13 +280,15 @@ def read_chakra(
     for r, f in enumerate(files):
         stream = {g: _FIRST_GROUP + j * lanes for j, g in enumerate(sorted(groups_of[r]))}
         _build_rank(builder, r, f, stream, group_id, members, plans)
-    used_choices = sorted({(op, f"{p.algorithm}/{p.protocol.name}") for op, p in plans.values()})
+    used: dict[str, set[str]] = {}
+    for op, p in plans.values():
+        used.setdefault(op, set()).add(f"{p.algorithm}/{p.protocol.name}")
     meta = {
         "name": Path(path).name if Path(path).is_dir() else Path(path).parent.name,
         "format": "chakra",
         "files": [str(f) for f in files],
         "ingested": datetime.now(UTC).isoformat(timespec="seconds"),
-        "collectives": {op: alg for op, alg in used_choices},
+        "collectives": {op: ", ".join(sorted(algs)) for op, algs in sorted(used.items())},
         "collective_algorithms": choices,
         "process_groups": {g or "world": list(members[g]) for g in names},
         "nccl_machine": asdict(machine),

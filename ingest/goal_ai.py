@@ -255,9 +255,15 @@ def _splice(path, base: ExecutionGraph, markers, plans, machine) -> ExecutionGra
         {
             "format": "goal",
             "collective_markers": len(markers),
-            "collectives": {
-                p.op: f"{p.algorithm}/{p.protocol.name}" for _, p in sorted(plans.values(), key=str)
-            },
+            "collectives": _used(plan for _, plan in plans.values()),
         }
     )
     return builder.finish(meta, where=str(path))
+
+
+def _used(plans) -> dict[str, str]:
+    """op → the algorithm/protocol pairs its instances got, comma-separated."""
+    used: dict[str, set[str]] = {}
+    for p in plans:
+        used.setdefault(p.op, set()).add(f"{p.algorithm}/{p.protocol.name}")
+    return {op: ", ".join(sorted(algs)) for op, algs in sorted(used.items())}
