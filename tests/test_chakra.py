@@ -74,6 +74,24 @@ def test_an_algorithm_and_protocol_can_be_chosen():
         read(path, collectives={"allreduce": "recursive_doubling"})
 
 
+def test_collective_what_if_rereads_the_chakra_trace_per_variant():
+    """NCCL ring vs double binary tree on the 8-NPU all-reduce: the ring's 2·7·8 messages per
+    channel and piece against the trees' 2·7."""
+    from llamp.lp.collectives_whatif import compare_collectives
+
+    path = MICRO / "all_reduce" / "8npus_1MB"
+    result = compare_collectives(
+        path, ["allreduce=nccl_ring", "allreduce=nccl_tree"], LogGPS(), [0.0, 5000.0]
+    )
+    s = result.summary.set_index("variant")
+    for alg in ("ring", "tree"):
+        graph = read(path, collectives={"allreduce": f"nccl_{alg}"})
+        row = s.loc[f"allreduce=nccl_{alg}"]
+        assert int(row["messages"]) == int((graph.kind == SEND).sum())
+        assert row["runtime_ns"] == pytest.approx(evaluate(graph, LogGPS()).runtime_ns, rel=1e-12)
+    assert s.loc["allreduce=nccl_ring", "messages"] > s.loc["allreduce=nccl_tree", "messages"]
+
+
 def test_custom_ring_allreduce_as_send_recv_nodes():
     """The ring written as 2(P−1) send/recv steps: at o = 0 and eager, T is the textbook ring."""
     graph = read(RING)
