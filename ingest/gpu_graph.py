@@ -24,6 +24,7 @@ into an :class:`~llamp.graph.ExecutionGraph`:
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class GpuGraphBuilder:
         self._ekind = array("b")
         self._matched = array("b")  # 1: a send/recv already paired by the source format
         self._last_rank = -1
+        self._templates: dict[tuple[int, int, int], tuple[NcclPlan, _Template]] = {}
 
     def _vertex(self, rank: int, kind: int, cost: float, size: int, peer: int, tag: int,
                 cpu: int, nic: int) -> int:  # fmt: skip
@@ -134,38 +136,39 @@ class GpuGraphBuilder:
         cpu: int,
     ) -> tuple[int, int]:
         """Member ``member``'s part of ``plan`` (group members are the world ranks ``world``);
-        returns its (entry, exit) calcs."""
+        returns its (entry, exit) calcs. The member's vertices and edges are laid out once per
+        plan and member (:func:`_template`) and appended as arrays, shifted to their ids."""
         if instance >= _MAX_INSTANCES:
             raise TraceError(
                 f"more than {_MAX_INSTANCES} collectives on one communicator are not supported"
             )
-        entry = self.calc(rank, 0.0, cpu)
-        lasts = []
-        hop = plan.protocol.hop_ns
+        if rank < self._last_rank:
+            raise RuntimeError("GpuGraphBuilder takes ranks in ascending order")
+        self._last_rank = rank
+        key = (id(plan), member, self.nics)
+        t = self._templates.get(key)
+        if t is None:
+            t = self._templates[key] = (plan, _template(plan, member, self.nics))
+        t = t[1]
+        first = len(self._rank)
+        n = t.kind.size
+        comm_op = t.kind != CALC
         base_tag = COLL_TAG_BASE + comm * COMM_TAG_STRIDE + (instance << 10)
-        for lane, rounds in enumerate(plan.lanes[member]):
-            prev = entry
-            lane_cpu = cpu + lane
-            for rnd in rounds:
-                ops = []
-                for step in rnd:
-                    nic = step.channel % self.nics
-                    peer = world[step.peer]
-                    if step.kind == SEND:
-                        v = self.send(rank, peer, step.size, base_tag + lane, lane_cpu, nic)
-                    else:
-                        v = self.recv(rank, peer, step.size, base_tag + lane, lane_cpu, nic)
-                    self.require(prev, v)
-                    ops.append(v)
-                join = self.calc(rank, hop, lane_cpu)
-                for v in ops:
-                    self.require(v, join)
-                prev = join
-            lasts.append(prev)
-        exit_ = self.calc(rank, 0.0, cpu)
-        for v in lasts:
-            self.require(v, exit_)
-        return entry, exit_
+        self._rank.frombytes(np.full(n, rank, np.int32).tobytes())
+        self._kind.frombytes(t.kind.tobytes())
+        self._cost.frombytes(t.cost.tobytes())
+        self._size.frombytes(t.size.tobytes())
+        self._peer.frombytes(
+            np.where(comm_op, np.asarray(world, np.int32)[t.peer], 0).astype(np.int32).tobytes()
+        )
+        self._tag.frombytes(np.where(comm_op, base_tag + t.lane, 0).astype(np.int64).tobytes())
+        self._cpu.frombytes((cpu + t.lane).astype(np.int16).tobytes())
+        self._nic.frombytes(t.nic.tobytes())
+        self._matched.frombytes(bytes(n))
+        self._src.frombytes((t.src + first).tobytes())
+        self._dst.frombytes((t.dst + first).tobytes())
+        self._ekind.frombytes(bytes(t.src.size))  # REQUIRES = 0
+        return first, first + n - 1
 
     def finish(self, meta: dict, *, where: str) -> ExecutionGraph:
         """Match messages FIFO and build the validated graph; an unmatched send or receive is a
@@ -176,7 +179,9 @@ class GpuGraphBuilder:
         tag = np.frombuffer(self._tag, np.int64)
         size = np.frombuffer(self._size, np.int64)
         open_ = np.flatnonzero(np.frombuffer(self._matched, np.int8) == 0)
-        sends, recvs = fifo_match(rank[open_], kind[open_], peer[open_], tag[open_])
+        # tags numbered densely: the (source, destination, tag) keys then pack into one int64
+        dense = np.unique(tag[open_], return_inverse=True)[1].reshape(-1)
+        sends, recvs = fifo_match(rank[open_], kind[open_], peer[open_], dense)
         sends, recvs = open_[sends], open_[recvs]
         comm_ops = int(np.count_nonzero((kind[open_] == SEND) | (kind[open_] == RECV)))
         if 2 * sends.size != comm_ops:
@@ -225,3 +230,72 @@ def _tag_text(tag: int) -> str:
         comm, low = divmod(rest, COMM_TAG_STRIDE)
         return f"collective {low >> 10} on communicator {comm}, lane {low & (MAX_LANES - 1)}"
     return f"tag {tag}"
+
+
+@dataclass(frozen=True)
+class _Template:
+    """One member's part of a plan as arrays: vertex 0 is the entry, the last the exit; edge
+    ends are local ids; ``peer`` is group-relative; ``lane`` numbers tags and cpus."""
+
+    kind: np.ndarray
+    cost: np.ndarray
+    size: np.ndarray
+    peer: np.ndarray
+    lane: np.ndarray
+    nic: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+
+def _template(plan: NcclPlan, member: int, nics: int) -> _Template:
+    kind, cost, size, peer, lane_of, nic = [CALC], [0.0], [0], [0], [0], [0]
+    src: list[int] = []
+    dst: list[int] = []
+    lasts = []
+    hop = plan.protocol.hop_ns
+    for lane, rounds in enumerate(plan.lanes[member]):
+        prev = 0
+        for rnd in rounds:
+            ops = []
+            for step in rnd:
+                v = len(kind)
+                kind.append(step.kind)
+                cost.append(0.0)
+                size.append(step.size)
+                peer.append(step.peer)
+                lane_of.append(lane)
+                nic.append(step.channel % nics)
+                src.append(prev)
+                dst.append(v)
+                ops.append(v)
+            join = len(kind)
+            kind.append(CALC)
+            cost.append(hop)
+            size.append(0)
+            peer.append(0)
+            lane_of.append(lane)
+            nic.append(0)
+            src.extend(ops)
+            dst.extend([join] * len(ops))
+            prev = join
+        lasts.append(prev)
+    lasts = lasts or [0]  # a one-member group: the exit follows the entry
+    exit_ = len(kind)
+    kind.append(CALC)
+    cost.append(0.0)
+    size.append(0)
+    peer.append(0)
+    lane_of.append(0)
+    nic.append(0)
+    src.extend(lasts)
+    dst.extend([exit_] * len(lasts))
+    return _Template(
+        np.asarray(kind, np.int8),
+        np.asarray(cost, np.float64),
+        np.asarray(size, np.int64),
+        np.asarray(peer, np.int64),
+        np.asarray(lane_of, np.int64),
+        np.asarray(nic, np.int16),
+        np.asarray(src, np.int64),
+        np.asarray(dst, np.int64),
+    )
