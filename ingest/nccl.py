@@ -411,8 +411,8 @@ def model_time_us(
     (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime``), ∞ where NCCL has no such variant."""
     if algorithm not in NCCL_ALGORITHMS.get(op, ()):
         return math.inf
-    if op in ("alltoall", "gather", "scatter", "sendrecv"):
-        return 0.0
+    if op in ("alltoall", "gather", "scatter", "sendrecv") or P < 2:
+        return 0.0  # NCCL's model has no time for these (nothing to send when P = 1)
     p = _PROTO_ORDER.index(protocol)
     nodes = max(1, -(-P // machine.gpus_per_node))
     ppn = P / nodes

@@ -227,3 +227,25 @@ def test_cli_reports_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("llamp: error: ") and "truncated" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_one_member_group_and_uploaded_rank_files(tmp_path):
+    """A group only rank 0 uses is a one-member collective (no messages, zero cost); the rank
+    files uploaded loose in the UI are read as the trace."""
+    from llamp.ui.uploads import Upload, stage
+
+    C, COLL = et_def_pb2.COMP_NODE, et_def_pb2.COMM_COLL_NODE
+    solo = [
+        node(1, C, dur=4),
+        node(2, COLL, deps=[1], comm_type=et_def_pb2.ALL_REDUCE, comm_size=64, pg_name="solo"),
+        node(3, C, deps=[2], dur=6),
+    ]
+    graph = read(write_trace(tmp_path / "t", [solo, [node(1, C, dur=1)]]))
+    assert graph.meta["process_groups"] == {"solo": [0]}
+    assert int((graph.kind == SEND).sum()) == 0
+    assert evaluate(graph, LogGPS()).runtime_ns == pytest.approx(10_000.0)
+    src = MICRO / "all_gather" / "4npus_1MB"
+    uploads = [Upload(f.name, f.read_bytes()) for f in sorted(src.iterdir())]
+    (tmp_path / "work").mkdir()
+    staged = stage(uploads, tmp_path / "work", "ag4")
+    assert read(staged).equals(read(src))
