@@ -251,7 +251,8 @@ def read_chakra(
     ``collectives`` maps an operation to an NCCL choice (``nccl``, ``nccl_ring``,
     ``nccl_tree_ll``, …; default ``nccl``: NCCL's own rule); ``machine`` is what that rule and
     the channels assume (:class:`~llamp.ingest.nccl.NcclMachine`). ``lenient`` changes
-    nothing: every problem a Chakra trace can have makes its graph wrong.
+    nothing: every problem a Chakra trace can have makes its graph wrong. ``progress`` shows
+    the ranks built on stderr.
     """
     files = rank_files(Path(path))
     machine = machine or nccl.NcclMachine()
@@ -277,7 +278,12 @@ def read_chakra(
     plans = _plan_instances(files, calls, members, choices, machine)
     lanes = max(machine.channels, 2)
     builder = GpuGraphBuilder(P, nics=machine.nics)
-    for r, f in enumerate(files):
+    ranks = enumerate(files)
+    if progress:
+        from tqdm import tqdm
+
+        ranks = tqdm(ranks, total=P, unit=" ranks", desc="building the graph", leave=False)
+    for r, f in ranks:
         stream = {g: _FIRST_GROUP + j * lanes for j, g in enumerate(sorted(groups_of[r]))}
         _build_rank(builder, r, f, stream, group_id, members, plans)
     used: dict[str, set[str]] = {}
