@@ -217,7 +217,14 @@ def _splice(path, base: ExecutionGraph, markers, plans, machine) -> ExecutionGra
         lo, hi = int(bounds[r]), int(bounds[r + 1])
         for v in range(lo, hi):
             where.setdefault((r, str(label[v])), v)
-    at = sorted((where[(m.rank, m.label)], m) for m in markers)
+    at = sorted(((where[(m.rank, m.label)], m) for m in markers), key=lambda pair: pair[0])
+    for (v, m), (w, _) in zip(at, at[1:], strict=False):
+        if v == w:
+            raise TraceError(
+                f"two collective markers share the label {m.label!r} on rank {m.rank}",
+                path=str(path),
+                line=m.line,
+            )
     n = base.num_vertices
     entry = np.arange(n, dtype=np.int64)  # old vertex → its new id (a marker: its entry)
     exit_ = entry.copy()  # … and the id its `requires` dependents wait for

@@ -353,7 +353,7 @@ def plan(
         raise InputError(f"NCCL {op}: {len(blocks)} blocks summing to {sum(blocks)}, need P={P}")
     tree = op == "allreduce" and algorithm == "tree"
     lanes = max(channels, 2) if tree else channels
-    chunk = {"bcast": nbytes, "reduce": nbytes, "allreduce": nbytes // 2 if tree else max(blocks)}
+    chunk = {"bcast": nbytes, "reduce": nbytes, "allreduce": nbytes if tree else max(blocks)}
     C = pieces if pieces is not None else _pieces(chunk.get(op, max(blocks)) // lanes, proto)
     if C < 1:
         raise InputError(f"NCCL {op}: pieces must be ≥ 1, got {C}")
