@@ -4,11 +4,11 @@ NCCL (NVIDIA Collective Communications Library) runs a collective as a set of *c
 an independent ring or tree over the GPUs carrying its share of the bytes, and cuts a channel's
 data into pieces that pipeline along it. A *protocol* sets how the bytes travel: Simple (plain
 stores, a fence per step), LL (8 bytes of data and an 8-byte flag per 16-byte line) and LL128
-(120 bytes of data per 128-byte line). :func:`plan` turns one collective instance into
-per-member *rounds* of sends and receives (the round contract of
-:mod:`llamp.ingest.collectives`: a member's round ``k`` starts once its round ``k−1`` has
-finished), each step tagged with its channel (the GPU readers put channel ``c`` on NIC
-``c mod nics``).
+(120 bytes of data per 128-byte line). :func:`plan` turns one collective instance into, per
+member, *lanes* (a channel's ring, one tree of a channel) of *rounds* of sends and receives
+(the round contract of :mod:`llamp.ingest.collectives` within a lane: round ``k`` starts once
+round ``k−1`` has finished; lanes progress independently), each step tagged with its channel
+(the GPU readers put channel ``c`` on NIC ``c mod nics``).
 
 Algorithms (``P`` members, ``n`` the collective's bytes as NCCL counts them: the buffer of an
 all-reduce, broadcast or reduce, the gathered output of an all-gather, the reduced input of a
@@ -21,8 +21,8 @@ op              algorithm  schedule                                             
 ==============  =========  ====================================================  ===========
 allreduce       ring       reduce-scatter then all-gather around the ring:        2(P−1)+C−1
                            step k, member i sends block (i−k) mod P to i+1
-allreduce       tree       NCCL's double binary tree (``ncclGetDtree``): half of  2·d + C − 1
-                           the bytes up then down each tree, both trees at once   per phase
+allreduce       tree       NCCL's double binary tree (``ncclGetDtree``): half of  ≤ 2(C+1)
+                           the bytes up then down each tree, both trees at once
 allgather       ring       step k, member i forwards block (i−k) mod P            P−1+C−1
 reduce_scatter  ring       step k, member i sends its partial block (i−k−1)       P−1+C−1
 bcast           ring       a chain from the root along the ring                   P−1+C−1
