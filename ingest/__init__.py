@@ -94,13 +94,20 @@ def _is_dumpi(path: Path) -> bool:
 
 
 def _goal(
-    path: Path, *, lenient: bool, progress: bool, collectives: dict[str, str] | None = None
+    path: Path,
+    *,
+    lenient: bool,
+    progress: bool,
+    collectives: dict[str, str] | None = None,
+    machine: object | None = None,
 ) -> ExecutionGraph:
     from llamp.ingest.goal import read_goal
     from llamp.ingest.goal_ai import has_markers, read_goal_ai
 
     if has_markers(path):
-        return read_goal_ai(path, collectives=collectives, lenient=lenient, progress=progress)
+        return read_goal_ai(
+            path, collectives=collectives, machine=machine, lenient=lenient, progress=progress
+        )
     if collectives:
         from llamp.ingest.build import check_algorithms
 
@@ -109,11 +116,18 @@ def _goal(
 
 
 def _chakra(
-    path: Path, *, lenient: bool, progress: bool, collectives: dict[str, str] | None = None
+    path: Path,
+    *,
+    lenient: bool,
+    progress: bool,
+    collectives: dict[str, str] | None = None,
+    machine: object | None = None,
 ) -> ExecutionGraph:
     from llamp.ingest.chakra import read_chakra
 
-    return read_chakra(path, collectives=collectives, lenient=lenient, progress=progress)
+    return read_chakra(
+        path, collectives=collectives, machine=machine, lenient=lenient, progress=progress
+    )
 
 
 def _is_chakra(path: Path) -> bool:
@@ -303,6 +317,7 @@ def read(
     progress: bool = False,
     name: str | None = None,
     host_speed: float | str | None = None,
+    nccl_machine: object | None = None,
 ) -> ExecutionGraph:
     """Read ``path`` (trace directory, ``.goal`` or ``.npz``) into an :class:`ExecutionGraph`.
 
@@ -311,7 +326,9 @@ def read(
     ``lenient`` turns per-line problems into a warning with counts; ``progress`` shows tqdm bars
     on stderr. ``name`` defaults to :func:`default_name` (the trace's own name). ``host_speed``
     (flop/s or text such as ``"1Gf"``) converts a SimGrid TI trace's flops into time; it is an
-    error for a format whose computation is already time.
+    error for a format whose computation is already time. ``nccl_machine``
+    (:class:`~llamp.ingest.nccl.NcclMachine`) is what the GPU readers' NCCL choice and channels
+    assume (Chakra, GOAL with collective markers).
     """
     path = Path(path)
     chosen = detect_format(path) if fmt == "auto" else fmt
@@ -326,7 +343,11 @@ def read(
             from llamp.ingest.build import check_algorithms
 
             check_algorithms(collectives)  # still reject typos
-        chosen_collectives = {"collectives": collectives} if "collectives" in spec.options else {}
+        chosen_collectives = (
+            {"collectives": collectives, "machine": nccl_machine}
+            if "collectives" in spec.options
+            else {}
+        )
         with _damaged_input(path, chosen):
             graph = spec.load(path, lenient=lenient, progress=progress, **chosen_collectives)
         if name:

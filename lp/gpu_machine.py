@@ -29,6 +29,7 @@ import pandas as pd
 from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
+from llamp.ingest.nccl import NcclMachine
 from llamp.lp.region import NS, NS_PER_BYTE, LinkVariables
 from llamp.lp.topology import ShiftWalk
 from llamp.lp.weighted import MessageModel, check_pairwise
@@ -116,6 +117,21 @@ class GpuMachine:
         """How many local GPUs share each local GPU's NIC."""
         nic = self.nic_of_gpu()
         return np.bincount(nic, minlength=self.nics_per_node)[nic]
+
+    def nccl_machine(self, channels: int = 2) -> NcclMachine:
+        """What NCCL's choice and the GPU readers' channels assume on this machine: its GPUs per
+        node, ``channels`` channels per collective, the NICs of one GPU (at least 1), and each
+        channel's share of the NVLink and of the GPU's NIC bandwidth (GB/s = 1 / (ns/B))."""
+        share = float(self.nic_share().max())
+        (_, gi), (_, ge) = self.nvlink, self.network
+        per = max(1, channels)
+        return NcclMachine(
+            gpus_per_node=self.gpus_per_node,
+            channels=per,
+            nics=max(1, self.nics_per_node // self.gpus_per_node),
+            bw_intra_gbps=(1.0 / gi if gi > 0 else 1e9) / per,
+            bw_inter_gbps=(1.0 / (ge * share) if ge > 0 else 1e9) / per,
+        )
 
     def describe(self) -> str:
         (li, gi), (le, ge) = self.nvlink, self.network

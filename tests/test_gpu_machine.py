@@ -85,3 +85,26 @@ def test_cli_gpu_machine_and_its_region(step, tmp_path):
     assert "L_intra" in region.stdout and "L_inter" in region.stdout
     bad = llamp("gpu-machine", str(path), "gpus=0", home=tmp_path, check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("llamp: error:")
+
+
+def test_the_machine_sets_nccls_channels_and_nics(tmp_path):
+    """Two NICs per GPU: a collective's two channels leave on different NICs of the rank."""
+    machine = GpuMachine.parse("gpus=4,nics=8,net=3us:0.02ns/B")
+    nm = machine.nccl_machine()
+    assert (nm.gpus_per_node, nm.nics, nm.channels) == (4, 2, 2)
+    assert nm.bw_inter_gbps == pytest.approx(1 / 0.02 / 2)
+    path = tmp_path / "s"
+    write_training(path, TrainingStep(layers=4, micro_batches=2, hidden=1024, seq_len=512))
+    graph = read(path, nccl_machine=nm)
+    assert graph.summary().nics == 2
+    assert read(path).summary().nics == 1
+    out = llamp(
+        "ingest",
+        str(path),
+        "--gpu-machine",
+        "gpus=4,nics=8",
+        "-o",
+        str(tmp_path / "g.npz"),
+        home=tmp_path,
+    )
+    assert "→" in out.stdout
