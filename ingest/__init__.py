@@ -93,10 +93,47 @@ def _is_dumpi(path: Path) -> bool:
     return is_dumpi(path)
 
 
-def _goal(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
+def _goal(
+    path: Path,
+    *,
+    lenient: bool,
+    progress: bool,
+    collectives: dict[str, str] | None = None,
+    machine: object | None = None,
+) -> ExecutionGraph:
     from llamp.ingest.goal import read_goal
+    from llamp.ingest.goal_ai import has_markers, read_goal_ai
 
+    if has_markers(path):
+        return read_goal_ai(
+            path, collectives=collectives, machine=machine, lenient=lenient, progress=progress
+        )
+    if collectives:
+        from llamp.ingest.build import check_algorithms
+
+        check_algorithms(collectives)  # still reject typos
     return read_goal(path, lenient=lenient, progress=progress)
+
+
+def _chakra(
+    path: Path,
+    *,
+    lenient: bool,
+    progress: bool,
+    collectives: dict[str, str] | None = None,
+    machine: object | None = None,
+) -> ExecutionGraph:
+    from llamp.ingest.chakra import read_chakra
+
+    return read_chakra(
+        path, collectives=collectives, machine=machine, lenient=lenient, progress=progress
+    )
+
+
+def _is_chakra(path: Path) -> bool:
+    from llamp.ingest.chakra import is_chakra
+
+    return is_chakra(path)
 
 
 def _npz(path: Path, *, lenient: bool, progress: bool) -> ExecutionGraph:
@@ -144,7 +181,18 @@ FORMATS: dict[str, Format] = {
             "graph",
             _goal,
             lambda p: p.is_file() and p.suffix == ".goal",
-            "GOAL schedule (Schedgen output, LogGOPSim input), *.goal",
+            "GOAL schedule (Schedgen output, LogGOPSim input; ATLAHS collective markers "
+            "expanded), *.goal",
+            options=frozenset({"collectives"}),
+        ),
+        Format(
+            "chakra",
+            "graph",
+            _chakra,
+            _is_chakra,
+            "Chakra execution trace (MLCommons, ASTRA-sim): <prefix>.<rank>.et files or their "
+            "directory",
+            options=frozenset({"collectives"}),
         ),
         Format(
             "npz",
@@ -269,6 +317,7 @@ def read(
     progress: bool = False,
     name: str | None = None,
     host_speed: float | str | None = None,
+    nccl_machine: object | None = None,
 ) -> ExecutionGraph:
     """Read ``path`` (trace directory, ``.goal`` or ``.npz``) into an :class:`ExecutionGraph`.
 
@@ -277,7 +326,9 @@ def read(
     ``lenient`` turns per-line problems into a warning with counts; ``progress`` shows tqdm bars
     on stderr. ``name`` defaults to :func:`default_name` (the trace's own name). ``host_speed``
     (flop/s or text such as ``"1Gf"``) converts a SimGrid TI trace's flops into time; it is an
-    error for a format whose computation is already time.
+    error for a format whose computation is already time. ``nccl_machine``
+    (:class:`~llamp.ingest.nccl.NcclMachine`) is what the GPU readers' NCCL choice and channels
+    assume (Chakra, GOAL with collective markers).
     """
     path = Path(path)
     chosen = detect_format(path) if fmt == "auto" else fmt
@@ -288,12 +339,17 @@ def read(
         raise InputError(f"{path}: no such file or directory")
     options = _reader_options(path, spec, host_speed)
     if spec.kind == "graph":
-        if collectives:
+        if collectives and "collectives" not in spec.options:
             from llamp.ingest.build import check_algorithms
 
             check_algorithms(collectives)  # still reject typos
+        chosen_collectives = (
+            {"collectives": collectives, "machine": nccl_machine}
+            if "collectives" in spec.options
+            else {}
+        )
         with _damaged_input(path, chosen):
-            graph = spec.load(path, lenient=lenient, progress=progress)
+            graph = spec.load(path, lenient=lenient, progress=progress, **chosen_collectives)
         if name:
             graph.meta["name"] = name
         return graph

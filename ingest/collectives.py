@@ -78,6 +78,7 @@ from functools import lru_cache
 
 from llamp.errors import InputError
 from llamp.graph import RECV, SEND
+from llamp.ingest.nccl import mpi_algorithms
 
 PIPELINE_SEGMENT_BYTES = 65536
 """Default segment of the pipelined bcast: 64 KiB, small enough to pipeline multi-megabyte
@@ -709,6 +710,11 @@ _REGISTRY: dict[str, dict[str, Callable[[_Args], _Plan]]] = {
     },
     "scan": {"recursive_doubling": _scan_recursive_doubling, "linear": _scan_linear},
 }
+
+# NCCL's algorithms (ring, double binary tree, point-to-point; every protocol), by name
+# ``nccl[_ALGORITHM][_PROTOCOL]``: :mod:`llamp.ingest.nccl`.
+for _op, _algs in mpi_algorithms().items():
+    _REGISTRY[_op].update(_algs)  # type: ignore[arg-type]
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {op: tuple(algs) for op, algs in _REGISTRY.items()}
 """Collective name → the algorithms :func:`expand` supports for it."""

@@ -11,8 +11,10 @@ A variant may also charge a collective with an analytic model instead of expandi
 its instances become synchronising ``coll`` vertices, so the expansion and the closed-form
 models are compared on the same graph.
 
-Only a trace can be re-expanded: an ``.npz`` or GOAL graph already has its collectives lowered
-to point-to-point messages, and which messages formed which collective is gone.
+Only a trace can be re-expanded, and the GPU formats whose reader expands NCCL collectives
+(Chakra, GOAL with collective markers), which are re-read per variant: an ``.npz`` or plain
+GOAL graph already has its collectives lowered to point-to-point messages, and which messages
+formed which collective is gone.
 
 Where the time goes (measured, ``benchmarks/bench_whatif.py``, 16-rank noisy stencil of 10^6
 vertices, allreduce=ring expanding to 3.3·10^6 vertices): expansion 0.6 s, lowering 4.9 s, the
@@ -195,6 +197,8 @@ def _load_trace(source: Any, *, lenient: bool, host_speed: float | str | None = 
         )
     path = Path(source)
     fmt = detect_format(path)
+    if _expands_itself(path, fmt):
+        return _GraphSource(path, fmt, {"name": None})
     if FORMATS[fmt].kind != "trace":
         where = "the trace it was made from (a liballprof directory)"
         if fmt == "npz":
@@ -211,6 +215,34 @@ def _load_trace(source: Any, *, lenient: bool, host_speed: float | str | None = 
             f"algorithms; pass {where} instead"
         )
     return read_trace(path, lenient=lenient, host_speed=host_speed)
+
+
+def _expands_itself(path: Path, fmt: str) -> bool:
+    """A graph format whose reader expands the collectives it names (``collectives`` option):
+    Chakra traces, GOAL files with collective markers."""
+    from llamp.ingest import FORMATS
+
+    if "collectives" not in FORMATS[fmt].options or FORMATS[fmt].kind != "graph":
+        return False
+    if fmt == "goal":
+        from llamp.ingest.goal_ai import has_markers
+
+        return has_markers(path)
+    return True
+
+
+@dataclass(frozen=True)
+class _GraphSource:
+    """A source re-read once per variant: its reader expands the collectives (NCCL)."""
+
+    path: Path
+    fmt: str
+    meta: dict
+
+    def build(self, choices: dict[str, str], *, lenient: bool, name: str) -> ExecutionGraph:
+        from llamp.ingest import read
+
+        return read(self.path, fmt=self.fmt, collectives=choices, lenient=lenient, name=name)
 
 
 # ---------------------------------------------------------------------- estimate
@@ -389,7 +421,7 @@ def compare_collectives(
     base_name = name or trace.meta.get("name") or default
     # Weights of the steps: the estimate's costs (vertex counts only when a hook listens).
     weights = {v.label: (1.0, 1.0, 1.0) for v in parsed}
-    if hook is not None or cancel is not None:
+    if (hook is not None or cancel is not None) and not isinstance(trace, _GraphSource):
         plan = estimate_whatif(trace, parsed, levels=len(levels) + len(Ls)).variants
         for r in plan.itertuples(index=False):
             weights[r.variant] = (r.expand_s / 3.0, 2.0 * r.expand_s / 3.0, r.summary_s)
@@ -404,12 +436,17 @@ def compare_collectives(
     for variant in tqdm(parsed, unit=" variants", leave=False, disable=None if bar else True):
         started = time.perf_counter()
         w_build, w_lower, w_summary = weights[variant.label]
-        graph = build_graph(
-            trace,
-            collectives=variant.choices,
-            lenient=lenient,
-            name=f"{base_name}[{variant.label}]",
-        )
+        if isinstance(trace, _GraphSource):
+            graph = trace.build(
+                variant.choices, lenient=lenient, name=f"{base_name}[{variant.label}]"
+            )
+        else:
+            graph = build_graph(
+                trace,
+                collectives=variant.choices,
+                lenient=lenient,
+                name=f"{base_name}[{variant.label}]",
+            )
         graphs[variant.label] = graph
         steps.report(f"{variant.label}: expanded to {graph.num_vertices:,} vertices", w_build)
         used = graph.meta.get("collectives", {})

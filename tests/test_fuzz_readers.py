@@ -32,6 +32,7 @@ SAMPLES = {
     "simgrid": TRACES / "simgrid-ti" / "actions" / "actions0.txt",
     "dumpi": TRACES / "dumpi" / "sst-dumpi-4ranks",
     "otf2": TRACES / "otf2" / "sstmacro-10ranks",
+    "chakra": TRACES.parent / "chakra" / "custom_ring_allreduce_8npus_1MB",
     "npz": None,  # a saved tiny graph
 }
 SEEDS = 25

@@ -24,10 +24,10 @@ from llamp.errors import InputError
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 GRAPH_SUFFIXES = (".goal", ".npz")
 #: Extensions the upload widget offers (without dots): trace files (liballprof ``.txt``/``.dat``,
-#: DUMPI ``.meta``/``.bin``, SimGrid TI ``.txt``/``.trace``), graphs, and archives (any format,
+#: DUMPI ``.meta``/``.bin``, SimGrid TI ``.txt``/``.trace``, Chakra ``.et``), graphs, and archives (any format,
 #: and the only way to upload an OTF2 folder).
 UPLOAD_TYPES = [
-    "txt", "dat", "meta", "bin", "trace", "ti", "goal", "npz",
+    "txt", "dat", "meta", "bin", "trace", "ti", "goal", "npz", "et",
     "zip", "tar", "gz", "tgz", "bz2", "xz",
 ]  # fmt: skip
 #: What each registered format looks like as an upload (docs and error messages).
@@ -37,6 +37,7 @@ FORMAT_HINTS = (
     "SimGrid TI: the per-rank <prefix>N.txt files or one action file",
     "OTF2: the trace folder as a .zip/.tar.gz archive",
     "GOAL: one .goal file",
+    "Chakra: the <prefix>.<rank>.et files",
     "llamp graph: one .npz file",
     "any of these as one .zip/.tar.gz archive",
 )

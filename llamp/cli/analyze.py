@@ -648,6 +648,13 @@ def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
 )
 @click.option("--intra", default=None, metavar="L,G", help="Two-level machine: same-node L,G.")
 @click.option("--inter", default=None, metavar="L,G", help="Two-level machine: inter-node L,G.")
+@click.option(
+    "--gpu-machine",
+    default=None,
+    metavar="SPEC",
+    help="GPU machine: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=…]; "
+    "variables L_intra, L_inter, G_intra, G_inter.",
+)
 @latency_options
 @click.option(
     "--design",
@@ -685,6 +692,7 @@ def region(
     ranks_per_node,
     intra,
     inter,
+    gpu_machine,
     latencies,
     design_texts,
     networks,
@@ -700,9 +708,16 @@ def region(
 
     from llamp.lp.region import parameter_axis, tolerance_region
 
-    variables = _region_variables(
-        graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
-    )
+    if gpu_machine:
+        if topology_spec or intra or inter:
+            raise InputError("choose one machine: --gpu-machine, --topology or --intra/--inter")
+        from llamp.lp.gpu_machine import GpuMachine, gpu_variables
+
+        variables = gpu_variables(graph, GpuMachine.parse(gpu_machine))
+    else:
+        variables = _region_variables(
+            graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
+        )
     names = [a.strip() for a in (axes or _default_axes(variables)).split(",")]
     if len(names) != 2 or not all(names):
         raise InputError(f"--axes: {axes!r} is not two variables U,V (e.g. L,G)")

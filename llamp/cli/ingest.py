@@ -112,6 +112,13 @@ def _store(
 @collectives_option
 @host_speed_option
 @click.option(
+    "--gpu-machine",
+    default=None,
+    metavar="SPEC",
+    help="Chakra and GOAL with collective markers: the GPU machine NCCL's choice and channels "
+    "assume (gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8; llamp gpu-machine).",
+)
+@click.option(
     "--lenient",
     is_flag=True,
     help="Turn per-line problems (unknown call, unmatched message, …) into warnings.",
@@ -137,6 +144,7 @@ def ingest_cmd(
     fmt: str,
     collectives: str | None,
     host_speed: str | None,
+    gpu_machine: str | None,
     lenient: bool,
     output: Path | None,
     name: str | None,
@@ -150,6 +158,11 @@ def ingest_cmd(
     if progress is None:
         progress = _input_bytes(path) >= PROGRESS_BYTES
     started = time.perf_counter()
+    machine = None
+    if gpu_machine is not None:
+        from llamp.lp.gpu_machine import GpuMachine
+
+        machine = GpuMachine.parse(gpu_machine).nccl_machine()
     graph = read_reporting(
         path,
         fmt=fmt,
@@ -158,6 +171,7 @@ def ingest_cmd(
         progress=progress,
         name=name,
         host_speed=host_speed,
+        nccl_machine=machine,
     )
     result: dict[str, Any] = {"name": graph.name, "source": str(path)}
     if output is not None:

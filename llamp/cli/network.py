@@ -128,6 +128,59 @@ def topology(
         click.echo("")
 
 
+# ---------------------------------------------------------------------- GPU machine
+@cli.command("gpu-machine")
+@graph_argument
+@click.argument("spec", default="", metavar="[SPEC]")
+@params_options
+@json_option
+@levels_option()
+def gpu_machine_cmd(
+    graph: ExecutionGraph, graph_spec: str, spec: str, params: LogGPS, as_json: bool, levels: str
+) -> None:
+    """T, λ and x% tolerance per link class (NVLink, network) of a GPU machine.
+
+    SPEC: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=0:0:1:1:…], every
+    part optional (defaults: an H100 node, one 400 Gb/s NIC per GPU). Ranks are GPUs, placed
+    densely; --L and --G are not used (the machine's are), --o and --S are.
+    """
+    from llamp.lp.gpu_machine import GpuMachine, analyze_gpu_machine
+
+    machine = GpuMachine.parse(spec)
+    x = parse_levels(levels)
+    result = analyze_gpu_machine(graph, params, machine, x)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    click.echo(
+        f"{result.machine}: T = {format_ns(result.runtime_ns)}, intra-node messages "
+        f"{result.intra_node_fraction:.1%}"
+    )
+    tol = result.tolerances
+    rows = []
+    for var in result.variables.to_dict(orient="records"):
+        ns = var["unit"] == "ns"
+        show = (lambda v: _ns(v)) if ns else (lambda v: "∞" if math.isinf(v) else f"{v:.6g} ns/B")
+        mine = tol[tol.variable == var["variable"]]
+        rows.append(
+            (
+                var["variable"],
+                show(var["value"]),
+                f"{var['lambda']:g}",
+                f"{var['lambda_share']:.2%}",
+                *(show(v) for v in mine["tolerance"]),
+            )
+        )
+    headers = (
+        "variable",
+        "value",
+        "λ",
+        "value·λ/T",
+        *(f"{format_percent(v)} tolerance" for v in x),
+    )
+    click.echo(table(rows, headers))
+
+
 # ---------------------------------------------------------------------- matrix
 def _costs(
     graph: ExecutionGraph,

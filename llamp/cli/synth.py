@@ -104,3 +104,57 @@ def synth_cmd(
         f"{output}: stencil of {ranks} ranks × {iterations} iterations, {n} vertices, "
         f"{size / 1e6:.1f} MB in {seconds:.2f} s"
     )
+
+
+@cli.command("synth-training")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--dp", default=2, show_default=True, type=click.IntRange(1), help="Data parallel.")
+@click.option("--tp", default=2, show_default=True, type=click.IntRange(1), help="Tensor parallel.")
+@click.option("--pp", default=2, show_default=True, type=click.IntRange(1), help="Pipeline stages.")
+@click.option("--layers", default=8, show_default=True, type=click.IntRange(1))
+@click.option("--micro-batches", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--hidden", default=4096, show_default=True, type=click.IntRange(1))
+@click.option("--seq-len", default=2048, show_default=True, type=click.IntRange(1))
+@click.option("--prefix", default="step", show_default=True, help="Files <prefix>.<rank>.et.")
+@click.option("--progress/--no-progress", default=None, help="Progress on stderr.")
+@json_option
+def synth_training_cmd(
+    directory: Path,
+    dp: int,
+    tp: int,
+    pp: int,
+    layers: int,
+    micro_batches: int,
+    hidden: int,
+    seq_len: int,
+    prefix: str,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Write one 3D-parallel transformer training step (dp × tp × pp GPUs) as a Chakra trace
+    in DIRECTORY, one rank file at a time."""
+    from llamp.ingest.training import TrainingStep, write_training
+
+    step = TrainingStep(
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        layers=layers,
+        micro_batches=micro_batches,
+        hidden=hidden,
+        seq_len=seq_len,
+    )
+    if not prefix or "/" in prefix or prefix.startswith("."):
+        raise InputError(f"--prefix {prefix!r}: a plain file-name prefix such as 'step'")
+    started = time.perf_counter()
+    written = write_training(
+        directory, step, prefix=prefix, progress=step.gpus >= 512 if progress is None else progress
+    )
+    seconds = round(time.perf_counter() - started, 3)
+    if as_json:
+        emit_json({**written.__dict__, "seconds": seconds})
+        return
+    click.echo(
+        f"{directory}: training step of {step.gpus} GPUs (dp {dp} × tp {tp} × pp {pp}), "
+        f"{written.nodes} nodes, {written.bytes / 1e6:.1f} MB in {seconds:.2f} s"
+    )

@@ -1,0 +1,422 @@
+"""Chakra execution traces (MLCommons; ASTRA-sim's and SimAI's input) → ExecutionGraph.
+
+A trace is one file per rank, ``<prefix>.<rank>.et``: a stream of protobuf messages of the
+``ChakraProtoMsg`` schema (``et_def.proto``; compiled into :mod:`llamp.ingest.et_def_pb2`),
+each preceded by its length as a varint (at most 5 bytes), first one ``GlobalMetadata``, then
+``Node`` records; a file may be gzip-compressed. A node has an ``id`` unique in its file, a
+``type``, ``data_deps`` and ``ctrl_deps`` (ids of nodes of the same file it waits for),
+``duration_micros`` and typed attributes.
+
+How nodes become the graph (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`):
+
+- ``COMP_NODE``: a calc of ``duration_micros`` on the GPU compute stream (cpu 0), or on the
+  host thread (cpu 1) when ``is_cpu_op`` is true; ``MEM_LOAD_NODE``/``MEM_STORE_NODE``: a calc
+  of its duration on the memory stream (cpu 2); ``METADATA_NODE``: a zero-cost calc (it may
+  still order others).
+- ``COMM_SEND_NODE``/``COMM_RECV_NODE``: a send to ``comm_dst`` / receive from ``comm_src``
+  (world ranks, i.e. file numbers) of ``comm_size`` bytes with tag ``comm_tag`` (0 if absent);
+  messages match FIFO per (source, destination, tag, process group).
+- ``COMM_COLL_NODE``: collective ``comm_type`` (``CollectiveCommType``: ALL_REDUCE, REDUCE,
+  ALL_GATHER, GATHER, SCATTER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER(_BLOCK), BARRIER) of
+  ``comm_size`` bytes — the collective's size as ASTRA-sim reads it: the all-reduce buffer, the
+  gathered output, the scattered input, the all-to-all send buffers together — on the process
+  group ``pg_name``, expanded by :mod:`llamp.ingest.nccl` (NCCL's own algorithm and protocol
+  choice unless ``collectives`` picks one per operation, e.g. ``{"allreduce":
+  "nccl_tree_ll128"}``). BARRIER is an all-reduce of its size (PyTorch's NCCL barrier); GATHER
+  and SCATTER are the point-to-point messages to or from group member 0.
+- Process groups are communicators: the members of ``pg_name`` are the ranks whose files use it
+  (a node without ``pg_name`` is on the world group of all ranks), in rank order; the ``k``-th
+  collective on a group at each member is one instance, and the members must agree on its
+  type and size. Each group a rank uses is its own stream: the ``j``-th group of a rank (in
+  name order) owns cpus ``3 + j·lanes`` onwards, one per lane of its collectives.
+- ``data_deps`` and ``ctrl_deps`` both become ``requires`` edges: a node starts once those it
+  names have finished; nodes on one stream are ordered by these edges only (the per-stream
+  order of issue is the model's serialisation, docs/model.md).
+
+Errors name the file, the record (its index and byte offset) and the reason: a length prefix
+that runs past 5 bytes or past the end of the file, a record that does not parse as its
+message, a node type or collective type outside the schema, a duplicate id, a dependency on an
+id the file does not hold, a send without its receive, members that disagree on a collective.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from llamp.errors import InputError, TraceError
+from llamp.graph import ExecutionGraph
+from llamp.ingest import et_def_pb2 as pb
+from llamp.ingest import nccl
+from llamp.ingest.gpu_graph import GpuGraphBuilder
+
+__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "write_chakra"]
+
+_FILE_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et$")
+#: ``CollectiveCommType`` → the collective it is (names of :mod:`llamp.ingest.collectives`).
+COLL_OPS = {
+    pb.ALL_REDUCE: "allreduce",
+    pb.REDUCE: "reduce",
+    pb.ALL_GATHER: "allgather",
+    pb.GATHER: "gather",
+    pb.SCATTER: "scatter",
+    pb.BROADCAST: "bcast",
+    pb.ALL_TO_ALL: "alltoall",
+    pb.REDUCE_SCATTER: "reduce_scatter",
+    pb.REDUCE_SCATTER_BLOCK: "reduce_scatter",
+    pb.BARRIER: "allreduce",
+}
+_GPU, _HOST, _MEMORY, _FIRST_GROUP = 0, 1, 2, 3
+_MAX_PREFIX_BYTES = 5  # a varint32 length
+_GZIP_MAGIC = b"\x1f\x8b"
+_NODE_TYPES = frozenset(pb.NodeType.values())
+_COMM_TYPES = frozenset(pb.CollectiveCommType.values())
+
+
+# --------------------------------------------------------------------------- files
+def rank_files(path: Path) -> list[Path]:
+    """The rank files of the trace at ``path`` (a directory, or one ``<prefix>.<r>.et``),
+    ordered by rank; ranks must be 0..P−1 without a gap."""
+    path = Path(path)
+    if path.is_dir():
+        found = [p for p in path.iterdir() if _FILE_RE.match(p.name)]
+        prefixes = {_FILE_RE.match(p.name)["prefix"] for p in found}
+        if len(prefixes) > 1:
+            raise InputError(
+                f"{path}: Chakra traces of several prefixes here ({', '.join(sorted(prefixes))}); "
+                "name one file of the trace instead"
+            )
+    else:
+        m = _FILE_RE.match(path.name)
+        if m is None:
+            raise InputError(f"{path}: not a Chakra trace file (<prefix>.<rank>.et)")
+        found = [
+            p
+            for p in path.parent.iterdir()
+            if (q := _FILE_RE.match(p.name)) and q["prefix"] == m["prefix"]
+        ]
+    by_rank = {int(_FILE_RE.match(p.name)["rank"]): p for p in found}
+    if not by_rank:
+        raise InputError(f"{path}: no Chakra trace files (<prefix>.<rank>.et)")
+    missing = sorted(set(range(len(by_rank))) - set(by_rank))
+    if missing:
+        raise InputError(
+            f"{path}: Chakra ranks must be 0..{len(by_rank) - 1}; rank {missing[0]} is missing"
+        )
+    return [by_rank[r] for r in range(len(by_rank))]
+
+
+def is_chakra(path: Path) -> bool:
+    """A ``<prefix>.<rank>.et`` file, or a directory holding such files."""
+    path = Path(path)
+    if path.is_file():
+        return _FILE_RE.match(path.name) is not None
+    return path.is_dir() and any(_FILE_RE.match(p.name) for p in path.iterdir())
+
+
+def _records(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(record index, byte offset, message bytes) of every length-prefixed record."""
+    data = path.read_bytes()
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as err:
+            raise TraceError(f"damaged gzip stream ({err})", path=str(path)) from None
+    pos, index, end = 0, 0, len(data)
+    while pos < end:
+        length, shift, at = 0, 0, pos
+        while True:
+            if at >= end:
+                raise TraceError(
+                    f"record {index} at byte {pos}: truncated length prefix", path=str(path)
+                )
+            byte = data[at]
+            at += 1
+            length |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+            if at - pos >= _MAX_PREFIX_BYTES:
+                raise TraceError(
+                    f"record {index} at byte {pos}: bad length prefix (a varint longer than "
+                    f"{_MAX_PREFIX_BYTES} bytes)",
+                    path=str(path),
+                )
+        if at + length > end:
+            raise TraceError(
+                f"record {index} at byte {pos}: truncated: {length} bytes announced, "
+                f"{end - at} left in the file",
+                path=str(path),
+            )
+        yield index, pos, data[at : at + length]
+        pos = at + length
+        index += 1
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    out = {}
+    for a in node.attr:
+        which = a.WhichOneof("value")
+        if which is not None and not which.endswith("_list"):
+            out[a.name] = getattr(a, which)
+    return out
+
+
+@dataclass
+class _Node:
+    """The fields of one node the graph needs."""
+
+    id: int
+    name: str
+    type: int
+    deps: tuple[int, ...]
+    duration_ns: float
+    attrs: dict[str, Any]
+    where: str
+
+
+def _nodes(path: Path) -> Iterator[_Node]:
+    """The nodes of one rank file, checked against the schema (module docstring)."""
+    metadata_seen = False
+    for index, pos, raw in _records(path):
+        where = f"record {index} at byte {pos}"
+        try:
+            if not metadata_seen:
+                pb.GlobalMetadata().ParseFromString(raw)
+                metadata_seen = True
+                continue
+            node = pb.Node()
+            node.ParseFromString(raw)
+        except DecodeError as err:
+            what = "GlobalMetadata" if not metadata_seen else "Node"
+            raise TraceError(f"{where}: not a Chakra {what} ({err})", path=str(path)) from None
+        label = f"{where}: node {node.id} {node.name!r}"
+        if node.type not in _NODE_TYPES or node.type == pb.INVALID_NODE:
+            raise TraceError(
+                f"{label}: unknown node type {node.type} (known: "
+                f"{', '.join(n for n in pb.NodeType.keys() if n != 'INVALID_NODE')})",
+                path=str(path),
+            )
+        yield _Node(
+            node.id,
+            node.name,
+            node.type,
+            tuple(node.data_deps) + tuple(node.ctrl_deps),
+            node.duration_micros * 1000.0,
+            _attrs(node),
+            label,
+        )
+
+
+def _int_attr(node: _Node, name: str, path: Path, default: int | None = None) -> int:
+    value = node.attrs.get(name, default)
+    if value is None:
+        raise TraceError(f"{node.where}: {name} is missing", path=str(path))
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TraceError(
+            f"{node.where}: {name} must be a non-negative integer, got {value!r}", path=str(path)
+        )
+    return value
+
+
+def _collective(node: _Node, path: Path) -> tuple[str, int]:
+    kind = _int_attr(node, "comm_type", path)
+    if kind not in _COMM_TYPES:
+        raise TraceError(
+            f"{node.where}: unknown comm_type {kind} (known: "
+            f"{', '.join(pb.CollectiveCommType.keys())})",
+            path=str(path),
+        )
+    return COLL_OPS[kind], _int_attr(node, "comm_size", path)
+
+
+# --------------------------------------------------------------------------- reading
+def read_chakra(
+    path: str | Path,
+    *,
+    collectives: dict[str, str] | None = None,
+    machine: nccl.NcclMachine | None = None,
+    lenient: bool = False,
+    progress: bool = False,
+) -> ExecutionGraph:
+    """Read the Chakra trace at ``path`` (a directory or one of its rank files) into a graph.
+
+    ``collectives`` maps an operation to an NCCL choice (``nccl``, ``nccl_ring``,
+    ``nccl_tree_ll``, …; default ``nccl``: NCCL's own rule); ``machine`` is what that rule and
+    the channels assume (:class:`~llamp.ingest.nccl.NcclMachine`). ``lenient`` changes
+    nothing: every problem a Chakra trace can have makes its graph wrong. ``progress`` shows
+    the ranks built on stderr.
+    """
+    files = rank_files(Path(path))
+    machine = machine or nccl.NcclMachine()
+    choices = nccl.check_choices(collectives, what="a Chakra trace")
+    P = len(files)
+    # pass 1: which groups each rank uses, and its collectives per group, in order
+    groups_of: list[set[str]] = []
+    calls: dict[str, dict[int, list[tuple[str, int, str]]]] = {}
+    for r, f in enumerate(files):
+        used: set[str] = set()
+        for node in _nodes(f):
+            if node.type in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE):
+                pg = str(node.attrs.get("pg_name", ""))
+                used.add(pg)
+                if node.type == pb.COMM_COLL_NODE:
+                    op, size = _collective(node, f)
+                    calls.setdefault(pg, {}).setdefault(r, []).append((op, size, node.where))
+        groups_of.append(used)
+    names = sorted(set().union(*groups_of))
+    group_id = {g: k for k, g in enumerate(names)}
+    members = {g: tuple(range(P)) if g == "" else tuple(r for r in range(P) if g in groups_of[r])
+               for g in names}  # fmt: skip
+    plans = _plan_instances(files, calls, members, choices, machine)
+    lanes = max(machine.channels, 2)
+    builder = GpuGraphBuilder(P, nics=machine.nics)
+    ranks = enumerate(files)
+    if progress:
+        from tqdm import tqdm
+
+        ranks = tqdm(ranks, total=P, unit=" ranks", desc="building the graph", leave=False)
+    for r, f in ranks:
+        stream = {g: _FIRST_GROUP + j * lanes for j, g in enumerate(sorted(groups_of[r]))}
+        _build_rank(builder, r, f, stream, group_id, members, plans)
+    used: dict[str, set[str]] = {}
+    for op, p in plans.values():
+        used.setdefault(op, set()).add(f"{p.algorithm}/{p.protocol.name}")
+    meta = {
+        "name": Path(path).name if Path(path).is_dir() else Path(path).parent.name,
+        "format": "chakra",
+        "files": [str(f) for f in files],
+        "ingested": datetime.now(UTC).isoformat(timespec="seconds"),
+        "collectives": {op: ", ".join(sorted(algs)) for op, algs in sorted(used.items())},
+        "collective_algorithms": choices,
+        "process_groups": {g or "world": list(members[g]) for g in names},
+        "nccl_machine": asdict(machine),
+    }
+    return builder.finish(meta, where=str(path))
+
+
+def _plan_instances(files, calls, members, choices, machine):
+    """The NCCL plan of every instance: (group, k) → (op, plan); members must agree."""
+    plans: dict[tuple[str, int], tuple[str, nccl.NcclPlan]] = {}
+    for g, per_rank in calls.items():
+        group = members[g]
+        counts = {r: len(per_rank.get(r, [])) for r in group}
+        first = group[0]
+        for r in group:
+            if counts[r] != counts[first]:
+                raise TraceError(
+                    f"rank {r} has {counts[r]} collectives on process group {g or 'world'!r}, "
+                    f"rank {first} has {counts[first]}",
+                    path=str(files[r]),
+                )
+        for k in range(counts[first]):
+            op, size, where = per_rank[first][k]
+            for r in group[1:]:
+                op_r, size_r, where_r = per_rank[r][k]
+                if (op_r, size_r) != (op, size):
+                    raise TraceError(
+                        f"{where_r}: collective {k} on process group {g or 'world'!r} is "
+                        f"{op_r} of {size_r} bytes here, {op} of {size} bytes on rank {first} "
+                        f"({files[first].name}, {where})",
+                        path=str(files[r]),
+                    )
+            plans[(g, k)] = (op, _plan(op, len(group), size, choices, machine))
+    return plans
+
+
+def _plan(op: str, P: int, size: int, choices: dict[str, str], machine) -> nccl.NcclPlan:
+    alg, proto = nccl.resolve(op, P, size, choices.get(op, "nccl"), machine)
+    return nccl.plan(op, P, size, algorithm=alg, protocol=proto, channels=machine.channels)
+
+
+def _build_rank(builder, r, f, stream, group_id, members, plans) -> None:
+    ends: dict[int, tuple[int, int]] = {}
+    deps: list[tuple[_Node, int]] = []
+    instance = dict.fromkeys(stream, 0)
+    for node in _nodes(f):
+        if node.id in ends:
+            raise TraceError(f"{node.where}: duplicate node id {node.id}", path=str(f))
+        t = node.type
+        if t == pb.COMP_NODE:
+            cpu = _HOST if node.attrs.get("is_cpu_op") else _GPU
+            v = builder.calc(r, node.duration_ns, cpu)
+            ends[node.id] = (v, v)
+        elif t in (pb.MEM_LOAD_NODE, pb.MEM_STORE_NODE):
+            v = builder.calc(r, node.duration_ns, _MEMORY)
+            ends[node.id] = (v, v)
+        elif t == pb.METADATA_NODE:
+            v = builder.calc(r, 0.0, _GPU)
+            ends[node.id] = (v, v)
+        else:
+            g = str(node.attrs.get("pg_name", ""))
+            cpu = stream[g]
+            if t == pb.COMM_COLL_NODE:
+                k = instance[g]
+                instance[g] += 1
+                _, plan = plans[(g, k)]
+                world = members[g]
+                ends[node.id] = builder.collective(
+                    r, plan, world.index(r), world, comm=group_id[g], instance=k, cpu=cpu
+                )
+            else:
+                size = _int_attr(node, "comm_size", f)
+                tag = _int_attr(node, "comm_tag", f, 0) + group_id[g] * (1 << 32)
+                if t == pb.COMM_SEND_NODE:
+                    peer = _int_attr(node, "comm_dst", f)
+                    make = builder.send
+                else:
+                    peer = _int_attr(node, "comm_src", f)
+                    make = builder.recv
+                if peer >= builder.num_ranks or peer == r:
+                    raise TraceError(
+                        f"{node.where}: peer rank {peer} is not another rank of this "
+                        f"{builder.num_ranks}-rank trace",
+                        path=str(f),
+                    )
+                v = make(r, peer, size, tag, cpu)
+                ends[node.id] = (v, v)
+        for d in node.deps:
+            deps.append((node, d))
+    for node, d in deps:
+        if d not in ends:
+            raise TraceError(
+                f"{node.where}: depends on node {d}, which this file does not hold", path=str(f)
+            )
+        builder.require(ends[d][1], ends[node.id][0])
+
+
+# --------------------------------------------------------------------------- writing
+def write_chakra(path: str | Path, nodes: Iterator[Any], *, version: str = "0.0.4") -> int:
+    """Write one rank file: a ``GlobalMetadata`` then the ``pb.Node`` messages of ``nodes``,
+    each length-prefixed (the layout :func:`read_chakra` reads and Chakra's ``protolib``
+    writes); returns the number of nodes written. Streams: one node in memory at a time."""
+    count = 0
+    with open(path, "wb") as out:
+        _write_record(out, pb.GlobalMetadata(version=version))
+        for node in nodes:
+            _write_record(out, node)
+            count += 1
+    return count
+
+
+def _write_record(out: Any, message: Any) -> None:
+    raw = message.SerializeToString()
+    n = len(raw)
+    prefix = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            prefix.append(byte | 0x80)
+        else:
+            prefix.append(byte)
+            break
+    out.write(bytes(prefix))
+    out.write(raw)
