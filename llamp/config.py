@@ -52,6 +52,17 @@ def llamp_home() -> Path:
     return Path(os.environ.get("LLAMP_HOME", ".llamp"))
 
 
+def seal_key_path() -> Path:
+    """The file holding this installation's key for sealing graph files (:mod:`llamp.seal`):
+    ``$LLAMP_SEAL_KEY``, default ``~/.config/llamp/seal.key`` (per user, not per
+    ``LLAMP_HOME``: a graph file written in one directory is trusted in another)."""
+    value = os.environ.get("LLAMP_SEAL_KEY")
+    if value:
+        return Path(value)
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "llamp" / "seal.key"
+
+
 def store_uri() -> str | None:
     """The store URI from ``$LLAMP_STORE`` (e.g. ``bolt://neo4j:pw@host:7687``), if set."""
     value = os.environ.get("LLAMP_STORE")
