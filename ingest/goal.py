@@ -218,6 +218,7 @@ class _Reader:
         self.rank_counts: list[int] = []
         self.problems: list[tuple[int, str]] = []
         self.num_problems = 0
+        self.inexact: list[tuple[int, str]] = []  # (vertex, calc cost) a float64 rounds
         self.last_line = 0
         self.st = np.zeros(tok.S_SIZE, np.int64)
         self.st[tok.S_RANK] = -1
@@ -390,9 +391,14 @@ class _Reader:
         ns = int(st[tok.S_NSLOW])
         if ns:  # costs the tokenizer could not convert exactly: Python's float()
             text = out["slow_text"]
+            before = sum(part.size for part in self.chunks["cost"])
             for i in range(ns):
                 a, b = int(out["slow_s"][i]), int(out["slow_e"][i])
-                cost[int(out["slow_vid"][i])] = float(bytes(text[a:b]))
+                token = bytes(text[a:b])
+                value = float(token)
+                cost[int(out["slow_vid"][i])] = value
+                if token.isdigit() and int(token) != value:  # an integer a float64 would round
+                    self.inexact.append((before + int(out["slow_vid"][i]), token.decode()))
         c = self.chunks
         c["kind"].append(out["kind"][:nvc].copy())
         c["cost"].append(cost.copy())
@@ -437,7 +443,9 @@ class _Reader:
         elif event == tok.EV_OVERFLOW:
             what = ("size", "peer", "tag")[int(st[tok.S_ARG])]
             value = bytes(self.lb[int(st[tok.S_ARG2]) : int(st[tok.S_ARG3])]).decode("latin-1")
-            raise self._fatal(lineno, f"{what} {value} does not fit in 64 bits")
+            raise self._fatal(
+                lineno, f"{what} {value[:40]} is above 2^63 − 1, the largest signed 64-bit integer"
+            )
         elif event == tok.EV_NONASCII:
             pos = int(st[tok.S_POS])
             raw = bytes(chunk[pos : pos + 4])
@@ -711,6 +719,13 @@ class _Reader:
         size, peer, tag, cost = take("size"), take("peer"), take("tag"), take("cost")
         for v in np.flatnonzero(~np.isfinite(cost)):  # e.g. 400 digits: too large for float64
             self._problem(int(vline[v]), "calc cost is too large for a float64 (inf)")
+            cost[v] = 0.0
+        for v, token in self.inexact:  # never a silently rounded cost
+            self._problem(
+                int(vline[v]),
+                f"calc cost {token[:40]} is an integer above 2^53 that a float64 cannot hold "
+                f"exactly (it would read as {cost[v]:.0f})",
+            )
             cost[v] = 0.0
 
         demote = np.zeros(n, dtype=bool)

@@ -852,37 +852,22 @@ class ExecutionGraph:
     def load(cls, path: str | Path, *, validate: bool = True, lazy: bool = False) -> ExecutionGraph:
         """Read a graph written by :meth:`save`.
 
-        ``lazy``: memory-map the columns (CRC-checked) instead of reading them, and skip the
-        invariant checks for a file this version of llamp wrote (it validated the graph before
-        saving it): a process that only needs the stored event graph touches no column.
+        ``lazy``: memory-map the columns instead of reading them. Either way, the invariant
+        checks are skipped (but for :meth:`check_ranges`) only for a file this installation
+        sealed after validating its graph (:mod:`llamp.seal`): a process that only needs the
+        stored event graph then reads each column once, for its digest.
         """
         path = Path(path)
+        graph = cls._load_mapped(path, validate=validate)
         if lazy:
-            return cls._load_mapped(path, validate=validate)
-        try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise InputError(f"{path}: not a llamp graph file ({err})") from err
-        with data:
-            missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in data]
-            if missing:
-                raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")
-            columns = {
-                name: data[name]
-                for name in (*_VERTEX_COLUMNS, *("edge_" + c for c in _EDGE_COLUMNS))
-            }
-            meta = json.loads(bytes(data["meta"]).decode()) if "meta" in data else {}
-            return cls.from_arrays(
-                int(data["num_ranks"]),
-                **columns,
-                t_trace_ns=data["t_trace_ns"] if "t_trace_ns" in data else None,
-                label=data["label"].astype(object) if "label" in data else None,
-                cpu=data["cpu"] if "cpu" in data else None,
-                nic=data["nic"] if "nic" in data else None,
-                meta=meta,
-                validate=validate,
-                source=path,
-            )
+            return graph
+        for name in ARRAY_FIELDS:  # read into memory: the file may change after this
+            column = getattr(graph, name)
+            if column is not None:
+                setattr(graph, name, np.array(column))
+        if graph.label is not None:
+            graph.label = graph.label.astype(object)
+        return graph
 
     @classmethod
     def _load_mapped(cls, path: Path, *, validate: bool) -> ExecutionGraph:
