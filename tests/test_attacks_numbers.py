@@ -1,0 +1,105 @@
+"""Numbers that overflow or lose precision, at the reader that sees them first: a trace count ×
+its datatype size beyond 64 bits, a GOAL cost a float64 would round, CLI values out of range.
+Each is exit 2 with one ``llamp: error:`` line naming where, in its own process, quickly and in
+bounded memory (``--ranks 0-100000000`` once allocated 4 GB)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_process import llamp_measured
+from test_liballprof import recv, send, write_trace
+
+from llamp import config
+from llamp.errors import ParameterError
+
+MAX_RSS = 700 << 20
+
+
+def _refused(home: Path, *args: str, where: str, reason: str) -> None:
+    result = llamp_measured(*args, home=home, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("llamp: error: "), result.stderr
+    assert where in lines[0] and reason in lines[0], lines[0]
+    assert result.max_rss_bytes < MAX_RSS and result.seconds < 60
+
+
+def test_a_count_times_type_size_beyond_64_bits_is_refused_at_its_line(tmp_path):
+    count = 2**61 + 4500  # × 8 bytes wraps to 36,000 in int64
+    eight = ":1,8,8:"
+    path = write_trace(
+        tmp_path / "t",
+        [
+            [send(110, 120, 1, 5, 0, 2, count=count).replace(":1,4,4:", eight)],
+            [recv(110, 130, 0, 5, 1, 2, count=count).replace(":1,4,4:", eight)],
+        ],
+    )
+    _refused(
+        tmp_path / "home",
+        "ingest",
+        str(path),
+        "--name",
+        "t",
+        where=f"{path / 'pmpi-trace-rank-0.txt'}:5:",
+        reason="18446744073709587616 bytes: more than 64 bits hold",
+    )
+
+
+def test_a_goal_cost_a_float64_would_round_is_refused_at_its_line(tmp_path):
+    goal = tmp_path / "big.goal"
+    goal.write_text("num_ranks 1\nrank 0 {\nl1: calc 9007199254740993\n}\n")
+    _refused(
+        tmp_path / "home", "info", str(goal), where=f"{goal}:3:", reason="above 2^53"
+    )  # fmt: skip
+
+
+def test_a_goal_size_of_2_63_is_named_as_beyond_signed_64_bits(tmp_path):
+    goal = tmp_path / "big.goal"
+    goal.write_text(
+        "num_ranks 2\nrank 0 {\nl1: send 9223372036854775808b to 1 tag 0\n}\n"
+        "rank 1 {\nl1: recv 8b from 0 tag 0\n}\n"
+    )
+    _refused(
+        tmp_path / "home",
+        "info",
+        str(goal),
+        where=f"{goal}:3:",
+        reason="size 9223372036854775808 is above 2^63 − 1",
+    )
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    from llamp.ingest.synthetic import stencil_with_vertices
+
+    path = tmp_path_factory.mktemp("small") / "s.npz"
+    stencil_with_vertices(2000, ranks=4).save(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["predict", "--ranks", "0-100000000"], "--ranks: rank 100000000 is outside 0..3"),
+        (["predict", "--ranks", "1,,2"], "--ranks: cannot read ''"),
+        (["predict", "--ranks", "3-1"], "runs backwards"),
+        (["tolerance", "--x", "1,,2"], "--x: '1,,2' has an empty value between commas"),
+        (["predict", "--L", "1e400s"], "beyond a float64"),
+    ],
+    ids=["ranks-huge", "ranks-empty", "ranks-backwards", "x-empty", "L-infinite"],
+)
+def test_a_cli_value_out_of_range_is_refused_before_allocating(tmp_path, small, args, reason):
+    command, *rest = args
+    _refused(tmp_path / "home", command, str(small), *rest, where="llamp: error:", reason=reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("0:1e400s", "beyond a float64"), ("5ms:1ms", "must be after"), ("5ms", "not FROM:TO")],
+)
+def test_a_window_beyond_float64_or_backwards_is_refused(text, reason):
+    with pytest.raises(ParameterError, match=reason):
+        config.parse_window_ns(text)
+    assert config.parse_window_ns("10ms:") == (1e7, float("inf"))
