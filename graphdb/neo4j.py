@@ -468,6 +468,7 @@ class Neo4jStore(GraphStore):
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
             self._drop_graph_files(int(run_id))
+        self._sweep_graph_files(age_ms / 1000)
         dead = self._arrow(
             "MATCH (a:Analysis) WHERE a.complete = false AND a.touched <= timestamp() - $age "
             "RETURN a.id AS id",

@@ -214,7 +214,7 @@ def _save_spilled(
     from llamp.lp.events import build_event_graph
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
-    scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
     bar = StepBar(1 + (len(LOWERING_STEPS) + 1) * len(keys), "saving", show=progress)
     sealer = Sealer()
     try:

@@ -261,6 +261,7 @@ def test_a_sealed_file_answers_from_its_event_graph_without_a_note(tmp_path, env
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_ingesting_a_doctored_file_stores_the_true_graph(tmp_path, env, graph, saved):
     """The store's graph file is written from the checked graph: the doctored lowering is not
     copied into it, so the stored run answers with the true T."""
@@ -271,6 +272,7 @@ def test_ingesting_a_doctored_file_stores_the_true_graph(tmp_path, env, graph, s
     assert _T(stored) == predict(graph, PARAMS).runtime_ns
 
 
+@pytest.mark.slow
 def test_a_refused_ingest_leaves_the_store_unchanged(tmp_path, env, saved):
     home = tmp_path / "home"
     assert _run(home, env, "ingest", str(saved), "--name", "good").returncode == 0
