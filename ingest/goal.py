@@ -130,6 +130,17 @@ _INT64_MAX = np.iinfo(np.int64).max
 _MAX_STREAM = 255  # txt2bin keeps cpu and nic numbers in a uint8
 
 
+def _non_ascii(raw: bytes) -> str:
+    """The character that starts ``raw`` as the user typed it (UTF-8), or its byte when it is
+    not UTF-8 (a Latin-1 ``é`` is byte 0xE9, never the character after it)."""
+    for end in range(1, len(raw) + 1):
+        try:
+            return f"non-ASCII character {raw[:end].decode('utf-8')!r}"
+        except UnicodeDecodeError:
+            continue
+    return f"byte 0x{raw[0]:02X} (not UTF-8 text)"
+
+
 class _LineProblem(Exception):
     """A problem confined to one line: an error, or a skipped line in lenient mode."""
 
@@ -449,8 +460,7 @@ class _Reader:
         elif event == tok.EV_NONASCII:
             pos = int(st[tok.S_POS])
             raw = bytes(chunk[pos : pos + 4])
-            char = raw.decode("utf-8", "ignore")[:1] or raw[:1].decode("latin-1")
-            raise self._fatal(lineno, f"non-ASCII character {char!r} outside a comment")
+            raise self._fatal(lineno, f"{_non_ascii(raw)} outside a comment")
         elif event == tok.EV_ROOM:
             self._grow(int(st[tok.S_ARG]), int(st[tok.S_ARG2]), int(st[tok.S_ARG3]))
         else:  # pragma: no cover - the tokenizer returns only the events above
@@ -712,9 +722,9 @@ class _Reader:
         for v in self._bad_labels().tolist():
             s = labels[v]
             if s in _STATEMENT_KEYWORDS:
-                self._problem(int(vline[v]), f"label {s!r} is a GOAL keyword")
+                self._problem(int(vline[v]), f"label {str(s)!r} is a GOAL keyword")
             else:
-                self._problem(int(vline[v]), f"label {s!r} is not [a-zA-Z][a-zA-Z0-9_]*")
+                self._problem(int(vline[v]), f"label {str(s)!r} is not [a-zA-Z][a-zA-Z0-9_]*")
 
         size, peer, tag, cost = take("size"), take("peer"), take("tag"), take("cost")
         for v in np.flatnonzero(~np.isfinite(cost)):  # e.g. 400 digits: too large for float64
@@ -834,8 +844,8 @@ class _Reader:
         for s, r in zip(sends[wrong], recvs[wrong], strict=True):
             self._problem(
                 int(vline[r]),
-                f"recv {size[r]}b (label {labels[r]!r}, rank {rank[r]}) is matched FIFO with "
-                f"send {size[s]}b on line {vline[s]} (label {labels[s]!r}, rank {rank[s]}): "
+                f"recv {size[r]}b (label {str(labels[r])!r}, rank {rank[r]}) is matched FIFO with "
+                f"send {size[s]}b on line {vline[s]} (label {str(labels[s])!r}, rank {rank[s]}): "
                 "sizes differ",
             )
         demote[sends[wrong]] = True
@@ -870,7 +880,7 @@ class _Reader:
                 if lost.size > 1 and not self.lenient
                 else ""
             )
-            self._problem(int(vline[v]), f"{what} (rank {rank[v]}, label {labels[v]!r}){more}")
+            self._problem(int(vline[v]), f"{what} (rank {rank[v]}, label {str(labels[v])!r}){more}")
         if lost.size > _MAX_WARNINGS_KEPT and self.lenient:
             self.num_problems += lost.size - _MAX_WARNINGS_KEPT
         demote[lost] = True

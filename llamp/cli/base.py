@@ -20,7 +20,7 @@ import click
 from llamp import config
 from llamp.config import format_table as table
 from llamp.config import parse_collectives, parse_duration_ns
-from llamp.errors import InputError, tidy
+from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
 
@@ -122,9 +122,11 @@ class RegistryChoice(click.Choice):
 
 def message(kind: str, text: object) -> None:
     """The CLI's one channel for diagnostics: one line ``llamp: KIND: text`` on stderr
-    (``warning``, ``error``, ``note``), control characters escaped, passwords redacted."""
-    line = tidy(config.redact(str(text)).strip().replace("\n", " "))
-    click.echo(f"llamp: {kind}: {line}", err=True)
+    (``warning``, ``error``, ``note``), control characters escaped, passwords redacted
+    (:func:`llamp.messages.emit`)."""
+    from llamp.messages import emit
+
+    emit(kind, text)
 
 
 def _show_warning(msg, category, filename, lineno, file=None, line=None) -> None:
