@@ -103,3 +103,35 @@ def test_a_window_beyond_float64_or_backwards_is_refused(text, reason):
     with pytest.raises(ParameterError, match=reason):
         config.parse_window_ns(text)
     assert config.parse_window_ns("10ms:") == (1e7, float("inf"))
+
+
+def test_json_output_holds_every_value_cypher_returns_unchanged(capsys):
+    """A ``sum`` is a Decimal (once "not JSON serializable"), dates are objects: each is
+    printed as JSON holds it, integers exactly, never a rounded number."""
+    import datetime
+    import decimal
+    import json
+
+    import numpy as np
+
+    from llamp.cli.base import emit_json
+
+    emit_json(
+        {
+            "sum": decimal.Decimal(2**63 + 1),
+            "half": decimal.Decimal("0.5"),
+            "tenth": decimal.Decimal("0.1"),
+            "day": datetime.date(2020, 1, 2),
+            "list": np.array([1, 2]),
+            "nan": float("nan"),
+        }
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out == {
+        "sum": 2**63 + 1,
+        "half": 0.5,
+        "tenth": "0.1",
+        "day": "2020-01-02",
+        "list": [1, 2],
+        "nan": None,
+    }
