@@ -186,10 +186,7 @@ def read_goal(
 
 def parse_goal_text(text: str, *, name: str = "<string>", lenient: bool = False) -> ExecutionGraph:
     """Parse GOAL text; ``name`` is the file name used in error messages and ``meta``."""
-    try:
-        data = text.encode("latin-1")
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "surrogatepass")  # refused as non-ASCII where it matters
+    data = text.encode("utf-8", "surrogatepass")  # non-ASCII is refused where it matters
     reader = _Reader(name, lenient)
     reader.read(io.BytesIO(data), None)
     return reader.finish()
