@@ -135,3 +135,37 @@ def test_json_output_holds_every_value_cypher_returns_unchanged(capsys):
         "list": [1, 2],
         "nan": None,
     }
+
+
+def test_otf2_byte_counts_of_2_63_or_more_are_refused_not_wrapped():
+    import numpy as np
+
+    from llamp.errors import TraceError
+    from llamp.ingest.otf2 import _bytes
+
+    lengths = np.array([8, 1 << 63], np.uint64)
+    calls, lines = np.array([0, 1]), np.array([10, 11])
+    with pytest.raises(TraceError, match=r"t\.otf2:11: MPI_Send: 9223372036854775808 bytes"):
+        _bytes(lengths, ["MPI_Recv", "MPI_Send"], calls, lines, "t.otf2")
+    assert _bytes(lengths[:1], ["x"], calls, lines, "t").tolist() == [8]
+
+
+def test_dumpi_count_times_a_huge_derived_type_is_refused_not_wrapped():
+    """A derived type of 2^62 bytes and a count of 4: beyond 64 bits."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from llamp.errors import TraceError
+    from llamp.ingest.dumpi import _FID, _Types
+
+    recs = SimpleNamespace(
+        dtype_sizes=np.array([0, 8]), fid=np.array([_FID["MPI_Send"]]), path="t-0000.bin"
+    )
+    types = _Types(recs, diag=None)
+    types.sizes[100] = 1 << 62  # 2^31 × 2^31 bytes: still fits
+    assert types.bytes(1, 100, 0, 0) == 1 << 62
+    with pytest.raises(TraceError, match=r"t-0000\.bin:1: MPI_Send: 4 elements"):
+        types.bytes(4, 100, 0, 0)
+    with pytest.raises(TraceError, match="more than 64 bits hold"):
+        types.bytes(np.array([1, 2]), 100, 0, 0)
