@@ -580,21 +580,26 @@ class ExecutionGraph:
         if self.kind.min() < CALC or self.kind.max() > COLL:
             bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
             raise GraphError(f"vertex {bad[0]} has unknown kind {self.kind[bad[0]]}")
-        calc = self.kind == CALC
-        costly = calc | (self.kind == COLL)
-        bad = np.flatnonzero(costly & ~((self.cost_ns >= 0.0) & (self.cost_ns < np.inf)))
-        if bad.size:
-            raise GraphError(f"negative, infinite or NaN cost: {self.describe_vertex(bad[0])}")
-        comm = ~calc
-        bad = np.flatnonzero(comm & (self.size < 0))
-        if bad.size:
-            raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
-        bad = np.flatnonzero(comm & ((self.peer < 0) | (self.peer >= self.num_ranks)))
-        if bad.size:
-            raise GraphError(
-                f"peer outside 0..{self.num_ranks - 1} (unresolved wildcard?): "
-                f"{self.describe_vertex(bad[0])}"
-            )
+        # Each check is a reduction first (no temporaries; NaN fails the comparison) and a
+        # masked search only when it fails: the check costs a few passes, not a few copies.
+        cost, size, peer = self.cost_ns, self.size, self.peer
+        if not (cost.min() >= 0.0 and cost.max() < np.inf):
+            calc = self.kind == CALC
+            costly = calc | (self.kind == COLL)
+            bad = np.flatnonzero(costly & ~((cost >= 0.0) & (cost < np.inf)))
+            if bad.size:
+                raise GraphError(f"negative, infinite or NaN cost: {self.describe_vertex(bad[0])}")
+        if size.min() < 0:
+            bad = np.flatnonzero((self.kind != CALC) & (size < 0))
+            if bad.size:
+                raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
+        if peer.min() < 0 or peer.max() >= self.num_ranks:
+            bad = np.flatnonzero((self.kind != CALC) & ((peer < 0) | (peer >= self.num_ranks)))
+            if bad.size:
+                raise GraphError(
+                    f"peer outside 0..{self.num_ranks - 1} (unresolved wildcard?): "
+                    f"{self.describe_vertex(bad[0])}"
+                )
         if m:
             for end in (self.edge_src, self.edge_dst):
                 if end.min() < 0 or end.max() >= n:
