@@ -367,3 +367,68 @@ def test_a_bomb_inside_a_zip_upload_is_refused(tmp_path, env, bomb):
     staged = stage([Upload("graph.zip", outer.getvalue())], tmp_path / "work", "bomb")
     with pytest.raises(InputError, match="would inflate"):
         read(staged)
+
+
+# ---------------------------------------------------------------------- seeded random damage
+
+_FUZZ = """
+import sys, warnings
+from llamp.errors import InputError
+from llamp.ingest import read
+from llamp.lp import predict
+from llamp.params import LogGPS
+warnings.simplefilter("ignore")
+params = LogGPS(L=2000.0, o=150.0, G=0.3, S=2048)
+for path in sys.argv[1:]:
+    try:
+        T = predict(read(path), params).runtime_ns
+        print(path, "T", T)
+    except InputError as err:
+        print(path, "refused", str(err).splitlines()[0][:200])
+"""
+
+
+def test_seeded_random_damage_never_crashes_and_never_changes_T_silently(tmp_path, env, graph):
+    """Random values written into random members (fresh CRCs), all in one child process: each
+    file is refused or gives the T of the graph it holds; a crash kills the child (a signal)."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(2028)
+    members = [
+        "rank", "kind", "cost_ns", "size", "peer", "tag", "edge_src", "edge_dst", "edge_kind",
+        "lowering_0_src", "lowering_0_pattern", "lowering_0_value", "lowering_0_msg",
+        "lowering_0_in_ptr", "lowering_0_out_ptr", "lowering_0_out_edge",
+        "lowering_0_event_of_pos", "lowering_0_pos_of_event", "lowering_0_fixed",
+    ]  # fmt: skip
+    paths, truth = [], {}
+    for i in range(60):
+        path = save_graph(graph, tmp_path / f"f{i}.npz", (PARAMS,))
+        member = members[i % len(members)]
+
+        def damage(a):
+            flat = a.reshape(-1)
+            where = rng.integers(0, flat.size, size=max(1, flat.size // 50))
+            if flat.dtype.kind == "f":
+                flat[where] = rng.choice([np.nan, -1.0, 1e30, np.inf, 0.0, 123.0], where.size)
+            else:
+                info = np.iinfo(flat.dtype)
+                flat[where] = rng.integers(info.min, info.max, where.size, dtype=flat.dtype)
+            return a
+
+        _rewrite(path, member, damage)
+        paths.append(str(path))
+        if member.startswith("lowering_"):
+            truth[str(path)] = predict(graph, PARAMS).runtime_ns
+    proc = subprocess.run(
+        [sys.executable, "-c", _FUZZ, *paths],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+    assert proc.returncode == 0, f"child died ({proc.returncode}): {proc.stderr[-2000:]}"
+    outcome = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert sorted(outcome) == sorted(paths)
+    for path, T in truth.items():  # a damaged event graph never changes T
+        assert outcome[path] == f"T {T!r}", outcome[path]
