@@ -252,7 +252,7 @@ class NpzMembers:
         """A member holding UTF-8 JSON as bytes."""
         try:
             return json.loads(bytes(self.array(name)).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
             raise InputError(f"{self.path}: damaged llamp graph file ({name}: {err})") from err
 
 

@@ -140,8 +140,19 @@ def _peer_out_of_range(a):
         ("rank", _rank_out_of_range, "outside 0..3"),
         ("peer", _peer_out_of_range, "peer outside 0..3"),
         ("num_ranks", lambda a: np.array(1 << 40), "ranks for"),
+        ("meta", lambda a: np.frombuffer(b"[" * 10**5 + b"]" * 10**5, np.uint8), "(meta:"),
     ],
-    ids=["edge-src", "edge-dst", "nan", "negative", "inf", "rank", "peer", "num-ranks"],
+    ids=[
+        "edge-src",
+        "edge-dst",
+        "nan",
+        "negative",
+        "inf",
+        "rank",
+        "peer",
+        "num-ranks",
+        "deep-meta",
+    ],
 )
 @pytest.mark.parametrize("command", ["predict", "info", "path", "ingest"])
 def test_a_graph_file_with_a_defect_is_refused(
