@@ -1099,12 +1099,11 @@ def _fields_by_layout(
         for what in ("count", "scount", "rcount"):
             if fields.has(what):
                 neg = np.flatnonzero(fields[what] < 0)
-                if neg.size:
-                    r = int(sub[neg[0]])
-                    raise TraceError(
-                        f"{name}: negative {what} {fields[what][neg[0]]}",
-                        path=where,
-                        line=int(scan.rec_line[r]),
+                if neg.size:  # the line as written: 2^63 and more read as negative (C's wrap)
+                    raise fields.error(
+                        int(neg[0]),
+                        f"{name}: {what} is negative or above 2^63 − 1 (the largest signed "
+                        "64-bit integer)",
                     )
         out.append((fields, sub, spec_used))
     return out

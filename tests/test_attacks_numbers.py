@@ -169,3 +169,15 @@ def test_dumpi_count_times_a_huge_derived_type_is_refused_not_wrapped():
         types.bytes(4, 100, 0, 0)
     with pytest.raises(TraceError, match="more than 64 bits hold"):
         types.bytes(np.array([1, 2]), 100, 0, 0)
+
+
+def test_a_liballprof_count_of_2_63_is_named_as_written(tmp_path):
+    from llamp.errors import TraceError
+    from llamp.ingest import read
+
+    big = send(110, 120, 1, 5, 0, 2, count=2**63)
+    path = write_trace(tmp_path / "t", [[big], [recv(110, 130, 0, 5, 1, 2)]])
+    with pytest.raises(TraceError) as err:
+        read(path)
+    assert "count is negative or above 2^63 − 1" in str(err.value)
+    assert "9223372036854775808" in str(err.value) and err.value.line == 5
