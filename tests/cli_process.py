@@ -10,13 +10,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+#: What a child keeps of this process's environment: where the user's seal key is
+#: (llamp.seal), so that graph files this process wrote are the user's own there too.
+_KEPT = ("HOME", "XDG_CONFIG_HOME", "LLAMP_SEAL_KEY")
+
+
+def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    kept = {k: os.environ[k] for k in _KEPT if k in os.environ}
+    return {**kept, "LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin", **(extra or {})}
+
 
 def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         [sys.executable, "-m", "llamp", *args],
         capture_output=True,
         text=True,
-        env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        env=_env(home),
         timeout=600,
     )
     if check:
@@ -48,7 +57,7 @@ def llamp_measured(
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
-            env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin", **(env or {})},
+            env=_env(home, env),
         )
         deadline = start + timeout
         while True:
