@@ -917,6 +917,8 @@ class ExecutionGraph:
         if validate and trusted:
             graph.check_ranges()
             graph.__dict__["_valid"] = True  # validated when it was saved
+        if validate:  # the checks read every column: a process keeps only what it then uses
+            members.release()
         if sealed:
             graph.__dict__["_seal"] = members.file_id
         return graph
