@@ -52,7 +52,7 @@ from llamp.errors import QueryError, StoreError
 from llamp.graphdb import queries
 from llamp.graphdb.locking import Notify, WriterLock, stderr_notify, writer_active
 from llamp.graphdb.schema import EDGE_TYPES, KEY_SHIFT, LADYBUG_DDL, RESULT
-from llamp.graphdb.store import GraphStore, RunInfo, coerce
+from llamp.graphdb.store import GraphStore, RunInfo, coerce, disk_usage
 from llamp.graphdb.tables import RunRows
 from llamp.progress import ticking
 
@@ -432,6 +432,9 @@ class LadybugStore(GraphStore):
     def _delete_analysis_rows(self, analysis_id: str) -> None:
         self._write("MATCH (a:Analysis {id: $id}) DETACH DELETE a", {"id": analysis_id})
 
+    def disk_bytes(self) -> dict[str, int]:
+        return {"database": disk_usage(self.path.parent)} | super().disk_bytes()
+
     def cleanup(self, older_than_s: float | None = None) -> list[str]:
         """Remove incomplete runs and analyses. LadybugDB admits one writer, so any incomplete
         run found by the writer is dead (``older_than_s`` is accepted and ignored)."""
@@ -454,6 +457,7 @@ class LadybugStore(GraphStore):
             self._drop_graph_files(int(run_id))
         for scratch in self.path.parent.glob(f"{SCRATCH_PREFIX}*"):
             shutil.rmtree(scratch, ignore_errors=True)
+        self._sweep_graph_files()  # one writer: a run's file without its run is dead
         dead = self._arrow("MATCH (a:Analysis) WHERE a.complete = false RETURN a.id AS id", {})
         for analysis_id in dead.column("id").to_pylist():
             self._delete_analysis_rows(analysis_id)

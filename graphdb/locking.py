@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from llamp.errors import StoreError
+from llamp.messages import emit
 
 #: The lock file inside the store directory.
 LOCK_FILE = "writer.lock"
@@ -36,8 +37,9 @@ Notify = Callable[[str], None]
 
 
 def stderr_notify(message: str) -> None:
-    """The default way to tell a person why llamp is waiting: one line on stderr."""
-    print(f"llamp: {message}", file=sys.stderr, flush=True)
+    """The default way to tell a person why llamp is waiting: one ``llamp: note:`` line on
+    stderr (:func:`llamp.messages.emit`)."""
+    emit("note", message)
 
 
 def _holder(path: Path) -> str:

@@ -19,6 +19,7 @@ that with a throwaway handshake).
 
 from __future__ import annotations
 
+import logging
 import random
 import socket
 import time
@@ -52,6 +53,11 @@ def _driver_module() -> Any:
         import neo4j
     except ImportError as err:  # pragma: no cover - neo4j is a hard dependency
         raise StoreError(f"the Neo4j backend needs the 'neo4j' package: {err}") from err
+    # The driver logs what it then raises ("Unable to retrieve routing information"); without
+    # a handler Python prints those records on stderr before llamp's own message says it once.
+    driver_log = logging.getLogger("neo4j")
+    if not driver_log.handlers:
+        driver_log.addHandler(logging.NullHandler())
     return neo4j
 
 
@@ -468,6 +474,7 @@ class Neo4jStore(GraphStore):
         for run_id in runs.column("id").to_pylist():
             self._delete_run_rows(int(run_id))
             self._drop_graph_files(int(run_id))
+        self._sweep_graph_files(age_ms / 1000)
         dead = self._arrow(
             "MATCH (a:Analysis) WHERE a.complete = false AND a.touched <= timestamp() - $age "
             "RETURN a.id AS id",

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -382,6 +385,7 @@ class GraphStore(ABC):
             raise
         for old in existing:
             self._delete_run_rows(old.id)
+            self._drop_graph_files(old.id)
         return self.run_info(name)
 
     def _save_graph_file(
@@ -396,7 +400,7 @@ class GraphStore(ABC):
         meta.pop(STREAMS, None)
         meta.pop("vertices_total", None)
         folder = self._graph_files()
-        path = folder / f".saving-{uuid.uuid4().hex[:12]}.npz"
+        path = folder / f".saving-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
         own_meta, own_source = graph.meta, graph.source
         graph.meta = meta
         try:
@@ -469,6 +473,43 @@ class GraphStore(ABC):
         """The folder of this store's graph files (one per store location)."""
         store = hashlib.sha1(str(self.location).encode()).hexdigest()[:16]
         return llamp_home() / "lowered" / store
+
+    def _sweep_graph_files(self, older_than_s: float = 0.0) -> None:
+        """Remove what killed writers left in this store's graph-file folder: the temporary
+        files and scratch folders of processes that are no longer running (their names carry
+        the writer's pid), and the graph files of runs that no longer exist, untouched for
+        ``older_than_s`` (a concurrent writer names its file before its run appears)."""
+        folder = self._graph_files()
+        if not folder.is_dir():
+            return
+        runs = {
+            int(i) for i in self._arrow("MATCH (r:Run) RETURN r.id AS id", {})["id"].to_pylist()
+        }
+        now = time.time()
+        for path in folder.iterdir():
+            pid = _writer_pid(path.name)
+            try:
+                if pid is not None:
+                    dead = not _alive(pid)
+                else:
+                    match = _RUN_FILE.match(path.name)
+                    dead = (
+                        match is not None
+                        and int(match.group(1)) not in runs
+                        and now - path.stat().st_ctime >= older_than_s
+                    )
+                if dead:
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink(missing_ok=True)
+            except OSError:
+                pass  # best effort: the next writer tries again
+
+    def disk_bytes(self) -> dict[str, int]:
+        """Bytes on disk: ``graph_files`` (this store's graph-file folder) and, for a store
+        in a directory, ``database``."""
+        return {"graph_files": disk_usage(self._graph_files())}
 
     def _drop_graph_files(self, run_id: int) -> None:
         """Remove the graph files of run ``run_id`` (deleted, or never completed)."""
@@ -816,3 +857,45 @@ def open_store(
 
 
 __all__ = ["AnalysisInfo", "GraphStore", "RunInfo", "coerce", "open_store"]
+
+
+#: ``run-<id>-<digest>.npz``: a run's graph file (:meth:`GraphStore.lowered_path`).
+_RUN_FILE = re.compile(r"^run-(\d+)-[0-9a-f]+\.npz$")
+#: Names of the temporary files and folders a graph-file writer makes, with its pid.
+_WRITER_TEMPORARIES = (
+    re.compile(r"^\.saving-(\d+)-[0-9a-f]+\.npz$"),
+    re.compile(r"\.npz\.(\d+)\.(?:tmp|lowering|spill)\.npz$"),
+    re.compile(r"^\..*\.npz\.(\d+)\.[^.]+$"),  # the lowering's scratch folder
+)
+
+
+def _writer_pid(name: str) -> int | None:
+    for pattern in _WRITER_TEMPORARIES:
+        match = pattern.search(name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def disk_usage(root: Path) -> int:
+    """Bytes the files under ``root`` take on disk (0 when it does not exist)."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total

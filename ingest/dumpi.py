@@ -745,15 +745,34 @@ class _Types:
             if any(p is None for p in parts):
                 self.sizes.pop(int(s[1]), None)
             else:
-                self.sizes[int(s[1])] = int(np.dot(lengths, np.array(parts, np.int64)))
+                total = sum(int(n) * p for n, p in zip(lengths.tolist(), parts, strict=False))
+                if abs(total) < 2**63:
+                    self.sizes[int(s[1])] = total
+                else:
+                    self.sizes.pop(int(s[1]), None)
         elif name == "MPI_Type_dup":
             self._set(int(s[1]), 1, get(int(s[0])))
 
     def _set(self, new: int, count: int, old: int | None) -> None:
-        if old is None:
+        if old is None or abs(count * old) >= 2**63:  # beyond 64 bits: no usable size
             self.sizes.pop(new, None)
         else:
             self.sizes[new] = count * old
+
+    def bytes(self, count, dtype: int, e: int, rank: int):
+        """``count`` elements (an int or an array of counts) of ``dtype`` in bytes, exact: a
+        product beyond 64 bits is an error at record ``e``, never a wrapped size."""
+        size = self.size(dtype, e, rank)
+        counts = np.asarray(count, dtype=np.int64)
+        largest = int(np.abs(counts).max()) if counts.size else 0
+        if largest * abs(size) >= 2**63:
+            raise TraceError(
+                f"{FUNCTIONS[int(self.recs.fid[e])]}: {largest} elements of datatype {dtype} "
+                f"({size} bytes each) is more than 64 bits hold",
+                path=self.recs.path,
+                line=e + 1,
+            )
+        return counts * size if counts.ndim else int(count) * size
 
     def size(self, dtype: int, e: int, rank: int) -> int:
         value = self.sizes.get(int(dtype))
@@ -834,7 +853,7 @@ def _decode_rank(rank: int, recs: _Records, calls: dict[str, int], diag: Diagnos
         elif f in _P2P:
             kind = _P2P[f]
             recv = kind in (RECV, IRECV, RECV_INIT)
-            size = int(s[0]) * types.size(int(s[1]), e, rank)
+            size = types.bytes(int(s[0]), int(s[1]), e, rank)
             add(
                 e,
                 name,
@@ -847,11 +866,11 @@ def _decode_rank(rank: int, recs: _Records, calls: dict[str, int], diag: Diagnos
             )
         elif name == "MPI_Sendrecv":
             add(e, name, SR_SEND, peer=_peer(int(s[2]), False), tag=int(s[3]),
-                size=int(s[0]) * types.size(int(s[1]), e, rank), comm=int(s[8]))  # fmt: skip
+                size=types.bytes(int(s[0]), int(s[1]), e, rank), comm=int(s[8]))  # fmt: skip
             add(e, name, SR_RECV, peer=_peer(int(s[6]), True), tag=_tag(int(s[7]), True),
-                size=int(s[4]) * types.size(int(s[5]), e, rank), comm=int(s[8]))  # fmt: skip
+                size=types.bytes(int(s[4]), int(s[5]), e, rank), comm=int(s[8]))  # fmt: skip
         elif name == "MPI_Sendrecv_replace":
-            size = int(s[0]) * types.size(int(s[1]), e, rank)
+            size = types.bytes(int(s[0]), int(s[1]), e, rank)
             add(
                 e,
                 name,
@@ -955,44 +974,44 @@ def _collective(
     name: str, s: np.ndarray, recs: _Records, e: int, types: _Types, rank: int
 ) -> tuple[int, int, np.ndarray | None]:
     """(bytes significant at this member, root, per-member byte counts) of one collective."""
-    size = types.size
+    nbytes = types.bytes
     if name == "MPI_Barrier":
         return 0, 0, None
     if name == "MPI_Bcast":
-        return int(s[0]) * size(int(s[1]), e, rank), int(s[2]), None
+        return nbytes(int(s[0]), int(s[1]), e, rank), int(s[2]), None
     if name == "MPI_Reduce":
-        return int(s[0]) * size(int(s[1]), e, rank), int(s[3]), None
+        return nbytes(int(s[0]), int(s[1]), e, rank), int(s[3]), None
     if name in ("MPI_Allreduce", "MPI_Scan", "MPI_Exscan"):
-        return int(s[0]) * size(int(s[1]), e, rank), 0, None
+        return nbytes(int(s[0]), int(s[1]), e, rank), 0, None
     if name == "MPI_Allgather":
-        return int(s[2]) * size(int(s[3]), e, rank), 0, None
+        return nbytes(int(s[2]), int(s[3]), e, rank), 0, None
     if name == "MPI_Alltoall":
-        return int(s[0]) * size(int(s[1]), e, rank), 0, None
+        return nbytes(int(s[0]), int(s[1]), e, rank), 0, None
     if name in ("MPI_Gather", "MPI_Scatter"):
         me, root = int(s[0]), int(s[3])
         if me == root:
-            return int(s[5]) * size(int(s[6]), e, rank), root, None
-        return int(s[1]) * size(int(s[2]), e, rank), root, None
+            return nbytes(int(s[5]), int(s[6]), e, rank), root, None
+        return nbytes(int(s[1]), int(s[2]), e, rank), root, None
     if name == "MPI_Gatherv":
         me, root = int(s[0]), int(s[4])
         if me == root:
             counts = recs.array(e, 0)
             own = int(counts[root]) if root < counts.size else 0
-            return own * size(int(s[6]), e, rank), root, None
-        return int(s[2]) * size(int(s[3]), e, rank), root, None
+            return nbytes(own, int(s[6]), e, rank), root, None
+        return nbytes(int(s[2]), int(s[3]), e, rank), root, None
     if name == "MPI_Scatterv":
         me, root = int(s[0]), int(s[5])
         if me == root:
             counts = recs.array(e, 0)
             own = int(counts[root]) if root < counts.size else 0
-            return own * size(int(s[2]), e, rank), root, None
-        return int(s[3]) * size(int(s[4]), e, rank), root, None
+            return nbytes(own, int(s[2]), e, rank), root, None
+        return nbytes(int(s[3]), int(s[4]), e, rank), root, None
     if name == "MPI_Allgatherv":
-        return int(s[1]) * size(int(s[2]), e, rank), 0, None
+        return nbytes(int(s[1]), int(s[2]), e, rank), 0, None
     if name == "MPI_Alltoallv":
-        return 0, 0, recs.array(e, 2) * size(int(s[2]), e, rank)
+        return 0, 0, nbytes(recs.array(e, 2), int(s[2]), e, rank)
     # MPI_Reduce_scatter
-    return 0, 0, recs.array(e, 0) * size(int(s[1]), e, rank)
+    return 0, 0, nbytes(recs.array(e, 0), int(s[1]), e, rank)
 
 
 # --------------------------------------------------------------------------- communicators

@@ -130,6 +130,17 @@ _INT64_MAX = np.iinfo(np.int64).max
 _MAX_STREAM = 255  # txt2bin keeps cpu and nic numbers in a uint8
 
 
+def _non_ascii(raw: bytes) -> str:
+    """The character that starts ``raw`` as the user typed it (UTF-8), or its byte when it is
+    not UTF-8 (a Latin-1 ``é`` is byte 0xE9, never the character after it)."""
+    for end in range(1, len(raw) + 1):
+        try:
+            return f"non-ASCII character {raw[:end].decode('utf-8')!r}"
+        except UnicodeDecodeError:
+            continue
+    return f"byte 0x{raw[0]:02X} (not UTF-8 text)"
+
+
 class _LineProblem(Exception):
     """A problem confined to one line: an error, or a skipped line in lenient mode."""
 
@@ -175,10 +186,7 @@ def read_goal(
 
 def parse_goal_text(text: str, *, name: str = "<string>", lenient: bool = False) -> ExecutionGraph:
     """Parse GOAL text; ``name`` is the file name used in error messages and ``meta``."""
-    try:
-        data = text.encode("latin-1")
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "surrogatepass")  # refused as non-ASCII where it matters
+    data = text.encode("utf-8", "surrogatepass")  # non-ASCII is refused where it matters
     reader = _Reader(name, lenient)
     reader.read(io.BytesIO(data), None)
     return reader.finish()
@@ -218,6 +226,7 @@ class _Reader:
         self.rank_counts: list[int] = []
         self.problems: list[tuple[int, str]] = []
         self.num_problems = 0
+        self.inexact: list[tuple[int, str]] = []  # (vertex, calc cost) a float64 rounds
         self.last_line = 0
         self.st = np.zeros(tok.S_SIZE, np.int64)
         self.st[tok.S_RANK] = -1
@@ -390,9 +399,14 @@ class _Reader:
         ns = int(st[tok.S_NSLOW])
         if ns:  # costs the tokenizer could not convert exactly: Python's float()
             text = out["slow_text"]
+            before = sum(part.size for part in self.chunks["cost"])
             for i in range(ns):
                 a, b = int(out["slow_s"][i]), int(out["slow_e"][i])
-                cost[int(out["slow_vid"][i])] = float(bytes(text[a:b]))
+                token = bytes(text[a:b])
+                value = float(token)
+                cost[int(out["slow_vid"][i])] = value
+                if token.isdigit() and int(token) != value:  # an integer a float64 would round
+                    self.inexact.append((before + int(out["slow_vid"][i]), token.decode()))
         c = self.chunks
         c["kind"].append(out["kind"][:nvc].copy())
         c["cost"].append(cost.copy())
@@ -437,12 +451,13 @@ class _Reader:
         elif event == tok.EV_OVERFLOW:
             what = ("size", "peer", "tag")[int(st[tok.S_ARG])]
             value = bytes(self.lb[int(st[tok.S_ARG2]) : int(st[tok.S_ARG3])]).decode("latin-1")
-            raise self._fatal(lineno, f"{what} {value} does not fit in 64 bits")
+            raise self._fatal(
+                lineno, f"{what} {value[:40]} is above 2^63 − 1, the largest signed 64-bit integer"
+            )
         elif event == tok.EV_NONASCII:
             pos = int(st[tok.S_POS])
             raw = bytes(chunk[pos : pos + 4])
-            char = raw.decode("utf-8", "ignore")[:1] or raw[:1].decode("latin-1")
-            raise self._fatal(lineno, f"non-ASCII character {char!r} outside a comment")
+            raise self._fatal(lineno, f"{_non_ascii(raw)} outside a comment")
         elif event == tok.EV_ROOM:
             self._grow(int(st[tok.S_ARG]), int(st[tok.S_ARG2]), int(st[tok.S_ARG3]))
         else:  # pragma: no cover - the tokenizer returns only the events above
@@ -704,13 +719,20 @@ class _Reader:
         for v in self._bad_labels().tolist():
             s = labels[v]
             if s in _STATEMENT_KEYWORDS:
-                self._problem(int(vline[v]), f"label {s!r} is a GOAL keyword")
+                self._problem(int(vline[v]), f"label {str(s)!r} is a GOAL keyword")
             else:
-                self._problem(int(vline[v]), f"label {s!r} is not [a-zA-Z][a-zA-Z0-9_]*")
+                self._problem(int(vline[v]), f"label {str(s)!r} is not [a-zA-Z][a-zA-Z0-9_]*")
 
         size, peer, tag, cost = take("size"), take("peer"), take("tag"), take("cost")
         for v in np.flatnonzero(~np.isfinite(cost)):  # e.g. 400 digits: too large for float64
             self._problem(int(vline[v]), "calc cost is too large for a float64 (inf)")
+            cost[v] = 0.0
+        for v, token in self.inexact:  # never a silently rounded cost
+            self._problem(
+                int(vline[v]),
+                f"calc cost {token[:40]} is an integer above 2^53 that a float64 cannot hold "
+                f"exactly (it would read as {cost[v]:.0f})",
+            )
             cost[v] = 0.0
 
         demote = np.zeros(n, dtype=bool)
@@ -819,8 +841,8 @@ class _Reader:
         for s, r in zip(sends[wrong], recvs[wrong], strict=True):
             self._problem(
                 int(vline[r]),
-                f"recv {size[r]}b (label {labels[r]!r}, rank {rank[r]}) is matched FIFO with "
-                f"send {size[s]}b on line {vline[s]} (label {labels[s]!r}, rank {rank[s]}): "
+                f"recv {size[r]}b (label {str(labels[r])!r}, rank {rank[r]}) is matched FIFO with "
+                f"send {size[s]}b on line {vline[s]} (label {str(labels[s])!r}, rank {rank[s]}): "
                 "sizes differ",
             )
         demote[sends[wrong]] = True
@@ -855,7 +877,7 @@ class _Reader:
                 if lost.size > 1 and not self.lenient
                 else ""
             )
-            self._problem(int(vline[v]), f"{what} (rank {rank[v]}, label {labels[v]!r}){more}")
+            self._problem(int(vline[v]), f"{what} (rank {rank[v]}, label {str(labels[v])!r}){more}")
         if lost.size > _MAX_WARNINGS_KEPT and self.lenient:
             self.num_problems += lost.size - _MAX_WARNINGS_KEPT
         demote[lost] = True

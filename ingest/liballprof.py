@@ -771,6 +771,27 @@ class _Fields:
     def has(self, name: str) -> bool:
         return name in self.layout.index or name + "[]" in self.layout.index
 
+    def nbytes(self, count: np.ndarray, type_size: str, used: Any = True) -> np.ndarray:
+        """``count`` elements of the datatype in field ``type_size`` as bytes (int64), each
+        product the record ``used`` checked: one that does not fit in 64 bits is an error at
+        its line, never a wrapped size (2^61 + 4,500 doubles are not 36,000 bytes)."""
+        size = self[type_size]
+        if count.ndim == 2:
+            size = size[:, None]
+        product = count * size
+        rough = np.abs(count.astype(np.float64) * size.astype(np.float64)) >= 2.0**62
+        used = np.broadcast_to(np.asarray(used, dtype=bool), (self.m,))
+        suspect = np.flatnonzero((rough & (used[:, None] if rough.ndim == 2 else used)).ravel())
+        for flat in suspect:  # exact, in Python integers, for the few near or past the edge
+            i, j = np.unravel_index(flat, product.shape) if product.ndim == 2 else (flat, None)
+            c = int(count[i] if j is None else count[i, j])
+            t = int(size[i] if size.ndim == 1 else size[i, 0])
+            if not -(2**63) <= c * t < 2**63:
+                raise self.error(
+                    int(i), f"{c} elements of {t} bytes is {c * t} bytes: more than 64 bits hold"
+                )
+        return product
+
     def first(self, bad: np.ndarray) -> int | None:
         """Index of the first record flagged in ``bad`` (a row of a 2-D mask counts), or None."""
         hit = np.flatnonzero(bad if bad.ndim == 1 else bad.any(axis=1))
@@ -1100,12 +1121,11 @@ def _fields_by_layout(
         for what in ("count", "scount", "rcount"):
             if fields.has(what):
                 neg = np.flatnonzero(fields[what] < 0)
-                if neg.size:
-                    r = int(sub[neg[0]])
-                    raise TraceError(
-                        f"{name}: negative {what} {fields[what][neg[0]]}",
-                        path=where,
-                        line=int(scan.rec_line[r]),
+                if neg.size:  # the line as written: 2^63 and more read as negative (C's wrap)
+                    raise fields.error(
+                        int(neg[0]),
+                        f"{name}: {what} is negative or above 2^63 − 1 (the largest signed "
+                        "64-bit integer)",
                     )
         out.append((fields, sub, spec_used))
     return out
@@ -1156,7 +1176,7 @@ def _p2p(kind: int, with_request: bool):
                 nid,
                 peer=f["peer"],
                 tag=f["tag"],
-                size=f["count"] * f["dtype.size"],
+                size=f.nbytes(f["count"], "dtype.size"),
                 **_comm(f),
                 **req,
             )
@@ -1258,17 +1278,29 @@ def _role_completion_unknown(f, name, nid, diag, where):
 def _role_sendrecv(f, name, nid, diag, where):
     comm = _comm(f)
     send = _base(
-        f, SR_SEND, nid, peer=f["dest"], tag=f["stag"], size=f["scount"] * f["stype.size"], **comm
+        f,
+        SR_SEND,
+        nid,
+        peer=f["dest"],
+        tag=f["stag"],
+        size=f.nbytes(f["scount"], "stype.size"),
+        **comm,
     )
     recv = _base(
-        f, SR_RECV, nid, peer=f["src"], tag=f["rtag"], size=f["rcount"] * f["rtype.size"], **comm
+        f,
+        SR_RECV,
+        nid,
+        peer=f["src"],
+        tag=f["rtag"],
+        size=f.nbytes(f["rcount"], "rtype.size"),
+        **comm,
     )
     return [send, recv]
 
 
 def _role_sendrecv_replace(f, name, nid, diag, where):
     comm = _comm(f)
-    size = f["count"] * f["dtype.size"]
+    size = f.nbytes(f["count"], "dtype.size")
     return [
         _base(f, SR_SEND, nid, peer=f["dest"], tag=f["stag"], size=size, **comm),
         _base(f, SR_RECV, nid, peer=f["src"], tag=f["rtag"], size=size, **comm),
@@ -1307,26 +1339,28 @@ def _pick(f: _Fields, array: str, index: np.ndarray) -> np.ndarray:
 
 
 def _role_gatherv(f, name, nid, diag, where):
-    mine = f["scount"] * f["stype.size"]
+    root = _is_root(f)
+    mine = f.nbytes(f["scount"], "stype.size")
     if f.has("recvcounts") and f.counts("recvcounts") is not None:
-        at_root = _pick(f, "recvcounts", f["root"]) * f["rtype.size"]
-        mine = np.where(_is_root(f), at_root, mine)
+        at_root = f.nbytes(_pick(f, "recvcounts", f["root"]), "rtype.size", root)
+        mine = np.where(root, at_root, mine)
     return [_base(f, COLL, nid, coll=COLL_CODE["gatherv"], root=f["root"], size=mine, **_comm(f))]
 
 
 def _role_scatterv(f, name, nid, diag, where):
-    mine = f["rcount"] * f["rtype.size"]
+    root = _is_root(f)
+    mine = f.nbytes(f["rcount"], "rtype.size")
     if f.counts("sendcounts") is not None:
-        at_root = _pick(f, "sendcounts", f["root"]) * f["stype.size"]
-        mine = np.where(_is_root(f), at_root, mine)
+        at_root = f.nbytes(_pick(f, "sendcounts", f["root"]), "stype.size", root)
+        mine = np.where(root, at_root, mine)
     return [_base(f, COLL, nid, coll=COLL_CODE["scatterv"], root=f["root"], size=mine, **_comm(f))]
 
 
 def _role_allgatherv(f, name, nid, diag, where):
     if f.counts("recvcounts") is not None:
-        mine = _pick(f, "recvcounts", f["comm.rank"]) * f["rtype.size"]
+        mine = f.nbytes(_pick(f, "recvcounts", f["comm.rank"]), "rtype.size")
     else:
-        mine = f["scount"] * f["stype.size"]
+        mine = f.nbytes(f["scount"], "stype.size")
     return [_base(f, COLL, nid, coll=COLL_CODE["allgatherv"], size=mine, **_comm(f))]
 
 
@@ -1338,7 +1372,7 @@ def _role_alltoallv(f, name, nid, diag, where):
         )
         return None
     cols = _base(f, COLL, nid, coll=COLL_CODE["alltoallv"], **_comm(f))
-    cols["_counts"] = list(recv * f["rtype.size"][:, None])
+    cols["_counts"] = list(f.nbytes(recv, "rtype.size"))
     return [cols]
 
 
@@ -1352,13 +1386,13 @@ def _role_reduce_scatter(f, name, nid, diag, where):
         )
         return None
     cols = _base(f, COLL, nid, coll=COLL_CODE["reduce_scatter"], **_comm(f))
-    cols["_counts"] = list(recv * f["dtype.size"][:, None])
+    cols["_counts"] = list(f.nbytes(recv, "dtype.size"))
     return [cols]
 
 
 def _role_reduce_scatter_block(f, name, nid, diag, where):
     cols = _base(f, COLL, nid, coll=COLL_CODE["reduce_scatter"], **_comm(f))
-    block = f["count"] * f["dtype.size"]
+    block = f.nbytes(f["count"], "dtype.size")
     cols["_counts"] = [
         np.full(int(n), b, np.int64) for n, b in zip(f["comm.size"], block, strict=True)
     ]
@@ -1383,19 +1417,25 @@ def _nonblocking(role: Callable[..., list[dict[str, Any]] | None]):
 
 
 def _gather_size(f: _Fields) -> np.ndarray:
-    return np.where(_is_root(f), f["rcount"] * f["rtype.size"], f["scount"] * f["stype.size"])
+    root = _is_root(f)
+    return np.where(
+        root, f.nbytes(f["rcount"], "rtype.size", root), f.nbytes(f["scount"], "stype.size", ~root)
+    )
 
 
 def _scatter_size(f: _Fields) -> np.ndarray:
-    return np.where(_is_root(f), f["scount"] * f["stype.size"], f["rcount"] * f["rtype.size"])
+    root = _is_root(f)
+    return np.where(
+        root, f.nbytes(f["scount"], "stype.size", root), f.nbytes(f["rcount"], "rtype.size", ~root)
+    )
 
 
 def _msg(f: _Fields) -> np.ndarray:
-    return f["count"] * f["dtype.size"]
+    return f.nbytes(f["count"], "dtype.size")
 
 
 def _block(f: _Fields) -> np.ndarray:
-    return f["rcount"] * f["rtype.size"]
+    return f.nbytes(f["rcount"], "rtype.size")
 
 
 _ROLES: dict[str, Callable[..., list[dict[str, Any]] | None]] = {

@@ -314,6 +314,23 @@ class _RankRows:
     origin: int
 
 
+def _bytes(
+    lengths: np.ndarray, names: list[str], calls: np.ndarray, lines: np.ndarray, where: str
+) -> np.ndarray:
+    """OTF2's unsigned 64-bit byte counts as int64, each checked: one of 2^63 or more is an
+    error at its event, never a wrapped (negative) size."""
+    big = np.flatnonzero(lengths >= np.uint64(1 << 63))
+    if big.size:
+        j = int(big[0])
+        raise TraceError(
+            f"{names[int(calls[j])]}: {int(lengths[j])} bytes is above 2^63 − 1, the largest "
+            "signed 64-bit integer",
+            path=where,
+            line=int(lines[j]),
+        )
+    return lengths.astype(np.int64)
+
+
 def _per_member(total: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-member bytes from a Score-P total of ``P`` (or ``P−1`` in place) blocks, and a flag
     where neither divides (``total // P`` taken)."""
@@ -559,7 +576,7 @@ def _rank_rows(
     peer[p2p] = rec[p2p_src, 3].astype(np.int64)
     comm_ref[s_ok] = rec[srcs, 4].astype(np.int64)
     tag[p2p] = rec[p2p_src, 5].astype(np.int64)
-    size[p2p] = rec[p2p_src, 6].astype(np.int64)
+    size[p2p] = _bytes(rec[p2p_src, 6], names, r_call[p2p], r_line[p2p], where)
     comm = np.zeros(m, np.int64)
     refs, inverse = np.unique(comm_ref[s_ok], return_inverse=True)
     mapped = np.array(
@@ -584,8 +601,14 @@ def _rank_rows(
         me = np.array([comm_pos[(int(c), rank)] for c in comm[cj].tolist()], np.int64)
         rt = rec[ce, 5].astype(np.int64)
         rt = np.where(rt == _UNDEF32, 0, rt)
-        sent = rec[ce, 6].astype(np.int64)
-        got = np.where(kind[ce] == _NBC_DONE, rec[ce, 8], rec[ce, 7]).astype(np.int64)
+        sent = _bytes(rec[ce, 6], names, r_call[cj], r_line[cj], where)
+        got = _bytes(
+            np.where(kind[ce] == _NBC_DONE, rec[ce, 8], rec[ce, 7]),
+            names,
+            r_call[cj],
+            r_line[cj],
+            where,
+        )
         csize, odd = _collective_sizes(op, sent, got, P, me, rt)
         if odd.any():
             diag.note(

@@ -52,6 +52,17 @@ def llamp_home() -> Path:
     return Path(os.environ.get("LLAMP_HOME", ".llamp"))
 
 
+def seal_key_path() -> Path:
+    """The file holding this installation's key for sealing graph files (:mod:`llamp.seal`):
+    ``$LLAMP_SEAL_KEY``, default ``~/.config/llamp/seal.key`` (per user, not per
+    ``LLAMP_HOME``: a graph file written in one directory is trusted in another)."""
+    value = os.environ.get("LLAMP_SEAL_KEY")
+    if value:
+        return Path(value)
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "llamp" / "seal.key"
+
+
 def store_uri() -> str | None:
     """The store URI from ``$LLAMP_STORE`` (e.g. ``bolt://neo4j:pw@host:7687``), if set."""
     value = os.environ.get("LLAMP_STORE")
@@ -175,7 +186,46 @@ def parse_duration_ns(text: str | float | int, *, default_unit: str = "ns") -> f
         raise ParameterError(
             f"unknown time unit {unit!r} in {text!r}: use one of ps, ns, us, ms, s"
         )
-    return value * _TIME_UNITS_NS[unit]
+    ns = value * _TIME_UNITS_NS[unit]
+    if not math.isfinite(ns):
+        raise ParameterError(f"duration {text[:40]!r} is beyond a float64 (infinite)")
+    return ns
+
+
+def parse_window_ns(text: str, *, what: str = "--window") -> tuple[float, float]:
+    """A time window ``FROM:TO`` (durations; either end may be empty: 0 and ∞) in ns:
+    ``"10ms:20ms"`` → (1e7, 2e7)."""
+    if ":" not in text:
+        raise ParameterError(f"{what}: {text[:40]!r} is not FROM:TO (e.g. 10ms:20ms)")
+    a, b = text.split(":", 1)
+    try:
+        lo = parse_duration_ns(a) if a.strip() else 0.0
+        hi = parse_duration_ns(b) if b.strip() else math.inf
+    except ParameterError as err:
+        raise ParameterError(f"{what}: {err}") from None
+    if hi <= lo:
+        raise ParameterError(f"{what}: the end {b[:40]!r} must be after the start {a[:40]!r}")
+    return lo, hi
+
+
+def parse_rank_set(text: str, num_ranks: int, *, what: str = "--ranks") -> list[tuple[int, int]]:
+    """Ranks ``"0-7,12"`` of a graph of ``num_ranks`` ranks as inclusive (first, last) spans,
+    each checked against the graph before anything is allocated (``0-100000000`` on 16 ranks
+    is an error, not 10^8 integers)."""
+    spans = []
+    for part in str(text).split(","):
+        item = part.strip()
+        a, dash, b = item.partition("-")
+        if not (a.strip().isdigit() and (not dash or b.strip().isdigit())):
+            raise ParameterError(f"{what}: cannot read {item[:40]!r} (expected e.g. 0-7,12)")
+        first, last = int(a), int(b) if dash else int(a)
+        for r in (first, last):
+            if r >= num_ranks:
+                raise ParameterError(f"{what}: rank {r} is outside 0..{num_ranks - 1}")
+        if last < first:
+            raise ParameterError(f"{what}: {item[:40]!r} runs backwards")
+        spans.append((first, last))
+    return spans
 
 
 _BANDWIDTH_BITS = {"b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}
@@ -334,9 +384,11 @@ def parse_percent(text: str | float | int, *, what: str = "percentage") -> float
 def parse_percents(text: str, *, what: str = "percentages") -> tuple[float, ...]:
     """A comma-separated list of percentages (:func:`parse_percent`) as sorted, distinct
     fractions: ``"5, 1%, 2"`` → ``(0.01, 0.02, 0.05)``."""
-    items = [item for item in str(text).split(",") if item.strip()]
-    if not items:
+    items = str(text).split(",")
+    if not any(item.strip() for item in items):
         raise ParameterError(f"{what}: no value given (expected percentages, e.g. 1,2,5)")
+    if not all(item.strip() for item in items):
+        raise ParameterError(f"{what}: {str(text)[:40]!r} has an empty value between commas")
     return tuple(sorted({parse_percent(item, what=what) for item in items}))
 
 

@@ -21,6 +21,7 @@ a few hundred MB.
 
 from __future__ import annotations
 
+import hmac
 import io
 import json
 import mmap
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from llamp.errors import GraphError, InputError
+from llamp.seal import SEAL_MEMBER, Digest, Sealer, key
 
 CALC, SEND, RECV, COLL = 0, 1, 2, 3
 KIND_NAMES = ("calc", "send", "recv", "coll")
@@ -83,6 +85,8 @@ INDEX32_VERTICES = 1 << 30
 GRAPH_FILE_VERSION = 3
 _TRUSTED_VERSIONS = (2, 3)
 _STAMP = "llamp_file"
+#: Ranks a graph file may declare beyond one per vertex (per-rank arrays are allocated from it).
+_MAX_EMPTY_RANKS = 1 << 20
 _I32 = np.iinfo(np.int32)
 
 
@@ -124,6 +128,11 @@ class NpzMembers:
     memory-mapped, and its CRC-32 is checked over that mapping before the array is handed out,
     so a damaged file is an error, never a changed number.
 
+    A member listed in the file's seal (:mod:`llamp.seal`) is checked against its keyed digest
+    instead: a match proves it is what this installation wrote (:meth:`sealed`); a mismatch
+    falls back to the CRC (damage is an error; a member changed with a fresh CRC is read, but
+    not sealed).
+
     The check reads the member once, in place: no copy into the process (``zlib.crc32`` runs over
     the mapped pages, with the GIL released for the whole member, so a thread setting up numba
     meanwhile runs on the other core: :mod:`llamp.lp.jit`). Afterwards the member's pages are
@@ -139,6 +148,21 @@ class NpzMembers:
             raise InputError(f"{self.path}: not a llamp graph file ({err})") from err
         self._infos = {i.filename[:-4]: i for i in infos if i.filename.endswith(".npy")}
         self._maps: dict[str, weakref.ref] = {}
+        self._secret = key()
+        self._digests: dict[str, str] = {}
+        self._sealed: set[str] = set()
+        self.file_id: str | None = None
+        if self._secret is not None and SEAL_MEMBER in self._infos:
+            seal = self.json(SEAL_MEMBER)
+            members = seal.get("members") if isinstance(seal, dict) else None
+            file_id = seal.get("file") if isinstance(seal, dict) else None
+            if isinstance(members, dict) and _is_file_id(file_id):
+                self.file_id = file_id
+                self._digests = {str(k): str(v) for k, v in members.items()}
+
+    def sealed(self, names: Any) -> bool:
+        """Whether every member in ``names`` was read and matched its keyed digest."""
+        return self.file_id is not None and all(name in self._sealed for name in names)
 
     def __contains__(self, name: str) -> bool:
         return name in self._infos
@@ -176,7 +200,9 @@ class NpzMembers:
         region = mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ)
         member = memoryview(region)[start - base : end - base]
         try:
-            if zlib.crc32(member) != info.CRC:
+            if self._matches_seal(name, member):
+                self._sealed.add(name)
+            elif zlib.crc32(member) != info.CRC:
                 raise ValueError(f"{info.filename}: CRC mismatch")
             header = io.BytesIO(member[: min(len(member), _NPY_HEADER_MAX)])
             version = np.lib.format.read_magic(header)
@@ -203,6 +229,14 @@ class NpzMembers:
         self._maps[name] = weakref.ref(region)
         return flat.reshape(shape, order="F" if fortran else "C")
 
+    def _matches_seal(self, name: str, member: memoryview) -> bool:
+        expected = self._digests.get(name)
+        if expected is None or self._secret is None or self.file_id is None:
+            return False
+        digest = Digest(self._secret, self.file_id, name)
+        digest.update(member)
+        return hmac.compare_digest(digest.hexdigest(), expected)
+
     def release(self, names: Any = None) -> None:
         """Drop the pages of the mapped members ``names`` (all by default) from this process's
         resident set (``MADV_DONTNEED``): they stay in the page cache, and the next access
@@ -218,8 +252,14 @@ class NpzMembers:
         """A member holding UTF-8 JSON as bytes."""
         try:
             return json.loads(bytes(self.array(name)).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
             raise InputError(f"{self.path}: damaged llamp graph file ({name}: {err})") from err
+
+
+def _is_file_id(value: Any) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 #: Bytes of a member that hold its ``.npy`` header at most (format 2/3: 4-byte length; numpy
@@ -237,7 +277,25 @@ def _drop_pages(region: mmap.mmap) -> None:
             pass
 
 
-def write_npy(archive: zipfile.ZipFile, name: str, array: Any, *, force_zip64: bool = True) -> None:
+class _Tee:
+    """A writable member that also feeds a :class:`llamp.seal.Digest` what is written."""
+
+    def __init__(self, member, digest) -> None:
+        self._member, self._digest = member, digest
+
+    def write(self, data) -> int:
+        self._digest.update(data)
+        return self._member.write(data)
+
+
+def write_npy(
+    archive: zipfile.ZipFile,
+    name: str,
+    array: Any,
+    *,
+    force_zip64: bool = True,
+    sealer: Sealer | None = None,
+) -> None:
     """Add ``array`` to ``archive`` as the member ``<name>.npy``, byte for byte as ``np.savez``
     writes it, but from the array's own memory.
 
@@ -249,12 +307,25 @@ def write_npy(archive: zipfile.ZipFile, name: str, array: Any, *, force_zip64: b
     :class:`NpzMembers`)."""
     array = np.asanyarray(array)
     header = _npy_header(array)
+    digest = None if sealer is None else sealer.digest(name)
     with archive.open(f"{name}.npy", "w", force_zip64=force_zip64) as member:
+        out = member if digest is None else _Tee(member, digest)
         if header is None:
-            np.lib.format.write_array(member, array, allow_pickle=False)
+            np.lib.format.write_array(out, array, allow_pickle=False)
         else:
-            member.write(header)
-            member.write(memoryview(array.reshape(-1).view(np.uint8)))
+            out.write(header)
+            out.write(memoryview(array.reshape(-1).view(np.uint8)))
+    if sealer is not None:
+        sealer.add(name, digest)
+
+
+def write_seal(archive: zipfile.ZipFile, sealer: Sealer) -> None:
+    """The ``llamp_seal`` member: the digests of the members ``sealer`` saw (none without a
+    key)."""
+    document = sealer.document()
+    if document is not None:
+        data = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
+        write_npy(archive, SEAL_MEMBER, data, force_zip64=False)
 
 
 def _npy_header(array: np.ndarray) -> bytes | None:
@@ -483,12 +554,11 @@ class ExecutionGraph:
         if self.num_ranks < 1:
             raise GraphError(f"a graph needs at least one rank, got {self.num_ranks}")
 
-    def validate(self) -> None:
-        """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
-
-        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
-        engines build anyway; here: column shapes, ranks, kinds, edge ends, message matching.
-        """
+    def check_ranges(self) -> None:
+        """What a kernel indexes or adds up without looking (vectorised, one pass per column):
+        shapes, ranks in ``0..num_ranks-1`` and contiguous, known vertex and edge kinds, edge
+        ends in ``0..n-1``, costs finite and ≥ 0, sizes ≥ 0, peers in range. A graph that
+        passes cannot crash a kernel or feed it a NaN; :meth:`validate` adds the rest."""
         self.check_shapes()
         n = self.num_vertices
         m = self.num_edges
@@ -497,55 +567,73 @@ class ExecutionGraph:
             if column is not None and n and column.min() < 0:
                 v = int(np.argmin(column))
                 raise GraphError(f"negative {name} number {column[v]}: {self.describe_vertex(v)}")
-        if self.num_ranks < 1:
-            raise GraphError(f"a graph needs at least one rank, got {self.num_ranks}")
         if n == 0:
             return
-        bad = np.flatnonzero((self.rank < 0) | (self.rank >= self.num_ranks))
-        if bad.size:
+        if self.rank.min() < 0 or self.rank.max() >= self.num_ranks:
+            bad = np.flatnonzero((self.rank < 0) | (self.rank >= self.num_ranks))
             raise GraphError(
                 f"vertex {bad[0]} belongs to rank {self.rank[bad[0]]}, outside 0..{self.num_ranks - 1}"
             )
         if np.any(np.diff(self.rank) < 0):
             v = int(np.flatnonzero(np.diff(self.rank) < 0)[0]) + 1
             raise GraphError(f"vertices of each rank must be contiguous: {self.describe_vertex(v)}")
-        bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
-        if bad.size:
+        if self.kind.min() < CALC or self.kind.max() > COLL:
+            bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
             raise GraphError(f"vertex {bad[0]} has unknown kind {self.kind[bad[0]]}")
-        calc = self.kind == CALC
-        bad = np.flatnonzero((calc | (self.kind == COLL)) & ~(self.cost_ns >= 0.0))
-        if bad.size:
-            raise GraphError(f"negative or NaN cost: {self.describe_vertex(bad[0])}")
-        comm = ~calc
-        bad = np.flatnonzero(comm & (self.size < 0))
-        if bad.size:
-            raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
-        bad = np.flatnonzero(comm & ((self.peer < 0) | (self.peer >= self.num_ranks)))
-        if bad.size:
-            raise GraphError(
-                f"peer outside 0..{self.num_ranks - 1} (unresolved wildcard?): "
-                f"{self.describe_vertex(bad[0])}"
-            )
+        # Each check is a reduction first (no temporaries; NaN fails the comparison) and a
+        # masked search only when it fails: the check costs a few passes, not a few copies.
+        cost, size, peer = self.cost_ns, self.size, self.peer
+        if not (cost.min() >= 0.0 and cost.max() < np.inf):
+            calc = self.kind == CALC
+            costly = calc | (self.kind == COLL)
+            bad = np.flatnonzero(costly & ~((cost >= 0.0) & (cost < np.inf)))
+            if bad.size:
+                raise GraphError(f"negative, infinite or NaN cost: {self.describe_vertex(bad[0])}")
+        if size.min() < 0:
+            bad = np.flatnonzero((self.kind != CALC) & (size < 0))
+            if bad.size:
+                raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
+        if peer.min() < 0 or peer.max() >= self.num_ranks:
+            bad = np.flatnonzero((self.kind != CALC) & ((peer < 0) | (peer >= self.num_ranks)))
+            if bad.size:
+                raise GraphError(
+                    f"peer outside 0..{self.num_ranks - 1} (unresolved wildcard?): "
+                    f"{self.describe_vertex(bad[0])}"
+                )
         if m:
             for end in (self.edge_src, self.edge_dst):
-                bad = np.flatnonzero((end < 0) | (end >= n))
-                if bad.size:
+                if end.min() < 0 or end.max() >= n:
+                    bad = np.flatnonzero((end < 0) | (end >= n))
                     raise GraphError(f"edge {bad[0]} refers to vertex {end[bad[0]]} of {n}")
-            bad = np.flatnonzero(self.edge_src == self.edge_dst)
-            if bad.size:
-                raise GraphError(f"self loop on {self.describe_vertex(self.edge_src[bad[0]])}")
-            bad = np.flatnonzero((self.edge_kind < REQUIRES) | (self.edge_kind > MESSAGE))
-            if bad.size:
+            if self.edge_kind.min() < REQUIRES or self.edge_kind.max() > MESSAGE:
+                bad = np.flatnonzero((self.edge_kind < REQUIRES) | (self.edge_kind > MESSAGE))
                 raise GraphError(f"edge {bad[0]} has unknown kind {self.edge_kind[bad[0]]}")
-            local = self.edge_kind != MESSAGE
-            cross = local & (self.rank[self.edge_src] != self.rank[self.edge_dst])
-            bad = np.flatnonzero(cross)
-            if bad.size:
-                e = bad[0]
-                raise GraphError(
-                    f"{EDGE_KIND_NAMES[self.edge_kind[e]]} edge joins two ranks: "
-                    f"{self.describe_vertex(self.edge_src[e])} → {self.describe_vertex(self.edge_dst[e])}"
-                )
+
+    def validate(self) -> None:
+        """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
+
+        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
+        engines build anyway; here: :meth:`check_ranges`, self loops, edges within a rank,
+        message matching, collective instances.
+        """
+        self.check_ranges()
+        if self.num_vertices == 0 or self.num_edges == 0:
+            self._validate_messages()
+            self._validate_collectives()
+            self.__dict__["_valid"] = True
+            return
+        bad = np.flatnonzero(self.edge_src == self.edge_dst)
+        if bad.size:
+            raise GraphError(f"self loop on {self.describe_vertex(self.edge_src[bad[0]])}")
+        local = self.edge_kind != MESSAGE
+        cross = local & (self.rank[self.edge_src] != self.rank[self.edge_dst])
+        bad = np.flatnonzero(cross)
+        if bad.size:
+            e = bad[0]
+            raise GraphError(
+                f"{EDGE_KIND_NAMES[self.edge_kind[e]]} edge joins two ranks: "
+                f"{self.describe_vertex(self.edge_src[e])} → {self.describe_vertex(self.edge_dst[e])}"
+            )
         self._validate_messages()
         self._validate_collectives()
         self.__dict__["_valid"] = True
@@ -717,11 +805,18 @@ class ExecutionGraph:
         )
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path, *, extra: dict[str, np.ndarray] | None = None) -> Path:
+    def save(
+        self,
+        path: str | Path,
+        *,
+        extra: dict[str, np.ndarray] | None = None,
+        sealer: Sealer | None = None,
+    ) -> Path:
         """Write an uncompressed ``.npz`` (fast: ~1 GB/s); metadata as JSON inside it.
 
         ``extra`` arrays are stored beside the columns (the lowered event graphs of
-        :mod:`llamp.lp.lowered`).
+        :mod:`llamp.lp.lowered`). Every member is sealed (:mod:`llamp.seal`); a caller that
+        passes its ``sealer`` appends more members and writes the seal itself.
         """
         path = Path(path)
         arrays: dict[str, np.ndarray] = {name: getattr(self, name) for name in _VERTEX_COLUMNS}
@@ -739,15 +834,20 @@ class ExecutionGraph:
         for name in ("cpu", "nic"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
-        # A lazy load skips the invariant checks only for a graph that passed them.
+        # A lazy load skips the invariant checks only for a graph that passed them, in a file
+        # this installation sealed: the stamp alone is the file vouching for itself.
         stamp = {"version": GRAPH_FILE_VERSION, "validated": self.__dict__.get("_valid", False)}
         arrays[_STAMP] = np.frombuffer(json.dumps(stamp).encode(), dtype=np.uint8)
         arrays.update(extra or {})
+        own_seal = sealer is None
+        sealer = Sealer() if sealer is None else sealer
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # writers may race
         try:
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                 for name, array in arrays.items():
-                    write_npy(archive, name, array)
+                    write_npy(archive, name, array, sealer=sealer)
+                if own_seal:
+                    write_seal(archive, sealer)
             tmp.replace(path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -757,43 +857,29 @@ class ExecutionGraph:
     def load(cls, path: str | Path, *, validate: bool = True, lazy: bool = False) -> ExecutionGraph:
         """Read a graph written by :meth:`save`.
 
-        ``lazy``: memory-map the columns (CRC-checked) instead of reading them, and skip the
-        invariant checks for a file this version of llamp wrote (it validated the graph before
-        saving it): a process that only needs the stored event graph touches no column.
+        ``lazy``: memory-map the columns instead of reading them. Either way, the invariant
+        checks are skipped (but for :meth:`check_ranges`) only for a file this installation
+        sealed after validating its graph (:mod:`llamp.seal`): a process that only needs the
+        stored event graph then reads each column once, for its digest.
         """
         path = Path(path)
+        graph = cls._load_mapped(path, validate=validate)
         if lazy:
-            return cls._load_mapped(path, validate=validate)
-        try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise InputError(f"{path}: not a llamp graph file ({err})") from err
-        with data:
-            missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in data]
-            if missing:
-                raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")
-            columns = {
-                name: data[name]
-                for name in (*_VERTEX_COLUMNS, *("edge_" + c for c in _EDGE_COLUMNS))
-            }
-            meta = json.loads(bytes(data["meta"]).decode()) if "meta" in data else {}
-            return cls.from_arrays(
-                int(data["num_ranks"]),
-                **columns,
-                t_trace_ns=data["t_trace_ns"] if "t_trace_ns" in data else None,
-                label=data["label"].astype(object) if "label" in data else None,
-                cpu=data["cpu"] if "cpu" in data else None,
-                nic=data["nic"] if "nic" in data else None,
-                meta=meta,
-                validate=validate,
-                source=path,
-            )
+            return graph
+        for name in ARRAY_FIELDS:  # read into memory: the file may change after this
+            column = getattr(graph, name)
+            if column is not None:
+                setattr(graph, name, np.array(column))
+        if graph.label is not None:
+            graph.label = graph.label.astype(object)
+        return graph
 
     @classmethod
     def _load_mapped(cls, path: Path, *, validate: bool) -> ExecutionGraph:
         members = NpzMembers(path)
         stamp = members.json(_STAMP) if _STAMP in members else {}
-        trusted = stamp.get("version") in _TRUSTED_VERSIONS and stamp.get("validated") is True
+        if not isinstance(stamp, dict):
+            stamp = {}
         missing = [k for k in (*_VERTEX_COLUMNS, "edge_src", "num_ranks") if k not in members]
         if missing:
             raise InputError(f"{path}: not a llamp graph file (missing {', '.join(missing)})")
@@ -805,17 +891,36 @@ class ExecutionGraph:
             name: members.array(name) if name in members else None
             for name in ("t_trace_ns", "label", "cpu", "nic")
         }
+        num_ranks = members.array("num_ranks")
+        meta = members.json("meta") if "meta" in members else {}
+        if num_ranks.shape != () or num_ranks.dtype.kind not in "iu" or not isinstance(meta, dict):
+            raise InputError(f"{path}: not a llamp graph file (num_ranks or meta malformed)")
+        vertices = columns["rank"].shape[0] if columns["rank"].ndim == 1 else 0
+        if not 1 <= int(num_ranks) <= max(vertices, _MAX_EMPTY_RANKS):
+            raise InputError(
+                f"{path}: damaged llamp graph file ({int(num_ranks)} ranks for {vertices} vertices)"
+            )
+        read = [_STAMP, "num_ranks", "meta", *columns, *(k for k in optional if k in members)]
+        sealed = members.sealed(read)
+        # Only this installation's seal vouches for the stamp; any other file is checked.
+        trusted = (
+            sealed and stamp.get("version") in _TRUSTED_VERSIONS and stamp.get("validated") is True
+        )
         graph = cls.from_arrays(
-            int(members.array("num_ranks")),
+            int(num_ranks),
             **columns,
             **optional,
-            meta=members.json("meta") if "meta" in members else {},
+            meta=meta,
             validate=validate and not trusted,
             source=path,
         )
         if validate and trusted:
-            graph.check_shapes()
+            graph.check_ranges()
             graph.__dict__["_valid"] = True  # validated when it was saved
+        if validate:  # the checks read every column: a process keeps only what it then uses
+            members.release()
+        if sealed:
+            graph.__dict__["_seal"] = members.file_id
         return graph
 
     def equals(self, other: ExecutionGraph, *, labels: bool = False) -> bool:

@@ -30,10 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from llamp.errors import InputError
-from llamp.graph import ARRAY_FIELDS, ExecutionGraph, NpzMembers, write_npy
+from llamp.graph import ARRAY_FIELDS, ExecutionGraph, NpzMembers, write_npy, write_seal
 from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
 from llamp.progress import StepBar
+from llamp.seal import Sealer
 
 INDEX = "lowering_index"
 SIZES = "lowering_sizes"
@@ -66,8 +67,10 @@ def message_sizes(graph: ExecutionGraph) -> tuple[np.ndarray, np.ndarray]:
     """(distinct message sizes ascending, messages of each size) — from the graph file's table
     when there is one (no column is read), else from the graph."""
     table = _file(graph)
-    if table is not None and SIZES in table.members:
-        return table.members.array(SIZES), table.members.array(SIZE_COUNTS)
+    if table is not None and SIZES in table.members and SIZE_COUNTS in table.members:
+        sizes, counts = table.members.array(SIZES), table.members.array(SIZE_COUNTS)
+        if _bound(graph, table, (SIZES, SIZE_COUNTS)):
+            return sizes, counts
     sizes = graph.size[graph.messages()[0]]
     return np.unique(sizes, return_counts=True)
 
@@ -131,9 +134,11 @@ def _save_overlapped(
     tmp = path.with_name(f"{path.name}.{os.getpid()}.lowering.npz")
     failed: list[BaseException] = []
 
+    sealer = Sealer()
+
     def write_columns() -> None:
         try:
-            graph.save(tmp, extra=extra)
+            graph.save(tmp, extra=extra, sealer=sealer)
         except BaseException as err:  # noqa: BLE001 - raised again by the lowering thread
             failed.append(err)
 
@@ -150,15 +155,17 @@ def _save_overlapped(
         if failed:
             raise failed[0]
         for i, (_, ev) in enumerate(lowerings):
-            _append_lowering(tmp, i, ev)
-        _append_index(tmp, [_entry(rendezvous, ev) for rendezvous, ev in lowerings])
+            _append_lowering(tmp, i, ev, sealer)
+        _append_index(tmp, [_entry(rendezvous, ev) for rendezvous, ev in lowerings], sealer)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
 
 
-def _append_lowering(tmp: Path, i: int, ev: EventGraph, *, release_arrays: bool = False) -> None:
+def _append_lowering(
+    tmp: Path, i: int, ev: EventGraph, sealer: Sealer, *, release_arrays: bool = False
+) -> None:
     """The arrays of lowering ``i`` appended to the zip ``tmp`` (``release_arrays``: their
     mapped pages dropped once written)."""
     from llamp.lp.events import release
@@ -166,14 +173,16 @@ def _append_lowering(tmp: Path, i: int, ev: EventGraph, *, release_arrays: bool 
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
         for name in _ARRAYS:
             array = np.asarray(getattr(ev, name))
-            write_npy(archive, f"lowering_{i}_{name}", array)
+            write_npy(archive, f"lowering_{i}_{name}", array, sealer=sealer)
             if release_arrays:
                 release(array)
 
 
-def _append_index(tmp: Path, entries: list[dict]) -> None:
+def _append_index(tmp: Path, entries: list[dict], sealer: Sealer) -> None:
+    """The lowering index, then the seal over every member of the file."""
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
-        write_npy(archive, INDEX, _index(entries), force_zip64=False)
+        write_npy(archive, INDEX, _index(entries), force_zip64=False, sealer=sealer)
+        write_seal(archive, sealer)
 
 
 def _entry(rendezvous: int, ev: EventGraph) -> dict:
@@ -205,11 +214,12 @@ def _save_spilled(
     from llamp.lp.events import build_event_graph
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
-    scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
     bar = StepBar(1 + (len(LOWERING_STEPS) + 1) * len(keys), "saving", show=progress)
+    sealer = Sealer()
     try:
         bar.step("saving the graph")
-        graph.save(tmp, extra=extra)
+        graph.save(tmp, extra=extra, sealer=sealer)
         mapped = ExecutionGraph.load(tmp, lazy=True, validate=False)
         for name in _COLUMNS:  # the in-memory columns go; the mapped ones take their place
             setattr(graph, name, getattr(mapped, name))
@@ -225,13 +235,15 @@ def _save_spilled(
                 on_step=lambda what, i=i: bar.step(f"lowering {i + 1}/{len(keys)}: {what}"),
             )
             bar.step(f"writing lowering {i + 1}/{len(keys)}")
-            _append_lowering(tmp, i, ev, release_arrays=True)
+            _append_lowering(tmp, i, ev, sealer, release_arrays=True)
             entries.append(_entry(rendezvous, ev))
             del ev
-        _append_index(tmp, entries)
+        _append_index(tmp, entries, sealer)
         tmp.replace(path)
         graph.source = path
         graph.__dict__.pop("_lowered_file", None)
+        if sealer.secret is not None:  # its columns are the ones just sealed
+            graph.__dict__["_seal"] = sealer.file_id
         return path
     finally:
         bar.close()
@@ -279,28 +291,54 @@ def release_pages(graph: ExecutionGraph) -> None:
         table.members.release()
 
 
+def _bound(graph: ExecutionGraph, table: _GraphFile, names) -> bool:
+    """Whether the members ``names`` (read already) and ``graph``'s columns carry one seal of
+    this installation: written together, from these columns, unchanged (:mod:`llamp.seal`)."""
+    seal = graph.__dict__.get("_seal")
+    return seal is not None and seal == table.members.file_id and table.members.sealed(names)
+
+
+def _note(table: _GraphFile, why: str) -> None:
+    if not table.noted:
+        table.noted = True
+        warnings.warn(
+            f"{table.path}: {why}; lowering again (save the graph again to keep the new one)",
+            stacklevel=4,
+        )
+
+
 def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
-    """The event graph for ``key`` stored in the file ``graph`` was loaded from, or None."""
+    """The event graph for ``key`` stored in the file ``graph`` was loaded from, or None.
+
+    Used only when this installation sealed it together with the graph's columns: a lowering
+    that does not come from the costs beside it (edited, copied from another file, written
+    elsewhere) would give another T with no sign of it, so it is lowered again, with a note.
+    """
     table = _file(graph)
     if table is None or table.index is None:
         return None
     index = table.index
-    if index.get("version") != LOWERING_VERSION:
-        if not table.noted:
-            table.noted = True
-            warnings.warn(
-                f"{table.path}: its event graph was written by another llamp version "
-                f"(lowering {index.get('version')}, this one reads {LOWERING_VERSION}); lowering "
-                "again (save the graph again to keep the new one)",
-                stacklevel=3,
-            )
+    if not isinstance(index, dict) or index.get("version") != LOWERING_VERSION:
+        version = index.get("version") if isinstance(index, dict) else None
+        _note(
+            table,
+            f"its event graph was written by another llamp version (lowering {version}, "
+            f"this one reads {LOWERING_VERSION})",
+        )
+        return None
+    if not _bound(graph, table, (INDEX,)):
+        _note(table, "its event graph is not sealed by this installation with its graph")
         return None
     for i, entry in enumerate(index.get("lowerings", [])):
         if (entry.get("rendezvous"), entry.get("progress"), entry.get("nic")) != key:
             continue
         if entry.get("num_vertices") != graph.num_vertices:
             raise InputError(f"{table.path}: its event graph does not belong to its graph")
+        names = [f"lowering_{i}_{name}" for name in _ARRAYS]
         arrays = {name: table.members.array(f"lowering_{i}_{name}") for name in _ARRAYS}
+        if not _bound(graph, table, names):
+            _note(table, "its event graph is not sealed by this installation with its graph")
+            return None
         ev = EventGraph(
             num_vertices=int(entry["num_vertices"]),
             num_events=int(entry["num_events"]),

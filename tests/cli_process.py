@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
+
+#: What a child keeps of this process's environment: where the user's seal key is
+#: (llamp.seal), so that graph files this process wrote are the user's own there too.
+_KEPT = ("HOME", "XDG_CONFIG_HOME", "LLAMP_SEAL_KEY")
+
+
+def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    kept = {k: os.environ[k] for k in _KEPT if k in os.environ}
+    return {**kept, "LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin", **(extra or {})}
 
 
 def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -12,9 +25,58 @@ def llamp(*args: str, home: Path, check: bool = True) -> subprocess.CompletedPro
         [sys.executable, "-m", "llamp", *args],
         capture_output=True,
         text=True,
-        env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        env=_env(home),
         timeout=600,
     )
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A finished ``llamp`` process: exit code, output, peak RSS and wall time."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    max_rss_bytes: int
+    seconds: float
+
+
+def llamp_measured(
+    *args: str, home: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> Measured:
+    """Run ``llamp ARGS`` in its own process and measure it alone (``os.wait4``: the peak RSS
+    of this child, not of every child the tests started). A child killed by a signal has a
+    negative return code, as with :mod:`subprocess`."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llamp", *args],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=_env(home, env),
+        )
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        seconds = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Measured(
+            proc.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            usage.ru_maxrss * 1024,  # Linux: KiB
+            seconds,
+        )

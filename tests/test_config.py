@@ -111,7 +111,9 @@ def test_parse_percent_rejects(text, why):
 
 
 def test_parse_percents_sorts_and_drops_repeats():
-    assert parse_percents("5, 1%,2,,1") == pytest.approx((0.01, 0.02, 0.05))
+    assert parse_percents("5, 1%,2,1") == pytest.approx((0.01, 0.02, 0.05))
+    with pytest.raises(ParameterError, match=r"empty value between commas"):
+        parse_percents("5, 1%,2,,1", what="--x")
     with pytest.raises(ParameterError, match=r"^--x: no value given"):
         parse_percents(" , ", what="--x")
     with pytest.raises(ParameterError, match=r"^--x: '-2' must be a positive percentage"):

@@ -563,7 +563,7 @@ def test_negative_or_non_numeric_values():
     assert "not a non-negative number" in str(parse_error(goal("l1: calc -5\n---\n")))
     assert "too large for a float64" in str(parse_error(goal("l1: calc 1e999\n---\n")))
     err = parse_error(goal("l1: send 99999999999999999999b to 1\n---\n"))
-    assert err.line == 3 and "does not fit in 64 bits" in str(err)
+    assert err.line == 3 and "above 2^63 − 1, the largest signed 64-bit integer" in str(err)
 
 
 def test_peer_outside_ranks():
@@ -797,18 +797,25 @@ def test_labels_switch_from_numbered_to_named_mid_block_and_grow_the_table():
 
 
 def test_costs_are_converted_exactly_as_python_floats():
-    costs = ["0.1", "1e-05", "123456789012345678901", "5.", ".5", "1.7976931348623157e308", "3"]
-    costs += ["0.30000000000000004", "9007199254740993", "2.5e-320"]
+    costs = ["0.1", "1e-05", "123456789012345678901.", "5.", ".5", "1.7976931348623157e308", "3"]
+    costs += ["0.30000000000000004", "9007199254740994", "2.5e-320"]
     body = "".join(f"c{i}: calc {c}\n" for i, c in enumerate(costs))
     g = parse_goal_text(goal(body + "---\n"))
     assert g.cost_ns.tolist() == [float(c) for c in costs]
 
 
+def test_an_integer_cost_a_float64_would_round_is_refused_with_the_line():
+    """2^53 + 1 ns is not a float64: refused, never read as 2^53 (2^53 + 2 is one: kept)."""
+    err = parse_error(goal("l1: calc 5\nl2: calc 9007199254740993\n---\n"))
+    assert err.line == 4 and "calc cost 9007199254740993 is an integer above 2^53" in str(err)
+    assert "read as 9007199254740992" in str(err)
+
+
 def test_numbers_beyond_64_bits_are_refused_with_the_line():
     err = parse_error(goal("l1: send 99999999999999999999b to 1 tag 0\n---\n"))
-    assert err.line == 3 and "size 99999999999999999999 does not fit in 64 bits" in str(err)
+    assert err.line == 3 and "size 99999999999999999999 is above 2^63 − 1" in str(err)
     err = parse_error(goal("l1: calc 1\nl2: send 4b to 1 tag 9223372036854775808\n---\n"))
-    assert err.line == 4 and "tag 9223372036854775808 does not fit" in str(err)
+    assert err.line == 4 and "tag 9223372036854775808 is above 2^63 − 1" in str(err)
 
 
 def test_numbered_labels_of_a_large_graph_are_not_stored(tmp_path, monkeypatch):

@@ -37,7 +37,6 @@ from llamp.cli.base import (
 from llamp.config import (
     format_ns,
     format_percent,
-    parse_duration_ns,
     parse_percents,
     parse_range,
 )
@@ -48,35 +47,14 @@ from llamp.params import LogGPS
 
 def _parse_ranks(text: str, num_ranks: int) -> np.ndarray:
     """``"0-7,12"`` → sorted unique rank ids, checked against the graph."""
-    ranks: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                a, b = (int(x) for x in part.split("-", 1))
-                ranks.update(range(a, b + 1))
-            else:
-                ranks.add(int(part))
-        except ValueError as err:
-            raise InputError(f"--ranks: cannot read {part!r} (expected e.g. 0-7,12)") from err
-    bad = [r for r in ranks if not 0 <= r < num_ranks]
-    if bad:
-        raise InputError(f"--ranks: rank {bad[0]} is outside 0..{num_ranks - 1}")
-    return np.array(sorted(ranks), dtype=np.int32)
+    spans = config.parse_rank_set(text, num_ranks)
+    ranks = np.concatenate([np.arange(a, b + 1, dtype=np.int32) for a, b in spans])
+    return np.unique(ranks)
 
 
 def _parse_window(text: str) -> tuple[float, float]:
     """``"10ms:20ms"`` → (1e7, 2e7) ns; either end may be empty."""
-    if ":" not in text:
-        raise InputError(f"--window: {text!r} is not FROM:TO (e.g. 10ms:20ms)")
-    a, b = text.split(":", 1)
-    lo = parse_duration_ns(a) if a.strip() else 0.0
-    hi = parse_duration_ns(b) if b.strip() else float("inf")
-    if hi <= lo:
-        raise InputError(f"--window: the end {b!r} must be after the start {a!r}")
-    return lo, hi
+    return config.parse_window_ns(text)
 
 
 def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> ExecutionGraph:

@@ -6,6 +6,7 @@ UI and study specs); they are re-exported here for the commands."""
 
 from __future__ import annotations
 
+import decimal
 import functools
 import json
 import math
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from llamp import config
 from llamp.config import format_table as table
 from llamp.config import parse_collectives, parse_duration_ns
-from llamp.errors import InputError, tidy
+from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
 
@@ -122,9 +124,11 @@ class RegistryChoice(click.Choice):
 
 def message(kind: str, text: object) -> None:
     """The CLI's one channel for diagnostics: one line ``llamp: KIND: text`` on stderr
-    (``warning``, ``error``, ``note``), control characters escaped, passwords redacted."""
-    line = tidy(config.redact(str(text)).strip().replace("\n", " "))
-    click.echo(f"llamp: {kind}: {line}", err=True)
+    (``warning``, ``error``, ``note``), control characters escaped, passwords redacted
+    (:func:`llamp.messages.emit`)."""
+    from llamp.messages import emit
+
+    emit(kind, text)
 
 
 def _show_warning(msg, category, filename, lineno, file=None, line=None) -> None:
@@ -341,15 +345,35 @@ def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    """``value`` as JSON can hold it, numbers unchanged: what analyses return and whatever a
+    Cypher query returns (a ``sum`` is a Decimal, a ``date()`` a date, a list an array)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return value
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_clean(v) for v in value), key=repr)
+    if isinstance(value, decimal.Decimal):  # exact: an integer, a float that is the value, or text
+        if not value.is_finite():
+            return _clean(float(value))
+        if value == value.to_integral_value():
+            return int(value)
+        return float(value) if decimal.Decimal(float(value)) == value else str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, np.ndarray):
+        return [_clean(v) for v in value.tolist()]
+    if hasattr(value, "isoformat"):  # dates, times (also pandas' and the drivers')
+        return value.isoformat()
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return _clean(value.item())
-    return value
+    return str(value)  # durations, points, ids: their text
 
 
 def emit_json(payload: Any) -> None:

@@ -31,6 +31,8 @@ from llamp.cli.base import (
 from llamp.config import format_flop_rate, format_ns
 from llamp.errors import InputError, StoreError
 from llamp.graph import ExecutionGraph
+from llamp.messages import bars_shown
+from llamp.progress import on_terminal
 
 #: Inputs at least this large get progress bars (on stderr) unless --no-progress.
 PROGRESS_BYTES = 32 << 20
@@ -134,7 +136,8 @@ def _store(
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help=f"Progress bars on stderr (default: for inputs ≥ {PROGRESS_BYTES >> 20} MB).",
+    help=f"Progress bars on stderr (default: for inputs ≥ {PROGRESS_BYTES >> 20} MB, on a "
+    "terminal).",
 )
 @json_option
 @click.pass_context
@@ -156,7 +159,8 @@ def ingest_cmd(
     if output is not None:
         check_output(output)
     if progress is None:
-        progress = _input_bytes(path) >= PROGRESS_BYTES
+        progress = on_terminal() and _input_bytes(path) >= PROGRESS_BYTES
+    bars_shown(progress)
     started = time.perf_counter()
     machine = None
     if gpu_machine is not None:

@@ -139,7 +139,7 @@ def calibrate_cmd(
         iters=iters,
         mpicc=mpicc,
         injected=injected,
-        log=lambda m: click.echo(m, err=True),
+        log=lambda m: message("note", m),
     )
     result: dict[str, Any] = fit.as_dict()
     if save_name:
@@ -228,7 +228,7 @@ def inject_cmd(
         times=times,
         mpicc=mpicc,
         report_dir=report,
-        log=lambda m: click.echo(m, err=True),
+        log=lambda m: message("note", m),
     )
     if as_json:
         emit_json(run.as_dict() | {"network": network})
@@ -352,7 +352,7 @@ def validate_cmd(
     name = run_name or default_run_name(command)
     log_dir = llamp_home() / "validation" / name
     log_dir.mkdir(parents=True, exist_ok=True)
-    say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
+    say = (lambda m: message("note", m)) if not as_json else (lambda m: None)
     with open(log_dir / "runs.log", "w") as app_log:
         result, analysis_id = run_validation(
             list(command),

@@ -81,6 +81,7 @@ def runs_group(ctx: click.Context, as_json: bool) -> None:
     with _open(ctx) as store:
         runs = store.list_runs()
         location = store.location
+        disk = store.disk_bytes()
     if as_json:
         emit_json([{k: v for k, v in r.as_dict().items() if k != "meta"} for r in runs])
         return
@@ -105,6 +106,12 @@ def runs_group(ctx: click.Context, as_json: bool) -> None:
             ("name", "ranks", "vertices", "edges", "messages", "bytes", "format", "created"),
         )
     )
+    parts = ", ".join(f"{k.replace('_', ' ')} {_size(v)}" for k, v in disk.items())
+    click.echo(f"on disk: {_size(sum(disk.values()))} ({parts})")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
 
 
 @runs_group.command("show")

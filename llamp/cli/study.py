@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from llamp.cli.base import cli, emit_json, json_option, table
+from llamp.cli.base import cli, emit_json, json_option, message, table
 
 
 @cli.command()
@@ -147,7 +147,7 @@ def study(
         restart=restart,
         output=Path(output) if output else None,
         progress=not as_json,
-        log=None if as_json else (lambda message: click.echo(message, err=True)),
+        log=None if as_json else (lambda text: message("note", text)),
     )
     if as_json:
         emit_json(report.as_dict() | {"rows": report.table.to_dict(orient="records")})

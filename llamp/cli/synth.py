@@ -14,6 +14,8 @@ import click
 
 from llamp.cli.base import check_output, cli, emit_json, json_option
 from llamp.errors import InputError
+from llamp.messages import bars_shown
+from llamp.progress import on_terminal
 
 
 def _count(text: str) -> int:
@@ -44,7 +46,9 @@ def _count(text: str) -> int:
 )
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
-    "--progress/--no-progress", default=None, help="Progress on stderr (default: ≥ 10^7 vertices)."
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr (default: ≥ 10^7 vertices, on a terminal).",
 )
 @json_option
 def synth_cmd(
@@ -73,7 +77,8 @@ def synth_cmd(
     )
     iterations = iterations_for(target, pattern)
     if progress is None:
-        progress = target >= 10_000_000
+        progress = on_terminal() and target >= 10_000_000
+    bars_shown(progress)
     started = time.perf_counter()
     if output.suffix.lower() == ".goal":
         from llamp.ingest.synthetic import write_stencil_goal

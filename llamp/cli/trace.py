@@ -15,7 +15,14 @@ from typing import Any
 
 import click
 
-from llamp.cli.base import cli, collectives_option, emit_json, json_option, parse_collectives
+from llamp.cli.base import (
+    cli,
+    collectives_option,
+    emit_json,
+    json_option,
+    message,
+    parse_collectives,
+)
 from llamp.errors import InputError, StoreError
 
 
@@ -122,7 +129,7 @@ def trace_cmd(
         mpicc=mpicc,
         overwrite=overwrite,
         rebuild=rebuild,
-        log=lambda msg: click.echo(msg, err=True),
+        log=lambda msg: message("note", msg),
     )
     result: dict[str, Any] = {
         "directory": str(run.directory),

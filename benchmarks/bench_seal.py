@@ -1,0 +1,128 @@
+"""What checking a graph file costs on load (docs/SECURITY.md §Graph files), phase by phase.
+
+A graph file (``llamp synth X.npz --vertices N``: the noisy 16-rank stencil with its event
+graph for the default configuration) is loaded as ``llamp predict X.npz`` loads it: the members'
+headers and sizes (:func:`llamp.ingest.npz.read_npz`), the columns mapped and their seal
+checked, :meth:`ExecutionGraph.check_ranges`, then the stored event graph (seal and structure
+checks, :func:`llamp.lp.lowered.persisted`). Each phase is the median of ``--repeat`` runs with
+the file in the page cache (one warm-up read first).
+
+Rows:
+
+- ``load (sealed file)``: all of the above, end to end — what ``predict`` waits for before its
+  first kernel pass;
+- ``of which: seal digests``: keyed BLAKE3 over every member (what the seal check reads);
+- ``of which: check_ranges``: the vectorised range checks of the columns;
+- ``CRC-32 of every member``: what the load checked before the seal, over the same bytes (a
+  sealed member is checked by its digest instead of its CRC);
+- ``check cost``: seal digests + range checks, and in percent of the load;
+- ``unsealed file: full validation``: :meth:`ExecutionGraph.validate`, which a file from
+  elsewhere gets instead of ``check_ranges`` (its event graph is lowered again as well, which
+  at 10^7 vertices takes ~20 s: not timed here).
+
+    python -m benchmarks.bench_seal --graph /tmp/s7.npz [--repeat 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+import zlib
+from pathlib import Path
+
+from llamp.graph import NpzMembers
+from llamp.seal import Digest, key
+
+
+def _median(func, repeat: int) -> float:
+    runs = []
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        func()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def _members(path: Path) -> list[memoryview]:
+    """Every member's bytes, mapped (read once, so that the page cache holds the file)."""
+    import mmap
+
+    views = []
+    with open(path, "rb") as f:
+        region = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    members = NpzMembers(path)
+    for info in members._infos.values():  # noqa: SLF001 - the benchmark reads the layout
+        start = info.header_offset + 30
+        start += int.from_bytes(region[info.header_offset + 26 : info.header_offset + 28], "little")
+        start += int.from_bytes(region[info.header_offset + 28 : info.header_offset + 30], "little")
+        views.append(memoryview(region)[start : start + info.file_size])
+    return views
+
+
+def measure(path: Path, repeat: int) -> list[tuple[str, float]]:
+    from llamp.ingest.npz import read_npz
+    from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
+    from llamp.params import LogGPS
+
+    params = LogGPS()
+    views = _members(path)
+    secret = key() or bytes(32)
+    for view in views:  # warm-up: the file in the page cache
+        zlib.crc32(view)
+
+    def load():
+        graph = read_npz(path, lazy=True)
+        ev = persisted(graph, lowering_key(rendezvous_count(graph, params.S), params))
+        assert ev is not None, "the file's event graph was not used"
+        return graph
+
+    graph = load()
+    rows = [("vertices", float(graph.num_vertices)), ("file MB", path.stat().st_size / 1e6)]
+    t_load = _median(load, repeat)
+
+    def digests():
+        for i, view in enumerate(views):
+            d = Digest(secret, "00" * 16, str(i))
+            d.update(view)
+            d.hexdigest()
+
+    t_digest = _median(digests, repeat)
+    t_crc = _median(lambda: [zlib.crc32(v) for v in views], repeat)
+    t_ranges = _median(graph.check_ranges, repeat)
+    t_validate = _median(graph.validate, repeat)
+    check = t_digest + t_ranges
+    rows += [
+        ("load (sealed file) s", t_load),
+        ("of which: seal digests s", t_digest),
+        ("of which: check_ranges s", t_ranges),
+        ("CRC-32 of every member s", t_crc),
+        ("check cost s", check),
+        ("check cost % of load", 100 * check / t_load),
+        ("check cost beyond the CRC it replaces, % of load", 100 * (check - t_crc) / t_load),
+        ("unsealed file: full validation s", t_validate),
+    ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graph", required=True, type=Path, help="a graph file llamp wrote")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    load_avg = os.getloadavg()[0]
+    rows = measure(args.graph, args.repeat)
+    if args.json:
+        print(json.dumps(dict(rows) | {"load_average": load_avg}))
+        return
+    width = max(len(name) for name, _ in rows)
+    print(f"{'phase':<{width}}  value   (load average {load_avg:.2f})")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value:,.3f}")
+
+
+if __name__ == "__main__":
+    main()
