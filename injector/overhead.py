@@ -26,6 +26,12 @@ the NIC models, and would scale the charge with a collective's expansion into me
 instead of with its calls. The charge to give a validation is the injector's cost less the
 tracer's (the trace's calcs already hold the tracer's): :attr:`Overhead.charge_ns`.
 
+The charge is an average over calls. Part of the injector's cost is per message rather than
+per call (the small header message each message carries, ``llamp_inject.h``); it is paid
+inside the sending and the completing call, so it lands on the right rank and at the right
+point of the program, but an application whose calls carry very different numbers of
+messages (a collective expanded into many) gets it spread evenly over its calls.
+
 The calcs charged are those the ingest puts before a call (one per call that became
 operations or a wait; calls whose time stays in a calc, such as ``MPI_Test``, are not
 charged, nor the final calc before ``MPI_Finalize``). The zero-cost join calcs between the
@@ -49,13 +55,12 @@ from typing import Any
 import numpy as np
 
 from llamp.errors import InputError
-from llamp.graph import CALC, ExecutionGraph
+from llamp.graph import CALC, MESSAGE, ExecutionGraph
 from llamp.injector.accuracy import DEFAULT_WIDTH, interval_converged, mean_interval
-from llamp.injector.build import InjectorError
+from llamp.injector.build import InjectorError, build_library
 from llamp.injector.inject import LoadProbe, run_injected
 
 MODES = ("plain", "traced", "injected")
-_MESSAGE = 2  # EDGE_KIND_NAMES.index("message")
 
 
 def charged_calcs(graph: ExecutionGraph) -> np.ndarray:
@@ -63,7 +68,7 @@ def charged_calcs(graph: ExecutionGraph) -> np.ndarray:
     calc = graph.kind == CALC
     src = np.asarray(graph.edge_src, dtype=np.int64)
     dst = np.asarray(graph.edge_dst, dtype=np.int64)
-    local = graph.edge_kind != _MESSAGE
+    local = graph.edge_kind != MESSAGE
     candidates = calc.copy()
     # the last calc of every rank ends at MPI_Finalize: no call the span pays for follows it
     idx = np.flatnonzero(calc)
@@ -266,6 +271,10 @@ def measure_overhead(
         raise InputError(f"need 2 ≤ --min-runs ≤ --max-runs, got {min_runs} and {max_runs}")
     if not 0 < width < 1:
         raise InputError(f"the interval width must be between 0 and 100 %, got {width * 100:g} %")
+    from llamp.ingest.trace import build_tracer
+
+    build_library(mpicc, log=log)  # built (or found cached) before any run is timed
+    build_tracer(mpicc, log=log)
     runs: list[ModeRun] = []
     calls = 0
     rounds = 0
@@ -332,4 +341,12 @@ def measure_overhead(
             )
     if calls == 0:
         notes.append("the trace has no MPI call besides Init and Finalize: no per-call cost")
-    return Overhead(tuple(command), tuple(runs), calls, width, max_runs, tuple(notes))
+    result = Overhead(tuple(command), tuple(runs), calls, width, max_runs, tuple(notes))
+    charge = result.costs[2]
+    if not abs(charge.difference_ns) > charge.half_width_ns:
+        notes.append(
+            "the injector's and the tracer's spans differ by less than their 95% interval: "
+            "the charge is not distinguishable from 0 at this noise"
+        )
+        result = dataclasses.replace(result, notes=tuple(notes))
+    return result

@@ -255,6 +255,8 @@ def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path
     monkeypatch.setattr(overhead_mod, "_run_plain", plain)
     monkeypatch.setattr(trace_mod, "run_traced", traced)
     monkeypatch.setattr(overhead_mod, "run_injected", injected)
+    monkeypatch.setattr(overhead_mod, "build_library", lambda *a, **k: None)
+    monkeypatch.setattr(trace_mod, "build_tracer", lambda *a, **k: None)
 
     class Clock:  # every traced run takes 0.5 s of wall time
         t = 0.0
@@ -270,6 +272,8 @@ def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path
     assert o.values("traced", "span") == [1e6] * 3  # MPI_Init end 10 µs → Finalize 1010 µs
     assert o.values("traced") == [0.5e9] * 3
     assert any("plain: stopped at 6 runs" in n for n in o.notes)
+    assert o.charge_ns == pytest.approx((1.01e9 - 1e6) / 7)  # both spans exact: a real charge
+    assert not any("not distinguishable" in n for n in o.notes)
 
 
 # --------------------------------------------------------------------------- calibration
