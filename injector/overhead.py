@@ -8,8 +8,10 @@ that work, which no LogGPS parameter describes. This module measures it: the sam
 - ``plain``: neither library loaded (wall time of the command only: nothing reports a span);
 - ``traced``: under the tracer (wall time, and the span end of ``MPI_Init`` → start of
   ``MPI_Finalize`` of the slowest rank from the trace);
-- ``injected``: under the injector at ΔL = 0 (every header travels, every release time is
-  computed and is already past: the null injection; wall time and the injector's span),
+- ``loaded``: under the injector with its delay path switched off (``LLAMP_INJECT_PASSIVE``:
+  every header travels and every request is tracked, but no release time is computed);
+- ``injected``: under the injector at ΔL = 0 (every release time is computed and is already
+  past: the null injection; wall time and the injector's span),
 
 in rounds of shuffled order until every mode's mean is known to the stopping rule of
 :mod:`llamp.injector.accuracy` (95 % interval at most ``width`` of the mean, or ``max_runs``),
@@ -60,7 +62,7 @@ from llamp.injector.accuracy import DEFAULT_WIDTH, interval_converged, mean_inte
 from llamp.injector.build import InjectorError, build_library
 from llamp.injector.inject import LoadProbe, run_injected
 
-MODES = ("plain", "traced", "injected")
+MODES = ("plain", "traced", "loaded", "injected")
 
 
 def charged_calcs(graph: ExecutionGraph) -> np.ndarray:
@@ -173,11 +175,14 @@ class Overhead:
 
     @property
     def costs(self) -> tuple[CallCost, ...]:
-        """Injector and tracer against the plain run (wall), injector against tracer (span)."""
+        """Injector and tracer against the plain run (wall), injector against tracer (span:
+        the charge), and the delay path at ΔL = 0 (null injection against the injector
+        without it, span)."""
         return (
             self._cost("injected", "plain", "wall"),
             self._cost("traced", "plain", "wall"),
             self._cost("injected", "traced", "span"),
+            self._cost("injected", "loaded", "span"),
         )
 
     @property
@@ -314,10 +319,16 @@ def measure_overhead(
                     run = ModeRun("traced", wall, span, os.getloadavg()[0], probe.cores)
                 else:
                     inj = run_injected(
-                        list(command), 0.0, mpicc=mpicc, cwd=cwd, timeout=timeout, output=output
+                        list(command),
+                        0.0,
+                        mpicc=mpicc,
+                        cwd=cwd,
+                        timeout=timeout,
+                        output=output,
+                        passive=mode == "loaded",
                     )
                     run = ModeRun(
-                        "injected",
+                        mode,
                         inj.wall_s * 1e9,
                         inj.runtime_ns,
                         inj.loadavg,

@@ -372,9 +372,22 @@ class Validation:
         ]
         lines.extend(self._diagnosis())
         if self.param_sources:
+            by_source: dict[str, list[str]] = {}
+            for name, source in self.param_sources.items():
+                by_source.setdefault(source, []).append(name)
             lines.append(
-                "parameters from: " + "; ".join(f"{k} {v}" for k, v in self.param_sources.items())
+                "parameters from: "
+                + "; ".join(f"{', '.join(names)}: {src}" for src, names in by_source.items())
             )
+        if self.max_repeat > self.repeat:
+            for p in self.points:
+                width = mean_interval(p.runs_ns).relative_width
+                if width > self.target_width:
+                    lines.append(
+                        f"ΔL = {format_ns(p.delta_ns)} stopped at {len(p.runs_ns)} runs with "
+                        f"its mean's 95% interval {width * 100:.2f}% wide (target "
+                        f"{self.target_width * 100:g}%)"
+                    )
         if self.call_cost_ns:
             lines.append(
                 f"charged in the model: {format_ns(self.call_cost_ns)} of CPU before each "

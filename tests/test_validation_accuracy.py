@@ -138,7 +138,8 @@ def test_validation_reports_offset_and_slope_in_text_and_json():
         "slope dT/dΔL (least squares over the runs): measured 1200" in text
         and "predicted 1000" in text
     )
-    assert "parameters from: L --L 0ns" in text
+    assert "parameters from: L: --L 0ns; o: network here" in text
+    assert "ΔL = 0 ns stopped at 3 runs with its mean's 95% interval 9.94% wide" in text
     assert "before each traced MPI call" in text
 
 
@@ -211,9 +212,11 @@ def test_call_cost_is_a_calc_before_each_call():
 def test_overhead_per_call_costs():
     runs = [ModeRun("plain", w, math.nan, 0.1, 0.0) for w in (1.000e9, 1.002e9, 0.998e9)]
     runs += [ModeRun("traced", w, w - 2e8, 0.2, 0.0) for w in (1.010e9, 1.012e9, 1.008e9)]
+    runs += [ModeRun("loaded", w, w - 2e8, 0.3, 0.0) for w in (1.015e9, 1.017e9, 1.013e9)]
     runs += [ModeRun("injected", w, w - 2e8, 0.3, 0.0) for w in (1.020e9, 1.022e9, 1.018e9)]
     o = Overhead(("app",), tuple(runs), calls=10_000, width=0.01, max_runs=30)
-    inj, tr, charge = o.costs
+    inj, tr, charge, delay_path = o.costs
+    assert delay_path.per_call_ns == pytest.approx(5e6 / 1e4)  # 5 ms of delay path
     assert inj.per_call_ns == pytest.approx(2e7 / 1e4)  # 20 ms over 10 000 calls
     assert tr.per_call_ns == pytest.approx(1e7 / 1e4)
     assert charge.measure == "span" and o.charge_ns == pytest.approx(1e7 / 1e4)
@@ -230,7 +233,7 @@ def test_overhead_per_call_costs():
 def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path):
     import llamp.ingest.trace as trace_mod
 
-    seen = {"plain": 0, "traced": 0, "injected": 0}
+    seen = {"plain": 0, "traced": 0, "loaded": 0, "injected": 0}
 
     def plain(command, **kw):
         seen["plain"] += 1
@@ -248,8 +251,8 @@ def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path
             files.append(f)
         return type("T", (), {"files": files})()
 
-    def injected(command, delta, **kw):
-        seen["injected"] += 1
+    def injected(command, delta, passive=False, **kw):
+        seen["loaded" if passive else "injected"] += 1
         return InjectedRun(delta, 1.01e9, (1.01e9,), {}, 1.02, 0.0, 0.3, ())
 
     monkeypatch.setattr(overhead_mod, "_run_plain", plain)
@@ -267,7 +270,12 @@ def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path
 
     monkeypatch.setattr(overhead_mod, "time", Clock())
     o = overhead_mod.measure_overhead(["app"], min_runs=3, max_runs=6)
-    assert seen == {"plain": 6, "traced": 3, "injected": 3}  # the plain runs scatter by 20 %
+    assert seen == {
+        "plain": 6,
+        "traced": 3,
+        "loaded": 3,
+        "injected": 3,
+    }  # the plain runs scatter by 20 %
     assert o.calls == 7  # the busiest rank's calls, Init and Finalize left out
     assert o.values("traced", "span") == [1e6] * 3  # MPI_Init end 10 µs → Finalize 1010 µs
     assert o.values("traced") == [0.5e9] * 3
