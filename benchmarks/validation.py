@@ -61,10 +61,11 @@ follows it; `--quick` does not and is for trying the script only):
    transport selection as the application runs; the fit's residual per parameter (L, o, G, S,
    g) and what it was measured on (MPI library, hosts or hostfile, transport) are printed with
    the table. Every prediction uses these parameters and says so.
-3. **The tools' own cost.** `llamp overhead` runs the application plain, traced and under the
-   injector at ΔL = 0 in shuffled rounds until each mean's 95 % interval is under the target
-   width; the injector's per-call cost less the tracer's is charged in the model as CPU time
-   before each traced MPI call (`llamp validate --call-cost`).
+3. **The tools' own cost.** `llamp overhead` runs the application plain, traced, under the
+   injector without its delay path and under the injector at ΔL = 0, in shuffled rounds until
+   each mean's 95 % interval is under the target width; the injector's per-call cost less the
+   tracer's is charged in the model as CPU time before each traced MPI call (`llamp validate
+   --call-cost`), and the delay path's own cost at ΔL = 0 is reported beside it.
 4. **Measurement.** One trace at ΔL = 0, then injected runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs
    in rounds of shuffled order; a ΔL is run again until the 95 % interval of its mean (Student
    t, full width) is under 1 % of the mean, at least 3 and at most `--max-repeat` runs. A ΔL

@@ -8,7 +8,9 @@ parameters (:func:`resolve_params`). A profile file::
      "S_bytes": 2048, "g_ns": 250.0, "source": "llamp calibrate -- mpirun -n 2", "created": "…",
      "details": {…the fit, its residuals…}}
 
-``S_bytes`` is ``null`` when no protocol switch was visible (every message eager); ``g_ns``
+A calibrated profile's ``details`` also hold ``parameter_residuals`` (RMS residual per parameter)
+and ``measured_on`` (MPI library, launcher, hosts or hostfile, transport), which
+:meth:`NetworkProfile.describe` reports. ``S_bytes`` is ``null`` when no protocol switch was visible (every message eager); ``g_ns``
 (LogGP's gap per message, from a burst of small messages) is 0 when absent (older profiles).
 """
 

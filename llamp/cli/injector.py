@@ -326,9 +326,9 @@ def overhead_cmd(
 ) -> None:
     """Measure the injector's and the tracer's per-call costs on COMMAND (-- mpirun -n 2 ./app).
 
-    Runs COMMAND plain, under the tracer and under the injector at ΔL = 0, in shuffled
-    rounds until each mean is known to --ci-width; prints the per-call costs and the charge
-    to give `llamp validate --call-cost`.
+    Runs COMMAND plain, under the tracer, under the injector without its delay path and under
+    the injector at ΔL = 0, in shuffled rounds until each mean is known to --ci-width; prints
+    the per-call costs and the charge to give `llamp validate --call-cost`.
     """
     from llamp.injector.overhead import measure_overhead
 
