@@ -7,6 +7,7 @@ No MPI: the injected, traced and plain runs are replaced by recorded numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -340,3 +341,39 @@ def test_parameter_sources(tmp_path):
     assert got["o"].startswith("network here (llamp calibrate -- mpirun -n 2 on ")
     assert got["o"].endswith("; Open MPI 4.1; one node: shm)")
     assert param_sources(None, given={"G": "0.2"})["L"] == "default"
+
+
+def test_benchmark_table_shows_protocol_offset_and_slope():
+
+    from benchmarks.validation import PROTOCOL, markdown
+    from llamp.injector.validate import MODELS, model_name
+
+    v = dataclasses.replace(
+        _result(call_cost_ns=12.0),
+        models={model_name(p, n): (1.00e9, 1.05e9) for p, n in MODELS},
+        load={"other_load_cores_mean": 0.05},
+    )
+    calibration = {
+        "L_ns": 0.0, "o_ns": 70.0, "G_ns_per_byte": 0.07, "S_bytes": 2048, "g_ns": 49.0,
+        "parameter_residuals": {"L": {"rms_residual_pct": 1.25}, "S": {"rms_residual_pct": math.nan}},
+        "measured_on": {"mpi": "Open MPI 4.1", "transport": "one node"},
+    }  # fmt: skip
+    text = markdown(calibration, [("halo 8 KiB", 2, v)], "python -m benchmarks.validation")
+    assert PROTOCOL in text and "L 1.2 %, S –" in text and "Open MPI 4.1, one node" in text
+    row = next(line for line in text.splitlines() if line.startswith("| halo 8 KiB | 2 |"))
+    assert "| 3–3 | 0.05 | 12 ns | +0.00 ms (± 49.68), +0.0 % | 1000 vs 1200 ± 327 |" in row
+    assert "| 0 µs | 1000.000 ± 20.000 ms | ± 49.683 ms (9.94 %) | 3 | 0.40–0.60 |" in text
+
+
+def test_new_fields_survive_the_store(tmp_path):
+    from llamp.ingest import read
+    from llamp.injector.validate import load_validations, store_validation
+
+    graph = read(Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2")
+    result = _result(call_cost_ns=-40.0, param_sources={"L": "default"}, max_repeat=9)
+    result = dataclasses.replace(result, run="sweep3d")
+    store_validation(result, graph=graph, store_uri=str(tmp_path / "store"))
+    [(_, found)] = load_validations(str(tmp_path / "store"), run="sweep3d")
+    assert found.call_cost_ns == -40.0 and found.param_sources == {"L": "default"}
+    assert found.points[0].loadavg == (0.5, 0.6, 0.4) and found.max_repeat == 9
+    assert found.slope.measured == pytest.approx(1200.0)
