@@ -290,7 +290,10 @@ def _signed_duration_ns(text: str) -> float:
     """A duration that may be negative (``-40ns``)."""
     body = text.strip()
     sign = -1.0 if body.startswith("-") else 1.0
-    return sign * parse_duration_ns(body.lstrip("+-"), default_unit="ns")
+    try:
+        return sign * parse_duration_ns(body.lstrip("+-"), default_unit="ns")
+    except InputError as err:
+        raise InputError(f"--call-cost: {err}") from None
 
 
 # --------------------------------------------------------------------------- overhead
