@@ -1,20 +1,26 @@
-"""Which model defaults does the evidence support? ``python -m benchmarks.validation``
+"""How well do predictions match measured runs? ``python -m benchmarks.validation``
 
 Measures real applications under the latency injector and compares them with the predictions
 of every receive-progress × NIC model (``llamp validate`` predicts under all four from the same
-runs), then writes ``benchmarks/VALIDATION.md``:
+runs), then prints (and with ``--out`` writes) ``benchmarks/VALIDATION.md``. The protocol
+(:data:`PROTOCOL`, also the "Protocol" section of that file):
 
 1. ``llamp calibrate`` of this machine (ping-pong 1 B … 4 MiB and a 64-message burst) → the
-   base ``L0, o, G, S, g``.
-2. ``llamp validate`` at ΔL = 0, 10, 20, 50, 100 µs, ``--repeat`` runs each, of
+   base ``L0, o, G, S, g``, with the residual per parameter and what it was measured on.
+2. Per application, ``llamp overhead``: plain, traced and null-injected runs until each mean's
+   95 % interval is under ``--ci-width`` → the per-call cost charged in the model
+   (``--call-cost``, the injector's less the tracer's; ``--no-overhead`` charges nothing).
+3. ``llamp validate`` at ΔL = 0, 5, 10, 20, 50, 100 µs, at least ``--min-repeat`` and at most
+   ``--max-repeat`` runs each, until the mean's 95 % interval is under ``--ci-width``, of
    - LAMMPS (``lmp``, the LJ melt of ``tests/data/apps/in.melt``), 2 and 4 ranks;
    - ``benchmarks/apps/halo.c``: a periodic-ring halo exchange, Irecv/Isend, an interior
      compute of 50 µs overlapping the messages, Waitall, a boundary compute of 10 µs; 8 KiB
      messages on 2 and 4 ranks (overlapped, latency-bound), 1 MiB messages on 2 ranks
      (bandwidth-bound: 2 × 1 MiB in and out per iteration at ~0.2 ns/B is ~0.8 ms of transfer
      against 60 µs of compute).
-3. One table: RRMSE per application and model, the machine load while it ran, and per ΔL the
-   measured mean and each model's prediction.
+4. One table: RRMSE per application and model, the offset at ΔL = 0 and the slope error
+   under the default model, the machine load while it ran; per ΔL the measured mean, its 95 %
+   interval, the runs and their load averages, and each model's prediction.
 
 Runs with more ranks than cores are oversubscribed (the table says so): their measured times
 depend on the scheduler as much as on the network. Needs Open MPI (``mpirun``, ``mpicc``);
@@ -32,12 +38,43 @@ import tempfile
 import time
 from pathlib import Path
 
+from llamp.config import parse_percent
 from llamp.injector.calibrate import calibrate
+from llamp.injector.overhead import measure_overhead
 from llamp.injector.validate import MODELS, Validation, model_name, run_validation
 
 HERE = Path(__file__).resolve().parent
 APPS = HERE.parent / "tests" / "data" / "apps"
-DELTAS_NS = (0.0, 10_000.0, 20_000.0, 50_000.0, 100_000.0)
+DELTAS_NS = (0.0, 5_000.0, 10_000.0, 20_000.0, 50_000.0, 100_000.0)
+
+PROTOCOL = """## Protocol
+
+What a table in this file must have been measured under (`python -m benchmarks.validation`
+follows it; `--quick` does not and is for trying the script only):
+
+1. **A quiet machine.** Nothing else running; each run records the 1-minute load average at
+   its end and the CPU other processes used while it ran (`/proc/stat` busy time less the
+   run's own), and the tables show both. `--max-load CORES` additionally waits before each run
+   until other processes use at most that many cores and repeats a run they disturbed more.
+   One rank per core: runs with more ranks than cores are marked oversubscribed.
+2. **Calibration of the transport used.** `llamp calibrate` with the same launcher and
+   transport selection as the application runs; the fit's residual per parameter (L, o, G, S,
+   g) and what it was measured on (MPI library, hosts or hostfile, transport) are printed with
+   the table. Every prediction uses these parameters and says so.
+3. **The tools' own cost.** `llamp overhead` runs the application plain, traced, under the
+   injector without its delay path and under the injector at ΔL = 0, in shuffled rounds until
+   each mean's 95 % interval is under the target width; the injector's per-call cost less the
+   tracer's is charged in the model as CPU time before each traced MPI call (`llamp validate
+   --call-cost`), and the delay path's own cost at ΔL = 0 is reported beside it.
+4. **Measurement.** One trace at ΔL = 0, then injected runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs
+   in rounds of shuffled order; a ΔL is run again until the 95 % interval of its mean (Student
+   t, full width) is under 1 % of the mean, at least 3 and at most `--max-repeat` runs. A ΔL
+   that stops at the maximum is reported with its wider interval.
+5. **Report.** Per application: RRMSE under each model; the offset at ΔL = 0 (measured −
+   predicted, with the measured mean's 95 % interval) and the slope error (least-squares
+   dT/dΔL over every run against the prediction's, with its standard error), so that a
+   constant cost and a missing latency sensitivity are told apart.
+"""
 
 
 def _launcher(ranks: int) -> list[str]:
@@ -64,9 +101,16 @@ def _applications(halo: Path, quick: bool) -> list[tuple[str, int, list[str]]]:
 
 
 def run(
-    repeat: int = 3, quick: bool = False, max_load: float | None = None, log=print
+    repeat: int = 3,
+    quick: bool = False,
+    max_load: float | None = None,
+    max_repeat: int = 30,
+    width: float = 0.01,
+    overhead: bool = True,
+    log=print,
 ) -> tuple[dict, list[tuple[str, int, Validation]]]:
-    """Calibrate, then validate every application; (calibration dict, results)."""
+    """Calibrate, measure each application's tool overhead, then validate it; (calibration
+    dict, results)."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -82,15 +126,29 @@ def run(
     log(
         f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns"
     )
+    source = f"llamp calibrate -- {' '.join(_launcher(2))} ({fit.measured_on['transport']})"
     results = []
     for name, ranks, argv in _applications(halo, quick):
+        command = [*_launcher(ranks), *argv]
+        charge = 0.0
+        if overhead and not quick:
+            log(f"measuring the tools' per-call cost on {name}, {ranks} ranks…")
+            cost = measure_overhead(
+                command, width=width, min_runs=repeat, max_runs=max_repeat, cwd=work
+            )
+            charge = cost.charge_ns
+            log(f"  {cost.calls} calls per rank; charge {charge:.1f} ns per call")
         log(f"validating {name} on {ranks} ranks…")
         started = time.perf_counter()
         result, _ = run_validation(
-            [*_launcher(ranks), *argv],
+            command,
             DELTAS_NS[::2] if quick else DELTAS_NS,
             params=params,
             repeat=1 if quick else repeat,
+            max_repeat=1 if quick else max_repeat,
+            width=width,
+            call_cost_ns=charge,
+            param_sources={p: source for p in ("L", "o", "G", "S", "g")},
             run_name=f"{name.replace(' ', '-')}-{ranks}",
             trace_dir=work / f"trace-{len(results)}",
             store=False,
@@ -105,8 +163,16 @@ def run(
     return fit.as_dict(), results
 
 
+def _per_parameter(calibration: dict) -> str:
+    parts = []
+    for name, r in (calibration.get("parameter_residuals") or {}).items():
+        value = r["rms_residual_pct"]
+        parts.append(f"{name} {value:.1f} %" if value == value else f"{name} –")
+    return ", ".join(parts)
+
+
 def markdown(calibration: dict, results: list[tuple[str, int, Validation]], command: str) -> str:
-    """The VALIDATION.md text: setup, the RRMSE table, per-ΔL detail."""
+    """The VALIDATION.md text: setup, protocol, the RRMSE table, per-ΔL detail."""
     names = [model_name(p, n) for p, n in MODELS]
     cores = len(os.sched_getaffinity(0))
     lines = [
@@ -121,12 +187,15 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
         "",
         f"Calibration: L = {calibration['L_ns']:.0f} ns, o = {calibration['o_ns']:.0f} ns, "
         f"G = {calibration['G_ns_per_byte']:.4g} ns/B, S = {calibration['S_bytes']}, "
-        f"g = {calibration['g_ns']:.0f} ns.",
+        f"g = {calibration['g_ns']:.0f} ns; RMS residual by parameter: "
+        f"{_per_parameter(calibration)}; measured on "
+        f"{(calibration.get('measured_on') or {}).get('mpi', '?')}, "
+        f"{(calibration.get('measured_on') or {}).get('transport', '?')}.",
         "",
-        "| application | ranks | runs per ΔL | other load (cores, mean) | "
-        + " | ".join(f"RRMSE {n}" for n in names)
-        + " |",
-        "|---|---|---|---|" + "---|" * len(names),
+        PROTOCOL,
+        "| application | ranks | runs per ΔL | other load (cores, mean) | call cost charged | "
+        "offset at ΔL = 0 | slope error | " + " | ".join(f"RRMSE {n}" for n in names) + " |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(names),
     ]
     for name, ranks, v in results:
         err = v.rrmse_by_model()
@@ -136,14 +205,15 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
             for n in names
         ]
         over = " (oversubscribed)" if ranks > cores else ""
+        counts = [len(p.runs_ns) for p in v.points]
         lines.append(
-            f"| {name} | {ranks}{over} | {v.repeat} | {v.load.get('other_load_cores_mean', math.nan):.2f} | "
-            + " | ".join(cells)
-            + " |"
+            f"| {name} | {ranks}{over} | {min(counts)}–{max(counts)} | "
+            f"{v.load.get('other_load_cores_mean', math.nan):.2f} | {v.call_cost_ns:.0f} ns | "
+            f"{_offset_cell(v)} | {_slope_cell(v)} | " + " | ".join(cells) + " |"
         )
     means = {n: sum(v.rrmse_by_model()[n] for _, _, v in results) / len(results) for n in names}
     lines += [
-        "| **mean** | | | | " + " | ".join(f"{means[n] * 100:.1f} %" for n in names) + " |",
+        "| **mean** | | | | | | | " + " | ".join(f"{means[n] * 100:.1f} %" for n in names) + " |",
         "",
         "Per ΔL (measured mean, and each model's prediction):",
         "",
@@ -152,21 +222,56 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
         lines += [
             f"**{name}, {ranks} ranks** (λ_L at ΔL = 0: {v.points[0].lambda_L:g})",
             "",
-            "| ΔL | measured | " + " | ".join(names) + " |",
-            "|---|---|" + "---|" * len(names),
+            "| ΔL | measured (mean ± sd) | 95 % interval | runs | load average | "
+            + " | ".join(names)
+            + " |",
+            "|---|---|---|---|---|" + "---|" * len(names),
         ]
         for k, p in enumerate(v.points):
             preds = " | ".join(f"{v.models[n][k] / 1e6:.3f} ms" for n in names)
+            ci = p.ci95_half_width_ns
+            ci_text = "–" if ci != ci else f"± {ci / 1e6:.3f} ms ({2 * ci / p.mean_ns * 100:.2f} %)"
+            loads = f"{min(p.loadavg):.2f}–{max(p.loadavg):.2f}" if p.loadavg else "–"
             lines.append(
-                f"| {p.delta_ns / 1000:g} µs | {p.mean_ns / 1e6:.3f} ± {p.sd_ns / 1e6:.3f} ms | {preds} |"
+                f"| {p.delta_ns / 1000:g} µs | {p.mean_ns / 1e6:.3f} ± {p.sd_ns / 1e6:.3f} ms | "
+                f"{ci_text} | {len(p.runs_ns)} | {loads} | {preds} |"
             )
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
+def _offset_cell(v: Validation) -> str:
+    off = v.offset
+    if off is None:
+        return "–"
+    ci = "" if off.half_width_ns != off.half_width_ns else f" (± {off.half_width_ns / 1e6:.2f})"
+    return f"{off.offset_ns / 1e6:+.2f} ms{ci}, {off.relative * 100:+.1f} %"
+
+
+def _slope_cell(v: Validation) -> str:
+    s = v.slope
+    if s is None:
+        return "–"
+    se = "" if s.standard_error != s.standard_error else f" ± {s.standard_error:.3g}"
+    return f"{s.predicted:.4g} vs {s.measured:.4g}{se}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per ΔL (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per ΔL, at least (default 3)")
+    parser.add_argument(
+        "--max-repeat", type=int, default=30, help="runs per ΔL, at most (default 30)"
+    )
+    parser.add_argument(
+        "--ci-width",
+        default="1%",
+        help="stop once the mean's 95%% interval is this wide (full width; default 1%%)",
+    )
+    parser.add_argument(
+        "--no-overhead",
+        action="store_true",
+        help="do not measure the tools' per-call cost (charge nothing in the model)",
+    )
     parser.add_argument("--quick", action="store_true", help="halo only, 3 ΔL, 1 run each")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here")
     parser.add_argument(
@@ -176,7 +281,14 @@ def main() -> None:
         help="wait (up to 2 min) until other processes use at most this many cores before a run",
     )
     args = parser.parse_args()
-    calibration, results = run(repeat=args.repeat, quick=args.quick, max_load=args.max_load)
+    calibration, results = run(
+        repeat=args.repeat,
+        quick=args.quick,
+        max_load=args.max_load,
+        max_repeat=max(args.max_repeat, args.repeat),
+        width=parse_percent(args.ci_width, what="--ci-width"),
+        overhead=not args.no_overhead,
+    )
     text = markdown(
         calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")
     )

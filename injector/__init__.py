@@ -5,6 +5,10 @@
   receiver (a PMPI library, ``inject_*.c``; LLAMP §III-A, Fig. 8D);
 - :mod:`llamp.injector.calibrate`: a Netgauge-like LogGP(S) fit from a ping-pong;
 - :mod:`llamp.injector.profiles`: named network profiles in ``$LLAMP_HOME/networks``;
+- :mod:`llamp.injector.overhead`: the injector's and the tracer's own per-call costs, and
+  charging a per-call cost in the model;
+- :mod:`llamp.injector.accuracy`: the mean's interval and the stopping rule, the offset at
+  ΔL = 0 and the slope error of a validation;
 - :mod:`llamp.injector.validate`: predicted vs measured runtime over a list of ΔL, RRMSE.
 """
 

@@ -28,14 +28,25 @@ overhead ``o_s(s)`` (duration of ``MPI_Send`` while the receiver waits) and the 
   is ≈ o, and the model's ``max(o, g)`` is the same either way.
 
 Residuals (measured − model, per size) come with the fit, so a reader sees where LogGPS does
-not describe the machine (caches, protocol details).
+not describe the machine (caches, protocol details), and per parameter
+(:meth:`Calibration.parameter_residuals`): the RMS relative residual of the measurements each
+parameter rests on — ``L`` the small eager messages, ``G`` the sizes its slope is taken over,
+``S`` the sizes on both sides of the switch, ``o`` the per-size send and receive overheads about
+their mean, ``g`` the burst times about their line (three or more burst lengths). Each fit
+records what it was measured on (:func:`measured_on`: the MPI library, the launcher, the hosts
+or hostfile and the transport selection), so a validation can say which transport its
+parameters describe.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import math
 import os
 import shlex
+import socket
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -95,6 +106,7 @@ class Calibration:
     warnings: tuple[str, ...] = field(default=())
     g_ns: float = 0.0  # gap per message from the burst (0 without burst data)
     burst_ns: dict[int, float] = field(default_factory=dict)  # burst length → time
+    measured_on: dict[str, Any] = field(default_factory=dict)  # see :func:`measured_on`
 
     def params(self) -> LogGPS:
         """The fit as LogGPS parameters (no switch → every message eager)."""
@@ -125,6 +137,60 @@ class Calibration:
             }
         )
 
+    def parameter_residuals(self) -> dict[str, dict[str, Any]]:
+        """Per parameter: the RMS relative residual (%) of the measurements it rests on, how
+        many there are, and which (see the module doc); ``nan`` where the fit is exact or
+        there is nothing to compare."""
+        res = self.residuals()
+        sizes = res["size_bytes"].to_numpy()
+        rel = res["residual_pct"].to_numpy()
+
+        def rms(mask: np.ndarray) -> tuple[float, int]:
+            n = int(mask.sum())
+            return (float(np.sqrt(np.mean(rel[mask] ** 2))) if n else math.nan), n
+
+        small = sizes <= SMALL_BYTES
+        if self.S_bytes is not None:
+            k = int(np.searchsorted(sizes, self.S_bytes))
+            window = np.zeros(sizes.size, bool)
+            window[max(0, k - WINDOW + 1) : k + 1 + WINDOW] = True
+            slope = sizes > self.S_bytes
+        else:
+            window = np.zeros(sizes.size, bool)
+            slope = sizes >= LARGE_BYTES
+            if slope.sum() < 3:
+                slope = np.ones(sizes.size, bool)
+        o_small = np.array(
+            [[s.os_ns, s.or_ns] for s in self.samples if s.size <= SMALL_BYTES] or [[np.nan] * 2]
+        )
+        o_dev = (o_small - self.o_ns) / self.o_ns * 100.0 if self.o_ns > 0 else o_small * np.nan
+        g_rms, g_n = math.nan, len(self.burst_ns)
+        if g_n >= 3:
+            b = np.array(sorted(self.burst_ns), dtype=np.float64)
+            t = np.array([self.burst_ns[int(k)] for k in b])
+            line = t[0] + (b - b[0]) * self.g_ns
+            g_rms = float(np.sqrt(np.mean(((t - line) / t * 100.0) ** 2)))
+        out: dict[str, dict[str, Any]] = {}
+        for name, (value, n), basis in (
+            ("L", rms(small), f"one-way time of messages ≤ {SMALL_BYTES} B"),
+            (
+                "o",
+                (float(np.sqrt(np.nanmean(o_dev**2))), int(np.isfinite(o_dev).sum())),
+                f"o_s and o_r of messages ≤ {SMALL_BYTES} B about o",
+            ),
+            ("G", rms(slope), "one-way time of the sizes the slope is taken over"),
+            (
+                "S",
+                rms(window) if self.S_bytes is not None else (math.nan, 0),
+                f"one-way time of up to {WINDOW} sizes each side of S"
+                if self.S_bytes is not None
+                else "no protocol switch visible",
+            ),
+            ("g", (g_rms, g_n), "burst times about T(1) + (B − 1)·g"),
+        ):
+            out[name] = {"rms_residual_pct": value, "measurements": n, "basis": basis}
+        return out
+
     def times(self) -> list[tuple[int, float, float]]:
         """Measured (bytes, one-way ns, MPI_Send ns) per size, for the injector's arrival
         estimates (``LLAMP_INJECT_TIMES``)."""
@@ -144,6 +210,8 @@ class Calibration:
             "G_small_ns_per_byte": self.G_small_ns_per_byte,
             "jump_ns": self.jump_ns,
             "rms_residual_pct": float(np.sqrt(np.mean(res["residual_pct"] ** 2))),
+            "parameter_residuals": self.parameter_residuals(),
+            "measured_on": dict(self.measured_on),
             "warnings": list(self.warnings),
             "residuals": res.to_dict(orient="records"),
         }
@@ -350,8 +418,60 @@ def run_pingpong(
     return found
 
 
+_HOST_OPTIONS = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f")
+_HOSTS_OPTIONS = ("--host", "-host", "-H", "--hosts", "-hosts")
+
+
+def measured_on(launcher: Sequence[str], mpi_label: str = "") -> dict[str, Any]:
+    """What a calibration describes: the MPI library, the launcher, the node it ran from, the
+    hosts (``--host``) or hostfile (path and SHA-256 of its contents), the transport selection
+    (``--mca`` options and ``OMPI_MCA_*`` / ``FI_*`` / ``UCX_*`` / ``I_MPI_FABRICS``
+    variables), and a one-line transport description derived from them."""
+    argv = [str(a) for a in launcher]
+    hostfile = hosts = None
+    mca: dict[str, str] = {}
+    for k, word in enumerate(argv[:-1]):
+        if word in _HOST_OPTIONS:
+            hostfile = argv[k + 1]
+        elif word in _HOSTS_OPTIONS:
+            hosts = argv[k + 1]
+        elif word in ("--mca", "-mca", "--gmca", "-gmca") and k + 2 < len(argv):
+            mca[argv[k + 1]] = argv[k + 2]
+    prefixes = ("OMPI_MCA_", "FI_", "UCX_", "I_MPI_FABRICS", "MPIR_CVAR_CH4_NETMOD")
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)}
+    env_mca = {k[len("OMPI_MCA_") :]: v for k, v in env.items() if k.startswith("OMPI_MCA_")}
+    selection = env_mca | mca  # the command line wins over the environment
+    out: dict[str, Any] = {
+        "mpi": mpi_label,
+        "launcher": argv,
+        "node": socket.gethostname(),
+        "hosts": hosts,
+        "hostfile": None,
+        "transport_selection": selection,
+        "transport_environment": env,
+    }
+    if hostfile is not None:
+        path = Path(hostfile)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        out["hostfile"] = {"path": str(path.resolve()), "sha256": digest}
+    names = {h.split(":")[0] for h in (hosts or "").split(",") if h}
+    chosen = ", ".join(f"{k}={v}" for k, v in selection.items() if k in ("pml", "btl", "mtl"))
+    if chosen:
+        where = f"selected {chosen}"
+    elif hostfile is not None or len(names) > 1:
+        where = "several hosts: the MPI library's default inter-node transport"
+    else:
+        where = "one node: the MPI library's default intra-node transport (shared memory)"
+    out["transport"] = where
+    return out
+
+
 def calibrate(launcher: Sequence[str], **kw) -> Calibration:
-    """Ping-pong under ``launcher`` and fit L, o, G, S and g (``kw`` as :func:`run_pingpong`)."""
+    """Ping-pong under ``launcher`` and fit L, o, G, S and g (``kw`` as :func:`run_pingpong`);
+    the fit records what it was measured on (:func:`measured_on`)."""
     bursts: dict[int, float] = {}
     samples = run_pingpong(launcher, bursts=bursts, **kw)
-    return fit_loggp(samples, bursts)
+    _, mpi = build_pingpong(kw.get("mpicc"), log=kw.get("log"))
+    fit = fit_loggp(samples, bursts)
+    on = measured_on(launcher, mpi.label) | {"injected": bool(kw.get("injected", False))}
+    return dataclasses.replace(fit, measured_on=on)

@@ -95,8 +95,10 @@ def injector_variables(
     report_dir: Path,
     yield_cpu: bool | None = None,
     times: Times | None = None,
+    passive: bool = False,
 ) -> dict[str, str]:
-    """The environment the injector reads (see ``inject_core.c``)."""
+    """The environment the injector reads (see ``inject_core.c``); ``passive``: headers and
+    bookkeeping without the delay path (no release time computed, ΔL ignored)."""
     variables = {
         "LLAMP_INJECT_DELTA_NS": f"{float(delta_ns):.3f}",
         "LLAMP_INJECT_REPORT": str(Path(report_dir).resolve()),
@@ -109,6 +111,8 @@ def injector_variables(
         )
         if base.S < NO_RENDEZVOUS:
             variables["LLAMP_INJECT_S"] = str(int(base.S))
+    if passive:
+        variables["LLAMP_INJECT_PASSIVE"] = "1"
     if yield_cpu is not None:
         variables["LLAMP_INJECT_YIELD"] = "1" if yield_cpu else "0"
     if times:
@@ -233,6 +237,7 @@ def run_injected(
     output: IO[str] | None = None,
     yield_cpu: bool | None = None,
     times: Times | None = None,
+    passive: bool = False,
     log=None,
 ) -> InjectedRun:
     """Run ``command`` with ΔL = ``delta_ns`` added to every message; its measured runtime.
@@ -241,7 +246,7 @@ def run_injected(
     handshake; ``L``, ``o``, ``G`` and, better, the measured ``times`` of ``llamp calibrate``
     estimate when a message arrived at a receiver that was busy). ``output`` receives the command's
     stdout and stderr (default: inherited). Raises :class:`InjectorError` if the build or the
-    run fails.
+    run fails. ``passive`` loads the injector without its delay path (``llamp overhead``).
     """
     if delta_ns < 0:
         raise InputError(f"ΔL must be ≥ 0, got {delta_ns} ns")
@@ -251,7 +256,9 @@ def run_injected(
         directory.mkdir(parents=True, exist_ok=True)
         for old in directory.glob("inject-rank-*.json"):
             old.unlink()
-        variables = injector_variables(delta_ns, base, directory.resolve(), yield_cpu, times)
+        variables = injector_variables(
+            delta_ns, base, directory.resolve(), yield_cpu, times, passive=passive
+        )
         argv, run_env = launch_command(list(command), library, variables, mpi)
         if env:
             run_env.update(env)

@@ -4,6 +4,9 @@
  *
  * Environment (set by `llamp inject`):
  *   LLAMP_INJECT_DELTA_NS   ΔL in ns (default 0: headers still travel, nothing is delayed)
+ *   LLAMP_INJECT_PASSIVE    1: headers travel and receives are tracked, but no release time
+ *                           is computed (every message is released when MPI completes it):
+ *                           the injector's cost without its delay path (llamp overhead)
  *   LLAMP_INJECT_L_NS, LLAMP_INJECT_O_NS, LLAMP_INJECT_G_NS
  *                           base LogGP of this machine (llamp calibrate), used only to estimate
  *                           when a message arrived while its receiver was busy (li_release_time)
@@ -230,6 +233,8 @@ static double send_time(int64_t bytes)
 LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
                                   int64_t t_incomplete, int64_t c_time)
 {
+    if (li_cfg.passive)
+        return c_time;
     const double L = li_cfg.L_ns, o = li_cfg.o_ns;
     int64_t ts = t_send - li_cfg.offset_ns, a, extra;
     if (bytes <= li_cfg.S) {
@@ -253,7 +258,7 @@ LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
 LI_HIDDEN int64_t li_send_release(int64_t t_send, int64_t bytes, int64_t t_incomplete,
                                   int64_t c_time)
 {
-    if (bytes <= li_cfg.S)
+    if (li_cfg.passive || bytes <= li_cfg.S)
         return c_time;
     int64_t expect = t_send + (int64_t)send_time(bytes);
     int64_t p = expect;
@@ -736,6 +741,9 @@ LI_HIDDEN void li_start(void)
 {
     memset(&li_st, 0, sizeof li_st);
     li_cfg.delta_ns = (int64_t)env_double("LLAMP_INJECT_DELTA_NS", 0.0);
+    li_cfg.passive = env_double("LLAMP_INJECT_PASSIVE", 0.0) != 0.0;
+    if (li_cfg.passive)
+        li_cfg.delta_ns = 0;
     li_cfg.L_ns = env_double("LLAMP_INJECT_L_NS", 500.0);
     li_cfg.o_ns = env_double("LLAMP_INJECT_O_NS", 200.0);
     li_cfg.G_ns = env_double("LLAMP_INJECT_G_NS", 0.1);

@@ -55,6 +55,7 @@
 /* ------------------------------------------------------------------ configuration, clock */
 typedef struct {
     int64_t delta_ns;     /* ΔL added to every message */
+    int passive;          /* 1: release every message when MPI completes it (no delay arithmetic) */
     double L_ns, o_ns, G_ns; /* base LogGP of this machine (arrival estimates) */
     int64_t S;            /* rendezvous threshold of the emulated LogGPS network (bytes) */
     int ntable;           /* measured times by size (llamp calibrate), 0 if none given: */

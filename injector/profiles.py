@@ -8,7 +8,9 @@ parameters (:func:`resolve_params`). A profile file::
      "S_bytes": 2048, "g_ns": 250.0, "source": "llamp calibrate -- mpirun -n 2", "created": "…",
      "details": {…the fit, its residuals…}}
 
-``S_bytes`` is ``null`` when no protocol switch was visible (every message eager); ``g_ns``
+A calibrated profile's ``details`` also hold ``parameter_residuals`` (RMS residual per parameter)
+and ``measured_on`` (MPI library, launcher, hosts or hostfile, transport), which
+:meth:`NetworkProfile.describe` reports. ``S_bytes`` is ``null`` when no protocol switch was visible (every message eager); ``g_ns``
 (LogGP's gap per message, from a burst of small messages) is 0 when absent (older profiles).
 """
 
@@ -47,6 +49,21 @@ class NetworkProfile:
             return [(int(r["size_bytes"]), float(r["one_way_ns"]), float(r["os_ns"])) for r in rows]
         except (TypeError, KeyError, ValueError):
             return None
+
+    @property
+    def measured_on(self) -> dict[str, Any]:
+        """What a calibrated profile was measured on (MPI, launcher, hosts or hostfile,
+        transport: :func:`llamp.injector.calibrate.measured_on`); empty for others."""
+        on = self.details.get("measured_on") if isinstance(self.details, dict) else None
+        return dict(on) if isinstance(on, dict) else {}
+
+    def describe(self) -> str:
+        """``network NAME (llamp calibrate … on 2026-…; openmpi 4.1.4, one node: …)``."""
+        on = self.measured_on
+        where = "; ".join(str(x) for x in (on.get("mpi"), on.get("transport")) if x)
+        made = " on ".join(x for x in (self.source, self.created) if x)
+        inside = "; ".join(x for x in (made, where) if x)
+        return f"network {self.name}" + (f" ({inside})" if inside else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -185,3 +202,22 @@ def resolve_params(
     choices overriding it; the defaults of :class:`LogGPS` without a network."""
     base = load_profile(network, home).params if network else None
     return LogGPS.parse(L=L, o=o, G=G, S=S, base=base, g=g, progress=progress, nic=nic)
+
+
+def param_sources(
+    network: str | None = None, *, given: dict[str, Any] | None = None, home: Path | None = None
+) -> dict[str, str]:
+    """Where each of ``L, o, G, S, g`` comes from in :func:`resolve_params`: an option given
+    (``given`` maps the parameter to its option text, ``None`` when absent), the profile
+    (:meth:`NetworkProfile.describe`), or the default."""
+    given = given or {}
+    profile = load_profile(network, home).describe() if network else None
+    out = {}
+    for name in ("L", "o", "G", "S", "g"):
+        if given.get(name) is not None:
+            out[name] = f"--{name} {given[name]}"
+        elif profile is not None:
+            out[name] = profile
+        else:
+            out[name] = "default"
+    return out

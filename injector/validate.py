@@ -41,6 +41,15 @@ import pandas as pd
 
 from llamp.config import NIC_MODELS, PROGRESS_MODELS, format_ns, llamp_home, parse_duration_ns
 from llamp.errors import InputError
+from llamp.injector.accuracy import (
+    DEFAULT_WIDTH,
+    Offset,
+    SlopeError,
+    interval_converged,
+    mean_interval,
+    offset_at_zero,
+    slope_error,
+)
 from llamp.injector.inject import InjectedRun, LoadProbe, run_injected, wait_for_quiet
 from llamp.params import LogGPS
 
@@ -147,10 +156,19 @@ class ValidationPoint:
     predicted_ns: float
     lambda_L: float
     runs_ns: tuple[float, ...]
+    #: 1-minute load average at the end of each run, and the cores other processes kept busy
+    #: during it (same order as ``runs_ns``; empty for results stored without them).
+    loadavg: tuple[float, ...] = ()
+    other_load_cores: tuple[float, ...] = ()
 
     @property
     def mean_ns(self) -> float:
         return float(np.mean(self.runs_ns))
+
+    @property
+    def ci95_half_width_ns(self) -> float:
+        """Half-width of the measured mean's 95 % interval (nan for one run)."""
+        return mean_interval(self.runs_ns).half_width
 
     @property
     def sd_ns(self) -> float:
@@ -179,10 +197,36 @@ class Validation:
     created: str = ""
     #: model name (``progress/nic``) → predicted T per ΔL under that model, same runs.
     models: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    #: CPU time charged in the model per traced MPI call (a calc before each call:
+    #: :func:`llamp.injector.overhead.charge_call_cost`); 0 = none.
+    call_cost_ns: float = 0.0
+    #: parameter (``L``, ``o``, ``G``, ``S``, ``g``) → where its value came from.
+    param_sources: dict[str, str] = field(default_factory=dict)
+    #: the stopping rule: full width of the mean's 95 % interval aimed at (fraction of the
+    #: mean) and the most runs per ΔL (``repeat`` is the least).
+    target_width: float = DEFAULT_WIDTH
+    max_repeat: int = 0
 
     @property
     def rrmse(self) -> float:
         return rrmse([p.predicted_ns for p in self.points], [p.mean_ns for p in self.points])
+
+    @property
+    def offset(self) -> Offset | None:
+        """Measured − predicted at ΔL = 0 (``None`` without a ΔL = 0 point)."""
+        zero = next((p for p in self.points if p.delta_ns == 0), None)
+        return None if zero is None else offset_at_zero(zero.runs_ns, zero.predicted_ns)
+
+    @property
+    def slope(self) -> SlopeError | None:
+        """Measured vs predicted dT/dΔL (``None`` with fewer than two ΔL)."""
+        if len(self.points) < 2:
+            return None
+        return slope_error(
+            [p.delta_ns for p in self.points],
+            [p.runs_ns for p in self.points],
+            [p.predicted_ns for p in self.points],
+        )
 
     def rrmse_by_model(self) -> dict[str, float]:
         """RRMSE of each model's predictions against the same measured runs."""
@@ -201,6 +245,7 @@ class Validation:
                 "runs": [len(p.runs_ns) for p in self.points],
                 "error_pct": [p.error_pct for p in self.points],
                 "lambda_L": [p.lambda_L for p in self.points],
+                "measured_ci95_half_width_ns": [p.ci95_half_width_ns for p in self.points],
             }
         )
 
@@ -222,6 +267,11 @@ class Validation:
                 name: {"predicted_ns": list(pred), "rrmse": self.rrmse_by_model()[name]}
                 for name, pred in self.models.items()
             },
+            "offset_at_zero": None if self.offset is None else self.offset.as_dict(),
+            "slope": None if self.slope is None else self.slope.as_dict(),
+            "call_cost_ns": self.call_cost_ns,
+            "parameter_sources": dict(self.param_sources),
+            "stopping": {"ci95_width": self.target_width, "max_repeat": self.max_repeat},
             "points": [
                 {
                     "delta_ns": p.delta_ns,
@@ -230,7 +280,10 @@ class Validation:
                     "runs_ns": list(p.runs_ns),
                     "measured_mean_ns": p.mean_ns,
                     "measured_sd_ns": p.sd_ns,
+                    "measured_ci95_half_width_ns": p.ci95_half_width_ns,
                     "error_pct": p.error_pct,
+                    "loadavg": list(p.loadavg),
+                    "other_load_cores": list(p.other_load_cores),
                 }
                 for p in self.points
             ],
@@ -256,6 +309,8 @@ class Validation:
                     predicted_ns=float(q["predicted_ns"]),
                     lambda_L=float(q.get("lambda_L", math.nan)),
                     runs_ns=tuple(float(x) for x in q["runs_ns"]),
+                    loadavg=tuple(float(x) for x in q.get("loadavg") or ()),
+                    other_load_cores=tuple(float(x) for x in q.get("other_load_cores") or ()),
                 )
                 for q in data["points"]
             )
@@ -276,6 +331,12 @@ class Validation:
                     str(name): tuple(float(x) for x in entry["predicted_ns"])
                     for name, entry in (data.get("models") or {}).items()
                 },
+                call_cost_ns=float(data.get("call_cost_ns") or 0.0),
+                param_sources={
+                    str(k): str(v) for k, v in (data.get("parameter_sources") or {}).items()
+                },
+                target_width=float((data.get("stopping") or {}).get("ci95_width", DEFAULT_WIDTH)),
+                max_repeat=int((data.get("stopping") or {}).get("max_repeat", 0)),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(f"not a validation result ({err})") from err
@@ -289,13 +350,17 @@ class Validation:
                 format_ns(p.delta_ns),
                 format_ns(p.predicted_ns),
                 f"{format_ns(p.mean_ns)} ± {format_ns(p.sd_ns)}",
+                _interval_text(p.ci95_half_width_ns, p.mean_ns),
                 len(p.runs_ns),
                 f"{p.error_pct:+.2f}%",
                 f"{p.lambda_L:g}",
             )
             for p in self.points
         ]
-        text = table(rows, ("ΔL", "predicted T", "measured T (mean ± sd)", "runs", "error", "λ_L"))
+        text = table(
+            rows,
+            ("ΔL", "predicted T", "measured T (mean ± sd)", "95% CI", "runs", "error", "λ_L"),
+        )
         load = self.load
         lines = [
             text,
@@ -305,6 +370,29 @@ class Validation:
             f"{format_ns(self.params.g)}; progress {self.params.progress}, NIC "
             f"{self.params.nic}; engine {self.engine})",
         ]
+        lines.extend(self._diagnosis())
+        if self.param_sources:
+            by_source: dict[str, list[str]] = {}
+            for name, source in self.param_sources.items():
+                by_source.setdefault(source, []).append(name)
+            lines.append(
+                "parameters from: "
+                + "; ".join(f"{', '.join(names)}: {src}" for src, names in by_source.items())
+            )
+        if self.max_repeat > self.repeat:
+            for p in self.points:
+                width = mean_interval(p.runs_ns).relative_width
+                if width > self.target_width:
+                    lines.append(
+                        f"ΔL = {format_ns(p.delta_ns)} stopped at {len(p.runs_ns)} runs with "
+                        f"its mean's 95% interval {width * 100:.2f}% wide (target "
+                        f"{self.target_width * 100:g}%)"
+                    )
+        if self.call_cost_ns:
+            lines.append(
+                f"charged in the model: {format_ns(self.call_cost_ns)} of CPU before each "
+                "traced MPI call (--call-cost)"
+            )
         if self.models:
             lines.append(
                 "RRMSE by model (same runs): "
@@ -330,6 +418,51 @@ class Validation:
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
+    def _diagnosis(self) -> list[str]:
+        """The offset at ΔL = 0 and the slope error, each against its noise."""
+        lines = []
+        off = self.offset
+        if off is not None:
+            noise = (
+                "one run: no interval"
+                if off.within_noise is None
+                else ("inside" if off.within_noise else "outside")
+                + f" the measured mean's 95% interval ± {format_ns(off.half_width_ns)}"
+            )
+            lines.append(
+                f"offset at ΔL = 0: measured − predicted = {_signed_ns(off.offset_ns)} "
+                f"({off.relative * 100:+.2f}% of {format_ns(off.measured_ns)}; {noise})"
+            )
+        slope = self.slope
+        if slope is not None:
+            rel = f", {slope.relative * 100:+.1f}%" if math.isfinite(slope.relative) else ""
+            noise = (
+                "no standard error: no more runs than ΔL values"
+                if not math.isfinite(slope.standard_error)
+                else ("inside" if slope.within_noise else "outside")
+                + " the measured slope's 95% interval"
+            )
+            se = (
+                ""
+                if not math.isfinite(slope.standard_error)
+                else (f" ± {slope.standard_error:.4g} (s.e.)")
+            )
+            lines.append(
+                f"slope dT/dΔL (least squares over the runs): measured {slope.measured:.4g}{se}, "
+                f"predicted {slope.predicted:.4g}: error {slope.error:+.4g}{rel} ({noise})"
+            )
+        return lines
+
+
+def _signed_ns(value: float) -> str:
+    return ("+" if value >= 0 else "−") + format_ns(abs(value))
+
+
+def _interval_text(half_width_ns: float, mean_ns: float) -> str:
+    if not math.isfinite(half_width_ns):
+        return "–"
+    return f"± {format_ns(half_width_ns)} ({2 * half_width_ns / mean_ns * 100:.2f}%)"
+
 
 def predict_deltas(
     graph, params: LogGPS, deltas: Sequence[float], *, engine: str = "auto"
@@ -350,6 +483,8 @@ def measure(
     *,
     repeat: int,
     base: LogGPS | None,
+    max_repeat: int | None = None,
+    width: float = DEFAULT_WIDTH,
     mpicc: str | None = None,
     seed: int = 0,
     max_other_load: float | None = None,
@@ -361,7 +496,11 @@ def measure(
     output=None,
     log=None,
 ) -> dict[float, list[InjectedRun]]:
-    """``repeat`` injected runs per ΔL, each repetition in its own shuffled order.
+    """At least ``repeat`` injected runs per ΔL, each round in its own shuffled order.
+
+    With ``max_repeat`` above ``repeat``, rounds continue over the ΔL whose mean is not yet
+    known well enough (:func:`llamp.injector.accuracy.interval_converged`: the 95 % interval
+    of the mean at most ``width`` of it) until every ΔL is, or has ``max_repeat`` runs.
 
     With ``max_other_load`` (cores), each run waits (up to ``quiet_timeout_s``, 30 s once a
     wait has timed out) until other processes use at most that much CPU, and a run during
@@ -370,12 +509,30 @@ def measure(
     """
     if repeat < 1:
         raise InputError(f"--repeat must be ≥ 1, got {repeat}")
+    most = repeat if max_repeat is None else max_repeat
+    if most < repeat:
+        raise InputError(f"--max-repeat ({most}) must be at least --repeat ({repeat})")
+    if not 0 < width < 1:
+        raise InputError(f"the interval width must be between 0 and 100 %, got {width * 100:g} %")
     runs: dict[float, list[InjectedRun]] = {d: [] for d in deltas}
-    total, done = repeat * len(deltas), 0
+    done = 0
     patience = quiet_timeout_s
-    for rep in range(repeat):
-        order = list(deltas)
+
+    def pending() -> list[float]:
+        return [
+            d
+            for d, rs in runs.items()
+            if len(rs) < repeat
+            or not interval_converged(
+                [r.runtime_ns for r in rs], width=width, min_runs=repeat, max_runs=most
+            )
+        ]
+
+    rep = 0
+    while todo := pending():
+        order = list(todo)
         random.Random(seed + rep).shuffle(order)
+        rep += 1
         for delta in order:
             for attempt in range(retries + 1):
                 if max_other_load is not None:
@@ -395,9 +552,9 @@ def measure(
                 disturbed = max_other_load is not None and run.other_load_cores > max_other_load
                 if log is not None:
                     log(
-                        f"[{done + 1}/{total}] ΔL = {format_ns(delta)}: T = "
+                        f"[run {done + 1}, round {rep}] ΔL = {format_ns(delta)}: T = "
                         f"{format_ns(run.runtime_ns)} (other processes: "
-                        f"{run.other_load_cores:.2f} cores"
+                        f"{run.other_load_cores:.2f} cores, load average {run.loadavg:.2f}"
                         + (", disturbed: again)" if disturbed and attempt < retries else ")")
                     )
                 if not disturbed:
@@ -467,6 +624,10 @@ def run_validation(
     *,
     params: LogGPS,
     repeat: int = 5,
+    max_repeat: int | None = None,
+    width: float = DEFAULT_WIDTH,
+    call_cost_ns: float = 0.0,
+    param_sources: dict[str, str] | None = None,
     run_name: str | None = None,
     trace_dir: Path | None = None,
     mpicc: str | None = None,
@@ -484,7 +645,13 @@ def run_validation(
     output=None,
     log=None,
 ) -> tuple[Validation, str | None]:
-    """Trace, predict, measure, compare (see the module doc); (result, stored analysis id)."""
+    """Trace, predict, measure, compare (see the module doc); (result, stored analysis id).
+
+    ``repeat``/``max_repeat``/``width``: the stopping rule of :func:`measure`. ``call_cost_ns``:
+    CPU time charged in the model before each traced MPI call
+    (:func:`llamp.injector.overhead.charge_call_cost`), e.g. the injector's per-call cost less
+    the tracer's as ``llamp overhead`` measures them. ``param_sources`` says where each LogGPS
+    parameter came from (reported as given)."""
     from llamp.ingest import read
     from llamp.ingest.trace import run_traced
 
@@ -516,6 +683,10 @@ def run_validation(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
+    if call_cost_ns:
+        from llamp.injector.overhead import charge_call_cost
+
+        graph = charge_call_cost(graph, call_cost_ns)
     predicted = predict_deltas(graph, params, deltas, engine=engine)
     models = {
         model_name(p, n): tuple(
@@ -534,6 +705,8 @@ def run_validation(
         command,
         deltas,
         repeat=repeat,
+        max_repeat=max_repeat,
+        width=width,
         base=params,
         mpicc=mpicc,
         seed=seed,
@@ -560,6 +733,8 @@ def run_validation(
             predicted_ns=float(row.runtime_ns),
             lambda_L=float(row.lambda_L),
             runs_ns=tuple(r.runtime_ns for r in runs[d]),
+            loadavg=tuple(r.loadavg for r in runs[d]),
+            other_load_cores=tuple(r.other_load_cores for r in runs[d]),
         )
         for d, row in zip(deltas, predicted.itertuples(index=False), strict=True)
     )
@@ -577,6 +752,10 @@ def run_validation(
         notes=tuple(notes),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         models=models,
+        call_cost_ns=float(call_cost_ns),
+        param_sources=dict(param_sources or {}),
+        target_width=width,
+        max_repeat=repeat if max_repeat is None else max_repeat,
     )
     analysis_id = None
     if store:

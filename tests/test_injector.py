@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -352,6 +353,10 @@ def test_calibrate_on_a_real_pingpong_and_save(mpi_env):
     profile = load_profile("here")
     assert profile.params.o == pytest.approx(fit["o_ns"])
     assert profile.source.startswith("llamp calibrate -- ")
+    assert set(fit["parameter_residuals"]) == {"L", "o", "G", "S", "g"}
+    assert fit["measured_on"]["mpi"].startswith("Open MPI")
+    assert fit["measured_on"]["transport"].startswith("one node")
+    assert profile.measured_on == fit["measured_on"]
 
 
 @pytest.mark.integration
@@ -390,6 +395,34 @@ def test_inject_command_reports_runtime_and_delays(programs):
     assert run["counters"]["messages_sent"] >= 440
     assert run["runtime_ns"] > 440 * 50_000.0 * 0.9
     assert run["base"]["L_ns"] == 500.0
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_mpi
+def test_overhead_runs_every_mode_and_counts_calls(programs, tmp_path):
+    """``llamp overhead`` on a short halo exchange: plain, traced, the injector without its
+    delay path and the null injection, two runs each; the calls are the trace's."""
+    from llamp.injector.overhead import MODES, measure_overhead
+
+    halo = tmp_path / "halo"
+    app = Path(__file__).parent.parent / "benchmarks" / "apps" / "halo.c"
+    subprocess.run([MPICC, "-O2", "-o", str(halo), str(app)], check=True)
+    command = [*launcher(2), str(halo), "-n", "20", "-s", "1024", "-c", "10", "-b", "5"]
+    result = measure_overhead(command, min_runs=2, max_runs=2, cwd=tmp_path, mpicc=MPICC)
+    assert {r.mode for r in result.runs} == set(MODES)
+    assert all(len(result.values(m)) == 2 for m in MODES)
+    assert all(v > 0 for m in MODES[1:] for v in result.values(m, "span"))
+    # per iteration and rank: Irecv ×2, Isend ×2, Waitall → at least 100 calls over 20 iterations
+    assert result.calls >= 100
+    assert np.isfinite(result.charge_ns)
+
+
+def test_passive_injection_is_an_environment_switch(tmp_path):
+    from llamp.injector.inject import injector_variables
+
+    assert injector_variables(0.0, None, tmp_path, passive=True)["LLAMP_INJECT_PASSIVE"] == "1"
+    assert "LLAMP_INJECT_PASSIVE" not in injector_variables(0.0, None, tmp_path)
 
 
 def test_inject_refuses_a_negative_delta():

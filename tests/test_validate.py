@@ -113,6 +113,7 @@ def test_result_table_and_json_round_trip():
         "runs",
         "error_pct",
         "lambda_L",
+        "measured_ci95_half_width_ns",
     ]
     assert table["measured_mean_ns"].tolist() == pytest.approx([1.00e9, 1.06e9])
     assert table["measured_sd_ns"].tolist() == pytest.approx([0.02e9, 0.02e9])

@@ -1,5 +1,7 @@
-"""``llamp calibrate``, ``llamp inject``, ``llamp validate``: measure this machine's LogGP, run an
-application with injected latency, and check predictions against such runs (docs/architecture.md §Injector and validation).
+"""``llamp calibrate``, ``llamp inject``, ``llamp overhead``, ``llamp validate``: measure this
+machine's LogGP, run an application with injected latency, measure the injector's and the
+tracer's own per-call costs, and check predictions against injected runs (docs/architecture.md
+§Injector and validation).
 
 Each takes the launcher or application command after ``--``. ``--network NAME`` selects a
 network profile saved by ``llamp calibrate --save NAME`` (``$LLAMP_HOME/networks/NAME.json``);
@@ -26,7 +28,13 @@ from llamp.cli.base import (
     parse_collectives,
     table,
 )
-from llamp.config import format_ns, llamp_home, parse_duration_ns, parse_size_bytes
+from llamp.config import (
+    format_ns,
+    llamp_home,
+    parse_duration_ns,
+    parse_percent,
+    parse_size_bytes,
+)
 from llamp.errors import InputError
 from llamp.params import LogGPS
 
@@ -35,8 +43,8 @@ _COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 def network_options(func):
     """``--network NAME --L --o --G --S --g --progress --nic``; the command gets ``network``,
-    ``params`` (``None`` when none of the parameters is given) and ``times`` (the profile's
-    measured times, else ``None``)."""
+    ``params`` (``None`` when none of the parameters is given), ``times`` (the profile's
+    measured times, else ``None``) and ``sources`` (parameter → where its value came from)."""
 
     @click.option(
         "--network",
@@ -51,13 +59,14 @@ def network_options(func):
     @model_options
     @functools.wraps(func)
     def wrapper(*args, network, L, o, G, S, g, progress, nic, **kw):
-        from llamp.injector.profiles import load_profile, resolve_params
+        from llamp.injector.profiles import load_profile, param_sources, resolve_params
 
         given = network is not None or any(v is not None for v in (L, o, G, S, g))
         kw["network"] = network
         models = {"g": g, "progress": progress, "nic": nic}
         kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models) if given else None
         kw["times"] = load_profile(network).times() if network else None
+        kw["sources"] = param_sources(network, given={"L": L, "o": o, "G": G, "S": S, "g": g})
         return func(*args, **kw)
 
     return wrapper
@@ -182,7 +191,16 @@ def calibrate_cmd(
         f" (messages ≤ 256 B); slope below the switch {fit.G_small_ns_per_byte:.4g} ns/B"
         + (f"; one-way time jumps by {fit.jump_ns:.0f} ns after S" if fit.jump_ns else "")
     )
-    click.echo(f"  RMS residual {result['rms_residual_pct']:.1f}%")
+    click.echo(f"  RMS residual {result['rms_residual_pct']:.1f}%; by parameter:")
+    for name, r in result["parameter_residuals"].items():
+        value = (
+            "–"
+            if r["rms_residual_pct"] != r["rms_residual_pct"]
+            else (f"{r['rms_residual_pct']:.1f}%")
+        )
+        click.echo(f"    {name}: {value} over {r['measurements']} ({r['basis']})")
+    on = result["measured_on"]
+    click.echo(f"  measured on: {on['mpi']}; {on['transport']}; node {on['node']}")
     for w in fit.warnings:
         message("warning", w)
     if save_name:
@@ -207,6 +225,7 @@ def inject_cmd(
     network: str | None,
     params: LogGPS | None,
     times,
+    sources: dict[str, str],
     report: Path | None,
     mpicc: str | None,
     as_json: bool,
@@ -231,7 +250,7 @@ def inject_cmd(
         log=lambda m: message("note", m),
     )
     if as_json:
-        emit_json(run.as_dict() | {"network": network})
+        emit_json(run.as_dict() | {"network": network, "parameter_sources": sources})
         return
     c = run.counters
     click.echo(
@@ -267,9 +286,131 @@ def _seconds(text: str, what: str) -> float:
     return value
 
 
+def _signed_duration_ns(text: str) -> float:
+    """A duration that may be negative (``-40ns``)."""
+    body = text.strip()
+    sign = -1.0 if body.startswith("-") else 1.0
+    try:
+        return sign * parse_duration_ns(body.lstrip("+-"), default_unit="ns")
+    except InputError as err:
+        raise InputError(f"--call-cost: {err}") from None
+
+
+# --------------------------------------------------------------------------- overhead
+@cli.command("overhead", context_settings=_COMMAND)
+@click.option(
+    "--ci-width",
+    default="1%",
+    show_default=True,
+    metavar="PERCENT",
+    help="Stop once every mode's mean has a 95% interval this wide (full width, share of the mean).",
+)
+@click.option("--min-runs", default=3, show_default=True, type=int, help="Runs per mode, at least.")
+@click.option("--max-runs", default=30, show_default=True, type=int, help="Runs per mode, at most.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the run order.")
+@click.option(
+    "--timeout",
+    default=None,
+    metavar="DURATION",
+    help="How long one application run may take (e.g. 600s; a bare number is seconds).",
+)
+@_mpicc_option
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def overhead_cmd(
+    ci_width: str,
+    min_runs: int,
+    max_runs: int,
+    seed: int,
+    timeout: str | None,
+    mpicc: str | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Measure the injector's and the tracer's per-call costs on COMMAND (-- mpirun -n 2 ./app).
+
+    Runs COMMAND plain, under the tracer, under the injector without its delay path and under
+    the injector at ΔL = 0, in shuffled rounds until each mean is known to --ci-width; prints
+    the per-call costs and the charge to give `llamp validate --call-cost`.
+    """
+    from llamp.injector.overhead import measure_overhead
+
+    say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
+    log_dir = llamp_home() / "overhead"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / "runs.log", "w") as app_log:
+        result = measure_overhead(
+            list(command),
+            width=parse_percent(ci_width, what="--ci-width"),
+            min_runs=min_runs,
+            max_runs=max_runs,
+            mpicc=mpicc,
+            seed=seed,
+            timeout=None if timeout is None else _seconds(timeout, "--timeout"),
+            output=app_log,
+            log=say,
+        )
+    data = result.as_dict()
+    if as_json:
+        emit_json(data)
+        return
+    rows = []
+    for mode, m in data["modes"].items():
+        span = (
+            "–"
+            if m["span_mean_ns"] is None
+            else f"{format_ns(m['span_mean_ns'])} ± {format_ns(m['span_ci95_half_width_ns'])}"
+        )
+        wall = f"{format_ns(m['wall_mean_ns'])} ± {format_ns(m['wall_ci95_half_width_ns'])}"
+        rows.append((mode, m["runs"], wall, span))
+    click.echo(table(rows, ("mode", "runs", "wall (mean ± 95% CI)", "MPI_Init→Finalize")))
+    click.echo(f"traced MPI calls of the busiest rank: {result.calls}")
+    for c in result.costs:
+        click.echo(
+            f"  {c.of} − {c.against} ({c.measure}): {format_ns(c.difference_ns)} ± "
+            f"{format_ns(c.half_width_ns)} = {c.per_call_ns:.1f} ± "
+            f"{c.per_call_half_width_ns:.1f} ns per call"
+        )
+    loads = [r.loadavg for r in result.runs]
+    click.echo(
+        f"charge for `llamp validate --call-cost`: {result.charge_ns:.1f}ns "
+        f"(load average {min(loads):.2f}–{max(loads):.2f} over {len(loads)} runs)"
+    )
+    for n in result.notes:
+        message("note", n)
+
+
 @cli.command("validate", context_settings=_COMMAND)
 @click.option("--deltas", required=True, help="ΔL values, e.g. 0,10,20,50,100us.")
-@click.option("--repeat", default=5, show_default=True, type=int, help="Runs per ΔL.")
+@click.option(
+    "--repeat",
+    default=5,
+    show_default=True,
+    type=int,
+    help="Runs per ΔL (the least, with --max-repeat).",
+)
+@click.option(
+    "--max-repeat",
+    default=None,
+    type=int,
+    metavar="N",
+    help="Keep running the ΔL whose mean is not yet known to --ci-width, up to N runs each.",
+)
+@click.option(
+    "--ci-width",
+    default="1%",
+    show_default=True,
+    metavar="PERCENT",
+    help="With --max-repeat: stop once the mean's 95% interval is this wide (full width, "
+    "share of the mean).",
+)
+@click.option(
+    "--call-cost",
+    default=None,
+    metavar="DURATION",
+    help="Charge this much CPU in the model before each traced MPI call (e.g. 150ns; may be "
+    "negative): the injector's per-call cost less the tracer's, as `llamp overhead` measures.",
+)
 @click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
 @network_options
 @click.option(
@@ -318,10 +459,14 @@ def validate_cmd(
     ctx: click.Context,
     deltas: str,
     repeat: int,
+    max_repeat: int | None,
+    ci_width: str,
+    call_cost: str | None,
     run_name: str | None,
     network: str | None,
     params: LogGPS | None,
     times,
+    sources: dict[str, str],
     trace_dir: Path | None,
     collectives: str | None,
     engine: str,
@@ -359,6 +504,10 @@ def validate_cmd(
             values,
             params=params,
             repeat=repeat,
+            max_repeat=max_repeat,
+            width=parse_percent(ci_width, what="--ci-width"),
+            call_cost_ns=0.0 if call_cost is None else _signed_duration_ns(call_cost),
+            param_sources=sources,
             run_name=name,
             trace_dir=trace_dir,
             mpicc=mpicc,
