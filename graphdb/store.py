@@ -191,6 +191,10 @@ class GraphStore(ABC):
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         """Run a user query (already checked); the result as a DataFrame."""
 
+    def limit_query_time(self, seconds: float) -> None:  # noqa: B027 - optional to override
+        """Stop later queries of this connection after ``seconds`` where the backend can
+        (LadybugDB); elsewhere the worker's kill holds (:mod:`llamp.graphdb.worker`)."""
+
     @abstractmethod
     def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
         """Run one write statement the store itself issues."""

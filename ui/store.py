@@ -141,9 +141,13 @@ def delete_run(name: str) -> None:
 def query(
     cypher: str, params: dict[str, Any] | None = None, *, write: bool = False
 ) -> pd.DataFrame:
-    """A Cypher query: read-only (the store refuses writes, too) unless ``write``, which only
-    the admin setting ``LLAMP_UI_ADMIN`` permits."""
+    """A Cypher query, run in a worker process held to the query limits
+    (:mod:`llamp.graphdb.worker`: a query that exhausts memory, runs too long or crashes the
+    database ends there, with a message, and the UI stays up). Read-only (the store refuses
+    writes, too) unless ``write``, which only the admin setting ``LLAMP_UI_ADMIN`` permits."""
     if write and not config.ui_settings().admin:
         raise StoreError("writes from the UI need the admin setting LLAMP_UI_ADMIN=1")
-    with connect(write=write) as store:
-        return store.query(cypher, params=params or None, write=write)
+    from llamp.graphdb.worker import run_query
+
+    table = run_query(config.store_uri(), cypher, params or {}, write=write, notify=_notify)
+    return table.to_pandas()

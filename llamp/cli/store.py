@@ -8,18 +8,20 @@ The store is ``--store`` / ``$LLAMP_STORE`` (default: the embedded store in
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from llamp.cli.base import check_output, cli, emit_json, json_option, table
+from llamp.cli.base import table as table_text
 from llamp.cli.ingest import write_graph_file
-from llamp.config import format_flop_rate, format_ns
+from llamp.config import format_flop_rate, format_ns, query_limits
 from llamp.errors import InputError
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pyarrow as pa
 
 #: Rows printed as a table before the rest is elided (``--json`` prints everything).
 MAX_TABLE_ROWS = 200
@@ -32,13 +34,19 @@ def _open(ctx: click.Context, *, write: bool = False) -> Any:
     return open_store(ctx.obj.get("store_uri"), read_only=not write)
 
 
-def _params(items: tuple[str, ...]) -> dict[str, Any]:
-    """``("limit=5", "ranks=[0,1]", "name=x")`` → values read as JSON, else as strings."""
+def _params(items: tuple[str, ...], max_depth: int) -> dict[str, Any]:
+    """``("limit=5", "ranks=[0,1]", "name=x")`` → values read as JSON, else as strings. A
+    value nested deeper than ``max_depth`` is refused before it is parsed."""
     params: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise InputError(f"--param {item!r}: expected NAME=VALUE, e.g. limit=10 or ranks=[0,1]")
+        if _json_depth(value) > max_depth:
+            raise InputError(
+                f"--param {key.strip()}: the value nests more than {max_depth} deep (raise "
+                "the limit with LLAMP_CYPHER_MAX_DEPTH)"
+            )
         try:
             params[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -46,18 +54,53 @@ def _params(items: tuple[str, ...]) -> dict[str, Any]:
     return params
 
 
-def _print_frame(frame: pd.DataFrame, as_json: bool) -> None:
+def _json_depth(text: str) -> int:
+    """How deep ``[`` and ``{`` nest in the JSON ``text`` (outside strings): one linear scan."""
+    deepest = depth = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _print_frame(table: pa.Table, as_json: bool) -> None:
     if as_json:
-        emit_json(frame.to_dict(orient="records"))
+        from llamp.graphdb.worker import plain_rows
+
+        emit_json(plain_rows(table))
         return
+    frame = table.slice(0, MAX_TABLE_ROWS).to_pandas()
     if frame.empty:
         click.echo(f"(no rows; columns: {', '.join(map(str, frame.columns)) or '-'})")
         return
-    shown = frame.head(MAX_TABLE_ROWS)
-    rows = [tuple("" if v is None else v for v in row) for row in shown.itertuples(index=False)]
-    click.echo(table(rows, tuple(str(c) for c in frame.columns)))
-    if len(frame) > MAX_TABLE_ROWS:
-        click.echo(f"… {len(frame) - MAX_TABLE_ROWS} more rows (use --json for all {len(frame)})")
+    rows = [tuple("" if v is None else v for v in row) for row in frame.itertuples(index=False)]
+    click.echo(table_text(rows, tuple(str(c) for c in frame.columns)))
+    if table.num_rows > MAX_TABLE_ROWS:
+        click.echo(
+            f"… {table.num_rows - MAX_TABLE_ROWS} more rows (use --json for all {table.num_rows})"
+        )
+
+
+def _limits_options(func: Any) -> Any:
+    """``--memory`` and ``--timeout``: the worker's limits (:func:`llamp.config.query_limits`)."""
+    func = click.option(
+        "--timeout",
+        "timeout",
+        default=None,
+        metavar="DURATION",
+        help="Stop the query after this long (e.g. 300s). Default 60s; env LLAMP_CYPHER_TIMEOUT.",
+    )(func)
+    return click.option(
+        "--memory",
+        "memory",
+        default=None,
+        metavar="SIZE",
+        help="Memory the query may use (e.g. 4GiB). Default 2GiB; env LLAMP_CYPHER_MEMORY.",
+    )(func)
 
 
 param_option = click.option(
@@ -207,10 +250,17 @@ def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None
 @click.argument("query")
 @param_option
 @click.option("--write", is_flag=True, help="Allow clauses that change the store (CREATE, SET, …).")
+@_limits_options
 @json_option
 @click.pass_context
 def cypher_cmd(
-    ctx: click.Context, query: str, param_items: tuple[str, ...], write: bool, as_json: bool
+    ctx: click.Context,
+    query: str,
+    param_items: tuple[str, ...],
+    write: bool,
+    memory: str | None,
+    timeout: str | None,
+    as_json: bool,
 ) -> None:
     """Run the Cypher QUERY on the store (read-only unless --write).
 
@@ -219,10 +269,17 @@ def cypher_cmd(
     runs with complete = true are fully loaded. Example:
     llamp cypher "MATCH (r:Run {name: 'sweep3d'}) MATCH (o:Op) WHERE o.run = r.id
     RETURN o.rank AS rank, count(*) AS ops ORDER BY rank"
+
+    The query runs in a worker process held to --memory and --timeout; its text may have
+    LLAMP_CYPHER_MAX_CHARS characters, nest LLAMP_CYPHER_MAX_DEPTH brackets deep, and a
+    variable-length pattern must bound its hops (*1..N, N ≤ LLAMP_CYPHER_MAX_HOPS).
     """
-    with _open(ctx, write=write) as store:
-        frame = store.query(query, _params(param_items), write=write)
-    _print_frame(frame, as_json)
+    from llamp.graphdb.worker import run_query
+
+    limits = query_limits(memory, timeout)
+    params = _params(param_items, limits.max_depth)
+    result = run_query(ctx.obj.get("store_uri"), query, params, write=write, limits=limits)
+    _print_frame(result, as_json)
 
 
 @cli.command("query")
@@ -231,6 +288,7 @@ def cypher_cmd(
 @param_option
 @click.option("--list", "list_queries", is_flag=True, help="List the catalogue and exit.")
 @click.option("--show", is_flag=True, help="Print the query's Cypher instead of running it.")
+@_limits_options
 @json_option
 @click.pass_context
 def query_cmd(
@@ -240,9 +298,13 @@ def query_cmd(
     param_items: tuple[str, ...],
     list_queries: bool,
     show: bool,
+    memory: str | None,
+    timeout: str | None,
     as_json: bool,
 ) -> None:
-    """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue)."""
+    """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue).
+
+    It runs in a worker process held to --memory and --timeout, as llamp cypher does."""
     from llamp.graphdb.queries import CATALOGUE, get
 
     if list_queries or name is None:
@@ -272,9 +334,14 @@ def query_cmd(
         return
     if run is None:
         raise InputError(f"llamp query {name} needs --run RUN")
-    with _open(ctx) as store:
-        frame = store.run_query(name, run, **_params(param_items))
-    _print_frame(frame, as_json)
+    from llamp.graphdb.worker import run_query
+
+    limits = query_limits(memory, timeout)
+    params = _params(param_items, limits.max_depth)
+    result = run_query(
+        ctx.obj.get("store_uri"), catalogue=name, run=run, params=params, limits=limits
+    )
+    _print_frame(result, as_json)
 
 
 # ---------------------------------------------------------------------------- export
