@@ -118,7 +118,7 @@ param_option = click.option(
 @json_option
 @click.pass_context
 def runs_group(ctx: click.Context, as_json: bool) -> None:
-    """List the stored runs (or: runs show NAME, runs delete NAME)."""
+    """List the stored runs (or: runs show NAME, runs delete NAME, runs check [NAME])."""
     if ctx.invoked_subcommand is not None:
         return
     with _open(ctx) as store:
@@ -243,6 +243,42 @@ def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None
         emit_json({"deleted": name})
     else:
         click.echo(f"deleted run {name!r}")
+
+
+@runs_group.command("check")
+@click.argument("name", required=False)
+@json_option
+@click.pass_context
+def runs_check(ctx: click.Context, name: str | None, as_json: bool) -> None:
+    """Verify run NAME (every run without NAME): its rows in the store against the checksum
+    taken when it was stored, and its graph file, which is rebuilt if damaged. Exit 2 if a
+    run is damaged."""
+    with _open(ctx) as store:
+        names = [name] if name is not None else [r.name for r in store.list_runs()]
+        checks = [store.check_run(n) for n in names]
+    if as_json:
+        emit_json([c.as_dict() for c in checks])
+    elif not checks:
+        click.echo("no runs to check")
+    else:
+        click.echo(
+            table(
+                [
+                    (c.name, c.status, c.graph_file, c.detail if c.status != "damaged" else "")
+                    for c in checks
+                ],
+                ("run", "rows", "graph file", "detail"),
+            )
+        )
+    damaged = [c for c in checks if c.status == "damaged"]
+    if len(damaged) == 1:
+        raise InputError(damaged[0].detail)
+    if damaged:
+        raise InputError(
+            f"{len(damaged)} runs are damaged ({', '.join(repr(c.name) for c in damaged)}): "
+            "store each again (llamp ingest TRACE --name NAME --replace) or delete it "
+            "(llamp runs delete NAME)"
+        )
 
 
 # ---------------------------------------------------------------------------- cypher, query
