@@ -261,7 +261,10 @@ def test_decimal_sums_print_as_json_numbers(stored, sweep3d):
 @pytest.mark.parametrize(
     "cypher, words",
     [
-        ("RETURN size(lpad('a', 2000000000, 'b')) AS n", ["memory limit of 512 MiB", "--memory"]),
+        (
+            "RETURN size(lpad('a', 2000000000, 'b')) AS n",
+            ["more memory than its limit of 512 MiB", "--memory"],
+        ),
         ("MATCH p=(a:Op)-[*1..10]-(b:Op) RETURN count(*) AS n", ["time limit of 3 s", "--timeout"]),
     ],
     ids=["lpad-bomb", "var-length-explosion"],
