@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from llamp.config import QueryLimits, query_limits
 from llamp.errors import InputError, LlampError, QueryError, StoreError, quote, tidy
+from llamp.graphdb.locking import stderr_notify
 from llamp.graphdb.readonly import check_read_only, check_shape
 
 #: Seconds the worker gets beyond the time limit to report it (LadybugDB's own timeout
@@ -96,7 +97,7 @@ def run_query(
         "memory_bytes": limits.memory_bytes,
         "timeout_s": limits.timeout_s,
     }
-    return _Worker(request, limits, notify or _stderr_note).result()
+    return _Worker(request, limits, notify or stderr_notify).result()
 
 
 def check_params(params: Mapping[str, Any], limits: QueryLimits) -> None:
@@ -168,10 +169,6 @@ def plain_value(value: Any) -> Any:
 def plain_rows(table: pa.Table) -> list[dict[str, Any]]:
     """The rows of a query result as JSON-ready dicts (:func:`plain_value`)."""
     return [{k: plain_value(v) for k, v in row.items()} for row in table.to_pylist()]
-
-
-def _stderr_note(text: str) -> None:
-    print(f"llamp: note: {tidy(text)}", file=sys.stderr, flush=True)
 
 
 def _size(nbytes: int) -> str:

@@ -307,3 +307,29 @@ def test_ui_console_reports_a_limit_and_stays_up(store_env, monkeypatch):
     at.button(key="cypher_run_button").click().run()
     assert_clean(at)
     assert int(at.dataframe[0].value["n"].iloc[0]) > 0
+
+
+# ----------------------------------------------------------------------------- both backends
+def test_the_worker_reads_each_backend_and_every_value_becomes_json(store_uri, tiny, tmp_path):
+    """Sums (LadybugDB: exact decimals), nodes, lists and maps as JSON, on every backend."""
+    from llamp.graphdb.worker import plain_rows, run_query
+
+    with open_store(store_uri) as store:
+        store.put_run(tiny, "tiny")
+    table = run_query(
+        store_uri,
+        "MATCH (r:Run {name: $name}) MATCH (o:Op) WHERE o.run = r.id "
+        "RETURN sum(o.size) AS bytes, count(*) AS ops, collect(o.vid)[0..2] AS first, "
+        "{n: r.name} AS m, r AS run",
+        {"name": "tiny"},
+        limits=QueryLimits(memory_bytes=512 << 20, timeout_s=60),
+    )
+    row = json.loads(json.dumps(plain_rows(table)))[0]
+    assert (row["bytes"], row["ops"], row["m"]) == (
+        int(tiny.size.sum()),
+        tiny.num_vertices,
+        {"n": "tiny"},
+    )
+    assert len(row["first"]) == 2 and "tiny" in json.dumps(row["run"])
+    with pytest.raises(QueryError, match="not an allowed read"):
+        run_query(store_uri, "MATCH (r:Run) DETACH DELETE r")
