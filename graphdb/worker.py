@@ -166,8 +166,9 @@ def plain_value(value: Any) -> Any:
     return str(value)
 
 
-def plain_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """The rows of a query result as JSON-ready dicts (:func:`plain_value`)."""
+def plain_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
+    """The rows of a query result (or of one batch of it) as JSON-ready dicts
+    (:func:`plain_value`)."""
     return [{k: plain_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 

@@ -26,6 +26,9 @@ RUN_COLUMNS = ("name", "ranks", "vertices", "edges", "messages", "bytes", "forma
 
 redact = config.redact
 
+#: Rows of a console query the UI keeps (a table the browser can still show).
+MAX_QUERY_ROWS = 100_000
+
 
 def location() -> str:
     """Where the store is: ``$LLAMP_STORE`` (without its password) or the embedded store under
@@ -143,11 +146,15 @@ def query(
 ) -> pd.DataFrame:
     """A Cypher query, run in a worker process held to the query limits
     (:mod:`llamp.graphdb.worker`: a query that exhausts memory, runs too long or crashes the
-    database ends there, with a message, and the UI stays up). Read-only (the store refuses
+    database ends there, with a message, and the UI stays up). The first
+    :data:`MAX_QUERY_ROWS` rows become the frame (``attrs["total_rows"]``: how many there
+    were), so the server holds no more of a big result than the page can show. Read-only (the store refuses
     writes, too) unless ``write``, which only the admin setting ``LLAMP_UI_ADMIN`` permits."""
     if write and not config.ui_settings().admin:
         raise StoreError("writes from the UI need the admin setting LLAMP_UI_ADMIN=1")
     from llamp.graphdb.worker import run_query
 
     table = run_query(config.store_uri(), cypher, params or {}, write=write, notify=_notify)
-    return table.to_pandas()
+    frame = table.slice(0, MAX_QUERY_ROWS).to_pandas()
+    frame.attrs["total_rows"] = table.num_rows
+    return frame

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llamp.cli.base import check_output, cli, emit_json, json_option, table
+from llamp.cli.base import check_output, cli, emit_json, json_option, json_text, table
 from llamp.cli.base import table as table_text
 from llamp.cli.ingest import write_graph_file
 from llamp.config import format_flop_rate, format_ns, query_limits
@@ -69,9 +69,7 @@ def _json_depth(text: str) -> int:
 
 def _print_frame(table: pa.Table, as_json: bool) -> None:
     if as_json:
-        from llamp.graphdb.worker import plain_rows
-
-        emit_json(plain_rows(table))
+        _print_json_rows(table)
         return
     frame = table.slice(0, MAX_TABLE_ROWS).to_pandas()
     if frame.empty:
@@ -83,6 +81,26 @@ def _print_frame(table: pa.Table, as_json: bool) -> None:
         click.echo(
             f"… {table.num_rows - MAX_TABLE_ROWS} more rows (use --json for all {table.num_rows})"
         )
+
+
+def _print_json_rows(table: pa.Table) -> None:
+    """The rows as ``emit_json`` prints a list, written a batch at a time: a big result
+    never becomes one list of Python objects in this process."""
+    from llamp.graphdb.worker import plain_rows
+
+    if table.num_rows == 0:
+        click.echo("[]")
+        return
+    click.echo("[")
+    written = 0
+    for batch in table.to_batches(max_chunksize=1 << 14):
+        rows = plain_rows(batch)
+        text = ",\n".join(
+            "\n".join("  " + line for line in json_text(row).splitlines()) for row in rows
+        )
+        written += len(rows)
+        click.echo(text + ("," if written < table.num_rows else ""))
+    click.echo("]")
 
 
 def _limits_options(func: Any) -> Any:

@@ -139,6 +139,8 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
 result = st.session_state.get("_cypher_result")
 if result is not None:
     text, frame = result
-    st.caption(f"{len(frame):,} rows × {len(frame.columns)} columns")
+    total = frame.attrs.get("total_rows", len(frame))
+    shown = f"the first {len(frame):,} of {total:,}" if total > len(frame) else f"{total:,}"
+    st.caption(f"{shown} rows × {len(frame.columns)} columns")
     st.dataframe(frame, hide_index=True, key="cypher_table", width="stretch")
     controls.csv_download(frame, "llamp-query.csv", key="cypher_csv")
