@@ -8,7 +8,7 @@ tag``, ``t_trace_ns`` and ``label`` when the run has them), and the edges as a m
 mixed into 128 bits and the mixes summed modulo 2^64 twice over; a changed edge changes the
 sums but for a chance of 2^-64). Vertex columns are hashed with BLAKE2b in chunks widened to
 64 bits, so the stored and the read-back graph agree whatever integer widths each uses.
-Cost: one pass over the arrays (about 0.1 s per 10^6 vertices), bounded extra memory.
+Cost: one pass over the arrays, in chunks of 2^20 elements (bounded extra memory).
 """
 
 from __future__ import annotations

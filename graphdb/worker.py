@@ -22,8 +22,8 @@ The calling process kills the worker when the time limit (plus :data:`GRACE_S`) 
 since the query started (waiting for a writer does not count), and turns every way the worker
 can end into one :class:`~llamp.errors.QueryError` line naming the limit and how to raise it:
 a refusal, an allocation the limit stopped (``std::bad_alloc``, a full buffer pool), the
-timeout, a crash. The worker holds no state between queries: a fresh process per query costs
-about a second of start-up, which an ad hoc query can afford.
+timeout, a crash. The worker holds no state between queries: each query pays for a fresh
+process (its imports and the store's open), which an ad hoc query can afford.
 """
 
 from __future__ import annotations
