@@ -333,3 +333,40 @@ def test_the_worker_reads_each_backend_and_every_value_becomes_json(store_uri, t
     assert len(row["first"]) == 2 and "tiny" in json.dumps(row["run"])
     with pytest.raises(QueryError, match="not an allowed read"):
         run_query(store_uri, "MATCH (r:Run) DETACH DELETE r")
+
+
+def test_the_worker_keeps_the_stores_locking(stored, sweep3d):
+    """A read runs beside a writer; a write waits for it (with the store's note), and the
+    wait does not count against the time limit."""
+    from llamp.graphdb.locking import WriterLock
+
+    uri, home = stored
+    with WriterLock(Path(uri)):
+        code, out, err, _ = _llamp(stored, "cypher", "--json", "MATCH (r:Run) RETURN r.name AS n")
+        assert code == 0 and json.loads(out) == [{"n": "sweep3d"}], err
+        writer = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "llamp",
+                "--store",
+                uri,
+                "cypher",
+                "--write",
+                "--timeout",
+                "1s",
+                "MATCH (r:Run) RETURN count(r) AS n",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"LLAMP_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        )
+        note = writer.stderr.readline()  # type: ignore[union-attr] - the worker waits, or fails
+        assert "being written by" in note and "waiting" in note, note
+        time.sleep(2.0)  # longer than --timeout: waiting for the lock does not count
+        assert writer.poll() is None, "the writing query did not wait for the writer"
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
+    assert out.split() == ["n", "-", "1"], out
+    _store_unchanged(stored, sweep3d)
