@@ -203,6 +203,7 @@ class _Worker:
         self.notify = notify
         self.started = threading.Event()
         self.error: dict[str, str] | None = None
+        self.noise = ""  # the last line that was not the worker's own (a library's, a crash's)
         self.output = bytearray()
 
     def result(self) -> pa.Table:
@@ -266,8 +267,7 @@ class _Worker:
             except ValueError:
                 item = None
             if not isinstance(item, dict):
-                if line:  # a library's own line (a crash): kept as the error's detail
-                    self.error = self.error or {"kind": "crash", "message": line}
+                self.noise = line or self.noise  # a library's warning, or why it crashed
                 continue
             if item.get("started"):
                 self.started.set()
@@ -278,7 +278,7 @@ class _Worker:
 
     def _outcome(self, code: int) -> pa.Table:
         error = self.error or {}
-        kind, text = error.get("kind", ""), error.get("message", "")
+        kind, text = error.get("kind", ""), error.get("message", self.noise)
         if code == 0 and not kind:
             try:
                 return pa.ipc.open_stream(bytes(self.output)).read_all()
