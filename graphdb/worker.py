@@ -293,7 +293,10 @@ class _Worker:
         if kind == "time":
             raise _time_hit(self.limits)
         if code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals else str(-code)
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
             raise QueryError(
                 f"the database engine crashed on this query ({name}); nothing was changed "
                 f"(simplify the query, or report it if it is an ordinary read){_detail(text)}"

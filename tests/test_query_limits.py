@@ -370,3 +370,25 @@ def test_the_worker_keeps_the_stores_locking(stored, sweep3d):
     assert writer.returncode == 0, err
     assert out.split() == ["n", "-", "1"], out
     _store_unchanged(stored, sweep3d)
+
+
+@pytest.mark.slow
+def test_an_engine_crash_ends_the_worker_only(stored, sweep3d, monkeypatch):
+    """With the nesting limit raised past it, 3,000 nested parentheses crash LadybugDB's
+    parser (SIGSEGV): the worker dies, the command says so in one line (exit 2)."""
+    uri, home = stored
+    nested = "RETURN " + "(" * 3000 + "1" + ")" * 3000
+    done = subprocess.run(
+        [sys.executable, "-m", "llamp", "--store", uri, "cypher", "--timeout", "300s", nested],
+        capture_output=True,
+        text=True,
+        env={
+            "LLAMP_HOME": str(home),
+            "PATH": "/usr/bin:/bin",
+            "LLAMP_CYPHER_MAX_DEPTH": "5000",
+            "LLAMP_CYPHER_MAX_CHARS": "100000",
+        },
+        timeout=600,
+    )
+    _assert_refused(done.returncode, done.stderr.strip(), "crashed on this query")
+    _store_unchanged(stored, sweep3d)
