@@ -1,4 +1,5 @@
-"""What an ad hoc read may say: ``llamp cypher`` and the UI console refuse the rest.
+"""What an ad hoc query may say: ``llamp cypher``, ``llamp query`` and the UI console refuse
+the rest before any database parses it.
 
 Read-only is enforced by the database, not by this module: reads run on a LadybugDB database
 opened read-only (or in a ``BEGIN TRANSACTION READ ONLY`` when the process also writes) and in
@@ -6,20 +7,30 @@ Neo4j ``READ_ACCESS`` transactions, which refuse every write. A read-only databa
 files, though (``LOAD FROM '/etc/passwd'``, ``CALL read_csv(…)``; ``read_csv_serial`` even
 crashed the process), installs extensions and changes settings, and some Bolt servers
 (FalkorDB) ignore the access mode. So a read must also pass this allow-list, checked on the
-tokens of the query (string literals, backtick identifiers and comments skipped):
+tokens of the query (string literals and comments skipped, backtick names read as names):
 
 - one statement (a ``;`` may only end it: ``COMMIT; CREATE …`` would leave a read transaction);
 - no clause outside :data:`READ_CLAUSES`' world: the words of :data:`DENIED_WORDS` (writes,
   files, extensions, settings, transactions) are refused wherever they stand, except as a
   property (``o.set``), parameter (``$delete``) or label/map key (``:Create``, ``{merge: 1}``);
   an alias that collides (``AS drop``) must be quoted (``AS `drop```);
-- every call ``name(`` names a function of :data:`FUNCTIONS`, and ``CALL`` only the procedures
-  of :data:`PROCEDURES`;
+- every name right before ``(`` is a call wherever it stands (after ``:`` as a map's value
+  too, in backticks too: ```repeat`(…)``), unless it is a keyword, and must name a function
+  of :data:`FUNCTIONS`; ``CALL`` only the procedures of :data:`PROCEDURES`;
 - letters outside ASCII only inside strings, backticks and comments (no look-alike keywords).
 
 Quotes are read twice, once with and once without backslash escapes, and both readings must
 pass: a server that does not treat ``\\'`` as an escape cannot see code this check took for a
-string.
+string. Both readings take linear time: an opener that is never closed is one character of
+code, and is not searched for again.
+
+Every query, read or write, must also have a shape the database can afford
+(:func:`check_shape`, before it is parsed): valid UTF-8, at most
+:attr:`~llamp.config.QueryLimits.max_chars` characters, brackets nested at most
+:attr:`~llamp.config.QueryLimits.max_depth` deep, and every variable-length relationship
+pattern bounded by at most :attr:`~llamp.config.QueryLimits.max_hops` hops. What a query
+then costs to run is held by the worker's memory and time limits
+(:mod:`llamp.graphdb.worker`).
 """
 
 from __future__ import annotations
