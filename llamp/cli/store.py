@@ -325,8 +325,9 @@ def cypher_cmd(
     RETURN o.rank AS rank, count(*) AS ops ORDER BY rank"
 
     The query runs in a worker process held to --memory and --timeout; its text may have
-    LLAMP_CYPHER_MAX_CHARS characters, nest LLAMP_CYPHER_MAX_DEPTH brackets deep, and a
-    variable-length pattern must bound its hops (*1..N, N ≤ LLAMP_CYPHER_MAX_HOPS).
+    LLAMP_CYPHER_MAX_CHARS characters (default 20000), nest brackets LLAMP_CYPHER_MAX_DEPTH
+    deep (64), and a variable-length pattern must bound its hops: *1..N with N at most
+    LLAMP_CYPHER_MAX_HOPS (10). docs/SECURITY.md has the details.
     """
     from llamp.graphdb.worker import run_query
 
