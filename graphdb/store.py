@@ -37,7 +37,6 @@ from llamp.config import llamp_home, store_uri
 from llamp.errors import InputError, LlampError, StoreError
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
-from llamp.graphdb.checksum import run_checksum
 from llamp.graphdb.locking import stderr_notify
 from llamp.graphdb.readonly import check_read_only
 from llamp.graphdb.schema import KEY_SHIFT, MAX_VERTICES
@@ -406,6 +405,8 @@ class GraphStore(ABC):
             "has_t_trace": graph.t_trace_ns is not None,
             "has_label": graph.label is not None,
         }
+        from llamp.graphdb.checksum import run_checksum  # numba: only when a run is stored
+
         meta["checksum"] = run_checksum(graph, row, row["meta"])
         row["meta"] = _json(meta)
         saved = self._save_graph_file(graph, row, progress) if graph_file else None
@@ -514,6 +515,8 @@ class GraphStore(ABC):
                 raise  # the database cannot be read (a connection), not a damaged run
             raise _damaged(info.name, f"its rows do not make a graph ({err})") from None
         if info.checksum:
+            from llamp.graphdb.checksum import run_checksum
+
             found = run_checksum(graph, info.__dict__, _json(info.meta))
             if found != info.checksum:
                 raise _damaged(
