@@ -241,6 +241,9 @@ class LadybugStore(GraphStore):
             if lock is not None:
                 lock.release()
 
+    def limit_query_time(self, seconds: float) -> None:
+        self._conn.set_query_timeout(max(1, int(seconds * 1000)))
+
     # ------------------------------------------------------------------ execution
     def _execute(self, cypher: str, params: dict[str, Any]) -> Any:
         if self._closed:

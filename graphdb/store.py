@@ -40,8 +40,9 @@ from llamp.config import llamp_home, store_uri
 from llamp.errors import InputError, LlampError, StoreError
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import queries
+from llamp.graphdb.locking import stderr_notify
 from llamp.graphdb.readonly import check_read_only
-from llamp.graphdb.schema import KEY_SHIFT
+from llamp.graphdb.schema import KEY_SHIFT, MAX_VERTICES
 from llamp.graphdb.tables import (
     BATCH_ROWS,
     STREAMS,
@@ -78,7 +79,8 @@ _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass(frozen=True)
 class RunInfo:
-    """A stored run: its name, store id and size; ``meta`` is the graph's metadata."""
+    """A stored run: its name, store id and size; ``meta`` is the graph's metadata,
+    ``checksum`` the content checksum its read-back must match."""
 
     name: str
     id: int
@@ -92,6 +94,9 @@ class RunInfo:
     has_t_trace: bool
     has_label: bool
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: The content checksum taken when the run was stored (:mod:`llamp.graphdb.checksum`);
+    #: empty for a run stored before checksums.
+    checksum: str = field(default="", compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The run's fields; the encoded CPU/NIC columns in ``meta`` are summarised, not shown."""
@@ -102,6 +107,34 @@ class RunInfo:
             meta.pop("vertices_total", None)
             out["meta"] = meta
         return out
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """What :meth:`GraphStore.check_run` found: ``status`` "ok" (the rows match the run's
+    checksum), "damaged" or "unverified" (stored without a checksum); ``graph_file`` "ok",
+    "rebuilt" (it was damaged and is written again from the verified rows), "removed"
+    (damaged, and could not be written again) or "none"."""
+
+    name: str
+    status: str
+    detail: str
+    graph_file: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: A checksum no read-back matches: the Run node's metadata could not be read.
+_UNREADABLE = "unreadable"
+
+
+def _damaged(name: str, what: str) -> InputError:
+    return InputError(
+        f"run {name!r} is damaged: {what}; its stored rows cannot be trusted: store it again "
+        f"(llamp ingest TRACE --name {name} --replace) or delete it (llamp runs delete "
+        f"{name}); llamp runs check lists every damaged run"
+    )
 
 
 @dataclass(frozen=True)
@@ -194,6 +227,10 @@ class GraphStore(ABC):
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         """Run a user query (already checked); the result as a DataFrame."""
 
+    def limit_query_time(self, seconds: float) -> None:  # noqa: B027 - optional to override
+        """Stop later queries of this connection after ``seconds`` where the backend can
+        (LadybugDB); elsewhere the worker's kill holds (:mod:`llamp.graphdb.worker`)."""
+
     @abstractmethod
     def _write(self, cypher: str, params: dict[str, Any] | None = None) -> None:
         """Run one write statement the store itself issues."""
@@ -277,6 +314,11 @@ class GraphStore(ABC):
         for row in table.to_pylist():
             if any(row[k] is None for k in ("id", "name", "ranks", "vertices", "edges")):
                 continue  # not a run llamp stored (an ad hoc --write made it): not listed
+            try:
+                meta = json.loads(row["meta"] or "{}")
+                checksum = str(meta.pop("checksum", ""))
+            except (ValueError, AttributeError, TypeError):
+                meta, checksum = {}, _UNREADABLE  # damaged: listed, and refused when read
             runs.append(
                 RunInfo(
                     name=row["name"],
@@ -290,7 +332,8 @@ class GraphStore(ABC):
                     created=row["created"] or "",
                     has_t_trace=bool(row["has_t_trace"]),
                     has_label=bool(row["has_label"]),
-                    meta=json.loads(row["meta"] or "{}"),
+                    meta=meta,
+                    checksum=checksum,
                 )
             )
         return runs
@@ -365,6 +408,10 @@ class GraphStore(ABC):
             "has_t_trace": graph.t_trace_ns is not None,
             "has_label": graph.label is not None,
         }
+        from llamp.graphdb.checksum import run_checksum  # numba: only when a run is stored
+
+        meta["checksum"] = run_checksum(graph, row, row["meta"])
+        row["meta"] = _json(meta)
         saved = self._save_graph_file(graph, row, progress) if graph_file else None
         kept: Path | None = None
         run_id: int | None = None
@@ -399,6 +446,7 @@ class GraphStore(ABC):
         meta = json.loads(row["meta"])
         meta.pop(STREAMS, None)
         meta.pop("vertices_total", None)
+        meta.pop("checksum", None)
         folder = self._graph_files()
         path = folder / f".saving-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
         own_meta, own_source = graph.meta, graph.source
@@ -441,25 +489,87 @@ class GraphStore(ABC):
 
             try:
                 return read_npz(cached, lazy=True)
-            except (InputError, OSError):
+            except (InputError, OSError) as err:
                 cached.unlink(missing_ok=True)  # damaged: read the store, write it again
-        graph = graph_from_pages(
-            info.ranks,
-            self._run_pages(info),
-            meta=info.meta,
-            vertices=info.vertices,
-            edges=info.edges,
-            with_t_trace=info.has_t_trace,
-            with_label=info.has_label,
-        )
+                self._note(
+                    f"the graph file kept for run {name!r} was damaged ({err}); rebuilding "
+                    "it from the store"
+                )
+        graph = self._read_back(info)
+        self._write_graph_file(graph, cached)
+        return graph
+
+    def _read_back(self, info: RunInfo) -> ExecutionGraph:
+        """Run ``info`` read from the database, checked against its checksum: a mismatch,
+        or rows that do not make a graph, is an InputError "run NAME is damaged"."""
+        if not (0 <= info.vertices <= MAX_VERTICES and 0 <= info.edges <= MAX_VERTICES << 6):
+            raise _damaged(info.name, f"it claims {info.vertices} ops and {info.edges} edges")
+        try:
+            graph = graph_from_pages(
+                info.ranks,
+                self._run_pages(info),
+                meta=info.meta,
+                vertices=info.vertices,
+                edges=info.edges,
+                with_t_trace=info.has_t_trace,
+                with_label=info.has_label,
+            )
+        except (InputError, StoreError, ValueError) as err:
+            if isinstance(err, StoreError) and "damaged" not in str(err):
+                raise  # the database cannot be read (a connection), not a damaged run
+            raise _damaged(info.name, f"its rows do not make a graph ({err})") from None
+        if info.checksum:
+            from llamp.graphdb.checksum import run_checksum
+
+            found = run_checksum(graph, info.__dict__, _json(info.meta))
+            if found != info.checksum:
+                raise _damaged(
+                    info.name, "its rows do not match the checksum taken when it was stored"
+                )
+        return graph
+
+    def _write_graph_file(self, graph: ExecutionGraph, path: Path) -> bool:
+        """Best effort: write the run's graph file (a read-only home: analyses lower in
+        memory, as before); True if it was written."""
         try:
             from llamp.lp.lowered import save_graph
 
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            save_graph(graph, cached)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_graph(graph, path)
         except (OSError, LlampError):
-            pass  # a read-only home: analyses lower in memory, as before
-        return graph
+            return False
+        return True
+
+    def _note(self, text: str) -> None:
+        """One line to the person (the backend's ``notify``, else stderr)."""
+        (getattr(self, "notify", None) or stderr_notify)(text)
+
+    def check_run(self, name: str) -> RunCheck:
+        """Verify run ``name``: its rows read from the database against the checksum taken
+        when it was stored, and its graph file (every member's CRC, and its graph against the
+        verified rows). A damaged graph file is written again from the rows."""
+        info = self.run_info(name)
+        try:
+            graph = self._read_back(info)
+        except InputError as err:
+            return RunCheck(name, "damaged", str(err), "-")
+        status, detail = "ok", "rows match the checksum"
+        if not info.checksum:
+            status = "unverified"
+            detail = "stored without a checksum (by an older llamp): store it again to add one"
+        cached = self.lowered_path(info)
+        if not cached.is_file():
+            return RunCheck(name, status, detail, "none")
+        problem = _graph_file_problem(cached, graph)
+        if problem is None:
+            return RunCheck(name, status, detail, "ok")
+        cached.unlink(missing_ok=True)
+        rebuilt = self._write_graph_file(graph, cached)
+        self._note(
+            f"the graph file kept for run {name!r} was damaged ({problem}); "
+            + ("rebuilt it from the store" if rebuilt else "removed it")
+        )
+        return RunCheck(name, status, detail, "rebuilt" if rebuilt else "removed")
 
     def lowered_path(self, info: RunInfo) -> Path:
         """The graph file kept for run ``info`` (``$LLAMP_HOME/lowered/<store>/run-<id>-….npz``):
@@ -767,6 +877,27 @@ class GraphStore(ABC):
         self._delete_analysis_rows(analysis_id)
 
 
+def _graph_file_problem(path: Path, graph: ExecutionGraph) -> str | None:
+    """What is wrong with the graph file ``path`` kept for ``graph``, or None: a member whose
+    CRC fails (columns and stored event graphs alike), or columns other than ``graph``'s."""
+    from llamp.graph import NpzMembers
+    from llamp.ingest.npz import read_npz
+
+    try:
+        members = NpzMembers(path)
+        for member in members.names():
+            members.array(member)
+            members.release([member])
+        kept = read_npz(path, lazy=True)
+    except (InputError, OSError) as err:
+        return str(err)
+    same = kept.equals(graph, labels=True) and (
+        (kept.t_trace_ns is None) == (graph.t_trace_ns is None)
+        and (graph.t_trace_ns is None or np.array_equal(kept.t_trace_ns, graph.t_trace_ns))
+    )
+    return None if same else "its graph differs from the run's verified rows"
+
+
 def _window(window: Sequence[float], name: str) -> tuple[float, float]:
     try:
         t0, t1 = (float(x) for x in window)
@@ -856,7 +987,7 @@ def open_store(
     return LadybugStore(Path(uri), read_only=read_only, notify=notify)
 
 
-__all__ = ["AnalysisInfo", "GraphStore", "RunInfo", "coerce", "open_store"]
+__all__ = ["AnalysisInfo", "GraphStore", "RunCheck", "RunInfo", "coerce", "open_store"]
 
 
 #: ``run-<id>-<digest>.npz``: a run's graph file (:meth:`GraphStore.lowered_path`).

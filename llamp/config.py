@@ -159,6 +159,66 @@ def ui_settings() -> UiSettings:
     )
 
 
+@dataclass(frozen=True)
+class QueryLimits:
+    """The bounds of one ad hoc Cypher query (``llamp cypher``, ``llamp query``, the UI's
+    console; docs/SECURITY.md). The query runs in a worker process
+    (:mod:`llamp.graphdb.worker`) held to ``memory_bytes`` and ``timeout_s``; the text is
+    checked against the other three before the database parses it.
+
+    - ``LLAMP_CYPHER_MEMORY`` / ``--memory`` (default 2GiB): what the query may allocate;
+    - ``LLAMP_CYPHER_TIMEOUT`` / ``--timeout`` (default 60s): how long it may run;
+    - ``LLAMP_CYPHER_MAX_CHARS`` (default 20000): characters of query text;
+    - ``LLAMP_CYPHER_MAX_DEPTH`` (default 64): nesting of ``(``, ``[`` and ``{`` (LadybugDB's
+      parser takes 2.5 s at depth 1000 and crashes at 3000);
+    - ``LLAMP_CYPHER_MAX_HOPS`` (default 10): the upper bound a variable-length relationship
+      pattern (``-[*1..N]-``) must state.
+    """
+
+    memory_bytes: int = 2 << 30
+    timeout_s: float = 60.0
+    max_chars: int = 20_000
+    max_depth: int = 64
+    max_hops: int = 10
+
+
+#: The smallest memory limit a query worker accepts (its libraries alone take more).
+MIN_QUERY_MEMORY = 64 << 20
+
+
+def query_limits(memory: str | None = None, timeout: str | None = None) -> QueryLimits:
+    """The query limits from the environment; ``memory`` and ``timeout`` (CLI flags, e.g.
+    ``4GiB``, ``300s``) override ``LLAMP_CYPHER_MEMORY`` and ``LLAMP_CYPHER_TIMEOUT``."""
+    default = QueryLimits()
+    memory_text = memory or os.environ.get("LLAMP_CYPHER_MEMORY", "").strip()
+    timeout_text = timeout or os.environ.get("LLAMP_CYPHER_TIMEOUT", "").strip()
+    memory_bytes = default.memory_bytes
+    if memory_text:
+        where = "--memory" if memory else "$LLAMP_CYPHER_MEMORY"
+        try:
+            memory_bytes = parse_size_bytes(memory_text)
+        except ParameterError as err:
+            raise ParameterError(f"{where}: {err}") from None
+        if memory_bytes < MIN_QUERY_MEMORY:
+            raise ParameterError(f"{where} {memory_text[:40]!r}: at least 64MiB")
+    timeout_s = default.timeout_s
+    if timeout_text:
+        where = "--timeout" if timeout else "$LLAMP_CYPHER_TIMEOUT"
+        try:
+            timeout_s = parse_duration_ns(timeout_text, default_unit="s") / 1e9
+        except ParameterError as err:
+            raise ParameterError(f"{where}: {err}") from None
+        if not 0.1 <= timeout_s <= 7 * 86400:
+            raise ParameterError(f"{where} {timeout_text[:40]!r}: between 0.1s and 7 days")
+    return QueryLimits(
+        memory_bytes=memory_bytes,
+        timeout_s=timeout_s,
+        max_chars=_env_int("LLAMP_CYPHER_MAX_CHARS", default.max_chars),
+        max_depth=_env_int("LLAMP_CYPHER_MAX_DEPTH", default.max_depth),
+        max_hops=_env_int("LLAMP_CYPHER_MAX_HOPS", default.max_hops),
+    )
+
+
 _TIME_UNITS_NS = {
     "ps": 1e-3,
     "ns": 1.0,

@@ -26,6 +26,9 @@ RUN_COLUMNS = ("name", "ranks", "vertices", "edges", "messages", "bytes", "forma
 
 redact = config.redact
 
+#: Rows of a console query the UI keeps (a table the browser can still show).
+MAX_QUERY_ROWS = 100_000
+
 
 def location() -> str:
     """Where the store is: ``$LLAMP_STORE`` (without its password) or the embedded store under
@@ -141,9 +144,17 @@ def delete_run(name: str) -> None:
 def query(
     cypher: str, params: dict[str, Any] | None = None, *, write: bool = False
 ) -> pd.DataFrame:
-    """A Cypher query: read-only (the store refuses writes, too) unless ``write``, which only
-    the admin setting ``LLAMP_UI_ADMIN`` permits."""
+    """A Cypher query, run in a worker process held to the query limits
+    (:mod:`llamp.graphdb.worker`: a query that exhausts memory, runs too long or crashes the
+    database ends there, with a message, and the UI stays up). The first
+    :data:`MAX_QUERY_ROWS` rows become the frame (``attrs["total_rows"]``: how many there
+    were), so the server holds no more of a big result than the page can show. Read-only (the store refuses
+    writes, too) unless ``write``, which only the admin setting ``LLAMP_UI_ADMIN`` permits."""
     if write and not config.ui_settings().admin:
         raise StoreError("writes from the UI need the admin setting LLAMP_UI_ADMIN=1")
-    with connect(write=write) as store:
-        return store.query(cypher, params=params or None, write=write)
+    from llamp.graphdb.worker import run_query
+
+    table = run_query(config.store_uri(), cypher, params or {}, write=write, notify=_notify)
+    frame = table.slice(0, MAX_QUERY_ROWS).to_pandas()
+    frame.attrs["total_rows"] = table.num_rows
+    return frame

@@ -376,9 +376,14 @@ def _clean(value: Any) -> Any:
     return str(value)  # durations, points, ids: their text
 
 
+def json_text(payload: Any) -> str:
+    """``payload`` as stable JSON text (sorted keys, infinities as the string "inf")."""
+    return json.dumps(_clean(payload), indent=2, sort_keys=True)
+
+
 def emit_json(payload: Any) -> None:
     """Print ``payload`` as stable JSON (sorted keys, infinities as the string "inf")."""
-    click.echo(json.dumps(_clean(payload), indent=2, sort_keys=True))
+    click.echo(json_text(payload))
 
 
 def check_output(path: Path, suffixes: tuple[str, ...] = (".npz", ".goal")) -> None:

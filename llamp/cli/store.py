@@ -8,18 +8,20 @@ The store is ``--store`` / ``$LLAMP_STORE`` (default: the embedded store in
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from llamp.cli.base import check_output, cli, emit_json, json_option, table
+from llamp.cli.base import check_output, cli, emit_json, json_option, json_text, table
+from llamp.cli.base import table as table_text
 from llamp.cli.ingest import write_graph_file
-from llamp.config import format_flop_rate, format_ns
+from llamp.config import format_flop_rate, format_ns, query_limits
 from llamp.errors import InputError
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pyarrow as pa
 
 #: Rows printed as a table before the rest is elided (``--json`` prints everything).
 MAX_TABLE_ROWS = 200
@@ -32,13 +34,19 @@ def _open(ctx: click.Context, *, write: bool = False) -> Any:
     return open_store(ctx.obj.get("store_uri"), read_only=not write)
 
 
-def _params(items: tuple[str, ...]) -> dict[str, Any]:
-    """``("limit=5", "ranks=[0,1]", "name=x")`` → values read as JSON, else as strings."""
+def _params(items: tuple[str, ...], max_depth: int) -> dict[str, Any]:
+    """``("limit=5", "ranks=[0,1]", "name=x")`` → values read as JSON, else as strings. A
+    value nested deeper than ``max_depth`` is refused before it is parsed."""
     params: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise InputError(f"--param {item!r}: expected NAME=VALUE, e.g. limit=10 or ranks=[0,1]")
+        if _json_depth(value) > max_depth:
+            raise InputError(
+                f"--param {key.strip()}: the value nests more than {max_depth} deep (raise "
+                "the limit with LLAMP_CYPHER_MAX_DEPTH)"
+            )
         try:
             params[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -46,18 +54,71 @@ def _params(items: tuple[str, ...]) -> dict[str, Any]:
     return params
 
 
-def _print_frame(frame: pd.DataFrame, as_json: bool) -> None:
+def _json_depth(text: str) -> int:
+    """How deep ``[`` and ``{`` nest in the JSON ``text`` (outside strings): one linear scan."""
+    deepest = depth = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _print_frame(table: pa.Table, as_json: bool) -> None:
     if as_json:
-        emit_json(frame.to_dict(orient="records"))
+        _print_json_rows(table)
         return
+    frame = table.slice(0, MAX_TABLE_ROWS).to_pandas()
     if frame.empty:
         click.echo(f"(no rows; columns: {', '.join(map(str, frame.columns)) or '-'})")
         return
-    shown = frame.head(MAX_TABLE_ROWS)
-    rows = [tuple("" if v is None else v for v in row) for row in shown.itertuples(index=False)]
-    click.echo(table(rows, tuple(str(c) for c in frame.columns)))
-    if len(frame) > MAX_TABLE_ROWS:
-        click.echo(f"… {len(frame) - MAX_TABLE_ROWS} more rows (use --json for all {len(frame)})")
+    rows = [tuple("" if v is None else v for v in row) for row in frame.itertuples(index=False)]
+    click.echo(table_text(rows, tuple(str(c) for c in frame.columns)))
+    if table.num_rows > MAX_TABLE_ROWS:
+        click.echo(
+            f"… {table.num_rows - MAX_TABLE_ROWS} more rows (use --json for all {table.num_rows})"
+        )
+
+
+def _print_json_rows(table: pa.Table) -> None:
+    """The rows as ``emit_json`` prints a list, written a batch at a time: a big result
+    never becomes one list of Python objects in this process."""
+    from llamp.graphdb.worker import plain_rows
+
+    if table.num_rows == 0:
+        click.echo("[]")
+        return
+    click.echo("[")
+    written = 0
+    for batch in table.to_batches(max_chunksize=1 << 14):
+        rows = plain_rows(batch)
+        text = ",\n".join(
+            "\n".join("  " + line for line in json_text(row).splitlines()) for row in rows
+        )
+        written += len(rows)
+        click.echo(text + ("," if written < table.num_rows else ""))
+    click.echo("]")
+
+
+def _limits_options(func: Any) -> Any:
+    """``--memory`` and ``--timeout``: the worker's limits (:func:`llamp.config.query_limits`)."""
+    func = click.option(
+        "--timeout",
+        "timeout",
+        default=None,
+        metavar="DURATION",
+        help="Stop the query after this long (e.g. 300s). Default 60s; env LLAMP_CYPHER_TIMEOUT.",
+    )(func)
+    return click.option(
+        "--memory",
+        "memory",
+        default=None,
+        metavar="SIZE",
+        help="Memory the query may use (e.g. 4GiB). Default 2GiB; env LLAMP_CYPHER_MEMORY.",
+    )(func)
 
 
 param_option = click.option(
@@ -75,7 +136,7 @@ param_option = click.option(
 @json_option
 @click.pass_context
 def runs_group(ctx: click.Context, as_json: bool) -> None:
-    """List the stored runs (or: runs show NAME, runs delete NAME)."""
+    """List the stored runs (or: runs show NAME, runs delete NAME, runs check [NAME])."""
     if ctx.invoked_subcommand is not None:
         return
     with _open(ctx) as store:
@@ -209,15 +270,58 @@ def runs_delete(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None
         click.echo(f"deleted run {name!r}")
 
 
+@runs_group.command("check")
+@click.argument("name", required=False)
+@json_option
+@click.pass_context
+def runs_check(ctx: click.Context, name: str | None, as_json: bool) -> None:
+    """Verify run NAME (every run without NAME): its rows in the store against the checksum
+    taken when it was stored, and its graph file, which is rebuilt if damaged. Exit 2 if a
+    run is damaged."""
+    with _open(ctx) as store:
+        names = [name] if name is not None else [r.name for r in store.list_runs()]
+        checks = [store.check_run(n) for n in names]
+    if as_json:
+        emit_json([c.as_dict() for c in checks])
+    elif not checks:
+        click.echo("no runs to check")
+    else:
+        click.echo(
+            table(
+                [
+                    (c.name, c.status, c.graph_file, c.detail if c.status != "damaged" else "")
+                    for c in checks
+                ],
+                ("run", "rows", "graph file", "detail"),
+            )
+        )
+    damaged = [c for c in checks if c.status == "damaged"]
+    if len(damaged) == 1:
+        raise InputError(damaged[0].detail)
+    if damaged:
+        raise InputError(
+            f"{len(damaged)} runs are damaged ({', '.join(repr(c.name) for c in damaged)}): "
+            "store each again (llamp ingest TRACE --name NAME --replace) or delete it "
+            "(llamp runs delete NAME)"
+        )
+
+
 # ---------------------------------------------------------------------------- cypher, query
 @cli.command("cypher")
 @click.argument("query")
 @param_option
 @click.option("--write", is_flag=True, help="Allow clauses that change the store (CREATE, SET, …).")
+@_limits_options
 @json_option
 @click.pass_context
 def cypher_cmd(
-    ctx: click.Context, query: str, param_items: tuple[str, ...], write: bool, as_json: bool
+    ctx: click.Context,
+    query: str,
+    param_items: tuple[str, ...],
+    write: bool,
+    memory: str | None,
+    timeout: str | None,
+    as_json: bool,
 ) -> None:
     """Run the Cypher QUERY on the store (read-only unless --write).
 
@@ -226,10 +330,18 @@ def cypher_cmd(
     runs with complete = true are fully loaded. Example:
     llamp cypher "MATCH (r:Run {name: 'sweep3d'}) MATCH (o:Op) WHERE o.run = r.id
     RETURN o.rank AS rank, count(*) AS ops ORDER BY rank"
+
+    The query runs in a worker process held to --memory and --timeout; its text may have
+    LLAMP_CYPHER_MAX_CHARS characters (default 20000), nest brackets LLAMP_CYPHER_MAX_DEPTH
+    deep (64), and a variable-length pattern must bound its hops: *1..N with N at most
+    LLAMP_CYPHER_MAX_HOPS (10). docs/SECURITY.md has the details.
     """
-    with _open(ctx, write=write) as store:
-        frame = store.query(query, _params(param_items), write=write)
-    _print_frame(frame, as_json)
+    from llamp.graphdb.worker import run_query
+
+    limits = query_limits(memory, timeout)
+    params = _params(param_items, limits.max_depth)
+    result = run_query(ctx.obj.get("store_uri"), query, params, write=write, limits=limits)
+    _print_frame(result, as_json)
 
 
 @cli.command("query")
@@ -238,6 +350,7 @@ def cypher_cmd(
 @param_option
 @click.option("--list", "list_queries", is_flag=True, help="List the catalogue and exit.")
 @click.option("--show", is_flag=True, help="Print the query's Cypher instead of running it.")
+@_limits_options
 @json_option
 @click.pass_context
 def query_cmd(
@@ -247,9 +360,13 @@ def query_cmd(
     param_items: tuple[str, ...],
     list_queries: bool,
     show: bool,
+    memory: str | None,
+    timeout: str | None,
     as_json: bool,
 ) -> None:
-    """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue)."""
+    """Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue).
+
+    It runs in a worker process held to --memory and --timeout, as llamp cypher does."""
     from llamp.graphdb.queries import CATALOGUE, get
 
     if list_queries or name is None:
@@ -279,9 +396,14 @@ def query_cmd(
         return
     if run is None:
         raise InputError(f"llamp query {name} needs --run RUN")
-    with _open(ctx) as store:
-        frame = store.run_query(name, run, **_params(param_items))
-    _print_frame(frame, as_json)
+    from llamp.graphdb.worker import run_query
+
+    limits = query_limits(memory, timeout)
+    params = _params(param_items, limits.max_depth)
+    result = run_query(
+        ctx.obj.get("store_uri"), catalogue=name, run=run, params=params, limits=limits
+    )
+    _print_frame(result, as_json)
 
 
 # ---------------------------------------------------------------------------- export

@@ -1,7 +1,9 @@
 """Cypher console: read-only ad hoc queries on the graph store, results as a table and CSV.
 
 Anything but a graph read (writes, files, extensions, settings) is refused before the query
-reaches the store (:mod:`llamp.graphdb.readonly`); the store runs the query read-only as well. ``$run_name`` in a query is bound to the run chosen
+reaches the store (:mod:`llamp.graphdb.readonly`); the store runs the query read-only as well,
+in a worker process held to memory and time limits (:mod:`llamp.graphdb.worker`), so a query
+that exhausts them or crashes the database ends with a message and the page stays up. ``$run_name`` in a query is bound to the run chosen
 here (and ``$run`` to its integer id when the store reports one).
 """
 
@@ -60,11 +62,15 @@ def displayable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 st.title("Cypher console")
-st.caption(
-    f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (run, vid, rank, seq, kind, "
-    "cost_ns, size, peer, tag), `Analysis`; relationships `NEXT`, `ISTART`, `MSG {size}`, "
-    "`RESULT`. `$run_name` is bound to the run chosen below."
-)
+with controls.readable_errors("Query limits"):
+    limits = config.query_limits()
+    st.caption(
+        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (run, vid, rank, seq, "
+        "kind, cost_ns, size, peer, tag), `Analysis`; relationships `NEXT`, `ISTART`, "
+        "`MSG {size}`, `RESULT`. `$run_name` is bound to the run chosen below. Each query runs "
+        f"in a worker process limited to {limits.memory_bytes / (1 << 30):g} GiB and "
+        f"{limits.timeout_s:g} s (the server's LLAMP_CYPHER_MEMORY and LLAMP_CYPHER_TIMEOUT)."
+    )
 
 runs = None
 with controls.readable_errors("Reading the graph store"):
@@ -133,6 +139,8 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
 result = st.session_state.get("_cypher_result")
 if result is not None:
     text, frame = result
-    st.caption(f"{len(frame):,} rows × {len(frame.columns)} columns")
+    total = frame.attrs.get("total_rows", len(frame))
+    shown = f"the first {len(frame):,} of {total:,}" if total > len(frame) else f"{total:,}"
+    st.caption(f"{shown} rows × {len(frame.columns)} columns")
     st.dataframe(frame, hide_index=True, key="cypher_table", width="stretch")
     controls.csv_download(frame, "llamp-query.csv", key="cypher_csv")
