@@ -408,6 +408,31 @@ def parse_budget(text: str | int | None, *, what: str = "--max-evaluations") -> 
     return budget
 
 
+def parse_ranks(
+    text: str | int, *, what: str = "--ranks", num_ranks: int | None = None
+) -> tuple[int, ...]:
+    """``"0-7,12"`` → sorted distinct rank ids ``(0, 1, …, 7, 12)``; with ``num_ranks``, each
+    checked to lie in ``0 … num_ranks − 1``."""
+    ranks: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-", 1))
+                ranks.update(range(a, b + 1))
+            else:
+                ranks.add(int(part))
+        except ValueError:
+            raise ParameterError(f"{what}: cannot read {part!r} (expected e.g. 0-7,12)") from None
+    if num_ranks is not None:
+        bad = [r for r in ranks if not 0 <= r < num_ranks]
+        if bad:
+            raise ParameterError(f"{what}: rank {bad[0]} is outside 0..{num_ranks - 1}")
+    return tuple(sorted(ranks))
+
+
 def parse_collectives(text: str | None, *, what: str = "--collectives") -> dict[str, str]:
     """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``
     (lower case; whether the algorithm exists is checked when the trace is read)."""
