@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-from llamp.config import format_ns
+from llamp.config import DEFAULT_TOLERANCES, format_ns
 from llamp.graph import ExecutionGraph, GraphSummary
 from llamp.lp.compare import PARTS, Comparison
 from llamp.lp.critical import CriticalLatencies, critical_latencies
@@ -81,7 +81,7 @@ def build_report(
     lo: float = 0.0,
     hi: float = 100_000.0,
     points: int = 11,
-    levels: Sequence[float] = (0.01, 0.02, 0.05),
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     max_evaluations: int | None = None,
     engine: str = "auto",
 ) -> ReportData:

@@ -181,6 +181,11 @@ def _levels_option(default: str, help_what: str, study_default: list[float]) -> 
     )
 
 
+#: :data:`llamp.config.DEFAULT_TOLERANCES` as the command line (``1,2,5``) and a study
+#: (``[1.0, 2.0, 5.0]``) write them.
+_DEFAULT_X_STUDY = [round(x * 100, 12) for x in config.DEFAULT_TOLERANCES]
+_DEFAULT_X = ",".join(f"{x:g}" for x in _DEFAULT_X_STUDY)
+
 _PARAMETER = Option(
     "parameter",
     "--param",
@@ -1022,7 +1027,7 @@ ANALYSES: dict[str, Analysis] = {
             "tolerance",
             "x% L and G tolerance (llamp tolerance / topology)",
             ToleranceSettings,
-            (_levels_option("1,2,5", "Degradations", [1.0, 2.0, 5.0]),),
+            (_levels_option(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),),
             _tolerance,
             _as_dict,
             _tolerance_scalars,
@@ -1035,7 +1040,7 @@ ANALYSES: dict[str, Analysis] = {
             "(llamp region)",
             RegionSettings,
             (
-                _levels_option("1,2,5", "Degradations", [1.0, 2.0, 5.0]),
+                _levels_option(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),
                 Option(
                     "axes",
                     "--axes",
