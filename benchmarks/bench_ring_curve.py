@@ -39,9 +39,7 @@ def measure(vertices: int, full: bool = False) -> list[dict[str, Any]]:
         path, _ = write_trace(Path(tmp), vertices)
         trace = read_trace(path)
         started = time.perf_counter()
-        comp = w.compare_collectives(
-            trace, ["allreduce=ring"], params, [params.L], tolerances=LEVELS
-        )
+        comp = w.compare_collectives(trace, ["allreduce=ring"], params, [params.L], levels=LEVELS)
         comparison_s = time.perf_counter() - started
         graph = comp.graphs["allreduce=ring"]
         case = f"stencil {vertices:.0e} → ring {graph.num_vertices:,} vertices"

@@ -640,7 +640,7 @@ def _region(graph: ExecutionGraph, inputs: Inputs, settings: RegionSettings):
     return tolerance_region(
         graph,
         inputs.params,
-        x=settings.levels,
+        levels=settings.levels,
         axes=(names[0], names[1]),
         box=box,
         variables=variables,
@@ -832,7 +832,7 @@ def _mc(graph: ExecutionGraph, inputs: Inputs, settings: MonteCarloSettings):
         graph,
         inputs.params,
         spec,
-        tolerances=settings.levels,
+        levels=settings.levels,
         sensitivity=not settings.runtime_only,
         workers=inputs.threads,
         on_samples=None

@@ -234,7 +234,7 @@ def _topology(inp: CellInput, levels: tuple[float, ...]) -> dict[str, Any]:
         ranks_per_node=_ranks_per_node(inp.cell),
         mapping_file=_mapping(inp.cell),
         latencies=_latencies(inp.cell),
-        x=levels,
+        levels=levels,
     ).as_dict()
 
 

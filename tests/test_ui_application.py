@@ -365,7 +365,7 @@ def test_variability_page_shows_the_api_percentiles(store_env, graph, monkeypatc
         slowdown=1.3,
         samples=24,
         seed=7,
-        tolerances=(0.01, 0.05),
+        levels=(0.01, 0.05),
     ).summary.set_index("quantity")
     assert exact_ns(keyed(at, "mc-T-p50")) == pytest.approx(api.loc["runtime_ns", "p50"], abs=1e-5)
     assert exact_ns(keyed(at, "mc-T-p95")) == pytest.approx(api.loc["runtime_ns", "p95"], abs=1e-5)

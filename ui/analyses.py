@@ -414,7 +414,7 @@ def collective_comparison(
             _variants(variants),
             params_of(params),
             [params[0]],
-            tolerances=levels,
+            levels=levels,
             lenient=lenient,
             progress=progress or False,
         ),
@@ -509,7 +509,7 @@ def region_map(
 ) -> RegionMap:
     """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) and ``T`` on a
     ``cells × cells`` grid of their box (one batched sweep per group of cells)."""
-    region = tolerance_region(_graph, params_of(params), x=levels, axes=axes, box=dict(box))
+    region = tolerance_region(_graph, params_of(params), levels=levels, axes=axes, box=dict(box))
     us = np.linspace(0.0, region.box[0], cells)
     vs = np.linspace(0.0, region.box[1], cells)
     return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
@@ -528,7 +528,7 @@ def region_preview_map(
     """``T`` on the region's box in seconds (:func:`llamp.lp.region.region_preview`), shown
     while the exact polygons of :func:`region_map` are computed."""
     return region_preview(
-        _graph, params_of(params), x=levels, axes=axes, box=dict(box), cells=cells
+        _graph, params_of(params), levels=levels, axes=axes, box=dict(box), cells=cells
     )
 
 

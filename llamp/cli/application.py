@@ -85,7 +85,7 @@ def collectives(
         list(variants),
         params,
         np.linspace(a, b, points),
-        tolerances=parse_levels(levels, "--x"),
+        levels=parse_levels(levels, "--x"),
         lenient=lenient,
         progress=not as_json,
         host_speed=host_speed,

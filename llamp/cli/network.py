@@ -99,7 +99,7 @@ def topology(
             ranks_per_node=ranks_per_node,
             mapping_file=mapping_file,
             latencies=latencies,
-            x=x,
+            levels=x,
             progress=lambda spec: bar.update(1),
         )
     if as_json:
