@@ -75,9 +75,9 @@ def _flag(value: Any, what: str) -> bool:
 def levels(value: Any, what: str) -> tuple[float, ...]:
     """Tolerance levels as sorted fractions (:func:`llamp.config.parse_percents`) from the
     command line's ``"1,2,5"`` or a study's ``[1, 2, 5]``."""
-    if isinstance(value, list | tuple):
-        value = ",".join(str(v) for v in value)
-    return config.parse_percents(value, what=what)
+    if isinstance(value, list | tuple) and value:
+        return tuple(sorted({config.parse_percent(v, what=what) for v in value}))
+    return config.parse_percents("" if isinstance(value, list | tuple) else value, what=what)
 
 
 def percent(value: Any, what: str) -> float:
