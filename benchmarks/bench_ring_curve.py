@@ -66,13 +66,7 @@ def measure(vertices: int, full: bool = False) -> list[dict[str, Any]]:
                     "count",
                 ),
                 row("ring_curve", case, f"{name}: evaluations", crit.evaluations, "count"),
-                row(
-                    "ring_curve",
-                    case,
-                    f"{name}: passes (waves)",
-                    getattr(crit, "waves", 0),
-                    "count",
-                ),
+                row("ring_curve", case, f"{name}: passes (waves)", crit.waves, "count"),
             ]
     rows.append(row("ring_curve", "all", "peak RSS", peak_rss_mb(), "MB"))
     return rows
