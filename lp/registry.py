@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from llamp import config
@@ -166,7 +166,10 @@ class Option:
         return [self.flag, text]
 
 
-def _levels_option(default: str, help_what: str, study_default: list[float]) -> Option:
+def levels_setting(
+    default: str, help_what: str, study_default: list[float] | None = None
+) -> Option:
+    """The ``--x`` option of tolerance levels (a study's key ``x``)."""
     return Option(
         "levels",
         "--x",
@@ -1027,7 +1030,7 @@ ANALYSES: dict[str, Analysis] = {
             "tolerance",
             "x% L and G tolerance (llamp tolerance / topology)",
             ToleranceSettings,
-            (_levels_option(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),),
+            (levels_setting(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),),
             _tolerance,
             _as_dict,
             _tolerance_scalars,
@@ -1040,7 +1043,7 @@ ANALYSES: dict[str, Analysis] = {
             "(llamp region)",
             RegionSettings,
             (
-                _levels_option(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),
+                levels_setting(_DEFAULT_X, "Degradations", _DEFAULT_X_STUDY),
                 Option(
                     "axes",
                     "--axes",
@@ -1260,7 +1263,7 @@ ANALYSES: dict[str, Analysis] = {
                     study_type=float,
                 ),
                 Option("seed", "--seed", _int, 0, kind="int", study_type=int),
-                _levels_option("1", "Tolerance levels", [1.0]),
+                levels_setting("1", "Tolerance levels", [1.0]),
                 Option(
                     "runtime_only",
                     "--runtime-only",
@@ -1378,11 +1381,6 @@ ANALYSES: dict[str, Analysis] = {
 }
 
 
-def settings_fields(settings: type) -> tuple[str, ...]:
-    """The field names of a settings dataclass (a test checks they are its options)."""
-    return tuple(f.name for f in fields(settings))
-
-
 __all__ = [
     "ANALYSES",
     "Analysis",
@@ -1391,6 +1389,7 @@ __all__ = [
     "Report",
     "critical_search",
     "levels",
+    "levels_setting",
     "machine",
     "percent",
     "pct",

@@ -275,16 +275,11 @@ def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def levels_option(default: str = "1,2,5", what: str = "Tolerance levels"):
-    """``--x``: degradations as percentages (:func:`llamp.config.parse_percents`)."""
-    return click.option(
-        "--x",
-        "levels",
-        default=default,
-        show_default=True,
-        metavar="PCT,...",
-        help=f"{what}: percentages of the baseline runtime, e.g. 1,2,5 or 0.5%. A bare number "
-        "is a percentage (0.5 means 0.5 %); each must be positive.",
-    )
+    """``--x``: tolerance levels as percentages, as a registered analysis takes them
+    (:func:`llamp.lp.registry.levels_setting`); the command receives the text as ``levels``."""
+    from llamp.lp.registry import levels_setting
+
+    return _click_option(levels_setting(default, what))
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
