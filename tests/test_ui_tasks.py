@@ -5,6 +5,7 @@ state in the URL and the links between views. On Sweep3D (run ``sweep3d``) under
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 
@@ -206,8 +207,12 @@ def test_results_are_stored_with_the_run_and_reused_after_a_restart(graph, monke
     def never(*args, **kw):
         raise AssertionError("recomputed a stored analysis")
 
-    for name in ("critical_latencies", "tolerance", "predict"):
-        monkeypatch.setattr(analyses, name, never)
+    for module, name in (
+        ("critical", "critical_latencies"),
+        ("tolerance", "tolerance"),
+        ("predict", "predict"),
+    ):
+        monkeypatch.setattr(importlib.import_module(f"llamp.lp.{module}"), name, never)
     at = page("latency")
     at.text_input(key="param_L::latency").set_value("2.5us").run()
     assert_clean(at)
