@@ -48,25 +48,17 @@ from llamp.lp.topology import (
 )
 from llamp.params import LogGPS
 
-#: (L ns, o ns, G ns/B, S bytes, g ns, progress, nic): a hashable LogGPS.
-ParamKey = tuple[float, float, float, int, float, str, str]
+#: Every field of :class:`LogGPS` in its order (L ns, o ns, G ns/B, S bytes, g ns and the model
+#: options): a hashable LogGPS.
+ParamKey = tuple
 
 
 def param_key(params: LogGPS) -> ParamKey:
-    return (
-        float(params.L),
-        float(params.o),
-        float(params.G),
-        int(params.S),
-        float(params.g),
-        params.progress,
-        params.nic,
-    )
+    return dataclasses.astuple(params)
 
 
 def params_of(key: ParamKey) -> LogGPS:
-    L, o, G, S, g, progress, nic = key
-    return LogGPS(L=L, o=o, G=G, S=S, g=g, progress=progress, nic=nic)
+    return LogGPS(*key)
 
 
 def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
