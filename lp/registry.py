@@ -144,9 +144,6 @@ class Option:
     def study_default_value(self) -> Any:
         return self.default if self.study_default is None else self.study_default
 
-    def choice_list(self) -> tuple[str, ...]:
-        return self.choices() if callable(self.choices) else tuple(self.choices or ())
-
     def arguments(self, value: Any) -> list[str]:
         """The command-line arguments that give ``value`` (a study's raw value) exactly."""
         if value is None:
@@ -158,7 +155,7 @@ class Option:
         if isinstance(value, list | tuple):
             if not value:
                 return []
-            text = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+            text = ",".join(repr(v) if isinstance(v, float) else str(v) for v in value)
         elif isinstance(value, float):
             text = repr(value)
         else:
