@@ -37,6 +37,8 @@ def slow_search(monkeypatch):
     real = critical.critical_latencies
 
     def slow(graph, params, lo, hi, *, progress=None, **options):
+        if progress is None:  # not the Latency page's search (a module imported meanwhile)
+            return real(graph, params, lo, hi, **options)
         state["calls"] += 1
         try:
             for done in range(6000):
