@@ -34,10 +34,10 @@ def _case(n: int, noisy: bool, repeat: int) -> list[dict[str, Any]]:
     t_sweep, runs, _ = median_time(lambda: sweep(graph, PARAMS, values), max(repeat, 3))
     rows = [row("region", case, "11-point sweep of L", t_sweep, "s", runs)]
     small = stencil_with_vertices(10**3, ranks=4)
-    tolerance_region(small, PARAMS, x=[0.01])  # compile outside the timings
+    tolerance_region(small, PARAMS, levels=[0.01])  # compile outside the timings
     for axes in (("L", "G"), ("L", "o")):
         t, runs, result = median_time(
-            lambda axes=axes: tolerance_region(graph, PARAMS, x=LEVELS, axes=axes), repeat
+            lambda axes=axes: tolerance_region(graph, PARAMS, levels=LEVELS, axes=axes), repeat
         )
         name = f"{axes[0]}–{axes[1]} regions 1/2/5%"
         rows += [

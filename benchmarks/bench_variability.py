@@ -46,7 +46,7 @@ def _monte_carlo(n: int, samples: int, repeat: int) -> list[dict[str, Any]]:
         )
     )
     t, runs, result = median_time(
-        lambda: monte_carlo(graph, PARAMS, samples=samples, tolerances=(0.01,), **SPEC), repeat
+        lambda: monte_carlo(graph, PARAMS, samples=samples, levels=(0.01,), **SPEC), repeat
     )
     rows.append(row("variability", case, "T, λ_L, ρ_L, 1% L tolerance", t, "s", runs))
     rows.append(row("variability", case, "  per sample", t / samples * 1e3, "ms"))

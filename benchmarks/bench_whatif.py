@@ -173,7 +173,7 @@ trace = read_trace(path)
 start = time.perf_counter()
 est = w.estimate_whatif(trace, variants, levels=len(levels))
 estimate_s = time.perf_counter() - start
-comp = w.compare_collectives(trace, variants, params, [params.L], tolerances=levels)
+comp = w.compare_collectives(trace, variants, params, [params.L], levels=levels)
 lo, hi = w.comparison_range(comp.summary, levels, params.L)
 budget = w.curve_budget(time.perf_counter() - start)  # what the comparison left of 60 s
 out = {"vertices": [int(v) for v in comp.summary["vertices"]],

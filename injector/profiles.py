@@ -179,13 +179,6 @@ def list_profiles(home: Path | None = None) -> list[NetworkProfile]:
     return out
 
 
-def delete_profile(name: str, home: Path | None = None) -> None:
-    path = profile_path(name, home)
-    if not path.is_file():
-        raise InputError(f"no network profile {name!r} in {profiles_dir(home)}")
-    path.unlink()
-
-
 def resolve_params(
     network: str | None = None,
     *,

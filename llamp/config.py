@@ -520,6 +520,20 @@ def parse_budget(text: str | int | None, *, what: str = "--max-evaluations") -> 
     return budget
 
 
+#: The most ranks a rank list may name when no graph bounds it (a study or UI setting).
+MAX_RANKS = 1 << 22
+
+
+def parse_ranks(
+    text: str | int, *, what: str = "--ranks", num_ranks: int | None = None
+) -> tuple[int, ...]:
+    """``"0-7,12"`` → sorted distinct rank ids ``(0, 1, …, 7, 12)``, each checked to lie in
+    ``0 … num_ranks − 1`` (:data:`MAX_RANKS` without a graph) before any is listed
+    (:func:`parse_rank_set`)."""
+    spans = parse_rank_set(str(text), MAX_RANKS if num_ranks is None else num_ranks, what=what)
+    return tuple(sorted(set().union(*(range(a, b + 1) for a, b in spans))))
+
+
 def parse_collectives(text: str | None, *, what: str = "--collectives") -> dict[str, str]:
     """``"allreduce=ring,bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``
     (lower case; whether the algorithm exists is checked when the trace is read)."""

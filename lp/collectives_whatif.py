@@ -383,7 +383,7 @@ def compare_collectives(
     params: LogGPS,
     latencies_ns: Sequence[float] | np.ndarray,
     *,
-    tolerances: Sequence[float] = DEFAULT_TOLERANCES,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     lenient: bool = False,
     name: str | None = None,
     progress: bool | ProgressHook = False,
@@ -392,8 +392,8 @@ def compare_collectives(
 ) -> CollectiveComparison:
     """Re-expand ``source`` (a trace directory or Trace) once per variant and compare them.
 
-    ``latencies_ns``: the L values of the sweep (others from ``params``); ``tolerances``: levels
-    of the x% latency tolerance (fractions) relative to ``T(params.L)`` of each variant.
+    ``latencies_ns``: the L values of the sweep (others from ``params``); ``levels``: the levels
+    x of the x% latency tolerance (fractions) relative to ``T(params.L)`` of each variant.
     ``progress``: ``True`` for a bar over the variants on stderr (hidden when stderr is not a
     terminal), or a :data:`ProgressHook` called after every step (expansion, lowering, each
     analysis) with the fraction done, weighted by the estimated cost; ``cancel``: checked
@@ -401,7 +401,7 @@ def compare_collectives(
     ``host_speed``: flop rate of a SimGrid TI trace read from a path (default 1 Gf/s).
     """
     parsed = _variants(variants)
-    levels = [float(x) for x in tolerances]
+    levels = [float(x) for x in levels]
     if any(x < 0 for x in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     Ls = np.asarray(latencies_ns, dtype=np.float64)

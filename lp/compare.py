@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.config import format_ns, format_percent
+from llamp.config import DEFAULT_TOLERANCES, format_ns, format_percent
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.path import critical_path
@@ -29,8 +29,6 @@ from llamp.params import LogGPS
 
 #: Parts of the critical path, in the order they are shown.
 PARTS = ("compute", "overhead", "latency", "bandwidth")
-#: Default tolerance levels (fractions of ``T(L0)``).
-DEFAULT_LEVELS = (0.01, 0.02, 0.05)
 
 
 @dataclass(frozen=True)
@@ -293,7 +291,7 @@ def collective_counts(graph: ExecutionGraph) -> tuple[int, int]:
 def run_figures(
     graph: ExecutionGraph,
     params: LogGPS,
-    levels: Sequence[float] = DEFAULT_LEVELS,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     *,
     name: str | None = None,
 ) -> RunFigures:
@@ -371,7 +369,7 @@ def compare_runs(
     params: LogGPS,
     *,
     names: Sequence[str] | None = None,
-    levels: Sequence[float] = DEFAULT_LEVELS,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     points: int = 21,
     latencies: Sequence[float] | None = None,
     progress: Callable[[str, float], None] | None = None,

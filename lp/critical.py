@@ -549,6 +549,40 @@ AUTO_EDGE_VISITS = 1.2e10
 AUTO_MIN_EVALUATIONS = 101
 
 
+def exact_curve(crit: CriticalLatencies):
+    """``T`` and its right derivative at every end of the exact pieces of ``crit``, by the
+    parameter: ``T`` is linear and the slope constant between two consecutive rows, so this is
+    ``T`` over the whole range with no further evaluation. Across an interval the search left
+    unresolved (a budget) the row at its start holds the exact ``T`` and slope there and the
+    straight line to the next row is an upper bound (``T`` is convex). Columns as a sweep's:
+    ``L_ns`` (``o_ns``, ``G_ns_per_byte``), ``runtime_ns``, ``lambda_L`` (``lambda_o``,
+    ``lambda_G``) and, for L, ``rho_L``."""
+    import pandas as pd
+
+    column, slope = {"L": ("L_ns", "lambda_L"), "o": ("o_ns", "lambda_o")}.get(
+        crit.parameter, ("G_ns_per_byte", "lambda_G")
+    )
+    at = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
+    T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
+    lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
+    if crit.segments:
+        last = max(crit.segments, key=lambda s: s.end)
+        at.append(last.end)
+        T.append(last.runtime_end_ns)
+        lam.append(last.slope)
+    frame = pd.DataFrame({column: at, "runtime_ns": T, slope: lam}).sort_values(column)
+    frame = frame.drop_duplicates(column, keep="first").reset_index(drop=True)
+    if crit.parameter == "L":
+        runtime = frame["runtime_ns"].to_numpy(float)
+        frame["rho_L"] = np.divide(
+            frame["L_ns"].to_numpy(float) * frame["lambda_L"].to_numpy(float),
+            runtime,
+            out=np.zeros(len(frame)),
+            where=runtime > 0,
+        )
+    return frame
+
+
 def evaluation_budget(graph: ExecutionGraph, params: LogGPS) -> int:
     """An evaluation budget of one to two minutes for :func:`critical_latencies` on ``graph``:
     unlimited in practice up to ~10^5 vertices, ~2,700 at 10^6, ~270 at 10^7 (noisy stencil:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-from llamp.config import format_ns
+from llamp.config import DEFAULT_TOLERANCES, format_ns
 from llamp.graph import ExecutionGraph, GraphSummary
 from llamp.lp.compare import PARTS, Comparison
 from llamp.lp.critical import CriticalLatencies, critical_latencies
@@ -81,7 +81,7 @@ def build_report(
     lo: float = 0.0,
     hi: float = 100_000.0,
     points: int = 11,
-    levels: Sequence[float] = (0.01, 0.02, 0.05),
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     max_evaluations: int | None = None,
     engine: str = "auto",
 ) -> ReportData:
@@ -93,23 +93,21 @@ def build_report(
         params=params,
         prediction=predict(graph, params, engine=engine),
         sweep=frame,
-        curve=exact_curve(crit, frame),
+        curve=report_curve(crit, frame),
         critical=crit,
         tolerance=tolerance(graph, params, list(levels), engine=engine),
         path=critical_path(graph, params),
     )
 
 
-def exact_curve(crit: CriticalLatencies, frame: pd.DataFrame) -> pd.DataFrame:
-    """The plotted ``T(L)``: the ends of every linear piece the critical-latency search found
-    (exact, without evaluating ``T`` again) and the sweep's points, by L; ``lambda_L`` is the
-    right derivative at each (the slope of the piece starting there)."""
-    rows = [(seg.start, seg.runtime_start_ns, seg.slope) for seg in crit.segments]
-    if crit.segments:
-        last = crit.segments[-1]
-        rows.append((last.end, last.runtime_end_ns, last.slope))
-    pieces = pd.DataFrame(rows, columns=["L_ns", "runtime_ns", "lambda_L"])
-    both = pd.concat([frame[["L_ns", "runtime_ns", "lambda_L"]], pieces], ignore_index=True)
+def report_curve(crit: CriticalLatencies, frame: pd.DataFrame) -> pd.DataFrame:
+    """The plotted ``T(L)``: the exact curve of the critical-latency search
+    (:func:`llamp.lp.critical.exact_curve`, without evaluating ``T`` again) and the sweep's
+    points, by L; ``lambda_L`` is the right derivative at each."""
+    from llamp.lp.critical import exact_curve
+
+    columns = ["L_ns", "runtime_ns", "lambda_L"]
+    both = pd.concat([frame[columns], exact_curve(crit)[columns]], ignore_index=True)
     return both.drop_duplicates("L_ns", keep="first").sort_values("L_ns", ignore_index=True)
 
 
@@ -527,7 +525,7 @@ def render_comparison(comparison: Comparison) -> str:
 __all__ = [
     "ReportData",
     "build_report",
-    "exact_curve",
+    "report_curve",
     "render_comparison",
     "render_report",
     "svg_composition",

@@ -738,7 +738,7 @@ def tolerance_region(
     graph: ExecutionGraph,
     params: LogGPS,
     *,
-    x: Sequence[float] = DEFAULT_TOLERANCES,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     axes: tuple[str, str] = ("L", "G"),
     box: Mapping[str, float] | None = None,
     variables: LinkVariables | None = None,
@@ -747,7 +747,7 @@ def tolerance_region(
 ) -> Region:
     """Exact regions ``T(u, v) ≤ (1+x)·T0`` over the two variables ``axes`` (module doc).
 
-    ``x``: levels as fractions (0.01 = 1 %). ``axes``: two of L, G, o, or with
+    ``levels``: the levels x as fractions (0.01 = 1 %). ``axes``: two of L, G, o, or with
     ``variables`` (:func:`two_level_variables`, :func:`topology_variables`) two of its
     variables. ``T0`` is ``T`` at the configured values. ``box``: the largest value of an
     axis (its smallest is 0); axes not given get an automatic side (module doc).
@@ -755,7 +755,7 @@ def tolerance_region(
     (the others flagged); ``None``: run to the exact answer. ``progress(evaluations)`` is
     called after each batch of evaluations.
     """
-    levels = sorted({float(v) for v in x})
+    levels = sorted({float(v) for v in levels})
     if not levels:
         raise InputError("give at least one tolerance level")
     if any(not (v >= 0 and math.isfinite(v)) for v in levels):
@@ -813,7 +813,7 @@ def region_preview(
     graph: ExecutionGraph,
     params: LogGPS,
     *,
-    x: Sequence[float] = DEFAULT_TOLERANCES,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     axes: tuple[str, str] = ("L", "G"),
     box: Mapping[str, float] | None = None,
     cells: int = 40,
@@ -821,7 +821,7 @@ def region_preview(
     """``T`` on a ``cells × cells`` grid of the box :func:`tolerance_region` would use for
     the same arguments (LogGPS axes), without the polygons: the grid's configurations go
     through the graph engine's lane kernel (:meth:`GraphEngine.points`)."""
-    levels = sorted({float(v) for v in x})
+    levels = sorted({float(v) for v in levels})
     if not levels or any(not (v >= 0 and math.isfinite(v)) for v in levels):
         raise InputError("tolerance levels must be finite and ≥ 0 (fractions, e.g. 0.01 for 1%)")
     if len(axes) != 2 or axes[0] == axes[1]:

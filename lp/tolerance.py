@@ -118,13 +118,13 @@ def _tol(value: float) -> float:
 def tolerance(
     graph: ExecutionGraph,
     params: LogGPS,
-    x: tuple[float, ...] | list[float] = DEFAULT_TOLERANCES,
+    levels: tuple[float, ...] | list[float] = DEFAULT_TOLERANCES,
     *,
     engine: str = "auto",
     bandwidth: bool = True,
 ) -> Tolerance:
-    """x% tolerance of L (and G) for each x in ``x`` (fractions: 0.01 = 1%)."""
-    levels = [float(v) for v in x]
+    """x% tolerance of L (and G) for each level x in ``levels`` (fractions: 0.01 = 1%)."""
+    levels = [float(v) for v in levels]
     if any(v < 0 for v in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     chosen = resolve_engine(engine)

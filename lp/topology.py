@@ -875,13 +875,13 @@ def analyze_topology(
     topology: Topology,
     mapping: RankMapping | None = None,
     latencies: LinkLatencies | None = None,
-    x: Sequence[float] = DEFAULT_TOLERANCES,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     *,
     intra_node_gap_ns_per_byte: float | None = None,
 ) -> TopologyAnalysis:
     """``T``, λ per link class / switch / intra-node, and their x% tolerances (App. H)."""
     started = time.perf_counter()
-    levels = [float(v) for v in x]
+    levels = [float(v) for v in levels]
     if any(v < 0 for v in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     latencies = latencies or LinkLatencies()
@@ -972,7 +972,7 @@ def compare_topologies(
     ranks_per_node: int = 1,
     mapping_file: str | Path | None = None,
     latencies: LinkLatencies | None = None,
-    x: Sequence[float] = DEFAULT_TOLERANCES,
+    levels: Sequence[float] = DEFAULT_TOLERANCES,
     progress: Callable[[str], object] | None = None,
 ) -> TopologyComparison:
     """:func:`analyze_topology` for each topology, with the same rank mapping rule.
@@ -1000,7 +1000,7 @@ def compare_topologies(
         lat = replace(
             lat, per_class_ns={k: v for k, v in lat.per_class_ns.items() if k in topo.classes}
         )
-        analyses.append(analyze_topology(graph, params, topo, mapping, lat, x))
+        analyses.append(analyze_topology(graph, params, topo, mapping, lat, levels))
         if progress is not None:
             progress(topo.spec)
     summary = pd.DataFrame(

@@ -337,7 +337,7 @@ def monte_carlo(
     params: LogGPS,
     spec: VariabilitySpec | None = None,
     *,
-    tolerances: tuple[float, ...] | list[float] = (0.01,),
+    levels: tuple[float, ...] | list[float] = (0.01,),
     sensitivity: bool = True,
     batch: int = 16,
     workers: int | None = None,
@@ -359,7 +359,7 @@ def monte_carlo(
     if spec is not None and spec_fields:
         raise InputError("pass either a VariabilitySpec or its fields as keywords, not both")
     spec = spec or VariabilitySpec(**spec_fields)
-    levels = tuple(float(x) for x in tolerances) if sensitivity else ()
+    levels = tuple(float(x) for x in levels) if sensitivity else ()
     if any(x < 0 for x in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     started = time.perf_counter()

@@ -98,7 +98,7 @@ def test_ring_allreduce_has_the_larger_latency_sensitivity(allreduce_heavy):
 
 def test_variants_that_change_nothing_are_reported(allreduce_heavy):
     result = compare_collectives(
-        allreduce_heavy, ["default", "bcast=linear"], LogGPS(), [3000.0], tolerances=()
+        allreduce_heavy, ["default", "bcast=linear"], LogGPS(), [3000.0], levels=()
     )
     assert result.notes == (
         "bcast=linear: the trace makes no bcast call, so this choice changes nothing",

@@ -275,11 +275,12 @@ def test_latency_page_offers_the_report(store_env):
 
 def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
     from llamp.lp import critical_latencies, predict, sweep, tolerance
-    from llamp.ui import analyses, exports, store
+    from llamp.lp.critical import exact_curve
+    from llamp.ui import exports, store
 
     crit = critical_latencies(sweep3d, SIDEBAR, 0.0, 20_000.0)
     assert crit.complete
-    curve = analyses.exact_curve(crit, SIDEBAR)
+    curve = exact_curve(crit)
     table = exports.sampled(curve, crit.lo, crit.hi)
     swept = sweep(sweep3d, SIDEBAR, table["L_ns"].to_numpy(), engine="graph")
     assert list(table["runtime_ns"]) == pytest.approx(list(swept["runtime_ns"]), rel=1e-9)

@@ -63,7 +63,7 @@ def test_the_paper_example_region_is_a_triangle():
     # T = max(1100 + L + 3G, 1500, 1100) (LLAMP Fig. 4, o = 0, s = 4 B); T0 = 1615 at L = 0.5 µs,
     # G = 5 ns/B; T ≤ 2 µs ⇔ L + 3G ≤ 900.
     region = tolerance_region(
-        paper_example(), LogGPS(L=500.0, o=0.0, G=5.0), x=[2000.0 / 1615.0 - 1.0]
+        paper_example(), LogGPS(L=500.0, o=0.0, G=5.0), levels=[2000.0 / 1615.0 - 1.0]
     )
     level = region.levels[0]
     assert region.baseline_ns == pytest.approx(1615.0)
@@ -78,7 +78,7 @@ def test_the_paper_example_region_is_a_triangle():
 
 
 def test_two_paths_give_a_quadrilateral_with_each_path_on_its_edge():
-    region = tolerance_region(two_paths(), TWO_PATHS, x=[0.1, 0.25])
+    region = tolerance_region(two_paths(), TWO_PATHS, levels=[0.1, 0.25])
     assert region.baseline_ns == pytest.approx(1200.0)
     small, large = region.levels
     # 10 %: L ≤ 320 and L + 100·G ≤ 820.
@@ -103,8 +103,8 @@ def test_two_paths_give_a_quadrilateral_with_each_path_on_its_edge():
 def test_the_preview_has_the_region_s_box_and_exact_T_on_its_grid():
     """What the design-space page shows first: the same T0, bounds and box as the exact
     region, and on the grid T(L, G) = max(1200, 1000 + L, 500 + L + 100·G)."""
-    region = tolerance_region(two_paths(), TWO_PATHS, x=[0.1, 0.25])
-    preview = region_preview(two_paths(), TWO_PATHS, x=[0.1, 0.25], cells=6)
+    region = tolerance_region(two_paths(), TWO_PATHS, levels=[0.1, 0.25])
+    preview = region_preview(two_paths(), TWO_PATHS, levels=[0.1, 0.25], cells=6)
     assert preview.baseline_ns == region.baseline_ns
     assert preview.box == region.box
     assert preview.bounds_ns == pytest.approx((1320.0, 1500.0))
@@ -120,7 +120,7 @@ def test_the_preview_has_the_region_s_box_and_exact_T_on_its_grid():
 
 
 def test_a_box_clips_the_region_and_says_where_it_goes_on():
-    region = tolerance_region(two_paths(), TWO_PATHS, x=[0.25], box={"L": 400.0, "G": 50.0})
+    region = tolerance_region(two_paths(), TWO_PATHS, levels=[0.25], box={"L": 400.0, "G": 50.0})
     level = region.levels[0]
     assert corners(level) == [(0.0, 0.0), (400.0, 0.0), (400.0, 6.0), (0.0, 10.0)]
     assert level.unbounded == ("L",)
@@ -140,14 +140,14 @@ def test_a_variable_no_path_pays_is_unbounded():
         },
         [("s", "requires", "c0"), ("r", "requires", "c1"), ("s", "message", "r")],
     )
-    level = tolerance_region(graph, TWO_PATHS, x=[0.1]).levels[0]
+    level = tolerance_region(graph, TWO_PATHS, levels=[0.1]).levels[0]
     assert level.unbounded == ("G",)
     assert max(level.u) == pytest.approx(320.0)
     assert max(level.v) == pytest.approx(1.25)  # 1.25 × G0 (above the default span 1 ns/B)
 
 
 def test_designs_are_evaluated_and_marked():
-    region = tolerance_region(two_paths(), TWO_PATHS, x=[0.1, 0.25])
+    region = tolerance_region(two_paths(), TWO_PATHS, levels=[0.1, 0.25])
     frame = region.designs({"fast": (100.0, 1.0), "mid": (450.0, 5.0), "slow": (600.0, 1.0)})
     assert frame["runtime_ns"].tolist() == pytest.approx([1200.0, 1450.0, 1600.0])
     assert frame["inside_10pct"].tolist() == [True, False, False]
@@ -205,7 +205,7 @@ def _check_exact(region, runtime, rng, samples=60):
 def test_random_graphs_regions_match_direct_evaluation(seed, axes, S):
     graph = random_graph(seed, ranks=3, steps=40)
     params = LogGPS(L=1500.0, o=300.0, G=0.5, S=S)
-    region = tolerance_region(graph, params, x=[0.01, 0.05, 0.2], axes=axes)
+    region = tolerance_region(graph, params, levels=[0.01, 0.05, 0.2], axes=axes)
     eng = engine_for(graph)
     assert region.baseline_ns == pytest.approx(eng.runtime(params), rel=1e-12)
 
@@ -219,8 +219,8 @@ def test_random_graphs_regions_match_direct_evaluation(seed, axes, S):
 def test_a_budget_stops_early_with_unverified_vertices_flagged():
     graph = random_graph(7, ranks=4, steps=80)
     params = LogGPS(L=1500.0, o=300.0, G=0.5, S=256)
-    full = tolerance_region(graph, params, x=[0.05])
-    cut = tolerance_region(graph, params, x=[0.05], max_evaluations=5)
+    full = tolerance_region(graph, params, levels=[0.05])
+    cut = tolerance_region(graph, params, levels=[0.05], max_evaluations=5)
     assert cut.evaluations <= 5 < full.evaluations
     assert not cut.complete and np.isnan(cut.levels[0].runtime_ns).any()
     # The true region lies inside the partial polygon.
@@ -237,7 +237,7 @@ def test_two_level_region_matches_the_per_pair_model():
     intra, inter = (300.0, 0.05), (2000.0, 0.2)
     variables = two_level_variables(graph, node, intra, inter)
     region = tolerance_region(
-        graph, params, x=[0.02, 0.1], axes=("L_intra", "L_inter"), variables=variables
+        graph, params, levels=[0.02, 0.1], axes=("L_intra", "L_inter"), variables=variables
     )
     assert [a.key for a in region.axes] == ["L_intra_ns", "L_inter_ns"]
 
@@ -255,7 +255,7 @@ def test_topology_region_over_a_link_class_and_G():
     topo = FatTree(4, tiers=3)
     mapping = dense_mapping(8, 1)
     variables = topology_variables(graph, params, topo, mapping)
-    region = tolerance_region(graph, params, x=[0.05], axes=("core", "G"), variables=variables)
+    region = tolerance_region(graph, params, levels=[0.05], axes=("core", "G"), variables=variables)
 
     def runtime(u, v):
         model = topology_model(
@@ -367,7 +367,7 @@ def test_lp_tolerance_agrees_at_every_vertex(seed):
 
     graph = random_graph(seed, ranks=3, steps=40)
     params = LogGPS(L=1500.0, o=300.0, G=0.5, S=256)
-    region = tolerance_region(graph, params, x=[0.05])
+    region = tolerance_region(graph, params, levels=[0.05])
     level = region.levels[0]
     events = engine_for(graph).critical_events(params)[0]
     checked = 0

@@ -288,7 +288,7 @@ def test_per_class_lambda_and_tolerance_by_hand():
     1% (bound 2560.35): edge = aggregation = 274 + 25.35/2 = 286.675, l_wire = 274 + 25.35/4
     = 280.3375, d_switch = 108 + 25.35/3 = 116.45; core and intra-node: ∞.
     5% (bound 2661.75): edge = 274 + 126.75/2 = 337.375, d_switch = 108 + 126.75/3 = 150.25."""
-    result = analyze_topology(two_rank(500.0), PARAMS, FatTree(4), SAME_POD, x=(0.01, 0.05))
+    result = analyze_topology(two_rank(500.0), PARAMS, FatTree(4), SAME_POD, levels=(0.01, 0.05))
     assert result.runtime_ns == pytest.approx(2535.0)
     lam = dict(zip(result.variables.variable, result.variables["lambda"], strict=True))
     assert lam == {
@@ -316,7 +316,7 @@ def test_tolerance_past_a_breakpoint_by_hand():
     It becomes critical when 100 + L_m + 15 > 2000. 5% (bound 3150): L_m = 2035, so
     2·l_edge + 2·274 + 3·108 = 2035 → l_edge = 581.5; for l_wire 4·l + 324 = 2035 → 427.75.
     1% (bound 3030): L_m = 1915 → l_edge = 521.5, l_wire = 397.75."""
-    result = analyze_topology(two_rank(2000.0), PARAMS, FatTree(4), SAME_POD, x=(0.01, 0.05))
+    result = analyze_topology(two_rank(2000.0), PARAMS, FatTree(4), SAME_POD, levels=(0.01, 0.05))
     assert result.runtime_ns == pytest.approx(3000.0)
     assert (result.variables["lambda"] == 0).all()
     tol = result.tolerances.set_index(["variable", "x"])["tolerance_ns"]
@@ -330,7 +330,7 @@ def test_same_node_messages_pay_the_intra_node_latency():
     """Both ranks on node 0, c2 = 0: T0 = 100 + 100 + 15 + 1000 = 1215, λ_intra_node = 1,
     no wire on the path; 1% (bound 1227.15): l_intra_node = 100 + 12.15 = 112.15."""
     mapping = RankMapping(np.array([0, 0]), "one node")
-    result = analyze_topology(two_rank(0.0), PARAMS, Dragonfly(3, 2, 2), mapping, x=(0.01,))
+    result = analyze_topology(two_rank(0.0), PARAMS, Dragonfly(3, 2, 2), mapping, levels=(0.01,))
     assert result.runtime_ns == pytest.approx(1215.0)
     lam = dict(zip(result.variables.variable, result.variables["lambda"], strict=True))
     assert lam["l_intra_node"] == 1 and lam["terminal"] == 0 and lam["l_wire"] == 0
@@ -379,7 +379,7 @@ def test_compare_topologies_frames():
         PARAMS,
         ["fattree:k=4", Torus((2, 2, 2))],
         latencies=LinkLatencies(per_class_ns={"core": 500.0}),
-        x=(0.01,),
+        levels=(0.01,),
     )
     assert result.summary.topology.tolist() == ["fattree:k=4,tiers=3", "torus:dims=2x2x2,p=1"]
     assert result.summary.runtime_ns.tolist() == pytest.approx([1771.0, 2153.0])

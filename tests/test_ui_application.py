@@ -8,6 +8,7 @@ store (``LLAMP_HOME``).
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -278,13 +279,14 @@ def test_classification_page_shows_the_api_numbers(store_env, graph):
 
 def test_classification_plot_options_do_not_recompute(store_env, monkeypatch):
     calls = []
-    real = analyses.classify
+    module = importlib.import_module("llamp.lp.classify")
+    real = module.classify
 
     def counting(*args, **kw):
         calls.append(args[1])
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, "classify", counting)
+    monkeypatch.setattr(module, "classify", counting)
     at = page("classification")
     at.selectbox(key="cls_network").set_value("QDR").run()
     at.selectbox(key="cls_span").set_value(4).run()  # a key no cache holds
@@ -337,13 +339,14 @@ def test_builtin_networks_are_offered(store_env):
 # ---------------------------------------------------------------------- variability
 def test_variability_page_shows_the_api_percentiles(store_env, graph, monkeypatch):
     calls = []
-    real = analyses.monte_carlo
+    module = importlib.import_module("llamp.lp.variability")
+    real = module.monte_carlo
 
     def counting(*args, **kw):
         calls.append(args[2])
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, "monte_carlo", counting)
+    monkeypatch.setattr(module, "monte_carlo", counting)
     at = page("variability")
     assert_clean(at)
     assert any("Run Monte Carlo" in i.value for i in at.info)
@@ -365,7 +368,7 @@ def test_variability_page_shows_the_api_percentiles(store_env, graph, monkeypatc
         slowdown=1.3,
         samples=24,
         seed=7,
-        tolerances=(0.01, 0.05),
+        levels=(0.01, 0.05),
     ).summary.set_index("quantity")
     assert exact_ns(keyed(at, "mc-T-p50")) == pytest.approx(api.loc["runtime_ns", "p50"], abs=1e-5)
     assert exact_ns(keyed(at, "mc-T-p95")) == pytest.approx(api.loc["runtime_ns", "p95"], abs=1e-5)

@@ -6,6 +6,7 @@ The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run 
 
 from __future__ import annotations
 
+import importlib
 import json
 import socket
 from pathlib import Path
@@ -214,13 +215,14 @@ def test_latency_plots_have_zones_units_and_critical_latencies(store_env, graph)
 
 def test_changing_a_parameter_recomputes_and_a_plot_option_does_not(store_env, graph, monkeypatch):
     calls = []
-    real = analyses.tolerance
+    module = importlib.import_module("llamp.lp.tolerance")
+    real = module.tolerance
 
     def counting(*args, **kw):
         calls.append(args[1])
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, "tolerance", counting)
+    monkeypatch.setattr(module, "tolerance", counting)
     at = page("latency")
     at.text_input(key="param_L::latency").set_value("7.5us").run()
     assert_clean(at)
@@ -451,7 +453,7 @@ def test_analysis_failure_is_a_readable_error(store_env, monkeypatch):
     def broken(*args, **kw):
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr(analyses, "tolerance", broken)
+    monkeypatch.setattr(importlib.import_module("llamp.lp.tolerance"), "tolerance", broken)
     at = page("latency")
     at.text_input(key="param_o::latency").set_value("1.25us").run()  # a key no cache holds
     assert not at.exception

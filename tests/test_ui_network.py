@@ -7,6 +7,8 @@ The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run 
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,16 +76,18 @@ def downloads(monkeypatch) -> dict[str, bytes]:
     return files
 
 
-def counting(monkeypatch, name: str) -> list:
-    """Replace ``analyses.<name>`` by a wrapper that records its calls."""
+def counting(monkeypatch, name: str, module: object = analyses) -> list:
+    """Replace ``module.<name>`` (default ``llamp.ui.analyses``; a ``llamp.lp`` module for the
+    registered analyses, which import their function when they run) by a wrapper that records
+    its calls."""
     calls: list = []
-    real = getattr(analyses, name)
+    real = getattr(module, name)
 
     def wrapper(*args, **kw):
         calls.append(args)
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, name, wrapper)
+    monkeypatch.setattr(module, name, wrapper)
     return calls
 
 
@@ -321,7 +325,7 @@ def test_matrices_page_two_level(store_env, graph):
 
 
 def test_matrix_plot_options_do_not_recompute(store_env, graph, monkeypatch):
-    calls = counting(monkeypatch, "pair_sensitivity")
+    calls = counting(monkeypatch, "pair_sensitivity", importlib.import_module("llamp.lp.matrix"))
     at = page("matrices")
     at.text_input(key="mx_inter_L").set_value("5us").run()  # a key no cache holds
     assert_clean(at)
@@ -378,7 +382,7 @@ def two_level_default(graph, nodes: int = 2, hosts=None):
 def test_placement_page_shows_the_api_numbers(store_env, graph, downloads, monkeypatch):
     """Block, round-robin, volume and the heuristic's mapping: each predicted T is the API's;
     the downloaded rankfile is format_mapping of the best mapping."""
-    runs = counting(monkeypatch, "place")
+    runs = counting(monkeypatch, "place", importlib.import_module("llamp.lp.placement"))
     params = LogGPS()
     machine = two_level_default(graph)
     at = page("placement")

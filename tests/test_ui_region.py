@@ -38,7 +38,7 @@ def store_env(home, monkeypatch):
 
 def test_design_space_page_shows_the_api_regions(store_env, graph):
     params = LogGPS()
-    region = tolerance_region(graph, params, x=[0.01, 0.02, 0.05], axes=("L", "G"))
+    region = tolerance_region(graph, params, levels=[0.01, 0.02, 0.05], axes=("L", "G"))
     at = page("region")
     assert_clean(at)
     assert at.title[0].value == "Network design space"
@@ -128,7 +128,7 @@ def test_the_preview_figure_draws_the_grid_and_one_contour_per_level():
     from llamp.ui import plots
 
     graph = read(SWEEP3D)
-    preview = region_preview(graph, LogGPS(), x=[0.01, 0.05], cells=5)
+    preview = region_preview(graph, LogGPS(), levels=[0.01, 0.05], cells=5)
     fig = plots.region_preview_figure(preview)
     heat, *contours, star = fig.data
     assert heat.type == "heatmap" and star.name == "baseline"

@@ -8,6 +8,7 @@ analysis. The stored shapes (:mod:`llamp.ui.codec`) round-trip exactly and read 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,10 +193,10 @@ def test_classification_is_stored_and_shown_after_a_restart(no_compute):
     label = keyed(at, "class-label").metric[0].value
     runtime = exact_ns(keyed(at, "class-runtime"))
     rules = table(at, "share_needed")
-    assert "ui_classification" in _kinds()
+    assert "classify" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "classify"))
+    started = no_compute((importlib.import_module("llamp.lp.classify"), "classify"))
     at = _open("classification")
     assert_clean(at)
     assert started == []
@@ -230,10 +231,10 @@ def test_matrices_are_stored_and_shown_after_a_restart(no_compute):
     assert_clean(at)
     runtime = exact_ns(keyed(at, "mx-runtime"))
     pairs = table(at, "src")
-    assert "ui_matrices" in _kinds()
+    assert "matrix" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "pair_sensitivity"))
+    started = no_compute((importlib.import_module("llamp.lp.matrix"), "pair_sensitivity"))
     at = _open("matrices")
     assert_clean(at)
     assert started == []

@@ -5,7 +5,7 @@ state in the URL and the links between views. On Sweep3D (run ``sweep3d``) under
 
 from __future__ import annotations
 
-import inspect
+import importlib
 import threading
 import time
 
@@ -14,7 +14,9 @@ import pytest
 from apptest_pages import RUN, arr, assert_clean, exact_ns, figures, keyed, page, table
 
 from llamp.config import parse_duration_ns
-from llamp.lp import critical_latencies, evaluate, tolerance
+from llamp.lp import critical, critical_latencies, evaluate, tolerance
+from llamp.lp.critical import exact_curve
+from llamp.lp.registry import critical_search
 from llamp.params import LogGPS
 from llamp.ui import analyses, stored, tasks
 from llamp.ui import store as ui_store
@@ -32,20 +34,22 @@ def slow_search(monkeypatch):
     """A critical-latency search that reports progress every 10 ms for up to a minute, then
     answers as the real one: a long analysis to watch and cancel."""
     state = {"calls": 0, "stopped": threading.Event()}
-    real = analyses.critical_latencies
+    real = critical.critical_latencies
 
-    def slow(graph, params, lo, hi, *, max_evaluations=None, progress=None):
+    def slow(graph, params, lo, hi, *, progress=None, **options):
+        if progress is None:  # not the Latency page's search (a module imported meanwhile)
+            return real(graph, params, lo, hi, **options)
         state["calls"] += 1
         try:
             for done in range(6000):
-                progress(done)
+                progress(done / 6000, 1, done, 1)
                 time.sleep(0.01)
         except BaseException:
             state["stopped"].set()
             raise
-        return real(graph, params, lo, hi, max_evaluations=max_evaluations)
+        return real(graph, params, lo, hi, **options)
 
-    monkeypatch.setattr(analyses, "critical_latencies", slow)
+    monkeypatch.setattr(critical, "critical_latencies", slow)
     return state
 
 
@@ -68,7 +72,7 @@ def test_long_analysis_shows_progress_and_stops_on_cancel(slow_search):
     at.run()
     panel = keyed(at, "task-latency-critical")
     text = panel.get("progress")[0].proto.text
-    assert text.startswith("Finding the critical latencies: ") and "evaluations of at most" in text
+    assert text.startswith("Finding the critical latencies: ") and "evaluations in" in text
     assert "%" in text and "left" in text, text
     assert 0 < task.fraction < 1
 
@@ -149,14 +153,15 @@ def test_monte_carlo_reports_its_samples_and_stops_at_cancel(graph):
     """The Variability page's work reports the share of samples done after each batch (no
     estimate), and Cancel stops it there: the batches still queued in the pool are dropped
     (all 500,000 samples take ~50 s on Sweep3D here; the cancelled run ends in a moment)."""
-    from llamp.lp.variability import VariabilitySpec
+    from llamp.lp.registry import ANALYSES, Inputs, MonteCarloSettings
 
-    spec = VariabilitySpec(temporal_cv=0.05, samples=500_000, seed=3)
-    key = analyses.param_key(LogGPS())
+    settings = MonteCarloSettings(
+        temporal_cv=0.05, samples=500_000, seed=3, levels=(), runtime_only=True
+    )
     task = tasks.start(
         "test|mc",
         "Monte Carlo",
-        lambda t: analyses.variability_in(t, graph, key, spec, (), False),
+        lambda t: ANALYSES["mc"].run(graph, Inputs(LogGPS(), report=t.report), settings),
         interruptible=False,  # only the report after each batch can stop it
     )
     deadline = time.monotonic() + 60
@@ -204,8 +209,12 @@ def test_results_are_stored_with_the_run_and_reused_after_a_restart(graph, monke
     def never(*args, **kw):
         raise AssertionError("recomputed a stored analysis")
 
-    for name in ("critical_latencies", "tolerance", "predict"):
-        monkeypatch.setattr(analyses, name, never)
+    for module, name in (
+        ("critical", "critical_latencies"),
+        ("tolerance", "tolerance"),
+        ("predict", "predict"),
+    ):
+        monkeypatch.setattr(importlib.import_module(f"llamp.lp.{module}"), name, never)
     at = page("latency")
     at.text_input(key="param_L::latency").set_value("2.5us").run()
     assert_clean(at)
@@ -217,13 +226,13 @@ def test_results_are_stored_with_the_run_and_reused_after_a_restart(graph, monke
 
 def test_display_controls_never_recompute_and_markers_follow_the_threshold(graph, monkeypatch):
     calls = []
-    real = analyses.critical_latencies
+    real = critical.critical_latencies
 
     def counting(*args, **kw):
         calls.append(args[2:4])
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, "critical_latencies", counting)
+    monkeypatch.setattr(critical, "critical_latencies", counting)
     at = page("latency")
     at.text_input(key="param_L::latency").set_value("3.3us").run()
     assert_clean(at)
@@ -320,14 +329,14 @@ def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
     unresolved intervals are chords above T (convexity)."""
     params = LogGPS()
     full = critical_latencies(graph, params, 0.0, 50_000.0)
-    curve = analyses.exact_curve(full, params)
+    curve = exact_curve(full)
     np.testing.assert_allclose(curve["L_ns"].iloc[1:-1], full.critical, rtol=1e-12)
     for seg in full.segments:
         row = curve[curve["L_ns"] == seg.start].iloc[0]
         assert row["runtime_ns"] == seg.runtime_start_ns and row["lambda_L"] == seg.slope
     budgeted = critical_latencies(graph, params, 0.0, 50_000.0, max_evaluations=6)
     assert not budgeted.complete
-    chord = analyses.exact_curve(budgeted, params)
+    chord = exact_curve(budgeted)
     exact_T = np.interp(chord["L_ns"], curve["L_ns"], curve["runtime_ns"])
     np.testing.assert_allclose(chord["runtime_ns"], exact_T, rtol=1e-12)  # its knots are exact
     mid = (chord["L_ns"].to_numpy()[:-1] + chord["L_ns"].to_numpy()[1:]) / 2
@@ -339,10 +348,8 @@ def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
 
 def test_the_critical_latency_search_reports_and_stops_from_its_progress_hook(graph):
     """The hook the Latency page's progress bar and Cancel use (``critical_latencies(progress=)``
-    of lp/critical.py, called after each wave): the page's callback reads it, and raising
-    Cancelled from it stops the search."""
-    if "progress" not in inspect.signature(critical_latencies).parameters:
-        pytest.skip("this lp/critical.py has no progress hook (the Latency page then interrupts)")
+    of lp/critical.py, called after each wave): the registry's search reports it to the task,
+    and raising Cancelled from it stops the search."""
     seen: list[tuple] = []
     crit = critical_latencies(graph, LogGPS(), 0.0, 50_000.0, progress=lambda *a: seen.append(a))
     assert seen and crit.complete
@@ -355,8 +362,8 @@ def test_the_critical_latency_search_reports_and_stops_from_its_progress_hook(gr
             self.fraction, self.text = fraction, text
 
     task = Recorder()
-    found = analyses.critical_search(graph, task, LogGPS(), 0.0, 50_000.0, exhaustive=True)
-    assert found["critical"].critical == crit.critical
+    found = critical_search(graph, LogGPS(), 0.0, 50_000.0, report=task.report)
+    assert found.critical == crit.critical
     assert task.text and "evaluations" in task.text
 
     def stop(*args) -> None:

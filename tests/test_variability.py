@@ -67,7 +67,7 @@ def test_each_sample_equals_the_engine_on_its_own_costs(synchronising):
     """Sample j, re-evaluated by the ordinary analyses on a graph with sample j's costs, gives the
     same T (1e-12), λ_L (exact) and 1 % / 5 % latency tolerance (1e-9)."""
     spec = VariabilitySpec(spatial_cv=0.05, temporal_cv=0.1, samples=12, seed=7)
-    result = monte_carlo(synchronising, PARAMS, spec, tolerances=(0.01, 0.05), batch=5)
+    result = monte_carlo(synchronising, PARAMS, spec, levels=(0.01, 0.05), batch=5)
     for j in (0, 4, 11):
         graph = with_costs(synchronising, sample_costs(synchronising, spec, j))
         ref = predict(graph, PARAMS)

@@ -1,6 +1,8 @@
-"""Cached analysis calls: the :mod:`llamp.lp` functions keyed on run and parameters.
+"""The UI's inputs of the analyses and the page-specific computations that are not a
+registered analysis (:data:`llamp.lp.registry.ANALYSES`: those run through
+:func:`llamp.ui.controls.analysis`).
 
-Every function takes ``run`` (a string naming the store, the run and its identity, from
+Every cached function takes ``run`` (a string naming the store, the run and its identity, from
 :func:`llamp.ui.store.cache_key`), the graph (not hashed: ``_graph``) and the parameters as
 plain tuples, so changing a plot option reruns the page without recomputing an analysis.
 """
@@ -8,12 +10,10 @@ plain tuples, so changing a plot option reruns the page without recomputing an a
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,29 +22,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from llamp.config import format_ns
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp import (
     CriticalLatencies,
-    CriticalPath,
-    Evaluation,
-    Prediction,
     Tolerance,
-    critical_latencies,
-    critical_path,
-    evaluate,
-    predict,
-    rank_time_split,
-    sweep,
-    tolerance,
 )
 from llamp.lp import collectives_whatif as whatif
-from llamp.lp.classify import Classification, Network, Thresholds, classify
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
-from llamp.lp.matrix import PairCosts, PairSensitivity, from_topology, pair_sensitivity, two_level
-from llamp.lp.placement import Machine, Placement, place, topology_machine, two_level_machine
+from llamp.lp.placement import Machine
 from llamp.lp.region import Plane, Region, RegionPreview, region_preview, tolerance_region
+from llamp.lp.registry import ANALYSES, Inputs, MatrixSettings, PlaceSettings, machine
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -58,90 +46,19 @@ from llamp.lp.topology import (
     read_topology,
     topology_model,
 )
-from llamp.lp.variability import Variability, monte_carlo
 from llamp.params import LogGPS
 
-#: (L ns, o ns, G ns/B, S bytes, g ns, progress, nic): a hashable LogGPS.
-ParamKey = tuple[float, float, float, int, float, str, str]
+#: Every field of :class:`LogGPS` in its order (L ns, o ns, G ns/B, S bytes, g ns and the model
+#: options): a hashable LogGPS.
+ParamKey = tuple
 
 
 def param_key(params: LogGPS) -> ParamKey:
-    return (
-        float(params.L),
-        float(params.o),
-        float(params.G),
-        int(params.S),
-        float(params.g),
-        params.progress,
-        params.nic,
-    )
+    return dataclasses.astuple(params)
 
 
 def params_of(key: ParamKey) -> LogGPS:
-    L, o, G, S, g, progress, nic = key
-    return LogGPS(L=L, o=o, G=G, S=S, g=g, progress=progress, nic=nic)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def predict_at(run: str, _graph: ExecutionGraph, params: ParamKey) -> Prediction:
-    """``T``, ``λ_L``, ``λ_G``, ``λ_o``, ``ρ_L`` at ``params``."""
-    return predict(_graph, params_of(params))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def tolerance_at(
-    run: str, _graph: ExecutionGraph, params: ParamKey, levels: tuple[float, ...]
-) -> Tolerance:
-    """x% L and G tolerance for each x in ``levels`` (fractions)."""
-    return tolerance(_graph, params_of(params), levels)
-
-
-@dataclass(frozen=True)
-class LatencyCurve:
-    """``T(L)`` over [lo, hi]: its exact breakpoints and a sweep that includes them."""
-
-    critical: CriticalLatencies
-    sweep: pd.DataFrame
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def latency_curve(
-    run: str,
-    _graph: ExecutionGraph,
-    params: ParamKey,
-    lo: float,
-    hi: float,
-    points: int,
-    extra: tuple[float, ...] = (),
-) -> LatencyCurve:
-    """Critical latencies in [lo, hi] and a sweep of ``points`` evenly spaced values of L plus
-    every critical latency and each of ``extra`` in the range (so the plotted polyline of the
-    piecewise-linear ``T(L)`` is exact)."""
-    p = params_of(params)
-    crit = critical_latencies(_graph, p, lo, hi)
-    values = np.concatenate(
-        [np.linspace(lo, hi, points), np.asarray(crit.critical, float), np.asarray(extra, float)]
-    )
-    values = np.unique(values[(values >= lo) & (values <= hi)])
-    return LatencyCurve(critical=crit, sweep=sweep(_graph, p, values))
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def schedule(run: str, _graph: ExecutionGraph, params: ParamKey) -> Evaluation:
-    """Per-vertex start/finish/slack/critical at ``params``."""
-    return evaluate(_graph, params_of(params))
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def path_at(run: str, _graph: ExecutionGraph, params: ParamKey) -> CriticalPath:
-    """The critical path and its per-rank split at ``params``."""
-    return critical_path(_graph, params_of(params))
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def time_split(run: str, _graph: ExecutionGraph, params: ParamKey) -> pd.DataFrame:
-    """Each rank's compute/overhead/blocked split (:func:`llamp.lp.rank_time_split`)."""
-    return rank_time_split(_graph, schedule(run, _graph, params))
+    return LogGPS(*key)
 
 
 def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
@@ -151,70 +68,6 @@ def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
     if not finite:
         return 0.0, L0 + 100_000.0
     return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
-
-
-# ---------------------------------------------------------------------- latency page (background)
-def latency_head(graph: ExecutionGraph, task, params: LogGPS, levels: tuple[float, ...]) -> dict:
-    """``T``, λ at ``params`` and the x% L and G tolerances (a few graph passes)."""
-    task.report(None, "predicting T(L0)")
-    pred = predict(graph, params)
-    task.report(0.3, "finding the x% tolerances")
-    tol = tolerance(graph, params, levels)
-    return {"predict": pred, "tolerance": tol}
-
-
-def critical_search(
-    graph: ExecutionGraph, task, params: LogGPS, lo: float, hi: float, exhaustive: bool
-) -> dict:
-    """The critical latencies in [lo, hi] (LLAMP Alg. 2, exact), within the automatic
-    evaluation budget of :func:`llamp.lp.critical.evaluation_budget` unless ``exhaustive``.
-    Progress is what the search reports after each wave (the share of the λ_L jump over the
-    range already resolved); a search without that hook is stopped by the task's interrupt."""
-    from llamp.lp.critical import evaluation_budget
-
-    budget = None if exhaustive else evaluation_budget(graph, params)
-    kwargs: dict = {"max_evaluations": budget}
-    if "progress" in inspect.signature(critical_latencies).parameters:
-
-        def progress(done: float, *wave: int) -> None:
-            """``(share of the λ jump resolved, waves, evaluations, open intervals)`` after each
-            wave (lp/critical.py), or the evaluations done so far."""
-            if wave:
-                waves, calls, pending = wave
-                task.report(done, f"{calls:,} evaluations in {waves:,} waves, {pending:,} open")
-            elif budget:
-                task.report(done / budget, f"{done:,} evaluations of at most {budget:,}")
-            else:
-                task.report(None, f"{done:,} evaluations")
-
-        kwargs["progress"] = progress
-    task.report(0.0, "searching")
-    return {"critical": critical_latencies(graph, params, lo, hi, **kwargs)}
-
-
-def exact_curve(crit: CriticalLatencies, params: LogGPS) -> pd.DataFrame:
-    """``T``, ``λ_L`` (right derivative) and ``ρ_L`` at every end of the exact segments of
-    ``crit``: ``T`` is linear and ``λ_L`` constant between two consecutive rows, so this is
-    ``T(L)`` over the whole range with no further evaluation (across an interval the search
-    left unresolved, the straight line is an upper bound: ``T`` is convex)."""
-    L = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
-    T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
-    lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
-    if crit.segments:
-        last = max(crit.segments, key=lambda s: s.end)
-        L.append(last.end)
-        T.append(last.runtime_end_ns)
-        lam.append(last.slope)
-    frame = pd.DataFrame({"L_ns": L, "runtime_ns": T, "lambda_L": lam}).sort_values("L_ns")
-    frame = frame.drop_duplicates("L_ns", keep="first").reset_index(drop=True)
-    runtime = frame["runtime_ns"].to_numpy(float)
-    frame["rho_L"] = np.divide(
-        frame["L_ns"].to_numpy(float) * frame["lambda_L"].to_numpy(float),
-        runtime,
-        out=np.zeros(len(frame)),
-        where=runtime > 0,
-    )
-    return frame
 
 
 #: Columns of :func:`breakpoints`.
@@ -231,31 +84,16 @@ BREAKPOINT_COLUMNS = (
 )
 
 
-def breakpoints(crit: CriticalLatencies, min_jump: float) -> tuple[pd.DataFrame, bool]:
+def breakpoints(crit: CriticalLatencies, min_jump: float) -> pd.DataFrame:
     """The critical latencies that matter, ranked by the jump of λ_L
-    (``CriticalLatencies.significant(min_jump)``), and whether that ranking was available;
-    without it, every exact breakpoint, ranked the same way."""
-    significant = getattr(crit, "significant", None)
-    if callable(significant):
-        rows = [
-            (b.at, b.lo, b.hi, b.slope_before, b.slope_after, b.jump, b.relative_jump, b.merged)
-            for b in significant(min_jump=min_jump)
-        ]
-        merged = True
-    else:
-        starts = np.array([s.start for s in crit.segments], float)
-        slopes = np.array([s.slope for s in crit.segments], float)
-        rows = []
-        for x in crit.critical:
-            right = int(np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1))
-            before, after = float(slopes[max(right - 1, 0)]), float(slopes[right])
-            jump = after - before
-            rows.append((x, x, x, before, after, jump, jump / max(before, 1.0), 1))
-        rows.sort(key=lambda r: -r[5])
-        merged = False
+    (:meth:`~llamp.lp.critical.CriticalLatencies.significant`)."""
+    rows = [
+        (b.at, b.lo, b.hi, b.slope_before, b.slope_after, b.jump, b.relative_jump, b.merged)
+        for b in crit.significant(min_jump=min_jump)
+    ]
     frame = pd.DataFrame(rows, columns=list(BREAKPOINT_COLUMNS[1:]))
     frame.insert(0, "rank", np.arange(1, len(frame) + 1))
-    return frame, merged
+    return frame
 
 
 # ---------------------------------------------------------------------- network what-ifs
@@ -399,34 +237,23 @@ def topology_sweep(
 CostSource = tuple
 
 
-def pair_costs(num_ranks: int, params: LogGPS, source: CostSource) -> PairCosts:
-    """Per-pair ``L_ij``, ``G_ij`` of ``source`` for ``num_ranks`` ranks."""
+def matrix_of(params: LogGPS, source: CostSource) -> tuple[Inputs, MatrixSettings]:
+    """The inputs and settings of the registry's ``matrix`` for ``source``."""
     kind = source[0]
+    settings = ANALYSES["matrix"].default_settings()
     if kind == "uniform":
-        return PairCosts(
-            np.full((num_ranks, num_ranks), float(params.L)),
-            np.full((num_ranks, num_ranks), float(params.G)),
-            f"uniform (L={params.L:g} ns, G={params.G:g} ns/B)",
-        )
+        return Inputs(params), settings
     if kind == "two-level":
         _, ranks_per_node, intra, inter = source
-        return two_level(dense_mapping(num_ranks, ranks_per_node).node_of_rank, intra, inter)
+        return Inputs(params), dataclasses.replace(
+            settings, ranks_per_node=ranks_per_node, intra=intra, inter=inter
+        )
     if kind == "topology":
         _, topo_source, ranks_per_node, latencies = source
         topo = topology_of(topo_source)
-        return from_topology(
-            topo, dense_mapping(num_ranks, ranks_per_node), params, latencies_of(latencies, topo)
-        )
+        inputs = Inputs(params, topology=topo, latencies=latencies_of(latencies, topo))
+        return inputs, dataclasses.replace(settings, ranks_per_node=ranks_per_node)
     raise InputError(f"unknown source of L_ij, G_ij: {kind!r}")
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def pair_sensitivity_at(
-    run: str, _graph: ExecutionGraph, params: ParamKey, source: CostSource
-) -> PairSensitivity:
-    """``T`` and the directed ``λ_L^{ij}``, ``λ_G^{ij}`` under the costs of ``source``."""
-    p = params_of(params)
-    return pair_sensitivity(_graph, p, pair_costs(_graph.num_ranks, p, source))
 
 
 #: A machine for rank placement (App. J): ``("two-level", nodes, ranks per node, intra Level,
@@ -437,74 +264,49 @@ MachineSpec = tuple
 PlacementBudget = tuple[float, int, int, str, int]
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def machine_of(params: ParamKey, spec: MachineSpec) -> Machine:
-    """The :class:`~llamp.lp.placement.Machine` of ``spec`` (node-to-node L and G)."""
+def placement_of(
+    params: ParamKey, spec: MachineSpec, budget: PlacementBudget | None = None
+) -> tuple[Inputs, PlaceSettings]:
+    """The inputs and settings of the registry's ``place`` for a machine ``spec`` and a
+    heuristic ``budget`` (default: the command line's)."""
+    settings = ANALYSES["place"].default_settings()
+    if budget is not None:
+        budget_s, max_swaps, candidates, start, seed = budget
+        settings = dataclasses.replace(
+            settings,
+            budget_s=budget_s,
+            max_swaps=max_swaps,
+            candidates=candidates,
+            start=start,
+            seed=seed,
+        )
     kind = spec[0]
     if kind == "two-level":
         _, nodes, ranks_per_node, intra, inter, hosts = spec
-        return two_level_machine(nodes, ranks_per_node, intra, inter, hostnames=list(hosts) or None)
+        settings = dataclasses.replace(
+            settings, nodes=nodes, ranks_per_node=ranks_per_node, intra=intra, inter=inter
+        )
+        return Inputs(params_of(params), hostnames=tuple(hosts) or None), settings
     if kind == "topology":
         _, source, nodes, ranks_per_node, latencies, hosts = spec
         topo = topology_of(source)
-        return topology_machine(
-            topo,
-            nodes,
-            ranks_per_node,
+        settings = dataclasses.replace(settings, nodes=nodes, ranks_per_node=ranks_per_node)
+        inputs = Inputs(
             params_of(params),
-            latencies_of(latencies, topo),
-            hostnames=list(hosts) or None,
+            topology=topo,
+            latencies=latencies_of(latencies, topo),
+            hostnames=tuple(hosts) or None,
         )
+        return inputs, settings
     raise InputError(f"unknown machine kind {kind!r}")
 
 
-def _placement_key(run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget):
-    return (run, params, machine, budget)
-
-
-def stored_placement(
-    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
-) -> Placement | None:
-    """The placement already computed in this session for these inputs, if any."""
-    memo = st.session_state.get("_placement_memo", {})
-    return memo.get(_placement_key(run, params, machine, budget))
-
-
-def placement_in(
-    task, graph: ExecutionGraph, params: ParamKey, machine: MachineSpec, budget: PlacementBudget
-) -> Placement:
-    """Algorithm 3 (App. J) against the block, round-robin and volume baselines in a background
-    task (:mod:`llamp.ui.tasks`): the fraction done is the larger of swaps / most swaps and
-    elapsed / time budget; Cancel stops it after the current swap."""
-    budget_s, max_swaps, candidates, start, seed = budget
-    task.report(0.0, "evaluating the baselines (block, round-robin, volume)")
-    began = time.perf_counter()
-
-    def progress(iteration: int, runtime_ns: float) -> None:
-        done = max(iteration / max(max_swaps, 1), (time.perf_counter() - began) / budget_s)
-        task.report(min(done, 0.99), f"swap {iteration} accepted: T = {format_ns(runtime_ns)}")
-
-    return place(
-        graph,
-        params_of(params),
-        machine_of(params, machine),
-        budget_s=budget_s,
-        max_iterations=max_swaps,
-        candidates=candidates,
-        start=start,
-        seed=seed,
-        progress=progress,
-    )
-
-
-def remember_placement(
-    run: str, params: ParamKey, machine: MachineSpec, budget: PlacementBudget, result: Placement
-) -> None:
-    """Keep a placement computed in the background for this session (:func:`stored_placement`)."""
-    memo = st.session_state.setdefault("_placement_memo", {})
-    memo[_placement_key(run, params, machine, budget)] = result
-    while len(memo) > 8:  # the oldest first (dicts keep insertion order)
-        memo.pop(next(iter(memo)))
+@st.cache_data(max_entries=16, show_spinner=False)
+def machine_of(params: ParamKey, spec: MachineSpec) -> Machine:
+    """The :class:`~llamp.lp.placement.Machine` of ``spec`` (node-to-node L and G), built by
+    :func:`llamp.lp.registry.machine`."""
+    inputs, settings = placement_of(params, spec)
+    return machine(settings.nodes, inputs, settings)
 
 
 # ---------------------------------------------------------------------- application what-ifs
@@ -604,7 +406,7 @@ def collective_comparison(
             _variants(variants),
             params_of(params),
             [params[0]],
-            tolerances=levels,
+            levels=levels,
             lenient=lenient,
             progress=progress or False,
         ),
@@ -676,89 +478,6 @@ def whatif_estimate(
     )
 
 
-#: Tong et al.'s thresholds: (compute share, bound share, sensitive share, insensitive change,
-#: decrease factor, span), as :class:`llamp.lp.classify.Thresholds` takes them.
-ThresholdKey = tuple[float, float, float, float, float, int]
-#: A target network: (name, bandwidth Gb/s, latency ns, source).
-NetworkKey = tuple[str, float, float, str]
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def classification(
-    run: str,
-    _graph: ExecutionGraph,
-    network: NetworkKey,
-    params: ParamKey,
-    thresholds: ThresholdKey,
-) -> Classification:
-    """Tong et al.'s class (C1–C5) on ``network``; ``params`` gives ``o`` and ``S`` (its L and G
-    are replaced by each configuration's)."""
-    return classify(
-        _graph, Network(*network), params=params_of(params), thresholds=Thresholds(*thresholds)
-    )
-
-
-def _variability_key(run: str, params: ParamKey, spec, levels, sensitivity: bool):
-    return (run, params, spec, levels, sensitivity)
-
-
-def stored_variability(
-    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool
-) -> Variability | None:
-    """The Monte Carlo already run in this session for these inputs, if any."""
-    memo = st.session_state.get("_variability_memo", {})
-    return memo.get(_variability_key(run, params, spec, levels, sensitivity))
-
-
-def remember_variability(
-    run: str, params: ParamKey, spec, levels: tuple[float, ...], sensitivity: bool, result
-) -> None:
-    """Keep a Monte Carlo run in the background for this session (:func:`stored_variability`)."""
-    memo = st.session_state.setdefault("_variability_memo", {})
-    memo[_variability_key(run, params, spec, levels, sensitivity)] = result
-    while len(memo) > 8:
-        memo.pop(next(iter(memo)))
-
-
-def variability_in(
-    task,
-    graph: ExecutionGraph,
-    params: ParamKey,
-    spec,
-    levels: tuple[float, ...],
-    sensitivity: bool,
-) -> Variability:
-    """:func:`llamp.lp.variability.monte_carlo` in a background task (:mod:`llamp.ui.tasks`).
-
-    The task's fraction is the share of samples done, reported after each batch of samples on
-    the task's own thread (so the time left is extrapolated from real progress), and Cancel
-    stops the run there: the report raises, the batches not started are dropped. The result
-    is the one ``monte_carlo`` returns for ``spec``, sample for sample.
-    """
-    threads = max(1, min(len(os.sched_getaffinity(0)), -(-spec.samples // 16)))
-    text = f"sampling {spec.samples:,} runs on {threads} thread{'s' if threads > 1 else ''}"
-    task.report(0.0, text)
-    return monte_carlo(
-        graph,
-        params_of(params),
-        spec,
-        tolerances=levels,
-        sensitivity=sensitivity,
-        on_samples=lambda done: task.report(done / spec.samples, text),
-    )
-
-
-def tolerance_levels(text: str) -> tuple[float, ...]:
-    """``"1, 2, 5"`` (percent) → ``(0.01, 0.02, 0.05)``, sorted and without repeats."""
-    try:
-        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
-    except ValueError as err:
-        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
-    if not values or values[0] <= 0:
-        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
-    return tuple(values)
-
-
 # ---------------------------------------------------------------------- joint tolerance regions
 @dataclass(frozen=True, eq=False)
 class RegionMap:
@@ -782,7 +501,7 @@ def region_map(
 ) -> RegionMap:
     """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) and ``T`` on a
     ``cells × cells`` grid of their box (one batched sweep per group of cells)."""
-    region = tolerance_region(_graph, params_of(params), x=levels, axes=axes, box=dict(box))
+    region = tolerance_region(_graph, params_of(params), levels=levels, axes=axes, box=dict(box))
     us = np.linspace(0.0, region.box[0], cells)
     vs = np.linspace(0.0, region.box[1], cells)
     return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
@@ -801,7 +520,7 @@ def region_preview_map(
     """``T`` on the region's box in seconds (:func:`llamp.lp.region.region_preview`), shown
     while the exact polygons of :func:`region_map` are computed."""
     return region_preview(
-        _graph, params_of(params), x=levels, axes=axes, box=dict(box), cells=cells
+        _graph, params_of(params), levels=levels, axes=axes, box=dict(box), cells=cells
     )
 
 

@@ -359,6 +359,7 @@ def background(
     *,
     stored_as: str | None = None,
     shape: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None,
+    start: bool = True,
 ) -> Any:
     """``compute(graph, task)`` of the selected run in the background (:mod:`llamp.ui.tasks`),
     keyed on the run, the parameters and ``inputs``: its result, or ``None`` while it runs
@@ -367,13 +368,17 @@ def background(
     ``stored_as``: the result is kept as an Analysis node of that kind (:mod:`llamp.ui.stored`)
     keyed on the run's token, the parameters and ``inputs``, and a stored one is returned at
     once, without a task. ``shape``: (what to store of a result, ``None`` for nothing; the
-    result from what was stored), for a result holding live objects."""
+    result from what was stored), for a result holding live objects. ``start=False``: only
+    a stored result or one of a task already started (a page that computes on a button)."""
     to_store, from_store = shape or (lambda r: r, lambda r: r)
     key = stored.page_key(sel.params, sel.token, inputs=inputs) if stored_as else {}
     if stored_as:
         found = stored.find(sel.run, sel.name, stored_as, key)
         if found is not None:
             return from_store(found)
+    task_key = f"{slot}|{sel.run}|{sel.key}|{inputs!r}"
+    if not start and tasks.get(task_key) is None:
+        return None
 
     def work(task: tasks.Task) -> Any:
         task.report(None, f"loading run {sel.name!r}")
@@ -386,4 +391,46 @@ def background(
                 stored.save(sel.run, sel.name, stored_as, key, kept)
         return result
 
-    return tasks.result(f"{slot}|{sel.run}|{sel.key}|{inputs!r}", label, work, slot=slot)
+    return tasks.result(task_key, label, work, slot=slot)
+
+
+def levels(text: str) -> tuple[float, ...]:
+    """Tolerance levels typed on a page (``"1, 2, 5"``, percentages) as sorted fractions, read
+    as ``--x`` reads them (:func:`llamp.lp.registry.levels`)."""
+    from llamp.lp.registry import levels as parse_levels
+
+    return parse_levels(text, "tolerance levels")
+
+
+def analysis(
+    sel: Selection,
+    name: str,
+    label: str,
+    settings: Any = None,
+    inputs: Any = None,
+    *,
+    slot: str | None = None,
+    identity: object = None,
+    start: bool = True,
+) -> Any:
+    """Analysis ``name`` of the registry (:data:`llamp.lp.registry.ANALYSES`) on the selected
+    run: the stored result at once, else computed in the background (:func:`background`, its
+    progress reported to the page) and stored as an Analysis node of the entry's kind.
+    ``settings`` default to the command line's; ``inputs`` (:class:`~llamp.lp.registry.Inputs`)
+    to the sidebar's parameters; ``identity`` names inputs whose ``repr`` is not their
+    identity (an uploaded topology: its source); ``start``: as :func:`background`'s."""
+    import dataclasses
+
+    from llamp.lp.registry import ANALYSES, Inputs
+
+    entry = ANALYSES[name]
+    settings = entry.default_settings() if settings is None else settings
+    inputs = Inputs(sel.params) if inputs is None else inputs
+
+    def compute(graph: ExecutionGraph, task: tasks.Task) -> Any:
+        return entry.run(graph, dataclasses.replace(inputs, report=task.report), settings)
+
+    key = identity if identity is not None else dataclasses.replace(inputs, report=None)
+    return background(
+        sel, slot or name, label, compute, (name, settings, key), stored_as=entry.kind, start=start
+    )

@@ -98,7 +98,7 @@ REPORT_POINTS = 11
 
 def sampled(curve: pd.DataFrame, lo: float, hi: float, points: int = REPORT_POINTS) -> pd.DataFrame:
     """``T``, λ_L and ρ_L at ``points`` latencies over [lo, hi] read off the exact curve of
-    :func:`llamp.ui.analyses.exact_curve` (``T`` linear and λ_L constant between two of its
+    :func:`llamp.lp.critical.exact_curve` (``T`` linear and λ_L constant between two of its
     rows), without evaluating the graph."""
     L = np.linspace(lo, hi, points)
     xs = curve["L_ns"].to_numpy(float)
@@ -120,7 +120,7 @@ def _latency_report(
 ):
     def build() -> str:
         from llamp.lp import critical_path
-        from llamp.lp.html_report import ReportData, exact_curve, render_report
+        from llamp.lp.html_report import ReportData, render_report, report_curve
 
         graph = store.load_graph(name, token)
         table = sampled(curve, crit.lo, crit.hi)
@@ -129,7 +129,7 @@ def _latency_report(
             params=params,
             prediction=prediction,
             sweep=table,
-            curve=exact_curve(crit, table),
+            curve=report_curve(crit, table),
             critical=crit,
             tolerance=tol,
             path=critical_path(graph, params),

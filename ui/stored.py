@@ -38,12 +38,11 @@ import numpy as np
 from llamp import config
 from llamp.graph import ExecutionGraph
 from llamp.lp import CriticalLatencies, Prediction, Tolerance, ToleranceLevel
-from llamp.lp.classify import Classification, Network, Thresholds
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, VariantCurve
 from llamp.lp.compare import RunFigures
 from llamp.lp.critical import Segment, Unresolved
-from llamp.lp.matrix import PairCosts, PairSensitivity
-from llamp.lp.region import Axis, Region, RegionEdge, RegionLevel, RegionPreview
+from llamp.lp.region import Region, RegionPreview
+from llamp.lp.registry import ANALYSES
 from llamp.lp.topology import TopologyAnalysis
 from llamp.params import LogGPS
 from llamp.ui import codec, store, tasks
@@ -226,30 +225,11 @@ def _load_critical(d: dict[str, Any], params: LogGPS) -> CriticalLatencies:
     return CriticalLatencies(params=params, **fields)
 
 
-# The other pages' results: one ``value``, in the codec's shapes.
-for _cls in (
-    LogGPS,
-    Network,
-    Thresholds,
-    Classification,
-    Axis,
-    RegionEdge,
-    RegionLevel,
-    RegionPreview,
-    RegionMap,
-    PairCosts,
-    PairSensitivity,
-    TopologyAnalysis,
-    Prediction,
-    ToleranceLevel,
-    Tolerance,
-    RunFigures,
-    Segment,
-    Unresolved,
-    CriticalLatencies,
-    Variant,
-    VariantCurve,
-):
+# The stored shapes: every registered analysis' result types, and the pages' own results.
+for _entry in ANALYSES.values():
+    for _cls in _entry.stored:
+        codec.register(_cls)
+for _cls in (RegionPreview, RegionMap, TopologyAnalysis, RunFigures, Variant, VariantCurve):
     codec.register(_cls)
 codec.register(Region, plane=None)  # T at a design needs the graph: the page loads it then
 codec.register(CollectiveComparison, graphs={})  # the expanded graphs stay in the process

@@ -185,11 +185,6 @@ def _detected(path: Path) -> str | None:
         return None
 
 
-def _depth(root: Path, candidate: Path) -> int:
-    folder = candidate if candidate.is_dir() else candidate.parent
-    return len(folder.relative_to(root).parts)
-
-
 def _list_covers(list_file: Path) -> set[Path]:
     """The folders holding the rank files a SimGrid list file names (a ``-trace-ti`` output is
     such a list beside a folder of rank files: both stand for the same trace)."""

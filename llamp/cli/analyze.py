@@ -2,198 +2,44 @@
 
 GRAPH is an ``.npz`` graph, a ``.goal`` file, a trace directory, or the name of a stored run.
 ``--ranks``/``--window`` restrict the analysis to a subgraph; ``--save`` writes the result
-back to the graph store when GRAPH is a stored run.
+back to the graph store when GRAPH is a stored run (:mod:`llamp.cli.base`). Each analysis and
+its options come from :data:`llamp.lp.registry.ANALYSES`; this module prints its tables.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import time
-from typing import Any
+from dataclasses import replace
 
 import click
 import numpy as np
 
 from llamp import config
 from llamp.cli.base import (
+    analysis_settings,
+    budget_option,
     cli,
-    collectives_option,
     emit_json,
     engine_option,
-    host_speed_option,
+    graph_argument,
     json_option,
     latency_options,
-    levels_option,
-    load_graph_spec,
     message,
     params_options,
-    parse_collectives,
-    refuse_host_speed_for_run,
+    progress_bar,
+    save_option,
+    settings_options,
     table,
+    write_back,
 )
-from llamp.config import (
-    format_ns,
-    format_percent,
-    parse_percents,
-    parse_range,
-)
-from llamp.errors import InputError
+from llamp.config import format_ns, format_percent, parse_range
 from llamp.graph import ExecutionGraph
+from llamp.lp.registry import ANALYSES, Inputs, critical_search, resolve_budget
+from llamp.lp.registry import levels as levels_of
 from llamp.params import LogGPS
-
-
-def _parse_ranks(text: str, num_ranks: int) -> np.ndarray:
-    """``"0-7,12"`` → sorted unique rank ids, checked against the graph."""
-    spans = config.parse_rank_set(text, num_ranks)
-    ranks = np.concatenate([np.arange(a, b + 1, dtype=np.int32) for a, b in spans])
-    return np.unique(ranks)
-
-
-def _parse_window(text: str) -> tuple[float, float]:
-    """``"10ms:20ms"`` → (1e7, 2e7) ns; either end may be empty."""
-    return config.parse_window_ns(text)
-
-
-def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> ExecutionGraph:
-    """The subgraph of ``ranks`` and trace-time ``window`` (``None`` keeps everything)."""
-    if not ranks and not window:
-        return graph
-    keep = np.ones(graph.num_vertices, dtype=bool)
-    parts = []
-    if ranks:
-        keep &= np.isin(graph.rank, _parse_ranks(ranks, graph.num_ranks))
-        parts.append(f"ranks {ranks}")
-    if window:
-        if graph.t_trace_ns is None:
-            raise InputError("--window needs trace timestamps, and this graph has none (GOAL?)")
-        lo, hi = _parse_window(window)
-        keep &= (graph.t_trace_ns >= lo) & (graph.t_trace_ns < hi)
-        parts.append(f"window {window}")
-    if not keep.any():
-        raise InputError(f"the selection ({', '.join(parts)}) contains no vertex")
-    return graph.subgraph(keep, name=f"{graph.name}[{'; '.join(parts)}]")
-
-
-def _load(
-    ctx: click.Context,
-    spec: str,
-    collectives: str | None,
-    ranks,
-    window,
-    iterations,
-    host_speed: str | None = None,
-):
-    """A file or directory is read and cut in memory; a stored run is cut by the store's
-    Cypher catalogue (the same subgraph semantics, tested equal)."""
-    from pathlib import Path
-
-    if Path(spec).exists():
-        if iterations:
-            raise InputError(
-                "--iterations selects by collective calls of a stored run; ingest it with --name"
-            )
-        graph = load_graph_spec(
-            spec, collectives=parse_collectives(collectives), host_speed=host_speed
-        )
-        return select(graph, ranks, window)
-    if host_speed is not None:
-        refuse_host_speed_for_run(spec)
-    if collectives:
-        raise InputError(
-            f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)"
-        )
-    from llamp.graphdb import open_store
-
-    with open_store(ctx.obj.get("store_uri"), read_only=True) as store:
-        if not store.has_run(spec):
-            raise InputError(f"{spec}: no such file, directory or stored run")
-        if not (ranks or window or iterations):
-            return store.load_run(spec)
-        info = store.run_info(spec)
-        kwargs: dict[str, Any] = {}
-        if ranks:
-            kwargs["ranks"] = _parse_ranks(ranks, info.ranks).tolist()
-        if window:
-            kwargs["trace_window_ns"] = _parse_window(window)
-        if iterations:
-            a, _, b = iterations.partition(":")
-            try:
-                kwargs["collectives"] = (int(a), int(b) if b.strip() else None)
-            except ValueError as err:
-                raise InputError(
-                    f"--iterations: {iterations!r} is not K:M (collective calls)"
-                ) from err
-        return store.select(spec, **kwargs)
-
-
-def graph_argument(func):
-    """GRAPH plus --collectives, --host-speed, --ranks, --window, --iterations; the command
-    receives ``graph``."""
-
-    @functools.wraps(func)
-    def wrapper(
-        graph_spec: str, collectives: str | None, host_speed, ranks, window, iterations, **kw
-    ):
-        graph = _load(
-            click.get_current_context(),
-            graph_spec,
-            collectives,
-            ranks,
-            window,
-            iterations,
-            host_speed,
-        )
-        return func(graph=graph, graph_spec=graph_spec, **kw)
-
-    wrapper = click.option(
-        "--iterations",
-        default=None,
-        help="Stored runs: from the K-th to before the M-th collective call (K:M, M optional).",
-    )(wrapper)
-    wrapper = click.option(
-        "--window", default=None, help="Trace-time window FROM:TO, e.g. 10ms:20ms."
-    )(wrapper)
-    wrapper = click.option("--ranks", default=None, help="Analyse only these ranks, e.g. 0-7,12.")(
-        wrapper
-    )
-    wrapper = host_speed_option(wrapper)
-    wrapper = collectives_option(wrapper)
-    return click.argument("graph_spec", metavar="GRAPH")(wrapper)
-
-
-def _save_option(func):
-    return click.option(
-        "--save",
-        is_flag=True,
-        help="Write the result back to the graph store (GRAPH must be a stored run).",
-    )(func)
-
-
-def _write_back(
-    graph_spec: str,
-    kind: str,
-    params: LogGPS,
-    scalars: dict[str, Any],
-    per_vertex=None,
-    graph: ExecutionGraph | None = None,
-) -> str:
-    from llamp.graphdb import open_store
-
-    if per_vertex is not None and graph is not None and "parent" in graph.meta:
-        raise InputError(
-            "--save stores per-op results of the whole run; run it without --ranks/--window/--iterations"
-        )
-
-    ctx = click.get_current_context()
-    with open_store(ctx.obj.get("store_uri")) as store:
-        if not store.has_run(graph_spec):
-            raise InputError(f"--save: {graph_spec!r} is not a stored run (ingest it with --name)")
-        return store.write_analysis(
-            graph_spec, kind, params.as_dict(), scalars, per_vertex=per_vertex
-        )
 
 
 # ---------------------------------------------------------------------- predict
@@ -202,31 +48,17 @@ def _write_back(
 @params_options
 @engine_option
 @json_option
-@_save_option
+@save_option
 def predict(
     graph: ExecutionGraph, graph_spec: str, params: LogGPS, engine: str, as_json: bool, save: bool
 ) -> None:
     """Runtime T and sensitivities λ_L, λ_G, λ_o, ρ_L at one configuration."""
-    from llamp.lp import evaluate
-    from llamp.lp import predict as run_predict
-
     choice = _engine_choice(engine, graph)
-    result = run_predict(graph, params, engine=engine)
-    payload = result.as_dict() | {"engine_note": choice.note}
+    result, payload = _run("predict", graph, Inputs(params, engine))
+    payload["engine_note"] = choice.note
     if save:
-        ev = evaluate(graph, params)
-        import pandas as pd
-
-        per_vertex = pd.DataFrame(
-            {
-                "vid": np.arange(graph.num_vertices),
-                "start_ns": ev.start_ns,
-                "slack_ns": ev.slack_ns,
-                "critical": ev.critical,
-            }
-        )
-        payload["analysis_id"] = _write_back(
-            graph_spec, "predict", params, result.as_dict(), per_vertex, graph
+        payload["analysis_id"] = write_back(
+            graph_spec, "predict", params, result.as_dict(), _schedule(graph, params), graph
         )
     if as_json:
         emit_json(payload)
@@ -242,6 +74,31 @@ def predict(
     click.echo(_params_line(params))
     click.echo(table(rows, ("quantity", "value")))
     _echo_note(choice)
+
+
+def _run(name: str, graph: ExecutionGraph, inputs: Inputs, settings=None):
+    """The result of analysis ``name`` (:data:`llamp.lp.registry.ANALYSES`) and its JSON."""
+    entry = ANALYSES[name]
+    settings = entry.default_settings() if settings is None else settings
+    result = entry.run(graph, inputs, settings)
+    return result, entry.payload(result, settings, inputs)
+
+
+def _schedule(graph: ExecutionGraph, params: LogGPS):
+    """Per-vertex start, slack and critical flag: what ``--save`` stores per operation."""
+    import pandas as pd
+
+    from llamp.lp import evaluate
+
+    ev = evaluate(graph, params)
+    return pd.DataFrame(
+        {
+            "vid": np.arange(graph.num_vertices),
+            "start_ns": ev.start_ns,
+            "slack_ns": ev.slack_ns,
+            "critical": ev.critical,
+        }
+    )
 
 
 def _engine_choice(engine: str, graph: ExecutionGraph):
@@ -269,26 +126,16 @@ def _params_line(params: LogGPS) -> str:
 @params_options
 @engine_option
 @json_option
-@click.option(
-    "--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True
-)
-@click.option(
-    "--from", "lo", default="0", show_default=True, help="First value (L/o: 0us; G: ns/B)."
-)
-@click.option("--to", "hi", default="100us", show_default=True, help="Last value.")
-@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
+@settings_options("sweep")
+@analysis_settings("sweep")
+def sweep(graph, graph_spec, params, engine, as_json, settings) -> None:
     """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
-    from llamp.lp.predict import sweep_rows
-
-    a, b = parse_range(parameter, lo, hi)
     choice = _engine_choice(engine, graph)
-    points_ = sweep_rows(
-        graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine
-    )
+    result, payload = _run("sweep", graph, Inputs(params, engine), settings)
     if as_json:
-        emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
+        emit_json(payload | {"engine_note": choice.note})
         return
+    parameter, points_ = result.parameter, result.points
     col = next(iter(points_[0]))
     rows = [
         (
@@ -305,102 +152,25 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
     _echo_note(choice)
 
 
-def _budget_option(default: str):
-    return click.option(
-        "--max-evaluations",
-        "budget",
-        default=default,
-        show_default=True,
-        metavar="N|auto|all",
-        help="Budget of T evaluations for the critical-value search: all (exact, however "
-        "long), auto (one to two minutes on a 2-core machine) or a number. Intervals left "
-        "unresolved are listed.",
-    )
-
-
-def parse_budget(text: str, graph: ExecutionGraph, params: LogGPS) -> int | None:
-    """:func:`llamp.config.parse_budget`, with ``auto`` resolved for ``graph`` by
-    :func:`llamp.lp.critical.evaluation_budget`."""
-    budget = config.parse_budget(text)
-    if budget == "auto":
-        from llamp.lp.critical import evaluation_budget
-
-        return evaluation_budget(graph, params)
-    return budget
-
-
 # ---------------------------------------------------------------------- critical
 @cli.command()
 @graph_argument
 @params_options
 @engine_option
 @json_option
-@click.option(
-    "--param", "parameter", type=click.Choice(["L", "G", "o"]), default="L", show_default=True
-)
-@click.option("--from", "lo", default="0", show_default=True)
-@click.option("--to", "hi", default="100us", show_default=True)
-@_budget_option("all")
-@click.option(
-    "--min-jump",
-    "min_jump",
-    default=None,
-    metavar="PERCENT",
-    help="Show the breakpoints that matter: merge runs of critical values whose λ steps are "
-    "below PERCENT of λ, rank by the jump of λ (e.g. 1%). The JSON adds them as significant; "
-    "the full exact list stays. With a budget, intervals that may hold such a jump are "
-    "refined first (default 1%).",
-)
-def critical(
-    graph, graph_spec, params, engine, as_json, parameter, lo, hi, budget, min_jump
-) -> None:
+@settings_options("critical")
+@analysis_settings("critical")
+def critical(graph, graph_spec, params, engine, as_json, settings) -> None:
     """Every critical latency in [FROM, TO] and λ_L on each linear piece (exact)."""
-    from llamp.config import parse_percent
-    from llamp.lp.critical import MIN_JUMP
-
-    a, b = parse_range(parameter, lo, hi)
-    jump = None if min_jump is None else parse_percent(min_jump, what="--min-jump")
     choice = _engine_choice(engine, graph)
-    result = _search_critical(
-        graph,
-        params,
-        a,
-        b,
-        parameter=parameter,
-        engine=engine,
-        max_evaluations=parse_budget(budget, graph, params),
-        min_jump=MIN_JUMP if jump is None else jump,
-        show_progress=not as_json,
-    )
+    bar, report = progress_bar(show=not as_json)
+    with bar:
+        result, payload = _run("critical", graph, Inputs(params, engine, report=report), settings)
     if as_json:
-        payload = result.as_dict() | {"engine_note": choice.note}
-        if jump is not None:
-            unit, slope = result.units()
-            payload["min_jump"] = jump
-            payload["significant"] = [p.as_dict(unit, slope) for p in result.significant(jump)]
-        emit_json(payload)
+        emit_json(payload | {"engine_note": choice.note})
         return
-    _print_critical(result, jump)
+    _print_critical(result, settings.min_jump)
     _echo_note(choice)
-
-
-def _search_critical(graph, params, a, b, *, show_progress: bool = False, **options):
-    """:func:`llamp.lp.critical_latencies` with a progress bar on a terminal (share of the
-    λ jump between the ends resolved, or of the budget spent if more; waves, evaluations)."""
-    from tqdm import tqdm
-
-    from llamp.lp import critical_latencies
-
-    with tqdm(total=100, unit="%", leave=False, disable=None if show_progress else True) as bar:
-        budget = options.get("max_evaluations")
-
-        def progress(done: float, waves: int, evaluations: int, open_: int) -> None:
-            if budget:  # the budget ends the search before the λ jump is resolved
-                done = max(done, evaluations / budget)
-            bar.update(round(100 * done) - bar.n)
-            bar.set_postfix_str(f"{waves} waves, {evaluations} evaluations, {open_} open")
-
-        return critical_latencies(graph, params, a, b, progress=progress, **options)
 
 
 def _print_critical(result, min_jump: float | None = None) -> None:
@@ -473,32 +243,26 @@ def _print_critical(result, min_jump: float | None = None) -> None:
 @params_options
 @engine_option
 @json_option
-@_save_option
-@levels_option("1,2,5", "Degradations")
-def tolerance(graph, graph_spec, params, engine, as_json, save, levels) -> None:
+@save_option
+@settings_options("tolerance")
+@analysis_settings("tolerance")
+def tolerance(graph, graph_spec, params, engine, as_json, save, settings) -> None:
     """x% latency and bandwidth tolerance relative to T at the configured L, G."""
-    from llamp.lp import tolerance as run_tolerance
-
     choice = _engine_choice(engine, graph)
-    result = run_tolerance(graph, params, parse_levels(levels), engine=engine)
-    payload = result.as_dict() | {"engine_note": choice.note}
+    result, payload = _run("tolerance", graph, Inputs(params, engine), settings)
+    payload["engine_note"] = choice.note
     if save:
         scalars = {"baseline_ns": result.baseline_ns}
         for t in result.latency:
             scalars[f"latency_{t.x:g}_ns"] = t.value
         for t in result.bandwidth:
             scalars[f"G_{t.x:g}_ns_per_byte"] = t.value
-        payload["analysis_id"] = _write_back(graph_spec, "tolerance", params, scalars)
+        payload["analysis_id"] = write_back(graph_spec, "tolerance", params, scalars)
     if as_json:
         emit_json(payload)
         return
     _print_tolerance(result)
     _echo_note(choice)
-
-
-def parse_levels(text: str) -> list[float]:
-    """``--x``: percentages (:func:`llamp.config.parse_percents`) as sorted fractions."""
-    return list(parse_percents(text, what="--x"))
 
 
 def _print_tolerance(result) -> None:
@@ -521,94 +285,18 @@ def _print_tolerance(result) -> None:
 
 
 # ---------------------------------------------------------------------- region
-def _region_variables(
-    graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
-):
-    """``None`` (L, G, o) or the link variables of a topology or a two-level machine."""
-    from llamp.lp.region import topology_variables, two_level_variables
+def _profiles() -> tuple:
+    """The saved network profiles (name, LogGPS) a region marks with ``--networks``."""
+    from llamp.injector.profiles import list_profiles
 
-    if topology_spec and (intra or inter):
-        raise InputError("choose one machine: --topology SPEC or --intra L,G --inter L,G")
-    if intra or inter:
-        if not (intra and inter):
-            raise InputError("--intra and --inter go together (each L,G, e.g. 300ns,0.05ns/B)")
-        from llamp.lp.matrix import parse_level
-        from llamp.lp.topology import dense_mapping
-
-        node = dense_mapping(graph.num_ranks, ranks_per_node).node_of_rank
-        return two_level_variables(
-            graph, node, parse_level(intra, "--intra"), parse_level(inter, "--inter")
-        )
-    if topology_spec:
-        from llamp.lp.topology import dense_mapping, parse_topology, read_mapping
-
-        topo = parse_topology(topology_spec)
-        mapping = (
-            read_mapping(mapping_file, graph.num_ranks, topo.node_names())
-            if mapping_file
-            else dense_mapping(graph.num_ranks, ranks_per_node)
-        )
-        return topology_variables(graph, params, topo, mapping, latencies)
-    if mapping_file:
-        raise InputError("--mapping goes with --topology")
-    return None
-
-
-def _default_axes(variables) -> str:
-    if variables is None:
-        return "L,G"
-    names = variables.model.names
-    if "L_intra" in names:
-        return "L_intra,L_inter"
-    classes = [n for n in names if n not in ("l_wire", "d_switch", "l_intra_node", "G")]
-    return f"{classes[-1]},G"
-
-
-def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
-    """``--design NAME=U,V`` points, plus the built-in networks and saved profiles."""
-    designs: dict[str, tuple[float, float]] = {}
-    names = [a.name for a in region.axes]
-    if networks:
-        from llamp.injector.profiles import list_profiles
-        from llamp.lp.region import network_designs
-
-        designs.update(
-            network_designs(
-                region.params,
-                (names[0], names[1]),
-                [(prof.name, prof.params) for prof in list_profiles()],
-            )
-        )
-    if texts:
-        from llamp.lp.region import parse_design
-
-        designs.update(parse_design(text, region.axes) for text in texts)
-    return designs
+    return tuple((prof.name, prof.params) for prof in list_profiles())
 
 
 @cli.command()
 @graph_argument
 @params_options
 @json_option
-@levels_option("1,2,5", "Degradations")
-@click.option(
-    "--axes",
-    default=None,
-    metavar="U,V",
-    help="The two variables: L,G (default), L,o or G,o; with --topology its link classes, "
-    "l_wire, d_switch, l_intra_node or G (default: the last class and G); with --intra/--inter "
-    "L_intra, L_inter, G_intra, G_inter (default: L_intra,L_inter).",
-)
-@click.option("--L-max", "L_max", default=None, help="Box: largest L (default: automatic).")
-@click.option("--G-max", "G_max", default=None, help="Box: largest G (ns/B or a bandwidth).")
-@click.option("--o-max", "o_max", default=None, help="Box: largest o.")
-@click.option(
-    "--max",
-    "maxima",
-    multiple=True,
-    metavar="VAR=VALUE",
-    help="Box: largest value of a link variable (e.g. core=2us); repeatable.",
-)
+@settings_options("region", "levels", "axes", "L_max", "G_max", "o_max", "maxima")
 @click.option(
     "--topology",
     "topology_spec",
@@ -617,64 +305,12 @@ def _designs(region, texts, networks: bool) -> dict[str, tuple[float, float]]:
     help="Link-class variables of a topology (fattree:k=16, dragonfly:…, torus:…, graph file).",
 )
 @click.option("--mapping", "mapping_file", default=None, help="Node of every rank (--topology).")
-@click.option(
-    "--ranks-per-node",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Dense mapping: consecutive ranks per node (--topology, --intra/--inter).",
-)
-@click.option("--intra", default=None, metavar="L,G", help="Two-level machine: same-node L,G.")
-@click.option("--inter", default=None, metavar="L,G", help="Two-level machine: inter-node L,G.")
-@click.option(
-    "--gpu-machine",
-    default=None,
-    metavar="SPEC",
-    help="GPU machine: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=…]; "
-    "variables L_intra, L_inter, G_intra, G_inter.",
-)
+@settings_options("region", "ranks_per_node", "intra", "inter")
 @latency_options
-@click.option(
-    "--design",
-    "design_texts",
-    multiple=True,
-    metavar="NAME=U,V",
-    help="A network design to mark inside/outside each region (e.g. cheap=3.4us,0.009ns/B).",
-)
-@click.option(
-    "--networks",
-    is_flag=True,
-    help="Also mark the built-in networks (1GbE … NDR) and the saved network profiles.",
-)
-@click.option(
-    "--max-evaluations",
-    "budget",
-    default="all",
-    show_default=True,
-    metavar="N|all",
-    help="Stop after N evaluations of T (vertices not verified by then are flagged).",
-)
+@settings_options("region", "designs", "networks", "max_evaluations")
+@analysis_settings("region")
 def region(
-    graph,
-    graph_spec,
-    params,
-    as_json,
-    levels,
-    axes,
-    L_max,
-    G_max,
-    o_max,
-    maxima,
-    topology_spec,
-    mapping_file,
-    ranks_per_node,
-    intra,
-    inter,
-    gpu_machine,
-    latencies,
-    design_texts,
-    networks,
-    budget,
+    graph, graph_spec, params, as_json, topology_spec, mapping_file, latencies, settings
 ) -> None:
     """Exact joint tolerance regions: every (U, V) with T ≤ (1+x)·T0, as polygons.
 
@@ -682,59 +318,23 @@ def region(
     polygon; its vertices are verified by evaluations and each edge lies on one critical
     path's T = bound (λ of that path listed) or on the box (U, V ≥ 0 up to the box maxima).
     """
-    from tqdm import tqdm
+    from llamp.lp.registry import region_designs
 
-    from llamp.lp.region import parameter_axis, tolerance_region
-
-    if gpu_machine:
-        if topology_spec or intra or inter:
-            raise InputError("choose one machine: --gpu-machine, --topology or --intra/--inter")
-        from llamp.lp.gpu_machine import GpuMachine, gpu_variables
-
-        variables = gpu_variables(graph, GpuMachine.parse(gpu_machine))
-    else:
-        variables = _region_variables(
-            graph, params, topology_spec, mapping_file, ranks_per_node, intra, inter, latencies
-        )
-    names = [a.strip() for a in (axes or _default_axes(variables)).split(",")]
-    if len(names) != 2 or not all(names):
-        raise InputError(f"--axes: {axes!r} is not two variables U,V (e.g. L,G)")
-    axis = {}
-    for name in names:
-        axis[name] = parameter_axis(name, params) if variables is None else variables.axis(name)
-    box: dict[str, float] = {}
-    for name, text in (("L", L_max), ("G", G_max), ("o", o_max)):
-        if text is not None:
-            if name not in names:
-                raise InputError(f"--{name}-max: {name} is not an axis (--axes {','.join(names)})")
-            box[name] = axis[name].parse(text, f"--{name}-max")
-    for item in maxima:
-        name, sep, text = (p.strip() for p in item.partition("="))
-        if not sep or name not in names:
-            raise InputError(f"--max: {item!r} is not VAR=VALUE for an axis ({', '.join(names)})")
-        box[name] = axis[name].parse(text, f"--max {name}")
-    max_evaluations = config.parse_budget(budget)
-    if max_evaluations == "auto":
-        raise InputError("--max-evaluations: region takes all or a whole number, not auto")
-    with tqdm(unit=" evaluations", leave=False, disable=None) as bar:
-        result = tolerance_region(
-            graph,
-            params,
-            x=parse_levels(levels),
-            axes=(names[0], names[1]),
-            box=box,
-            variables=variables,
-            max_evaluations=max_evaluations,
-            progress=lambda n: bar.update(n - bar.n),
-        )
-    designs = _designs(result, design_texts, networks)
-    frame = result.designs(designs) if designs else None
+    inputs = Inputs(
+        params,
+        topology=topology_spec,
+        mapping=mapping_file,
+        latencies=latencies,
+        profiles=_profiles() if settings.networks else (),
+    )
+    bar, report = progress_bar("evaluations")
+    with bar:
+        result, payload = _run("region", graph, replace(inputs, report=report), settings)
     if as_json:
-        payload = result.as_dict()
-        payload["designs"] = [] if frame is None else frame.to_dict(orient="records")
         emit_json(payload)
         return
-    _print_region(result, frame)
+    designs = region_designs(result, settings, inputs)
+    _print_region(result, result.designs(designs) if designs else None)
 
 
 def _print_region(result, frame) -> None:
@@ -806,28 +406,18 @@ def _print_region(result, frame) -> None:
 @graph_argument
 @params_options
 @json_option
-@_save_option
+@save_option
 @click.option("--top", default=10, show_default=True, help="Messages to list.")
 def path(graph, graph_spec, params, as_json, save, top) -> None:
     """The critical path: its messages and where its time goes, per rank."""
-    from llamp.lp import critical_path, evaluate
+    from llamp.lp import critical_path
 
     cp = critical_path(graph, params)
     payload = cp.as_dict()
     if save:
-        ev = evaluate(graph, params)
-        import pandas as pd
-
-        per_vertex = pd.DataFrame(
-            {
-                "vid": np.arange(graph.num_vertices),
-                "start_ns": ev.start_ns,
-                "slack_ns": ev.slack_ns,
-                "critical": ev.critical,
-            }
-        )
-        payload["analysis_id"] = _write_back(
-            graph_spec, "path", params, cp.totals | {"runtime_ns": cp.runtime_ns}, per_vertex, graph
+        scalars = cp.totals | {"runtime_ns": cp.runtime_ns}
+        payload["analysis_id"] = write_back(
+            graph_spec, "path", params, scalars, _schedule(graph, params), graph
         )
     if as_json:
         emit_json(payload)
@@ -941,7 +531,7 @@ def _interrupt_exits():
 @click.option(
     "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
 )
-@_budget_option("auto")
+@budget_option("auto")
 def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, budget) -> None:
     """Everything at once: summary, prediction, sweep, critical latencies, tolerance, path."""
     from llamp.lp import critical_path
@@ -966,25 +556,28 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, b
 
     with stages, _interrupt_exits():
         pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
-        max_evaluations = parse_budget(budget, graph, params)
-        crit = timed(
-            "critical",
-            lambda: _search_critical(
-                graph,
-                params,
-                a,
-                b,
-                engine=engine,
-                max_evaluations=max_evaluations,
-                show_progress=not as_json,
-            ),
-        )
+        max_evaluations = resolve_budget(config.parse_budget(budget), graph, params)
+        bar, report_ = progress_bar(show=not as_json)
+        with bar:
+            crit = timed(
+                "critical",
+                lambda: critical_search(
+                    graph,
+                    params,
+                    a,
+                    b,
+                    report=report_,
+                    engine=engine,
+                    max_evaluations=max_evaluations,
+                ),
+            )
         frame = timed(
             "sweep",
             lambda: _sweep_from_segments(graph, params, crit, np.linspace(a, b, points), engine),
         )
         tol = timed(
-            "tolerance", lambda: run_tolerance(graph, params, parse_levels(levels), engine=engine)
+            "tolerance",
+            lambda: run_tolerance(graph, params, levels_of(levels, "--x"), engine=engine),
         )
         cp = timed("path", lambda: critical_path(graph, params))
     if as_json:

@@ -13,27 +13,26 @@ import math
 import click
 import numpy as np
 
-from llamp.cli.analyze import graph_argument, parse_levels
 from llamp.cli.base import (
     RegistryChoice,
+    analysis_settings,
     cli,
     emit_json,
+    graph_argument,
     host_speed_option,
     json_option,
     levels_option,
     message,
     params_options,
+    progress_bar,
+    settings_options,
     table,
 )
-from llamp.config import (
-    format_ns,
-    parse_duration_ns,
-    parse_gap_ns_per_byte,
-    parse_percent,
-    parse_range,
-)
+from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte, parse_range
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
+from llamp.lp.registry import ANALYSES, Inputs
+from llamp.lp.registry import levels as parse_levels
 from llamp.params import LogGPS
 
 
@@ -86,7 +85,7 @@ def collectives(
         list(variants),
         params,
         np.linspace(a, b, points),
-        tolerances=parse_levels(levels),
+        levels=parse_levels(levels, "--x"),
         lenient=lenient,
         progress=not as_json,
         host_speed=host_speed,
@@ -94,7 +93,7 @@ def collectives(
     if as_json:
         emit_json(result.as_dict())
         return
-    x = parse_levels(levels)
+    x = parse_levels(levels, "--x")
     summary = result.summary
     rows = []
     for r in summary.to_dict(orient="records"):
@@ -152,13 +151,6 @@ def collectives(
         click.echo(f"note: {note}")
 
 
-def _distributions() -> tuple[str, ...]:
-    """Noise distributions of the Monte Carlo (:data:`llamp.lp.variability.DISTRIBUTIONS`)."""
-    from llamp.lp.variability import DISTRIBUTIONS
-
-    return DISTRIBUTIONS
-
-
 # ---------------------------------------------------------------------- classify
 def _target_networks() -> tuple[str, ...]:
     """The built-in target networks (:data:`llamp.lp.classify.NETWORKS`)."""
@@ -194,47 +186,8 @@ def _target_networks() -> tuple[str, ...]:
     help="CPU overhead o per message (the paper's Hockney model has none).",
 )
 @click.option("--S", "S", default=None, help="Rendezvous threshold S in bytes (default 256KiB).")
-@click.option(
-    "--compute-share",
-    default="90",
-    show_default=True,
-    metavar="PCT",
-    help="C1: computation ≥ this percentage of T (e.g. 90 or 90%).",
-)
-@click.option(
-    "--bound-share",
-    default="25",
-    show_default=True,
-    metavar="PCT",
-    help="C2–C5: wait / communication ≥ this percentage of T.",
-)
-@click.option(
-    "--sensitive-share",
-    default="10",
-    show_default=True,
-    metavar="PCT",
-    help="The '-sensitive' variants: ≥ this percentage of T.",
-)
-@click.option(
-    "--insensitive",
-    default="5",
-    show_default=True,
-    metavar="PCT",
-    help="Insensitive: changes by less than this percentage over a set.",
-)
-@click.option(
-    "--decrease",
-    default=2.0,
-    show_default=True,
-    help="Sensitive: falls by this factor from the ×1/2 to the ×2 configuration.",
-)
-@click.option(
-    "--span",
-    default=8,
-    show_default=True,
-    type=click.IntRange(2),
-    help="The sets reach 1/SPAN … SPAN× the target (power of two).",
-)
+@settings_options("classify")
+@analysis_settings("classify")
 def classify(
     graph: ExecutionGraph,
     graph_spec: str,
@@ -245,12 +198,7 @@ def classify(
     latency,
     o,
     S,
-    compute_share,
-    bound_share,
-    sensitive_share,
-    insensitive,
-    decrease,
-    span,
+    settings,
 ) -> None:
     """Computation-, load-imbalance-, bandwidth-, latency- or communication-bound on a network.
 
@@ -258,8 +206,7 @@ def classify(
     al. 2016, §III-G), splits every rank's time into computation, overhead, wait, latency and
     bandwidth, and applies rules C1–C5 with the thresholds given.
     """
-    from llamp.lp.classify import Network, Thresholds, network
-    from llamp.lp.classify import classify as run_classify
+    from llamp.lp.classify import Network, network
 
     if deprecated_network is not None:
         message(
@@ -288,17 +235,11 @@ def classify(
             "--bandwidth BW --latency L"
         )
     base = LogGPS.parse(o=o, S=S)
-    th = Thresholds(
-        compute_share=parse_percent(compute_share, what="--compute-share"),
-        bound_share=parse_percent(bound_share, what="--bound-share"),
-        sensitive_share=parse_percent(sensitive_share, what="--sensitive-share"),
-        insensitive=parse_percent(insensitive, what="--insensitive"),
-        decrease=decrease,
-        span=span,
-    )
-    result = run_classify(graph, net, params=base, thresholds=th)
+    entry = ANALYSES["classify"]
+    inputs = Inputs(base, network=net)
+    result = entry.run(graph, inputs, settings)
     if as_json:
-        emit_json(result.as_dict())
+        emit_json(entry.payload(result, settings, inputs))
         return
     click.echo(
         f"{graph.name} on {net.name} ({net.bandwidth_gbps:g} Gb/s, {format_ns(net.latency_ns)}; "
@@ -360,73 +301,25 @@ def _quantity(column: str):
     return f"{level}% L tolerance", _ns
 
 
-def _slow_ranks(text: str | None) -> tuple[int, ...]:
-    if not text:
-        return ()
-    try:
-        return tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError as err:
-        raise InputError(f"--slow-ranks: cannot read {text!r} (expected e.g. 3,7)") from err
-
-
 @cli.command()
 @graph_argument
 @params_options
 @json_option
-@click.option("--samples", default=1000, show_default=True, type=click.IntRange(1))
-@click.option(
-    "--spatial-cv",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(0.0),
-    help="Coefficient of variation of a rank's speed (per sample).",
-)
-@click.option(
-    "--temporal-cv",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(0.0),
-    help="Coefficient of variation of every calc (per sample and calc).",
-)
-@click.option(
-    "--distribution",
-    type=RegistryChoice(_distributions),
-    default="lognormal",
-    show_default=True,
-    help="Law of the factors (mean 1): normal is truncated at 0.",
-)
-@click.option("--slow-ranks", default=None, help="Ranks slowed down by --slowdown, e.g. 3,7.")
-@click.option(
-    "--slowdown",
-    default=1.0,
-    show_default=True,
-    type=float,
-    help="Factor on the calc costs of the slow ranks.",
-)
-@click.option("--seed", default=0, show_default=True, type=int)
-@levels_option("1")
-@click.option("--runtime-only", is_flag=True, help="Only T (no λ_L, ρ_L, tolerance): faster.")
+@settings_options("mc")
 @click.option(
     "--samples-csv",
     default=None,
     type=click.Path(dir_okay=False),
     help="Also write one row per sample to this CSV file.",
 )
+@analysis_settings("mc")
 def mc(
     graph: ExecutionGraph,
     graph_spec: str,
     params: LogGPS,
     as_json,
-    samples,
-    spatial_cv,
-    temporal_cv,
-    distribution,
-    slow_ranks,
-    slowdown,
-    seed,
-    levels,
-    runtime_only,
     samples_csv,
+    settings,
 ) -> None:
     """Monte Carlo of T, λ_L, ρ_L and x% latency tolerance under compute variability.
 
@@ -434,39 +327,25 @@ def mc(
     independent factors of mean 1 (Cornebize & Legrand 2022: spatial and temporal variability,
     slow nodes). Seeded: the same seed gives the same samples.
     """
-    from llamp.lp.variability import VariabilitySpec, monte_carlo
-
-    spec = VariabilitySpec(
-        spatial_cv=spatial_cv,
-        temporal_cv=temporal_cv,
-        distribution=distribution,
-        slow_ranks=_slow_ranks(slow_ranks),
-        slowdown=slowdown,
-        samples=samples,
-        seed=seed,
-    )
-    result = monte_carlo(
-        graph,
-        params,
-        spec,
-        tolerances=parse_levels(levels),
-        sensitivity=not runtime_only,
-        progress=not as_json,
-    )
+    entry = ANALYSES["mc"]
+    bar, report = progress_bar(show=not as_json)
+    with bar:
+        result = entry.run(graph, Inputs(params, report=report), settings)
     if samples_csv:
         result.samples.to_csv(samples_csv, index=False)
     if as_json:
-        emit_json(result.as_dict())
+        emit_json(entry.payload(result, settings, Inputs(params)))
         return
+    s = settings
     click.echo(
-        f"{graph.name}: {samples} samples, spatial CV {spatial_cv:g}, temporal CV {temporal_cv:g} "
-        f"({distribution})"
+        f"{graph.name}: {s.samples} samples, spatial CV {s.spatial_cv:g}, temporal CV {s.temporal_cv:g} "
+        f"({s.distribution})"
         + (
-            f", ranks {','.join(map(str, spec.slow_ranks))} slowed ×{slowdown:g}"
-            if spec.slow_ranks
+            f", ranks {','.join(map(str, s.slow_ranks))} slowed ×{s.slowdown:g}"
+            if s.slow_ranks
             else ""
         )
-        + f", seed {seed}; {result.seconds['total']:.2f} s"
+        + f", seed {s.seed}; {result.seconds['total']:.2f} s"
     )
     rows = []
     for r in result.summary.to_dict(orient="records"):

@@ -279,16 +279,11 @@ def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def levels_option(default: str = "1,2,5", what: str = "Tolerance levels"):
-    """``--x``: degradations as percentages (:func:`llamp.config.parse_percents`)."""
-    return click.option(
-        "--x",
-        "levels",
-        default=default,
-        show_default=True,
-        metavar="PCT,...",
-        help=f"{what}: percentages of the baseline runtime, e.g. 1,2,5 or 0.5%. A bare number "
-        "is a percentage (0.5 means 0.5 %); each must be positive.",
-    )
+    """``--x``: tolerance levels as percentages, as a registered analysis takes them
+    (:func:`llamp.lp.registry.levels_setting`); the command receives the text as ``levels``."""
+    from llamp.lp.registry import levels_setting
+
+    return _click_option(levels_setting(default, what))
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -431,3 +426,240 @@ def refuse_host_speed_for_run(spec: str) -> None:
         "trace path (a stored run keeps the host speed it was ingested with: re-ingest the "
         "trace with --host-speed)"
     )
+
+
+# ---------------------------------------------------------------------- GRAPH and selections
+def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> ExecutionGraph:
+    """The subgraph of ``ranks`` and trace-time ``window`` (``None`` keeps everything)."""
+    import numpy as np
+
+    if not ranks and not window:
+        return graph
+    keep = np.ones(graph.num_vertices, dtype=bool)
+    parts = []
+    if ranks:
+        chosen = config.parse_ranks(ranks, what="--ranks", num_ranks=graph.num_ranks)
+        keep &= np.isin(graph.rank, np.array(chosen, dtype=np.int32))
+        parts.append(f"ranks {ranks}")
+    if window:
+        if graph.t_trace_ns is None:
+            raise InputError("--window needs trace timestamps, and this graph has none (GOAL?)")
+        lo, hi = config.parse_window_ns(window)
+        keep &= (graph.t_trace_ns >= lo) & (graph.t_trace_ns < hi)
+        parts.append(f"window {window}")
+    if not keep.any():
+        raise InputError(f"the selection ({', '.join(parts)}) contains no vertex")
+    return graph.subgraph(keep, name=f"{graph.name}[{'; '.join(parts)}]")
+
+
+def load_selection(
+    ctx: click.Context,
+    spec: str,
+    collectives: str | None,
+    ranks: str | None,
+    window: str | None,
+    iterations: str | None,
+    host_speed: str | None = None,
+) -> ExecutionGraph:
+    """GRAPH with its selection. A file or directory is read and cut in memory; a stored run
+    is cut by the store's Cypher catalogue (the same subgraph semantics, tested equal)."""
+    if Path(spec).exists():
+        if iterations:
+            raise InputError(
+                "--iterations selects by collective calls of a stored run; ingest it with --name"
+            )
+        graph = load_graph_spec(
+            spec, collectives=parse_collectives(collectives), host_speed=host_speed
+        )
+        return select(graph, ranks, window)
+    if host_speed is not None:
+        refuse_host_speed_for_run(spec)
+    if collectives:
+        raise InputError(
+            f"--collectives re-expands a trace; {spec!r} is a stored run (re-ingest it)"
+        )
+    from llamp.graphdb import open_store
+
+    with open_store(ctx.obj.get("store_uri"), read_only=True) as store:
+        if not store.has_run(spec):
+            raise InputError(f"{spec}: no such file, directory or stored run")
+        if not (ranks or window or iterations):
+            return store.load_run(spec)
+        info = store.run_info(spec)
+        kwargs: dict[str, Any] = {}
+        if ranks:
+            kwargs["ranks"] = list(config.parse_ranks(ranks, what="--ranks", num_ranks=info.ranks))
+        if window:
+            kwargs["trace_window_ns"] = config.parse_window_ns(window)
+        if iterations:
+            a, _, b = iterations.partition(":")
+            try:
+                kwargs["collectives"] = (int(a), int(b) if b.strip() else None)
+            except ValueError as err:
+                raise InputError(
+                    f"--iterations: {iterations!r} is not K:M (collective calls)"
+                ) from err
+        return store.select(spec, **kwargs)
+
+
+def graph_argument(func: Callable[..., Any]) -> Callable[..., Any]:
+    """GRAPH plus --collectives, --host-speed, --ranks, --window, --iterations; the command
+    receives ``graph`` and ``graph_spec``."""
+
+    @functools.wraps(func)
+    def wrapper(
+        graph_spec: str, collectives: str | None, host_speed, ranks, window, iterations, **kw
+    ):
+        graph = load_selection(
+            click.get_current_context(),
+            graph_spec,
+            collectives,
+            ranks,
+            window,
+            iterations,
+            host_speed,
+        )
+        return func(graph=graph, graph_spec=graph_spec, **kw)
+
+    wrapper = click.option(
+        "--iterations",
+        default=None,
+        help="Stored runs: from the K-th to before the M-th collective call (K:M, M optional).",
+    )(wrapper)
+    wrapper = click.option(
+        "--window", default=None, help="Trace-time window FROM:TO, e.g. 10ms:20ms."
+    )(wrapper)
+    wrapper = click.option("--ranks", default=None, help="Analyse only these ranks, e.g. 0-7,12.")(
+        wrapper
+    )
+    wrapper = host_speed_option(wrapper)
+    wrapper = collectives_option(wrapper)
+    return click.argument("graph_spec", metavar="GRAPH")(wrapper)
+
+
+# ---------------------------------------------------------------------- --save
+def save_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--save``: the command writes its result back to the graph store (:func:`write_back`)."""
+    return click.option(
+        "--save",
+        is_flag=True,
+        help="Write the result back to the graph store (GRAPH must be a stored run).",
+    )(func)
+
+
+def write_back(
+    graph_spec: str,
+    kind: str,
+    params: LogGPS,
+    scalars: dict[str, Any],
+    per_vertex: Any = None,
+    graph: ExecutionGraph | None = None,
+) -> str:
+    """Store a result as an ``Analysis`` node of the stored run ``graph_spec``; its id."""
+    from llamp.graphdb import open_store
+
+    if per_vertex is not None and graph is not None and "parent" in graph.meta:
+        raise InputError(
+            "--save stores per-op results of the whole run; run it without --ranks/--window/--iterations"
+        )
+
+    ctx = click.get_current_context()
+    with open_store(ctx.obj.get("store_uri")) as store:
+        if not store.has_run(graph_spec):
+            raise InputError(f"--save: {graph_spec!r} is not a stored run (ingest it with --name)")
+        return store.write_analysis(
+            graph_spec, kind, params.as_dict(), scalars, per_vertex=per_vertex
+        )
+
+
+# ---------------------------------------------------------------------- analysis settings
+def _click_option(opt: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option of one :class:`llamp.lp.registry.Option`."""
+    kw: dict[str, Any] = {"help": opt.help}
+    if opt.metavar:
+        kw["metavar"] = opt.metavar
+    if opt.kind == "flag":
+        kw["is_flag"] = True
+    elif opt.kind == "multiple":
+        kw["multiple"] = True
+    else:
+        kw["default"] = opt.default
+        kw["show_default"] = opt.default is not None
+        if opt.kind == "int":
+            bounded = opt.minimum is not None or opt.maximum is not None
+            kw["type"] = click.IntRange(opt.minimum, opt.maximum) if bounded else int
+        elif opt.kind == "float":
+            kw["type"] = click.FloatRange(opt.minimum) if opt.minimum is not None else float
+        elif opt.kind == "choice":
+            kw["type"] = (
+                RegistryChoice(opt.choices)
+                if callable(opt.choices)
+                else click.Choice(list(opt.choices))
+            )
+    return click.option(opt.flag, opt.field, **kw)
+
+
+def settings_options(name: str, *only: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The command-line options of analysis ``name``'s settings
+    (:data:`llamp.lp.registry.ANALYSES`), all of them or those named in ``only``, in the
+    registry's order; :func:`analysis_settings` turns them into the settings."""
+    from llamp.lp.registry import ANALYSES
+
+    options = [o for o in ANALYSES[name].options if not only or o.field in only]
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for opt in reversed(options):
+            func = _click_option(opt)(func)
+        return func
+
+    return decorate
+
+
+def analysis_settings(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The command receives ``settings``: analysis ``name``'s settings read from its options
+    (:func:`settings_options`) by the registry's parsers."""
+    from llamp.lp.registry import ANALYSES
+
+    entry = ANALYSES[name]
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            given = {o.field: kw.pop(o.field) for o in entry.options}
+            return func(*args, settings=entry.parse(given), **kw)
+
+        return wrapper
+
+    return decorate
+
+
+def budget_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--max-evaluations`` of the critical-value search with another default (``auto`` in
+    the commands that run several analyses); the command receives the text as ``budget``."""
+    from dataclasses import replace
+
+    from llamp.lp.registry import ANALYSES
+
+    opt = ANALYSES["critical"].option("max_evaluations")
+    return _click_option(replace(opt, field="budget", default=default))
+
+
+def progress_bar(unit: str = "%", show: bool = True):
+    """A progress bar on stderr (hidden when stderr is not a terminal) and the
+    :data:`llamp.lp.registry.Report` that drives it: the fraction done (out of 100, with
+    ``unit="%"``) and what is happening."""
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=100 if unit == "%" else None,
+        unit=unit if unit == "%" else f" {unit}",
+        leave=False,
+        disable=None if show else True,
+    )
+
+    def report(fraction: float | None, text: str) -> None:
+        if fraction is not None and bar.total:
+            bar.update(round(100 * fraction) - bar.n)
+        bar.set_postfix_str(text)
+
+    return bar, report

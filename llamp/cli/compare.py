@@ -14,24 +14,21 @@ from pathlib import Path
 
 import click
 
-from llamp.cli.analyze import (
-    _budget_option,
-    graph_argument,
-    parse_budget,
-    parse_levels,
-    parse_range,
-)
 from llamp.cli.base import (
+    budget_option,
     check_output,
     cli,
     emit_json,
+    graph_argument,
     json_option,
     load_graph_spec,
     params_options,
     table,
 )
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import format_ns, parse_budget, parse_duration_ns, parse_range
 from llamp.errors import InputError
+from llamp.lp.registry import levels as parse_levels
+from llamp.lp.registry import resolve_budget
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -102,7 +99,7 @@ def compare(ctx, runs, params, as_json, levels, points, hi, html_out) -> None:
             graphs,
             params,
             names=names,
-            levels=parse_levels(levels),
+            levels=parse_levels(levels, "--x"),
             points=points,
             latencies=latencies,
             progress=lambda text, f: (
@@ -219,7 +216,7 @@ def export_timeline(graph, graph_spec, params, as_json, output, critical_only) -
 @click.option(
     "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
 )
-@_budget_option("auto")
+@budget_option("auto")
 def export_report(
     graph, graph_spec, params, as_json, output, lo, hi, points, levels, budget
 ) -> None:
@@ -234,8 +231,8 @@ def export_report(
         lo=a,
         hi=b,
         points=points,
-        levels=parse_levels(levels),
-        max_evaluations=parse_budget(budget, graph, params),
+        levels=parse_levels(levels, "--x"),
+        max_evaluations=resolve_budget(parse_budget(budget), graph, params),
         engine="graph",
     )
     _write_text(output, render_report(data))

@@ -8,25 +8,31 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import click
 import numpy as np
 
-from llamp.cli.analyze import graph_argument, parse_levels
 from llamp.cli.base import (
     RegistryChoice,
+    analysis_settings,
     cli,
     emit_json,
+    graph_argument,
     json_option,
     latency_options,
     levels_option,
     params_options,
+    progress_bar,
+    settings_options,
     table,
 )
-from llamp.config import format_ns, format_percent, parse_duration_ns
+from llamp.config import format_ns, format_percent
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
+from llamp.lp.registry import ANALYSES, Inputs
+from llamp.lp.registry import levels as parse_levels
 from llamp.params import LogGPS
 
 
@@ -84,7 +90,7 @@ def topology(
 
     if not specs:
         raise InputError("give at least one topology, e.g. fattree:k=16 dragonfly:g=8,a=4,p=8")
-    x = parse_levels(levels)
+    x = parse_levels(levels, "--x")
     with _bar(len(specs), "topologies") as bar:
         result = compare_topologies(
             graph,
@@ -93,7 +99,7 @@ def topology(
             ranks_per_node=ranks_per_node,
             mapping_file=mapping_file,
             latencies=latencies,
-            x=x,
+            levels=x,
             progress=lambda spec: bar.update(1),
         )
     if as_json:
@@ -182,68 +188,9 @@ def gpu_machine_cmd(
 
 
 # ---------------------------------------------------------------------- matrix
-def _costs(
-    graph: ExecutionGraph,
-    params: LogGPS,
-    intra,
-    inter,
-    ranks_per_node,
-    pairs,
-    pairs_gap,
-    topology_spec,
-    mapping_file,
-    latencies,
-):
-    from llamp.lp import matrix
-    from llamp.lp.topology import dense_mapping, parse_topology, read_mapping
-
-    chosen = [
-        name
-        for name, v in (
-            ("--intra/--inter", intra or inter),
-            ("--pairs", pairs),
-            ("--topology", topology_spec),
-        )
-        if v
-    ]
-    if len(chosen) > 1:
-        raise InputError(f"choose one source of L_ij, G_ij: {' or '.join(chosen)}")
-    P = graph.num_ranks
-    if intra or inter:
-        if not (intra and inter):
-            raise InputError("--intra and --inter go together (each L,G, e.g. 300ns,0.05ns/B)")
-        node = dense_mapping(P, ranks_per_node).node_of_rank
-        return matrix.two_level(
-            node, matrix.parse_level(intra, "--intra"), matrix.parse_level(inter, "--inter")
-        )
-    if pairs:
-        return matrix.read_pair_costs(pairs, P, params, gap_path=pairs_gap)
-    if topology_spec:
-        topo = parse_topology(topology_spec)
-        mapping = (
-            read_mapping(mapping_file, P, topo.node_names())
-            if mapping_file
-            else dense_mapping(P, ranks_per_node)
-        )
-        return matrix.from_topology(topo, mapping, params, latencies)
-    return matrix.PairCosts(
-        np.full((P, P), params.L),
-        np.full((P, P), params.G),
-        f"uniform (L={params.L:g} ns, G={params.G:g} ns/B)",
-    )
-
-
 @cli.command()
 @graph_argument
-@click.option("--intra", default=None, metavar="L,G", help="Same-node L,G (e.g. 300ns,0.05ns/B).")
-@click.option("--inter", default=None, metavar="L,G", help="Inter-node L,G (e.g. 3us,0.018ns/B).")
-@click.option(
-    "--ranks-per-node",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Consecutive ranks per node (two-level model, dense topology mapping).",
-)
+@settings_options("matrix")
 @click.option(
     "--pairs",
     default=None,
@@ -271,12 +218,11 @@ def _costs(
     is_flag=True,
     help="Also solve the per-pair LP (App. I) and compare its reduced costs.",
 )
+@analysis_settings("matrix")
 def matrix(
     graph,
     graph_spec,
-    intra,
-    inter,
-    ranks_per_node,
+    settings,
     pairs,
     pairs_gap,
     topology_spec,
@@ -293,20 +239,25 @@ def matrix(
     Directed: λ_L^{ij} counts latency terms of messages from rank i to rank j on the critical
     path (rendezvous: 3), λ_G^{ij} their bytes − 1. Without a source, L and G are uniform.
     """
-    from llamp.lp.matrix import pair_lp, pair_sensitivity, write_pairs_csv
+    from llamp.lp.matrix import pair_lp, pair_sensitivity, read_pair_costs, write_pairs_csv
+    from llamp.lp.registry import pair_costs
 
-    costs = _costs(
-        graph,
-        params,
-        intra,
-        inter,
-        ranks_per_node,
-        pairs,
-        pairs_gap,
-        topology_spec,
-        mapping_file,
-        latencies,
-    )
+    chosen = [
+        name
+        for name, v in (
+            ("--intra/--inter", settings.intra or settings.inter),
+            ("--pairs", pairs),
+            ("--topology", topology_spec),
+        )
+        if v
+    ]
+    if len(chosen) > 1:
+        raise InputError(f"choose one source of L_ij, G_ij: {' or '.join(chosen)}")
+    inputs = Inputs(params, topology=topology_spec, mapping=mapping_file, latencies=latencies)
+    if pairs:
+        costs = read_pair_costs(pairs, graph.num_ranks, params, gap_path=pairs_gap)
+    else:
+        costs = pair_costs(graph, inputs, settings)
     result = pair_sensitivity(graph, params, costs)
     payload = result.as_dict()
     check = None
@@ -387,49 +338,21 @@ def _mapping_formats() -> tuple[str, ...]:
     metavar="SPEC",
     help="Machine from a topology (its first --nodes nodes).",
 )
-@click.option("--intra", default=None, metavar="L,G", help="Two-level machine: same-node L,G.")
-@click.option("--inter", default=None, metavar="L,G", help="Two-level machine: inter-node L,G.")
-@click.option(
-    "--nodes",
-    default=None,
-    type=click.IntRange(1),
-    help="Nodes available (default: ranks / ranks-per-node, rounded up).",
-)
-@click.option("--ranks-per-node", default=1, show_default=True, type=click.IntRange(1))
+@settings_options("place", "intra", "inter", "nodes", "ranks_per_node")
 @click.option(
     "--hosts",
     "hosts_file",
     default=None,
     help="Host names of the nodes, one per line (default node0, node1, …).",
 )
-@click.option("--budget", default="30s", show_default=True, help="Time budget of the heuristic.")
-@click.option(
-    "--max-swaps",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(0),
-    help="Iteration budget: most swaps the heuristic applies.",
-)
-@click.option(
-    "--candidates",
-    default=16,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Best-ranked swaps evaluated exactly per iteration.",
-)
+@settings_options("place", "budget_s", "max_swaps", "candidates")
 @click.option(
     "--initial",
     "initial_file",
     default=None,
     help="Start from this mapping (a file in --format, host names as in --hosts).",
 )
-@click.option(
-    "--start",
-    type=click.Choice(["best", "block", "round-robin", "volume", "random"]),
-    default="best",
-    show_default=True,
-    help="Initial mapping of the heuristic.",
-)
+@settings_options("place", "start", "seed")
 @click.option("-o", "--output", default=None, help="Write the best mapping to this file.")
 @click.option(
     "--format",
@@ -449,42 +372,27 @@ def _mapping_formats() -> tuple[str, ...]:
 @latency_options
 @params_options
 @json_option
+@analysis_settings("place")
 def place(
     graph,
     graph_spec,
     topology_spec,
-    intra,
-    inter,
-    nodes,
-    ranks_per_node,
     hosts_file,
-    budget,
-    max_swaps,
-    candidates,
     initial_file,
-    start,
     output,
     fmt,
     which,
     latencies,
     params,
     as_json,
+    settings,
 ) -> None:
     """Rank placement by sensitivity-driven swaps (LLAMP App. J, Algorithm 3) vs block,
     round-robin and a communication-volume partitioner; predicted T for each."""
-    from llamp.lp.matrix import parse_level
-    from llamp.lp.placement import (
-        format_mapping,
-        read_mapping_file,
-        topology_machine,
-        two_level_machine,
-        write_mapping,
-    )
-    from llamp.lp.placement import place as run_place
-    from llamp.lp.topology import parse_topology
+    from llamp.lp.placement import format_mapping, read_mapping_file, write_mapping
+    from llamp.lp.registry import machine
 
-    P = graph.num_ranks
-    num_nodes = nodes or -(-P // ranks_per_node)
+    num_nodes = settings.nodes or -(-graph.num_ranks // settings.ranks_per_node)
     hostnames = None
     if hosts_file:
         path = Path(hosts_file)
@@ -494,42 +402,15 @@ def place(
         hostnames = [h for h in hostnames if h]
         if len(hostnames) < num_nodes:
             raise InputError(f"{path}: {len(hostnames)} host names for {num_nodes} nodes")
-        hostnames = hostnames[:num_nodes]
-    if topology_spec and (intra or inter):
-        raise InputError("choose a machine: --topology SPEC or --intra L,G --inter L,G")
-    if topology_spec:
-        machine = topology_machine(
-            parse_topology(topology_spec),
-            num_nodes,
-            ranks_per_node,
-            params,
-            latencies,
-            hostnames=hostnames,
-        )
-    elif intra and inter:
-        machine = two_level_machine(
-            num_nodes,
-            ranks_per_node,
-            parse_level(intra, "--intra"),
-            parse_level(inter, "--inter"),
-            hostnames=hostnames,
-        )
-    else:
-        raise InputError("describe the machine: --topology SPEC, or --intra L,G --inter L,G")
-    budget_s = parse_duration_ns(budget, default_unit="s") / 1e9
+        hostnames = tuple(hostnames[:num_nodes])
+    inputs = Inputs(params, topology=topology_spec, latencies=latencies, hostnames=hostnames)
+    machine_ = machine(graph.num_ranks, inputs, settings)
+    start = None
     if initial_file:
-        start = read_mapping_file(initial_file, machine.hostnames, fmt, P)
-    with _bar(None, "swaps") as bar:
-        result = run_place(
-            graph,
-            params,
-            machine,
-            budget_s=budget_s,
-            max_iterations=max_swaps,
-            candidates=candidates,
-            start=start,
-            progress=lambda it, T: (bar.update(1), bar.set_postfix_str(f"T={format_ns(T)}")),
-        )
+        start = read_mapping_file(initial_file, machine_.hostnames, fmt, graph.num_ranks)
+    bar, report = progress_bar()
+    with bar:
+        result = ANALYSES["place"].run(graph, replace(inputs, report=report), settings, start=start)
     chosen = result.best if which == "best" else which
     if chosen not in result.node_of_rank:
         raise InputError(
@@ -538,14 +419,14 @@ def place(
     payload = result.as_dict()
     payload["written"] = chosen
     if output:
-        write_mapping(result.node_of_rank[chosen], machine.hostnames, output, fmt)
+        write_mapping(result.node_of_rank[chosen], machine_.hostnames, output, fmt)
         payload["output"] = output
         payload["format"] = fmt
     if as_json:
         emit_json(payload)
         return
     click.echo(
-        f"{machine.description}, {machine.ranks_per_node} ranks per node; heuristic: "
+        f"{machine_.description}, {machine_.ranks_per_node} ranks per node; heuristic: "
         f"{len(result.history) - 1} swaps, stopped: {result.stop_reason} "
         f"({result.elapsed_s:.2f} s)"
     )
@@ -568,7 +449,7 @@ def place(
         click.echo(f"wrote {chosen} mapping to {output} ({fmt})")
     else:
         click.echo(f"\n{chosen} mapping ({fmt}):")
-        click.echo(format_mapping(result.node_of_rank[chosen], machine.hostnames, fmt), nl=False)
+        click.echo(format_mapping(result.node_of_rank[chosen], machine_.hostnames, fmt), nl=False)
 
 
 def _bar(total: int | None, unit: str):

@@ -4,12 +4,15 @@ counters, the three seven-point configuration sets and every rule's verdict."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError
-from llamp.lp.classify import NETWORKS, SETS, Thresholds
-from llamp.ui import analyses, controls, plots
+from llamp.lp.classify import NETWORKS, SETS, Network, Thresholds
+from llamp.lp.registry import ClassifySettings, Inputs
+from llamp.ui import controls, plots
 
 st.title("Classification")
 sel = controls.selection("classification")
@@ -100,24 +103,22 @@ with controls.readable_errors("Classification"):
         net = NETWORKS[choice]
         network = (net.name, net.bandwidth_gbps, net.latency_ns, net.source)
     params = sel.params.with_(o=0.0) if o_mode == HOCKNEY else sel.params
-    thresholds = (
-        compute_share / 100.0,
-        bound_share / 100.0,
-        sensitive_share / 100.0,
-        insensitive / 100.0,
-        float(decrease),
-        int(span),
+    settings = ClassifySettings(
+        compute_share=compute_share / 100.0,
+        bound_share=bound_share / 100.0,
+        sensitive_share=sensitive_share / 100.0,
+        insensitive=insensitive / 100.0,
+        decrease=float(decrease),
+        span=int(span),
     )
-    Thresholds(*thresholds)  # a readable error for impossible thresholds
-    result = controls.background(
+    Thresholds(*dataclasses.astuple(settings))  # a readable error for impossible thresholds
+    result = controls.analysis(
         sel,
-        "classification",
+        "classify",
         f"Evaluating the {3 * (2 * span.bit_length() - 1)} configurations",
-        lambda graph, task: analyses.classification(
-            sel.run, graph, network, analyses.param_key(params), thresholds
-        ),
-        (network, analyses.param_key(params), thresholds),
-        stored_as="ui_classification",
+        settings,
+        Inputs(params, network=Network(*network)),
+        slot="classification",
     )
 if result is None:
     st.stop()

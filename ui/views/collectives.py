@@ -278,7 +278,7 @@ def _seconds(s: float) -> str:
 # ---------------------------------------------------------------------- estimate
 estimate = levels = None
 with controls.readable_errors("Collective what-if"):
-    levels = analyses.tolerance_levels(levels_text)
+    levels = controls.levels(levels_text)
     throughput = analyses.engine_throughput(sel.run, graph, sel.key)
     estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
     curve_budget = whatif.curve_budget(estimate.summary_seconds)

@@ -17,7 +17,7 @@ import streamlit as st
 from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.compare import PARTS
-from llamp.ui import analyses, controls, plots, run_comparison, store, tasks
+from llamp.ui import controls, plots, run_comparison, store, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -58,7 +58,7 @@ if len(chosen) < 2:
 
 found = None
 with controls.readable_errors("Comparison"):
-    levels = analyses.tolerance_levels(levels_text)
+    levels = controls.levels(levels_text)
     fixed = None
     if hi_text.strip():
         top = parse_duration_ns(hi_text)

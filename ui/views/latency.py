@@ -16,6 +16,8 @@ import streamlit as st
 
 from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
 from llamp.errors import InputError
+from llamp.lp.critical import exact_curve
+from llamp.lp.registry import ANALYSES, CriticalSettings, Inputs, ToleranceSettings
 from llamp.ui import analyses, controls, exports, plots, stored
 
 st.title("Latency sensitivity and tolerance")
@@ -79,9 +81,20 @@ with st.expander("Display", expanded=False):
         help="Points drawn between the exact breakpoints (display only: nothing is recomputed).",
     )
 
+
+def _head(graph, task, levels: tuple[float, ...]) -> dict:
+    """``T``, λ at the sidebar's parameters and the x% L and G tolerances."""
+    inputs = Inputs(sel.params)
+    task.report(None, "predicting T(L0)")
+    pred = ANALYSES["predict"].compute(graph, inputs)
+    task.report(0.3, "finding the x% tolerances")
+    tol = ANALYSES["tolerance"].run(graph, inputs, ToleranceSettings(levels))
+    return {"predict": pred, "tolerance": tol}
+
+
 head = crit = None
 with controls.readable_errors("Latency analysis"):
-    levels = analyses.tolerance_levels(levels_text)
+    levels = controls.levels(levels_text)
     head = stored.obtain(
         sel.run,
         sel.name,
@@ -89,7 +102,7 @@ with controls.readable_errors("Latency analysis"):
         ("predict", "tolerance"),
         stored.key_of(sel.params, levels=levels),
         "Predicting T(L0) and the tolerances",
-        lambda graph, task: analyses.latency_head(graph, task, sel.params, levels),
+        lambda graph, task: _head(graph, task, levels),
         key="latency-head",
     )
 if head is None:
@@ -154,27 +167,17 @@ with controls.readable_errors("Critical-latency search"):
         if not 0 <= lo < hi:
             raise InputError(f"the L range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
     st.subheader(f"T(L) over [{format_ns(lo)}, {format_ns(hi)}]")
-    found = stored.obtain(
-        sel.run,
-        sel.name,
-        sel.token,
-        ("critical",),
-        stored.key_of(sel.params, lo_ns=lo, hi_ns=hi, exhaustive=bool(exhaustive)),
-        "Finding the critical latencies",
-        lambda graph, task: analyses.critical_search(graph, task, sel.params, lo, hi, exhaustive),
-        key="latency-critical",
+    search = CriticalSettings(
+        lo=f"{lo!r}ns", hi=f"{hi!r}ns", max_evaluations=None if exhaustive else "auto"
     )
-    crit = None if found is None else found["critical"]
+    crit = controls.analysis(
+        sel, "critical", "Finding the critical latencies", search, slot="latency-critical"
+    )
 if crit is None:
     st.stop()
 
-curve = analyses.exact_curve(crit, sel.params)
-ranked, merged = analyses.breakpoints(crit, min_jump_pct / 100.0)
-if not merged:
-    st.caption(
-        "This version of the critical-latency search cannot merge small λ_L steps: every exact "
-        "breakpoint is listed and marked."
-    )
+curve = exact_curve(crit)
+ranked = analyses.breakpoints(crit, min_jump_pct / 100.0)
 marked = list(ranked["at_ns"]) if show_critical else []
 st.plotly_chart(
     plots.latency_figure(

@@ -119,22 +119,18 @@ log_colour = o2.toggle("Logarithmic colour scale", key="mx_log")
 annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
 
 
-def _work(graph, task):
-    task.report(0.2, "λ_L^ij and λ_G^ij along the critical path")
-    costs = analyses.pair_costs(graph.num_ranks, sel.params, source)
-    return analyses.pair_sensitivity(graph, sel.params, costs)
-
-
 result = None
 if source is not None:
     with controls.readable_errors("Sensitivity matrices"):
-        result = controls.background(
+        inputs, settings = analyses.matrix_of(sel.params, source)
+        result = controls.analysis(
             sel,
-            "matrices",
+            "matrix",
             "Computing the sensitivity matrices",
-            _work,
-            (source,),
-            stored_as="ui_matrices",
+            settings,
+            inputs,
+            slot="matrices",
+            identity=source,
         )
 if result is None:
     st.stop()

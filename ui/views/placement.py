@@ -21,7 +21,7 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.lp.placement import format_mapping
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots, store, tasks
+from llamp.ui import analyses, controls, plots
 
 st.title("Rank placement")
 sel = controls.selection("placement")
@@ -158,20 +158,19 @@ run_clicked = st.button(
 inputs = (sel.run, sel.key, machine, budget)
 if run_clicked:
     st.session_state["_place_requested"] = inputs
-result = analyses.stored_placement(*inputs)
-if result is None and st.session_state.get("_place_requested") == inputs:
-
-    def _work(task):
-        task.report(None, f"loading run {sel.name!r}")
-        graph = store.load_graph(sel.name, sel.token)
-        return analyses.placement_in(task, graph, sel.key, machine, budget)
-
-    with controls.readable_errors("Placement"):
-        result = tasks.result(
-            f"placement|{inputs!r}", "Searching for a better mapping", _work, slot="placement"
-        )
-    if result is not None:
-        analyses.remember_placement(*inputs, result)
+result = None
+with controls.readable_errors("Placement"):
+    place_inputs, settings = analyses.placement_of(sel.key, machine, budget)
+    result = controls.analysis(
+        sel,
+        "place",
+        "Searching for a better mapping",
+        settings,
+        place_inputs,
+        slot="placement",
+        identity=machine,
+        start=st.session_state.get("_place_requested") == inputs,
+    )
 if result is None:
     if st.session_state.get("_place_requested") != inputs:
         st.info("Press **Run placement** to run the heuristic and compare it with the baselines.")

@@ -9,7 +9,6 @@ import pandas as pd
 import streamlit as st
 
 from llamp.config import DEFAULT_TOLERANCES, format_ns
-from llamp.errors import InputError
 from llamp.injector.profiles import list_profiles
 from llamp.lp.region import level_key, network_designs, parameter_axis, parse_design
 from llamp.ui import analyses, controls, plots
@@ -24,16 +23,6 @@ st.caption(
     "stays within x % of T at the configured values; exact polygons (each vertex verified, "
     "each edge one critical path's T = bound)"
 )
-
-
-def _levels(text: str) -> tuple[float, ...]:
-    try:
-        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
-    except ValueError as err:
-        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
-    if not values or values[0] <= 0:
-        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
-    return tuple(values)
 
 
 c1, c2, c3 = st.columns(3)
@@ -72,7 +61,7 @@ with st.expander("Box and designs", expanded=False):
 
 rmap = frame = None
 with controls.readable_errors("Design space"):
-    levels = _levels(levels_text)
+    levels = controls.levels(levels_text)
     profiles = [(p.name, p.params) for p in list_profiles()] if show_profiles else []
     designs = network_designs(sel.params, names, profiles, builtin=show_networks)
     for line in designs_text.splitlines():

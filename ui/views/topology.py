@@ -30,16 +30,6 @@ st.caption(
 )
 
 
-def _levels(text: str) -> tuple[float, ...]:
-    try:
-        values = sorted({float(v) / 100.0 for v in text.replace("%", "").split(",") if v.strip()})
-    except ValueError as err:
-        raise InputError(f"tolerance levels: cannot read {text!r} (percents, e.g. 1,2,5)") from err
-    if not values or values[0] <= 0:
-        raise InputError("tolerance levels must be positive percents, e.g. 1,2,5")
-    return tuple(values)
-
-
 def _class_latencies(text: str) -> dict[str, float]:
     """``"core=500ns, inter=1us"`` → ``{"core": 500.0, "inter": 1000.0}``."""
     out: dict[str, float] = {}
@@ -166,7 +156,7 @@ with controls.readable_errors("Topology inputs"):
         )
     )
     analyses.check_link_classes(topologies, latencies)
-    levels = _levels(levels_text)
+    levels = controls.levels(levels_text)
 if latencies is None or levels is None or not topologies:
     st.stop()
 mapping = (mapping_file.name, mapping_file.getvalue()) if mapping_file is not None else None

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from llamp import config
 from llamp.config import format_ns
-from llamp.errors import InputError
+from llamp.lp.registry import MonteCarloSettings
 from llamp.lp.variability import DISTRIBUTIONS, VariabilitySpec
-from llamp.ui import analyses, controls, plots
+from llamp.ui import controls, plots
 
 st.title("Compute variability")
 sel = controls.selection("variability")
@@ -18,13 +19,6 @@ st.caption(
     f"Run **{sel.name}** · {controls.describe(sel.params)} · every calc of rank r costs "
     "cost · spatial[r] · temporal[calc] · slowdown[r] in a sample (factors of mean 1)."
 )
-
-
-def _ranks(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError as err:
-        raise InputError(f"slow ranks: cannot read {text!r} (e.g. 3,7)") from err
 
 
 # ---------------------------------------------------------------------- inputs
@@ -77,33 +71,35 @@ run_clicked = st.button("Run Monte Carlo", type="primary", key="mc_run", icon=":
 # ---------------------------------------------------------------------- analysis
 result = None
 with controls.readable_errors("Monte Carlo"):
-    slow = _ranks(slow_text)
-    spec = VariabilitySpec(
+    slow = config.parse_ranks(slow_text, what="slow ranks")
+    VariabilitySpec(  # a readable error for impossible settings before anything runs
+        spatial_cv=spatial / 100.0,
+        temporal_cv=temporal / 100.0,
+        distribution=distribution,
+        samples=int(samples),
+    )
+    settings = MonteCarloSettings(
+        samples=int(samples),
         spatial_cv=spatial / 100.0,
         temporal_cv=temporal / 100.0,
         distribution=distribution,
         slow_ranks=slow,
         slowdown=float(slowdown) if slow else 1.0,
-        samples=int(samples),
         seed=int(seed),
+        levels=controls.levels(levels_text) if sensitivity else (),
+        runtime_only=not sensitivity,
     )
-    levels = analyses.tolerance_levels(levels_text) if sensitivity else ()
-    inputs = (sel.run, sel.key, spec, levels, sensitivity)
+    inputs = (sel.run, sel.key, settings)
     if run_clicked:
         st.session_state["_mc_requested"] = inputs
-    result = analyses.stored_variability(*inputs)
-    if result is None and st.session_state.get("_mc_requested") == inputs:
-        result = controls.background(
-            sel,
-            "variability",
-            "Monte Carlo",
-            lambda graph, task: analyses.variability_in(
-                task, graph, sel.key, spec, levels, sensitivity
-            ),
-            inputs[2:],
-        )
-        if result is not None:
-            analyses.remember_variability(*inputs, result)
+    result = controls.analysis(
+        sel,
+        "mc",
+        "Monte Carlo",
+        settings,
+        slot="variability",
+        start=st.session_state.get("_mc_requested") == inputs,
+    )
 if result is None:
     if st.session_state.get("_mc_requested") != inputs:
         st.info("Set the variability above and press **Run Monte Carlo**.")

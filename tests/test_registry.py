@@ -1,0 +1,95 @@
+"""The analysis registry (lp/registry.py): every registered analysis is reachable from the
+command line, a study and the UI with the same parameters, read by the same parsers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+
+from llamp.cli import cli
+from llamp.errors import InputError
+from llamp.lp.registry import ANALYSES
+from llamp.study.analyses import ANALYSES as STUDY
+
+NAMES = sorted(ANALYSES)
+
+
+def _command(name: str) -> click.Command:
+    return cli.commands[name]
+
+
+def _cli_settings(name: str, args: list[str]):
+    """The settings the command ``llamp NAME GRAPH ARGS`` would run with."""
+    command = _command(name)
+    with command.make_context(name, ["graph.npz", *args]) as ctx:
+        values = ctx.params
+    entry = ANALYSES[name]
+    return entry.parse({o.field: values[o.field] for o in entry.options})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_settings_are_the_options(name):
+    entry = ANALYSES[name]
+    assert [f.name for f in dataclasses.fields(entry.settings)] == [o.field for o in entry.options]
+    assert len({o.flag for o in entry.options}) == len(entry.options)
+    assert entry.default_settings() == _cli_settings(name, [])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_option_is_a_command_line_option_with_its_default(name):
+    params = {p.name: p for p in _command(name).params}
+    for opt in ANALYSES[name].options:
+        assert opt.field in params, (name, opt.flag)
+        param = params[opt.field]
+        assert opt.flag in param.opts
+        if opt.kind not in ("flag", "multiple"):
+            assert param.default == opt.default, (name, opt.flag)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_option_is_a_study_key_and_the_study_command_reads_back_the_same(name):
+    """A study's settings (its own defaults included) are the settings its equivalent command
+    runs with: the arguments each option writes parse back to the same typed values."""
+    entry, model = ANALYSES[name], STUDY[name].settings
+    assert STUDY[name].networks == entry.networks
+    keys = {info.alias or field for field, info in model.model_fields.items()}
+    assert keys == {o.study_key for o in entry.options}
+    raw = model.model_validate({}).model_dump(by_alias=True)
+    args = [a for o in entry.options for a in o.arguments(raw[o.study_key])]
+    assert _cli_settings(name, args) == entry.parse(raw, study=True)
+
+
+def test_a_non_default_study_setting_reaches_the_command_unchanged():
+    entry, model = ANALYSES["mc"], STUDY["mc"].settings
+    raw = model.model_validate(
+        {"samples": 7, "x": ["0.5%", 2], "slow_ranks": [3, 1], "runtime_only": True}
+    ).model_dump(by_alias=True)
+    args = [a for o in entry.options for a in o.arguments(raw[o.study_key])]
+    settings = _cli_settings("mc", args)
+    assert settings == entry.parse(raw, study=True)
+    assert settings.levels == (0.005, 0.02) and settings.slow_ranks == (1, 3)
+    assert settings.samples == 7 and settings.runtime_only
+
+
+def test_one_parser_per_value_kind_with_the_flag_or_the_key_in_its_error():
+    entry = ANALYSES["tolerance"]
+    with pytest.raises(InputError, match=r"^--x: cannot read 'abc'"):
+        entry.parse({"levels": "abc"})
+    with pytest.raises(InputError, match=r"^x: "):
+        entry.parse({"x": [-1]}, study=True)
+    with pytest.raises(InputError, match=r"^--slow-ranks: cannot read 'a'"):
+        ANALYSES["mc"].parse({"slow_ranks": "1,a"})
+    assert ANALYSES["mc"].parse({"slow_ranks": "0-2,5"}).slow_ranks == (0, 1, 2, 5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_ui_stores_every_result_type(name):
+    """The store codec of the UI registers what each analysis returns, so the UI's runner
+    (:func:`llamp.ui.controls.analysis`) can keep any of them as an Analysis node."""
+    from llamp.ui import codec, stored  # noqa: F401 - registers the shapes
+
+    entry = ANALYSES[name]
+    assert entry.result in entry.stored or entry.result in codec._NAMES
+    assert all(cls in codec._NAMES for cls in entry.stored)
