@@ -529,7 +529,9 @@ def parse_ranks(
 ) -> tuple[int, ...]:
     """``"0-7,12"`` → sorted distinct rank ids ``(0, 1, …, 7, 12)``, each checked to lie in
     ``0 … num_ranks − 1`` (:data:`MAX_RANKS` without a graph) before any is listed
-    (:func:`parse_rank_set`)."""
+    (:func:`parse_rank_set`); an empty text is no rank."""
+    if not str(text).strip():
+        return ()
     spans = parse_rank_set(str(text), MAX_RANKS if num_ranks is None else num_ranks, what=what)
     return tuple(sorted(set().union(*(range(a, b + 1) for a, b in spans))))
 
