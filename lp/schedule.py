@@ -291,6 +291,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     freed = np.empty(V + 1, np.int64)  # operations released by the current event
     n_freed = 0
     keys = np.empty(V + 1, np.int64)
+    order = np.empty(V + 1, np.int64)
     runtime = 0.0
     done = 0
 
@@ -301,13 +302,21 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             n_freed += 1
     while True:
         if n_freed > 0:
-            # Queue the released operations: by rank, then kind (send, recv, calc), stable.
+            # Queue the released operations rank by rank (in release order within a rank),
+            # each rank's sorted by kind (send, recv, calc) as LogGOPSim's std::sort does.
             for k in range(n_freed):
-                v = freed[k]
-                keys[k] = (rank[v] * 8 + qrank[v]) * (V + 1) + k
+                keys[k] = rank[freed[k]] * (V + 1) + k
             idx = np.argsort(keys[:n_freed])
             for k in range(n_freed):
-                v = freed[idx[k]]
+                order[k] = freed[idx[k]]
+                keys[k] = qrank[order[k]]
+            lo = 0
+            for k in range(1, n_freed + 1):
+                if k == n_freed or rank[order[k]] != rank[order[lo]]:
+                    _gnu_sort(keys, order, lo, k)
+                    lo = k
+            for k in range(n_freed):
+                v = order[k]
                 c = cpu[v]
                 t = max(ready[v], clock[c])
                 if kind[v] == SEND and serial:  # its NIC too
@@ -611,3 +620,147 @@ def _release_sender(  # pragma: no cover - compiled
                 freed[n_freed] = u
                 n_freed += 1
     return n_freed
+
+
+# LogGOPSim queues the operations one event releases after ``std::sort`` by kind, which is
+# not stable: with more than 16 of them (a linear alltoall's root posts all its sends and
+# receives at once) equal kinds change places. The functions below are GCC libstdc++'s
+# introsort step for step (``bits/stl_algo.h``, ``bits/stl_heap.h``: threshold 16, median of
+# three, unguarded partition, heap sort at the depth limit, final insertion sort), on keys
+# ``k`` moving items ``x`` alongside, so ties fall as in LogGOPSim's runs.
+
+
+@numba.njit(cache=True)
+def _swap(k, x, i, j):  # pragma: no cover - compiled
+    k[i], k[j] = k[j], k[i]
+    x[i], x[j] = x[j], x[i]
+
+
+@numba.njit(cache=True)
+def _linear_insert(k, x, last):  # pragma: no cover - compiled
+    vk = k[last]
+    vx = x[last]
+    nxt = last - 1
+    while vk < k[nxt]:
+        k[last] = k[nxt]
+        x[last] = x[nxt]
+        last = nxt
+        nxt -= 1
+    k[last] = vk
+    x[last] = vx
+
+
+@numba.njit(cache=True)
+def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
+    if first == last:
+        return
+    for i in range(first + 1, last):
+        if k[i] < k[first]:
+            vk = k[i]
+            vx = x[i]
+            for j in range(i, first, -1):
+                k[j] = k[j - 1]
+                x[j] = x[j - 1]
+            k[first] = vk
+            x[first] = vx
+        else:
+            _linear_insert(k, x, i)
+
+
+@numba.njit(cache=True)
+def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
+    top = hole
+    child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if k[first + child] < k[first + child - 1]:
+            child -= 1
+        k[first + hole] = k[first + child]
+        x[first + hole] = x[first + child]
+        hole = child
+    if (n & 1) == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        k[first + hole] = k[first + child - 1]
+        x[first + hole] = x[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and k[first + parent] < vk:
+        k[first + hole] = k[first + parent]
+        x[first + hole] = x[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    k[first + hole] = vk
+    x[first + hole] = vx
+
+
+@numba.njit(cache=True)
+def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
+    n = last - first
+    if n >= 2:
+        parent = (n - 2) // 2
+        while True:
+            _adjust_heap(k, x, first, parent, n, k[first + parent], x[first + parent])
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        vk = k[last]
+        vx = x[last]
+        k[last] = k[first]
+        x[last] = x[first]
+        _adjust_heap(k, x, first, 0, last - first, vk, vx)
+
+
+@numba.njit(cache=True)
+def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
+    while last - first > 16:
+        if depth == 0:
+            _heap_sort(k, x, first, last)
+            return
+        depth -= 1
+        a, b, c = first + 1, first + (last - first) // 2, last - 1
+        if k[a] < k[b]:
+            if k[b] < k[c]:
+                _swap(k, x, first, b)
+            elif k[a] < k[c]:
+                _swap(k, x, first, c)
+            else:
+                _swap(k, x, first, a)
+        elif k[a] < k[c]:
+            _swap(k, x, first, a)
+        elif k[b] < k[c]:
+            _swap(k, x, first, c)
+        else:
+            _swap(k, x, first, b)
+        lo, hi = first + 1, last
+        while True:
+            while k[lo] < k[first]:
+                lo += 1
+            hi -= 1
+            while k[first] < k[hi]:
+                hi -= 1
+            if not lo < hi:
+                break
+            _swap(k, x, lo, hi)
+            lo += 1
+        _introsort_loop(k, x, lo, last, depth)
+        last = lo
+
+
+@numba.njit(cache=True)
+def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
+    """``std::sort(first, last)`` of GCC's libstdc++ on ``k``, permuting ``x`` alike."""
+    n = last - first
+    if n < 2:
+        return
+    lg = 0
+    while (n >> (lg + 1)) > 0:
+        lg += 1
+    _introsort_loop(k, x, first, last, 2 * lg)
+    if n > 16:
+        _insertion_sort(k, x, first, first + 16)
+        for i in range(first + 16, last):
+            _linear_insert(k, x, i)
+    else:
+        _insertion_sort(k, x, first, last)
