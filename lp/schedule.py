@@ -429,7 +429,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 if rdv[m] and not loggopsim:
                     if not np.isnan(rts[m]):  # the request is here: match now
                         h = t
-                        size = _push(heap_t, heap_s, heap_i, size, h + 2 * o + 2 * L, seq, V + m)
+                        data = h + 2 * o + 2 * L + (0.0 if serial else B[m] * G)
+                        size = _push(heap_t, heap_s, heap_i, size, data, seq, V + m)
                         seq += 1
                 elif not np.isnan(processed[m]):  # the message is here: complete now
                     finish[v] = max(t, proc_end[m])
@@ -534,7 +535,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             r = recvs[m]
             if not np.isnan(start[r]):
                 match[m] = t
-                size = _push(heap_t, heap_s, heap_i, size, t + 2 * o + 2 * L, seq, V + m)
+                data = t + 2 * o + 2 * L + (0.0 if serial else B[m] * G)
+                size = _push(heap_t, heap_s, heap_i, size, data, seq, V + m)
                 seq += 1
                 n_freed = _release_sender(
                     sends[m],
