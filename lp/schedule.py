@@ -304,11 +304,21 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
         if n_freed > 0:
             # Queue the released operations rank by rank (in release order within a rank),
             # each rank's sorted by kind (send, recv, calc) as LogGOPSim's std::sort does.
+            if n_freed > 32:
+                for k in range(n_freed):
+                    keys[k] = rank[freed[k]] * (V + 1) + k
+                idx = np.argsort(keys[:n_freed])
+                for k in range(n_freed):
+                    order[k] = freed[idx[k]]
+            else:  # stable insertion sort by rank (one or two ranks, a few operations)
+                for k in range(n_freed):
+                    v = freed[k]
+                    j = k
+                    while j > 0 and rank[order[j - 1]] > rank[v]:
+                        order[j] = order[j - 1]
+                        j -= 1
+                    order[j] = v
             for k in range(n_freed):
-                keys[k] = rank[freed[k]] * (V + 1) + k
-            idx = np.argsort(keys[:n_freed])
-            for k in range(n_freed):
-                order[k] = freed[idx[k]]
                 keys[k] = qrank[order[k]]
             lo = 0
             for k in range(1, n_freed + 1):
