@@ -325,3 +325,27 @@ def test_release_order_is_libstdcxx_sort(n):
     assert np.array_equal(keys[items], k)
     if n <= 16:
         assert np.array_equal(items, np.argsort(keys, kind="stable"))
+
+
+# ---------------------------------------------------------------------- the program order
+PROGRAM = LogGPS(L=3000.0, o=1500.0, G=0.0, g=0.0, S=65535, order="program")
+
+
+def test_program_order_serialises_calcs_of_one_cpu_stream():
+    """Two independent calcs of one rank run one after the other (LogGOPSim: 20,000 ns)."""
+    assert _check_engines(_graph(TWO_CALCS), PROGRAM) == 20000.0
+
+
+@pytest.mark.parametrize("progress", ["async", "wait"])
+def test_program_order_has_no_false_deadlock(progress):
+    """``b`` requires ``r`` after ``a`` already did: ``r`` belongs to ``a``'s wait, so ``b``'s
+    wait holds no receive and no chain closes a cycle (LogGOPSim: 8,000 ns)."""
+    assert _check_engines(_graph(NOT_A_DEADLOCK), PROGRAM.with_(progress=progress)) == 8000.0
+
+
+def test_program_order_charges_a_late_receive_its_bytes_under_nic_serial():
+    """Posted at 20,000 after its 1000 B message arrived: o + 999·G on the CPU then, as
+    LogGOPSim's processing: 27,494 ns (21,500 under nic overlap, where the bytes overlap)."""
+    graph = _graph(LATE_RECEIVE)
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="serial")) == 27494.0
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="overlap")) == 21500.0
