@@ -76,6 +76,12 @@ class Schedule:
     post_bump: np.ndarray
     runtime: float
 
+    def same_order(self, other: Schedule) -> bool:
+        """Both passes served every CPU stream and NIC in the same order (then both lower to
+        the same event graph)."""
+        names = ("cpu_prev", "cpu_bump", "nic_prev", "nic_bump", "post_prev", "post_bump")
+        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
+
 
 #: Kinds in the order LogGOPSim queues operations released together (send, recv, calc).
 _QUEUE_RANK = np.array([3, 1, 2, 4], dtype=np.int8)  # indexed by CALC, SEND, RECV, COLL

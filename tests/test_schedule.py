@@ -349,3 +349,38 @@ def test_program_order_charges_a_late_receive_its_bytes_under_nic_serial():
     graph = _graph(LATE_RECEIVE)
     assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="serial")) == 27494.0
     assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="overlap")) == 21500.0
+
+
+# ---------------------------------------------------------------------- away from the baseline
+#: Rank 0 computes 5 µs on CPU 1, then 10 µs on CPU 0; a message from rank 1 arrives at
+#: o + L for CPU 0. Below L = 3.5 µs it is processed before the 10 µs calc, above after it.
+ORDER_FLIPS = """num_ranks 2
+rank 0 {
+x: calc 5000 cpu 1
+c: calc 10000 cpu 0
+c requires x
+r: recv 8b from 1 tag 0 cpu 0
+}
+rank 1 {
+s: send 8b to 0 tag 0
+}
+"""
+
+
+def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
+    """Baseline L = 3 µs: the message first (processed 4500–6000, the calc 6000–16,000). At
+    L = 10 µs that order gives 11,500 + o = 13,000, the calc 13,000–23,000; the point's own
+    schedule runs the calc first (5000–15,000) and the message after it: T = 16,500."""
+    from llamp.lp.predict import sweep_rows
+
+    graph = _graph(ORDER_FLIPS)
+    base = LOGGOPSIM.with_(L=3000.0, G=0.0).rescheduled()
+    fixed = sweep_rows(graph, base, [0.0, 3000.0, 10000.0], engine="graph")
+    own = sweep_rows(graph, base, [0.0, 3000.0, 10000.0], engine="graph", reschedule=True)
+    assert [r["runtime_ns"] for r in fixed] == [15000.0, 16000.0, 23000.0]
+    assert [r["runtime_ns"] for r in own] == [15000.0, 16000.0, 16500.0]
+    assert [r["order_changed"] for r in own] == [False, False, True]
+    assert "order_changed" not in fixed[0]
+    assert schedule(graph, base.with_(L=10000.0).rescheduled()).runtime == 16500.0
+    lp_rows = sweep_rows(graph, base, [0.0, 10000.0], engine="glop", reschedule=True)
+    assert [r["runtime_ns"] for r in lp_rows] == [15000.0, 16500.0]
