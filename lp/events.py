@@ -10,14 +10,15 @@ carries a weight that is affine in the parameters::
     w = const + cL·L + cG·G + co·o + cg·g
 
 and ``time(b) = max over in-edges (time(a) + w)`` (0 for an event without in-edges). The
-runtime ``T`` is the largest event time. Edges (``n`` = message size, ``B = max(n−1, 0)``):
+runtime ``T`` is the largest event time. Edges of the program order (``order="program"``,
+``rendezvous="handshake"``; ``n`` = message size, ``B = max(n−1, 0)``):
 
 ==========================  ==========================  =================================
 rule                        edge                        weight
 ==========================  ==========================  =================================
 calc                        start → finish              cost
 eager send                  start → finish              o
-eager recv                  start → finish              o
+eager recv                  start → finish              o  (+ B·G under nic serial)
 eager message s → r         start(s) → finish(r)        2o + L + B·G  (o + L + B·G to
                                                         arrive, o to receive)
 rendezvous s → r (RTS)      start(s) → h                o + L
@@ -28,7 +29,8 @@ requires u → v              finish(u) → start(v)        0
 irequires u → v             start(u) → start(v)         o if u is a send, else 0
 member c enters instance    start(c) → sync             0
 instance done at member c   sync → finish(c)            lat·L + bytes·G + cost
-CPU: sends of a (rank, cpu) start(s_i) → start(s_i+1)   o
+CPU: calcs, sends of a      finish(c) → start(next)     0
+(rank, cpu), program order  start(s) → start(next)      o
 CPU: recvs of one wait      finish(r_i) → finish(r_i+1) o  (+ B_i+1·G under nic serial)
 progress wait               finish(c) → finish(r_1)     o  (+ B_1·G under nic serial)
 NIC: sends of a (rank, nic) start(s_i) → start(s_i+1)   g + B_i·G      (nic serial only)
@@ -43,10 +45,12 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   (trace order; file order for GOAL). A GOAL file may list a vertex before one it depends on;
   then the rank's program order is its vertex order made consistent with its own dependencies
   (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
-- **CPU.** The posting overheads of the sends of one (rank, cpu) are serialised in program
-  order. The receives completed by one wait — the receives a ``calc`` requires: the calc after
-  a ``Wait``/``Waitall`` — are processed one after another in program (posting) order.
-  Receives joined by another kind of vertex are not a wait and are not chained.
+- **CPU.** The calcs and send overheads of one (rank, cpu) take turns in program order (a
+  pair that a dependency already orders as strongly adds no edge: in a trace, none does).
+  The receives completed by one wait — the receives a ``calc`` requires: the calc after a
+  ``Wait``/``Waitall``; a receive belongs to the first calc that requires it — are processed
+  one after another in program (posting) order. Receives joined by another kind of vertex
+  are not a wait and are not chained.
 - **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
   ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
   asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
@@ -64,6 +68,15 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   that follows program order within a wait, puts a reduction's leaf messages before its
   subtrees' and can never close a cycle (posting order would, on ``Irecv A; Irecv B;
   Wait B; Send; Wait A`` when A's message answers the send).
+
+- **Rendezvous** (``rendezvous="loggopsim"``): the handshake event is the match; the data
+  went with the request, so ``h → finish(r)`` weighs ``o + B·G`` and ``h → finish(s)`` 0.
+
+Under ``order="schedule"`` the chains are instead the serving orders of one schedule pass at
+``schedule_at`` (:mod:`llamp.lp.schedule`, LogGOPSim's semantics): every message gets a
+processing event ``2V + m`` and every rendezvous message a match event ``2V + M + j``
+(``num_handshakes`` counts both kinds; :func:`_build_scheduled` lists the edges, docs/model.md
+§Schedule order the table); ``progress`` does not apply.
 
 Every chain follows the program, so in a graph built from a trace none can close a cycle.
 The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
