@@ -384,3 +384,33 @@ def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
     assert schedule(graph, base.with_(L=10000.0).rescheduled()).runtime == 16500.0
     lp_rows = sweep_rows(graph, base, [0.0, 10000.0], engine="glop", reschedule=True)
     assert [r["runtime_ns"] for r in lp_rows] == [15000.0, 16500.0]
+
+
+def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
+    """Exact for the baseline's order (L = 3 µs) over [0, 20 µs]; re-scheduled at the ends and
+    the critical value, the network's own order differs at 20 µs (the calc goes first)."""
+    import json
+
+    from cli_process import llamp
+
+    path = tmp_path / "flip.goal"
+    path.write_text(ORDER_FLIPS)
+    options = ("--o", "1.5us", "--G", "0", "--L", "3us", "--order", "schedule")
+    out = llamp(
+        "critical",
+        str(path),
+        *options,
+        "--rendezvous",
+        "loggopsim",
+        "--to",
+        "20us",
+        "--json",
+        home=tmp_path,
+    )
+    data = json.loads(out.stdout)
+    assert data["critical_latencies_ns"] == [pytest.approx(2000.0)]
+    assert data["schedule_order"] == {
+        "baseline": 3000.0,
+        "checked": [0.0, 2000.0, 20000.0],
+        "differs_at": [20000.0],
+    }
