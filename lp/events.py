@@ -702,7 +702,10 @@ def build_event_graph(
     # A receive posted after its message arrived pays o (and, under nic serial, its bytes on
     # the CPU, as the processing of an arrived message does).
     late = recvs[~rdv]
-    add(2 * late, 2 * late + 1, O1, BYTES if nic == "serial" else _ZERO, B[~rdv])
+    if nic == "serial":
+        add(2 * late, 2 * late + 1, O1, BYTES, B[~rdv], m=msg_ids[~rdv])
+    else:
+        add(2 * late, 2 * late + 1, O1)
     del late
     # Messages.
     e = ~rdv
