@@ -414,3 +414,16 @@ def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
         "checked": [0.0, 2000.0, 20000.0],
         "differs_at": [20000.0],
     }
+
+
+@pytest.mark.parametrize(("G", "expected"), [(0.0, 76000), (6.0, 88276)])
+def test_two_cpu_streams_and_their_nic_as_loggopsim(G, expected):
+    """GOAL ``cpu``/``nic`` annotations (tests/test_goal.py: two sends on two CPU streams of
+    one rank sharing NIC 0, S = 100,000): LogGOPSim 76451de gives 76,000 ns at G = 0 and
+    88,276 ns at G = 6 ns/B (the second 1 KiB message waits for the NIC)."""
+    from test_goal import TWO_CPUS
+
+    graph = _graph(TWO_CPUS)
+    params = LOGGOPSIM.with_(L=3000.0, G=G, S=100_000).rescheduled()
+    assert schedule(graph, params).runtime == expected
+    assert _check_engines(graph, params) == expected
