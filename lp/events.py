@@ -18,7 +18,7 @@ rule                        edge                        weight
 ==========================  ==========================  =================================
 calc                        start → finish              cost
 eager send                  start → finish              o
-eager recv                  start → finish              o  (+ B·G under nic serial)
+eager recv                  start → finish              o
 eager message s → r         start(s) → finish(r)        2o + L + B·G  (o + L + B·G to
                                                         arrive, o to receive)
 rendezvous s → r (RTS)      start(s) → h                o + L
@@ -698,15 +698,9 @@ def build_event_graph(
     # Vertex-internal edges.
     add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
     del calc
-    add(2 * sends[~rdv], 2 * sends[~rdv] + 1, fixed=O1)
-    # A receive posted after its message arrived pays o (and, under nic serial, its bytes on
-    # the CPU, as the processing of an arrived message does).
-    late = recvs[~rdv]
-    if nic == "serial":
-        add(2 * late, 2 * late + 1, O1, BYTES, B[~rdv], m=msg_ids[~rdv])
-    else:
-        add(2 * late, 2 * late + 1, O1)
-    del late
+    eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
+    add(2 * eager_ops, 2 * eager_ops + 1, fixed=O1)
+    del eager_ops
     # Messages.
     e = ~rdv
     add(2 * sends[e], 2 * recvs[e] + 1, (0, 1, 0, 2, 0), BYTES, B[e], m=msg_ids[e])
