@@ -428,3 +428,16 @@ def test_two_cpu_streams_and_their_nic_as_loggopsim(G, expected):
     params = LOGGOPSIM.with_(L=3000.0, G=G, S=100_000).rescheduled()
     assert schedule(graph, params).runtime == expected
     assert _check_engines(graph, params) == expected
+
+
+def test_release_order_matches_gcc_std_sort_on_forty_operations():
+    """The permutation GCC's libstdc++ ``std::sort`` (g++ on this machine, a comparator on the
+    kind only) makes of 40 operations of kinds 1–3 (a fact: that program's output)."""
+    keys = [2, 1, 3, 2, 1, 1, 3, 2, 2, 1, 3, 3, 1, 2, 1, 2, 3, 1, 2, 2]
+    keys += [1, 3, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 3, 3, 3, 1, 1, 2]
+    gcc = [1, 38, 37, 32, 30, 28, 26, 24, 22, 20, 17, 14, 12, 4, 9, 5, 13, 39, 0, 33]
+    gcc += [3, 31, 29, 27, 25, 7, 23, 8, 19, 18, 15, 6, 21, 10, 16, 34, 35, 36, 2, 11]
+    k = np.array(keys, dtype=np.int64)
+    items = np.arange(40, dtype=np.int64)
+    _gnu_sort(k, items, 0, 40)
+    assert items.tolist() == gcc
