@@ -441,3 +441,15 @@ def test_release_order_matches_gcc_std_sort_on_forty_operations():
     items = np.arange(40, dtype=np.int64)
     _gnu_sort(k, items, 0, 40)
     assert items.tolist() == gcc
+
+
+def test_a_real_deadlock_names_the_operations_never_started():
+    """Two blocking rendezvous sends facing each other never get their receives posted."""
+    text = "num_ranks 2\n" + "".join(
+        f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
+        "r requires s\n}\n"
+        for r in (0, 1)
+    )
+    with pytest.raises(GraphError, match=r"2 of 4 operations never started .* label r"):
+        schedule(_graph(text), LOGGOPSIM.with_(S=10))
+    assert schedule(_graph(text), LOGGOPSIM).runtime == pytest.approx(6000.0 + 999 * 0.018)
