@@ -558,32 +558,43 @@ def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
     """``chain`` without the pairs the dependencies already order as strongly: ``a requires
     b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
     calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
-    then adds no edge (and no LP row)."""
+    then adds no edge (and no LP row). One pass over the out-edges of each pair's ``a`` (and
+    of its receives): the graph's index type, no per-edge key table."""
     if chain.size == 0:
         return chain
-    kind = graph.kind
-    ek = graph.edge_kind
-    src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
-    local = ek != MESSAGE
-    strong = (ek == REQUIRES) | ((ek == IREQUIRES) & (kind[src] == SEND))
-    V = np.int64(graph.num_vertices)
-    have = [src[strong] * V + dst[strong]]
-    into = strong & (kind[dst] == RECV)  # a → r
-    out_of = local & (kind[src] == RECV)  # r → b
-    if into.any() and out_of.any():
-        a, r = src[into], dst[into]
-        r2, b = src[out_of], dst[out_of]
-        order = np.argsort(r2, kind="stable")
-        r2, b = r2[order], b[order]
-        lo = np.searchsorted(r2, r, "left")
-        hi = np.searchsorted(r2, r, "right")
-        count = hi - lo
-        if count.sum() <= 4 * V:  # receives with few successors (every trace)
-            rows = np.repeat(np.arange(a.size), count)
-            offset = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count)
-            have.append(a[rows] * V + b[lo[rows] + offset])
-    keep = ~np.isin(chain.a.astype(np.int64) * V + chain.b, np.concatenate(have))
+    V = graph.num_vertices
+    index = graph.edge_src.dtype
+    order = _group_by(graph.edge_src, V, index)
+    out_ptr = _ptr(graph.edge_src, V, index)
+    keep = _not_ordered(
+        chain.a, chain.b, out_ptr, order, graph.edge_dst, graph.edge_kind, graph.kind
+    )
     return _Chain(chain.a[keep], chain.b[keep])
+
+
+@numba.njit(cache=True)
+def _not_ordered(a, b, out_ptr, order, dst, ek, kind):  # pragma: no cover - compiled
+    keep = np.ones(a.shape[0], dtype=np.bool_)
+    for i in range(a.shape[0]):
+        u, w = a[i], b[i]
+        for k in range(out_ptr[u], out_ptr[u + 1]):
+            e = order[k]
+            x = dst[e]
+            strong = ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)
+            if not strong:
+                continue
+            if x == w:
+                keep[i] = False
+                break
+            if kind[x] == RECV:
+                for k2 in range(out_ptr[x], out_ptr[x + 1]):
+                    e2 = order[k2]
+                    if ek[e2] != MESSAGE and dst[e2] == w:
+                        keep[i] = False
+                        break
+                if not keep[i]:
+                    break
+    return keep
 
 
 def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
