@@ -47,6 +47,7 @@ import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.lp.events import _group_by
 from llamp.params import LogGPS
 
 
@@ -118,7 +119,7 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     dst = graph.edge_dst.astype(np.int64)
     local = (ek == REQUIRES) | (ek == IREQUIRES)
     src, dst, start_dep = src[local], dst[local], ek[local] == IREQUIRES
-    order = np.argsort(src, kind="stable")  # per vertex: its edges in graph (file) order
+    order = _group_by(src, V, np.int64)  # per vertex: its edges in graph (file) order
     out_dst = dst[order]
     out_irq = start_dep[order]
     out_ptr = np.zeros(V + 1, dtype=np.int64)
