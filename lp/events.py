@@ -10,7 +10,8 @@ carries a weight that is affine in the parameters::
     w = const + cL·L + cG·G + co·o + cg·g
 
 and ``time(b) = max over in-edges (time(a) + w)`` (0 for an event without in-edges). The
-runtime ``T`` is the largest event time. Edges (``n`` = message size, ``B = max(n−1, 0)``):
+runtime ``T`` is the largest event time. Edges of the program order (``order="program"``,
+``rendezvous="handshake"``; ``n`` = message size, ``B = max(n−1, 0)``):
 
 ==========================  ==========================  =================================
 rule                        edge                        weight
@@ -28,7 +29,8 @@ requires u → v              finish(u) → start(v)        0
 irequires u → v             start(u) → start(v)         o if u is a send, else 0
 member c enters instance    start(c) → sync             0
 instance done at member c   sync → finish(c)            lat·L + bytes·G + cost
-CPU: sends of a (rank, cpu) start(s_i) → start(s_i+1)   o
+CPU: calcs, sends of a      finish(c) → start(next)     0
+(rank, cpu), program order  start(s) → start(next)      o
 CPU: recvs of one wait      finish(r_i) → finish(r_i+1) o  (+ B_i+1·G under nic serial)
 progress wait               finish(c) → finish(r_1)     o  (+ B_1·G under nic serial)
 NIC: sends of a (rank, nic) start(s_i) → start(s_i+1)   g + B_i·G      (nic serial only)
@@ -43,10 +45,12 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   (trace order; file order for GOAL). A GOAL file may list a vertex before one it depends on;
   then the rank's program order is its vertex order made consistent with its own dependencies
   (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
-- **CPU.** The posting overheads of the sends of one (rank, cpu) are serialised in program
-  order. The receives completed by one wait — the receives a ``calc`` requires: the calc after
-  a ``Wait``/``Waitall`` — are processed one after another in program (posting) order.
-  Receives joined by another kind of vertex are not a wait and are not chained.
+- **CPU.** The calcs and send overheads of one (rank, cpu) take turns in program order (a
+  pair that a dependency already orders as strongly adds no edge: in a trace, none does).
+  The receives completed by one wait — the receives a ``calc`` requires: the calc after a
+  ``Wait``/``Waitall``; a receive belongs to the first calc that requires it — are processed
+  one after another in program (posting) order. Receives joined by another kind of vertex
+  are not a wait and are not chained.
 - **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
   ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
   asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
@@ -64,6 +68,15 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   that follows program order within a wait, puts a reduction's leaf messages before its
   subtrees' and can never close a cycle (posting order would, on ``Irecv A; Irecv B;
   Wait B; Send; Wait A`` when A's message answers the send).
+
+- **Rendezvous** (``rendezvous="loggopsim"``): the handshake event is the match; the data
+  went with the request, so ``h → finish(r)`` weighs ``o + B·G`` and ``h → finish(s)`` 0.
+
+Under ``order="schedule"`` the chains are instead the serving orders of one schedule pass at
+``schedule_at`` (:mod:`llamp.lp.schedule`, LogGOPSim's semantics): every message gets a
+processing event ``2V + m`` and every rendezvous message a match event ``2V + M + j``
+(``num_handshakes`` counts both kinds; :func:`_build_scheduled` lists the edges, docs/model.md
+§Schedule order the table); ``progress`` does not apply.
 
 Every chain follows the program, so in a graph built from a trace none can close a cycle.
 The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
@@ -108,7 +121,7 @@ NUM_COEFS = 5
 
 #: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
 #: another version is lowered again, never misread.
-LOWERING_VERSION = 2
+LOWERING_VERSION = 3
 
 #: The steps of :func:`build_event_graph`, in order (for its ``on_step`` callback).
 LOWERING_STEPS = ("serialisation chains", "event edges", "event depths", "sort", "reorder")
@@ -157,6 +170,14 @@ class EventGraph:
     extra_owner: np.ndarray  # vertex of every extra event (handshake, then sync)
     progress: str = config.DEFAULT_PROGRESS
     nic: str = config.DEFAULT_NIC
+    order: str = config.DEFAULT_ORDER
+    rendezvous_model: str = config.DEFAULT_RENDEZVOUS
+    schedule_at: tuple = ()  # (L, o, G, g) of the schedule under order "schedule"
+
+    @property
+    def lowering(self) -> tuple:
+        """The model choices it was lowered for, as :attr:`LogGPS.lowering` gives them."""
+        return (self.progress, self.nic, self.order, self.rendezvous_model, self.schedule_at)
 
     @property
     def num_edges(self) -> int:
@@ -482,7 +503,9 @@ def _serialisation_chains(
 
     sends = np.flatnonzero(kind == SEND)
     sends = sends[_group_by(position[sends], V)]  # program order
-    send_cpu = _stream_chain(graph, sends, "cpu")
+    cpu_ops = np.flatnonzero((kind == SEND) | (kind == CALC))
+    cpu_ops = cpu_ops[_group_by(position[cpu_ops], V)]
+    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"))
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
@@ -492,6 +515,14 @@ def _serialisation_chains(
     r = graph.edge_src[into_calc & (kind[graph.edge_src] == RECV)]
     w = graph.edge_dst[into_calc & (kind[graph.edge_src] == RECV)]
     if r.size:
+        # A receive is completed by the first calc that requires it; a later calc that
+        # requires it too does not wait for it again.
+        first = _group_by(position[w], V)
+        r, w = r[first], w[first]
+        by_recv = _group_by(r, V)
+        r, w = r[by_recv], w[by_recv]
+        keep = np.concatenate(([True], r[1:] != r[:-1]))
+        r, w = r[keep], w[keep]
         first = _group_by(position[r], V)
         r, w = r[first], w[first]
         by_wait = _group_by(w, V)
@@ -523,6 +554,49 @@ def _serialisation_chains(
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
+def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
+    """``chain`` without the pairs the dependencies already order as strongly: ``a requires
+    b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
+    calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
+    then adds no edge (and no LP row). One pass over the out-edges of each pair's ``a`` (and
+    of its receives): the graph's index type, no per-edge key table."""
+    if chain.size == 0:
+        return chain
+    V = graph.num_vertices
+    index = graph.edge_src.dtype
+    order = _group_by(graph.edge_src, V, index)
+    out_ptr = _ptr(graph.edge_src, V, index)
+    keep = _not_ordered(
+        chain.a, chain.b, out_ptr, order, graph.edge_dst, graph.edge_kind, graph.kind
+    )
+    return _Chain(chain.a[keep], chain.b[keep])
+
+
+@numba.njit(cache=True)
+def _not_ordered(a, b, out_ptr, order, dst, ek, kind):  # pragma: no cover - compiled
+    keep = np.ones(a.shape[0], dtype=np.bool_)
+    for i in range(a.shape[0]):
+        u, w = a[i], b[i]
+        for k in range(out_ptr[u], out_ptr[u + 1]):
+            e = order[k]
+            x = dst[e]
+            strong = ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)
+            if not strong:
+                continue
+            if x == w:
+                keep[i] = False
+                break
+            if kind[x] == RECV:
+                for k2 in range(out_ptr[x], out_ptr[x + 1]):
+                    e2 = order[k2]
+                    if ek[e2] != MESSAGE and dst[e2] == w:
+                        keep[i] = False
+                        break
+                if not keep[i]:
+                    break
+    return keep
+
+
 def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
     """Receives of each (rank, nic) in the order their finish events can first happen: by
     the depth of ``finish(r)`` in the event graph without this chain, ties by vertex id.
@@ -543,6 +617,9 @@ def build_event_graph(
     *,
     progress: str = config.DEFAULT_PROGRESS,
     nic: str = config.DEFAULT_NIC,
+    order: str = config.DEFAULT_ORDER,
+    rendezvous: str = config.DEFAULT_RENDEZVOUS,
+    schedule_at: tuple | None = None,
     scratch: str | Path | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> EventGraph:
@@ -559,6 +636,10 @@ def build_event_graph(
     ``on_step(name)`` is called as each of the :data:`LOWERING_STEPS` begins (progress bars).
     """
     step = on_step or (lambda name: None)
+    if order == "schedule":
+        return _build_scheduled(
+            graph, S, nic, rendezvous, progress, schedule_at, _Columns(scratch), step
+        )
     step(LOWERING_STEPS[0])
     V = graph.num_vertices
     kind = graph.kind
@@ -637,8 +718,12 @@ def build_event_graph(
     h = handshake[rdv]
     add(2 * sends[rdv], h, (0, 1, 0, 1, 0), m=msg_ids[rdv])
     add(2 * recvs[rdv], h)
-    add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
-    add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
+    if rendezvous == "loggopsim":  # the data went with the request; the match frees the sender
+        add(h, 2 * recvs[rdv] + 1, O1, BYTES, B[rdv], m=msg_ids[rdv])
+        add(h, 2 * sends[rdv] + 1, m=msg_ids[rdv])
+    else:
+        add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
+        add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
     # Analytic collectives: every member enters the instance's sync, which releases them all.
     if colls.size:
         colls = colls.astype(vid)
@@ -666,7 +751,9 @@ def build_event_graph(
 
     # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
     serial = nic == "serial"
-    add(2 * send_cpu.a, 2 * send_cpu.b, O1)
+    after_send = kind[send_cpu.a] == SEND  # a send holds its CPU o from its start, a calc
+    add(2 * send_cpu.a[after_send], 2 * send_cpu.b[after_send], O1)  # until its finish
+    add(2 * send_cpu.a[~after_send] + 1, 2 * send_cpu.b[~after_send])
     m = msg_of[wait_chain.b]
     if serial:
         add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, O1, BYTES, B[m], m=m)
@@ -699,7 +786,36 @@ def build_event_graph(
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
     store.release(*(getattr(graph, name) for name in _LOWERED_FROM))
+    return _assemble(
+        graph,
+        cols,
+        store,
+        num_events,
+        index,
+        step,
+        rendezvous=rdv,
+        S=int(S),
+        num_handshakes=int(rdv_ids.size),
+        extra_owner=extra_owner,
+        progress=progress,
+        nic=nic,
+        order=order,
+        rendezvous_model=rendezvous,
+    )
 
+
+def _assemble(
+    graph: ExecutionGraph,
+    cols: _EdgeColumns,
+    store: _Columns,
+    num_events: int,
+    index: type,
+    step: Callable[[str], None],
+    **fields,
+) -> EventGraph:
+    """The event graph of the edges in ``cols``: depths (raising on a cycle), events renumbered
+    by topological position, edges grouped by destination (the lowering's last three steps)."""
+    V = graph.num_vertices
     step(LOWERING_STEPS[2])
     depth = _depths(num_events, cols.src, cols.dst, graph)
 
@@ -752,12 +868,7 @@ def build_event_graph(
         in_ptr=in_ptr,
         out_ptr=out_ptr,
         out_edge=out_edge,
-        rendezvous=rdv,
-        S=int(S),
-        num_handshakes=int(rdv_ids.size),
-        extra_owner=extra_owner,
-        progress=progress,
-        nic=nic,
+        **fields,
     )
 
 
@@ -912,3 +1023,160 @@ def _describe_cycle(
         "rendezvous sends facing each other — try a larger S — or a rank's program order, the "
         f"order of its vertices, that contradicts its messages): {shown}{more}"
     )
+
+
+def _build_scheduled(
+    graph: ExecutionGraph,
+    S: int,
+    nic: str,
+    rendezvous: str,
+    progress: str,
+    schedule_at: tuple | None,
+    store: _Columns,
+    step: Callable[[str], None],
+) -> EventGraph:
+    """The event graph under ``order="schedule"``: every CPU stream and NIC chained in the
+    order the schedule pass at ``schedule_at`` served its operations (:mod:`llamp.lp.schedule`).
+
+    Events: ``2v``/``2v+1`` as always; ``2V + m`` the processing of message ``m`` by its
+    receiver (its CPU stream and NIC); ``2V + M + j`` the match of the ``j``-th rendezvous
+    message. At ``schedule_at`` every event's time is the pass's, so T is the pass's T; around
+    it the chains keep that order and T stays a longest path.
+    """
+    from llamp.lp.schedule import schedule
+
+    step(LOWERING_STEPS[0])
+    at = tuple(float(x) for x in (schedule_at or (0.0, 0.0, 0.0, 0.0)))
+    L, o, G, g = at
+    base = LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous)
+    plan = schedule(graph, base)
+    V = graph.num_vertices
+    kind = graph.kind
+    sends, recvs = graph.messages()
+    sends, recvs = sends.astype(np.int64), recvs.astype(np.int64)
+    M = sends.size
+    nbytes = graph.size[sends]
+    rdv = nbytes > S
+    B = np.maximum(nbytes - 1, 0).astype(np.float64)
+    msg_ids = np.arange(M, dtype=np.int32)
+    rdv_ids = np.flatnonzero(rdv)
+    match_ev = np.full(M, -1, dtype=np.int64)
+    match_ev[rdv_ids] = 2 * V + M + np.arange(rdv_ids.size)
+    proc_ev = 2 * V + np.arange(M, dtype=np.int64)
+    num_events = 2 * V + M + rdv_ids.size
+    extra_owner = np.concatenate((recvs, recvs[rdv_ids]))
+    serial = nic == "serial"
+    handshake = rendezvous == "handshake"
+
+    calc = np.flatnonzero(kind == CALC)
+    ek = graph.edge_kind
+    req, ireq = ek == REQUIRES, ek == IREQUIRES
+    ops = np.arange(V + M, dtype=np.int64)
+    has_cpu, has_cbump = plan.cpu_prev >= 0, plan.cpu_bump >= 0
+    has_nic, has_nbump = plan.nic_prev >= 0, plan.nic_bump >= 0
+    r_all = np.flatnonzero(kind == RECV)
+    has_post, has_pbump = plan.post_prev[r_all] >= 0, plan.post_bump[r_all] >= 0
+    hs = rdv if handshake else np.zeros_like(rdv)
+    lg = np.zeros_like(rdv) if handshake else rdv
+    capacity = (
+        calc.size
+        + int((~rdv).sum())  # eager sends
+        + r_all.size
+        + 2 * M
+        + 3 * int(rdv.sum())
+        + int(req.sum())
+        + int(ireq.sum())
+        + int(has_cpu.sum() + has_cbump.sum() + has_nic.sum() + has_nbump.sum())
+        + int(has_post.sum() + has_pbump.sum())
+    )
+    index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
+    cols = _EdgeColumns(capacity, index, store)
+    add = cols.add
+    O1 = (0.0, 0.0, 0.0, 1.0, 0.0)
+    CONST1, BYTES = (1.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0, 0.0)
+    GAP = (0.0, 0.0, 0.0, 0.0, 1.0)
+
+    # Vertices: a calc holds its CPU for its cost, an eager send for o; a receive completes
+    # no earlier than it is posted (its o is paid when its message is processed).
+    add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
+    add(2 * sends[~rdv], 2 * sends[~rdv] + 1, O1)
+    add(2 * r_all, 2 * r_all + 1)
+    # Messages: arrival (o + L, + B·G on the wire when NICs overlap), processing (o, + B·G on
+    # the receiving CPU under nic serial), the match of a rendezvous message.
+    wire = _ZERO if serial else BYTES
+    at_cpu = BYTES if serial else _ZERO
+    direct = ~hs
+    add(2 * sends[direct], proc_ev[direct], (0, 1, 0, 1, 0), wire, B[direct], m=msg_ids[direct])
+    add(proc_ev, 2 * recvs + 1, O1, at_cpu, B, m=msg_ids)
+    add(2 * sends[hs], match_ev[hs], (0, 1, 0, 1, 0), m=msg_ids[hs])
+    add(2 * recvs[hs], match_ev[hs])
+    add(match_ev[hs], proc_ev[hs], (0, 2, 0, 2, 0), wire, B[hs], m=msg_ids[hs])
+    add(match_ev[hs], 2 * sends[hs] + 1, (0, 1, 0, 2, 0), m=msg_ids[hs])
+    add(proc_ev[lg], match_ev[lg])
+    add(2 * recvs[lg], match_ev[lg])
+    add(match_ev[lg], 2 * sends[lg] + 1)
+    # Dependencies.
+    src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
+    add(2 * src[req] + 1, 2 * dst[req])
+    isrc, idst = src[ireq], dst[ireq]
+    from_send = kind[isrc] == SEND
+    add(2 * isrc[from_send], 2 * idst[from_send], O1)
+    add(2 * isrc[~from_send], 2 * idst[~from_send])
+
+    # The schedule's orders. An operation ``a`` served before ``b`` holds the resource from
+    # its start for its duration: a calc until its finish, a send o, a processing o (+ B·G).
+    def start_event(op: np.ndarray) -> np.ndarray:
+        return np.where(op < V, 2 * op, 2 * V + (op - V))
+
+    def after(a: np.ndarray, dst_events: np.ndarray) -> None:
+        is_calc = np.zeros(a.size, dtype=bool)
+        is_send = np.zeros(a.size, dtype=bool)
+        vert = a < V
+        is_calc[vert] = kind[a[vert]] == CALC
+        is_send[vert] = kind[a[vert]] == SEND
+        proc = ~vert
+        add(2 * a[is_calc] + 1, dst_events[is_calc])
+        add(2 * a[is_send], dst_events[is_send], O1)
+        mm = a[proc] - V
+        add(proc_ev[mm], dst_events[proc], O1, at_cpu, B[mm], m=mm.astype(np.int32))
+
+    b = ops[has_cpu]
+    after(plan.cpu_prev[b], start_event(b))
+    b = ops[has_cbump]
+    add(match_ev[plan.cpu_bump[b]], start_event(b))
+    r = r_all[has_post]
+    after(plan.post_prev[r], 2 * r)
+    r = r_all[has_pbump]
+    add(match_ev[plan.post_bump[r]], 2 * r)
+    b = ops[has_nic]
+    a = plan.nic_prev[b]
+    m_a = np.where(a < V, _message_of(graph, sends, a), a - V)
+    add(start_event(a), start_event(b), GAP, BYTES, B[m_a], m=m_a.astype(np.int32))
+    b = ops[has_nbump]
+    add(match_ev[plan.nic_bump[b]], start_event(b))
+    if cols.size != capacity:
+        raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
+    return _assemble(
+        graph,
+        cols,
+        store,
+        num_events,
+        index,
+        step,
+        rendezvous=rdv,
+        S=int(S),
+        num_handshakes=int(M + rdv_ids.size),
+        extra_owner=extra_owner.astype(index),
+        progress=progress,
+        nic=nic,
+        order="schedule",
+        rendezvous_model=rendezvous,
+        schedule_at=at,
+    )
+
+
+def _message_of(graph: ExecutionGraph, sends: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Message index of each send vertex in ``vertices`` (others: 0)."""
+    msg_of = np.zeros(graph.num_vertices, dtype=np.int64)
+    msg_of[sends] = np.arange(sends.size)
+    return msg_of[np.clip(vertices, 0, graph.num_vertices - 1)]

@@ -753,11 +753,15 @@ class LinearProgram:
             raise InputError(
                 f"this LP was built for g = {self.params.g} ns; build a new one for g = {params.g}"
             )
-        if params.lowering != (self.events.progress, self.events.nic):
+        if params.lowering != self.events.lowering:
+            ev = self.events
             raise InputError(
-                f"this LP was built for progress={self.events.progress}, nic={self.events.nic}; "
-                f"build a new one from events(params) for progress={params.progress}, "
-                f"nic={params.nic}"
+                f"this LP was built for progress={ev.progress}, nic={ev.nic}, order={ev.order}, "
+                f"rendezvous={ev.rendezvous_model}"
+                + (f", its schedule at (L, o, G, g) = {ev.schedule_at}" if ev.schedule_at else "")
+                + f"; build a new one from events(params) for progress={params.progress}, "
+                f"nic={params.nic}, order={params.order}, rendezvous={params.rendezvous}"
+                + (f", schedule at {params.schedule_at}" if params.order == "schedule" else "")
             )
         if params.S == self.events.S or self._msg_B.size == 0:
             return

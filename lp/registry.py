@@ -260,6 +260,7 @@ class SweepSettings:
     lo: str = "0"
     hi: str = "100us"
     points: int = 11
+    reschedule: bool = False
 
     def range(self) -> tuple[float, float]:
         return config.parse_range(self.parameter, self.lo, self.hi)
@@ -441,6 +442,7 @@ def _sweep(graph: ExecutionGraph, inputs: Inputs, settings: SweepSettings) -> Sw
         np.linspace(a, b, settings.points),
         parameter=settings.parameter,
         engine=inputs.engine,
+        reschedule=settings.reschedule,
     )
     return SweepResult(settings.parameter, rows)
 
@@ -991,6 +993,17 @@ ANALYSES: dict[str, Analysis] = {
                     minimum=2,
                     maximum=100000,
                     study_type=int,
+                ),
+                Option(
+                    "reschedule",
+                    "--reschedule",
+                    _flag,
+                    False,
+                    help="With --order schedule: take each point's resource order from its own "
+                    "schedule pass (T is then the schedule's at every point) instead of the one "
+                    "at the given parameters; each point says whether its order changed.",
+                    kind="flag",
+                    study_type=bool,
                 ),
             ),
             _sweep,

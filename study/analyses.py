@@ -144,7 +144,7 @@ def param_args(params: LogGPS, keys: tuple[str, ...] = ("L", "o", "G", "S")) -> 
         }[key]
         out += [f"--{key}", text]
     for name in (f.name for f in dataclasses.fields(params)):
-        if name not in ("L", "o", "G", "S"):
+        if name not in ("L", "o", "G", "S", "schedule_at"):  # schedule_at: where the order is taken
             out += [f"--{name}", str(getattr(params, name))]
     return out
 

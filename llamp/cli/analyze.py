@@ -136,6 +136,7 @@ def sweep(graph, graph_spec, params, engine, as_json, settings) -> None:
         emit_json(payload | {"engine_note": choice.note})
         return
     parameter, points_ = result.parameter, result.points
+    reschedule = settings.reschedule
     col = next(iter(points_[0]))
     rows = [
         (
@@ -144,10 +145,17 @@ def sweep(graph, graph_spec, params, engine, as_json, settings) -> None:
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
             f"{r['rho_L']:.3%}",
+            *(["yes" if r["order_changed"] else "no"] if reschedule else []),
         )
         for r in points_
     ]
-    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
+    header = (parameter, "T", "λ_L", "λ_G", "ρ_L", *(["order changed"] if reschedule else []))
+    click.echo(table(rows, header))
+    if params.order == "schedule" and not reschedule:
+        click.echo(
+            f"order: the schedule at {parameter} = {config.format_value(parameter, getattr(params, parameter))} "
+            "for every point (--reschedule: each point's own)"
+        )
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
 
@@ -166,11 +174,39 @@ def critical(graph, graph_spec, params, engine, as_json, settings) -> None:
     bar, report = progress_bar(show=not as_json)
     with bar:
         result, payload = _run("critical", graph, Inputs(params, engine, report=report), settings)
+    a, b = settings.range()
+    order = _order_check(graph, params, settings.parameter, [a, *result.critical, b])
     if as_json:
+        if order is not None:
+            payload["schedule_order"] = order
         emit_json(payload | {"engine_note": choice.note})
         return
     _print_critical(result, settings.min_jump)
+    if order is not None:
+        parameter = settings.parameter
+        shown = ", ".join(config.format_value(parameter, v) for v in order["differs_at"])
+        click.echo(
+            f"order: the schedule at {parameter} = "
+            f"{config.format_value(parameter, order['baseline'])}; re-scheduled at the range "
+            f"ends and critical values ({len(order['checked'])}), it differs at: "
+            f"{shown or 'none'}"
+        )
     _echo_note(choice)
+
+
+def _order_check(graph, params, parameter: str, values: list[float]) -> dict | None:
+    """Under the schedule order: where (among ``values``) the network's own order is not the
+    baseline's (:func:`llamp.lp.schedule.order_changes`)."""
+    if params.order != "schedule":
+        return None
+    from llamp.lp.schedule import order_changes
+
+    checked, differs = order_changes(graph, params, parameter, values)
+    return {
+        "baseline": float(getattr(params, parameter)),
+        "checked": checked,
+        "differs_at": differs,
+    }
 
 
 def _print_critical(result, min_jump: float | None = None) -> None:
