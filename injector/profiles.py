@@ -179,9 +179,22 @@ def resolve_params(
     g: str | float | None = None,
     progress: str | None = None,
     nic: str | None = None,
+    order: str | None = None,
+    rendezvous: str | None = None,
     home: Path | None = None,
 ) -> LogGPS:
     """LogGPS from ``--network NAME`` (if given) with ``--L/--o/--G/--S/--g`` and the model
     choices overriding it; the defaults of :class:`LogGPS` without a network."""
     base = load_profile(network, home).params if network else None
-    return LogGPS.parse(L=L, o=o, G=G, S=S, base=base, g=g, progress=progress, nic=nic)
+    return LogGPS.parse(
+        L=L,
+        o=o,
+        G=G,
+        S=S,
+        base=base,
+        g=g,
+        progress=progress,
+        nic=nic,
+        order=order,
+        rendezvous=rendezvous,
+    )

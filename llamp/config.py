@@ -35,6 +35,17 @@ PROGRESS_MODELS = ("async", "wait")
 NIC_MODELS = ("overlap", "serial")
 DEFAULT_PROGRESS = "async"
 DEFAULT_NIC = "serial"
+#: Resource orders (docs/model.md §Serialisation): ``program`` chains each resource's
+#: operations by static rules over the program order; ``schedule`` takes the order in which
+#: each CPU stream and NIC serves them from one event-driven pass at the baseline parameters
+#: (LogGOPSim's schedule).
+ORDER_MODELS = ("program", "schedule")
+DEFAULT_ORDER = "program"
+#: Rendezvous protocols (size > S): ``handshake`` is the paper's RTS, CTS, data (3 L per
+#: message); ``loggopsim`` is LogGOPSim's: the data travels at once and the sender is released
+#: when the receiver has matched it (L per message).
+RENDEZVOUS_MODELS = ("handshake", "loggopsim")
+DEFAULT_RENDEZVOUS = "handshake"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -3,13 +3,20 @@ plus LogGP's gap per message g and the two model choices that shape the event gr
 
 All times in ns, G in ns/B, S in bytes; a message of ``size`` bytes is eager iff
 ``size <= S``. ``O`` (overhead per byte) is left out, as in the paper. ``progress``
-(``async``/``wait``) and ``nic`` (``overlap``/``serial``) select the receive-progress and NIC
-models of docs/model.md; ``g`` only matters under ``nic="serial"``.
+(``async``/``wait``), ``nic`` (``overlap``/``serial``), ``order`` (``program``/``schedule``)
+and ``rendezvous`` (``handshake``/``loggopsim``) select the models of docs/model.md; ``g``
+only matters under ``nic="serial"``.
+
+Under ``order="schedule"`` the resource orders are those of one event-driven pass at
+``schedule_at`` = (L, o, G, g): the parameters the configuration was given with.
+:meth:`LogGPS.with_` keeps it, so an analysis that varies L around a baseline evaluates one
+fixed order (T stays convex and piecewise linear); :meth:`LogGPS.rescheduled` moves it to the
+configuration's own parameters (``sweep --reschedule``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from llamp import config
 from llamp.errors import ParameterError
@@ -26,6 +33,11 @@ class LogGPS:
     g: float = config.DEFAULT_GAP_NS
     progress: str = config.DEFAULT_PROGRESS
     nic: str = config.DEFAULT_NIC
+    order: str = config.DEFAULT_ORDER
+    rendezvous: str = config.DEFAULT_RENDEZVOUS
+    #: (L, o, G, g) of the schedule pass under ``order="schedule"``; None: this configuration's
+    #: own. Not part of equality: it says where an order was taken, not what θ is.
+    schedule_at: tuple[float, float, float, float] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("L", "o", "G", "g"):
@@ -43,6 +55,18 @@ class LogGPS:
             raise ParameterError(
                 f"unknown NIC model {self.nic!r}: use one of " + ", ".join(config.NIC_MODELS)
             )
+        if self.order not in config.ORDER_MODELS:
+            raise ParameterError(
+                f"unknown order {self.order!r}: use one of " + ", ".join(config.ORDER_MODELS)
+            )
+        if self.rendezvous not in config.RENDEZVOUS_MODELS:
+            raise ParameterError(
+                f"unknown rendezvous protocol {self.rendezvous!r}: use one of "
+                + ", ".join(config.RENDEZVOUS_MODELS)
+            )
+        if self.schedule_at is None:
+            own = (float(self.L), float(self.o), float(self.G), float(self.g))
+            object.__setattr__(self, "schedule_at", own)
 
     @classmethod
     def parse(
@@ -56,14 +80,18 @@ class LogGPS:
         g: str | float | None = None,
         progress: str | None = None,
         nic: str | None = None,
+        order: str | None = None,
+        rendezvous: str | None = None,
     ) -> LogGPS:
         """Build from user strings with units (``L="3us"``, ``G="0.018ns/B"``, ``S="256KiB"``,
-        ``g="50ns"``, ``progress="wait"``, ``nic="serial"``).
+        ``g="50ns"``, ``progress="wait"``, ``nic="serial"``, ``order="schedule"``,
+        ``rendezvous="loggopsim"``).
 
-        Parameters left ``None`` keep the value of ``base`` (default: the defaults).
+        Parameters left ``None`` keep the value of ``base`` (default: the defaults); the
+        schedule is taken at the result's own parameters.
         """
         params = base or cls()
-        changes: dict[str, float | int] = {}
+        changes: dict[str, float | int | None] = {"schedule_at": None}
         if L is not None:
             changes["L"] = config.parse_duration_ns(L)
         if o is not None:
@@ -78,15 +106,24 @@ class LogGPS:
             changes["progress"] = str(progress)
         if nic is not None:
             changes["nic"] = str(nic)
+        if order is not None:
+            changes["order"] = str(order)
+        if rendezvous is not None:
+            changes["rendezvous"] = str(rendezvous)
         return replace(params, **changes)
 
     def with_(self, **changes: float | int | str) -> LogGPS:
-        """A copy with some parameters changed (``params.with_(L=5000.0)``)."""
+        """A copy with some parameters changed (``params.with_(L=5000.0)``), its schedule
+        order still taken at this configuration's ``schedule_at``."""
         return replace(self, **changes)
 
+    def rescheduled(self) -> LogGPS:
+        """The same configuration with its schedule order taken at its own parameters."""
+        return replace(self, schedule_at=None)
+
     def as_dict(self) -> dict[str, float | int | str]:
-        """``{"L_ns", "o_ns", "G_ns_per_byte", "S_bytes", "g_ns", "progress", "nic"}`` for JSON
-        output and the store."""
+        """``{"L_ns", "o_ns", "G_ns_per_byte", "S_bytes", "g_ns", "progress", "nic", "order",
+        "rendezvous"}`` for JSON output and the store."""
         raw = asdict(self)
         return {
             "L_ns": raw["L"],
@@ -96,9 +133,13 @@ class LogGPS:
             "g_ns": raw["g"],
             "progress": raw["progress"],
             "nic": raw["nic"],
+            "order": raw["order"],
+            "rendezvous": raw["rendezvous"],
         }
 
     @property
-    def lowering(self) -> tuple[str, str]:
-        """The choices that shape the event graph besides S: (progress, nic)."""
-        return (self.progress, self.nic)
+    def lowering(self) -> tuple:
+        """What shapes the event graph besides S: (progress, nic, order, rendezvous, the
+        schedule's parameters under ``order="schedule"``, else ())."""
+        at = self.schedule_at if self.order == "schedule" else ()
+        return (self.progress, self.nic, self.order, self.rendezvous, at)

@@ -139,8 +139,8 @@ class GraphEngine:
 
     def __init__(self, graph: ExecutionGraph):
         self.graph = graph
-        self._events: dict[tuple[int, str, str], EventGraph] = {}
-        self._masks: dict[tuple[int, str, str], int] = {}
+        self._events: dict[tuple, EventGraph] = {}
+        self._masks: dict[tuple, int] = {}
 
     def events(self, params: LogGPS) -> EventGraph:
         """The event graph for ``params``' threshold S, progress and NIC models (cached: the
@@ -152,7 +152,13 @@ class GraphEngine:
             cached = persisted(self.graph, key)
         if cached is None:
             cached = build_event_graph(
-                self.graph, params.S, progress=params.progress, nic=params.nic
+                self.graph,
+                params.S,
+                progress=params.progress,
+                nic=params.nic,
+                order=params.order,
+                rendezvous=params.rendezvous,
+                schedule_at=params.schedule_at,
             )
         self._events[key] = cached
         return cached

@@ -108,7 +108,7 @@ NUM_COEFS = 5
 
 #: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
 #: another version is lowered again, never misread.
-LOWERING_VERSION = 2
+LOWERING_VERSION = 3
 
 #: The steps of :func:`build_event_graph`, in order (for its ``on_step`` callback).
 LOWERING_STEPS = ("serialisation chains", "event edges", "event depths", "sort", "reorder")
@@ -157,6 +157,14 @@ class EventGraph:
     extra_owner: np.ndarray  # vertex of every extra event (handshake, then sync)
     progress: str = config.DEFAULT_PROGRESS
     nic: str = config.DEFAULT_NIC
+    order: str = config.DEFAULT_ORDER
+    rendezvous_model: str = config.DEFAULT_RENDEZVOUS
+    schedule_at: tuple = ()  # (L, o, G, g) of the schedule under order "schedule"
+
+    @property
+    def lowering(self) -> tuple:
+        """The model choices it was lowered for, as :attr:`LogGPS.lowering` gives them."""
+        return (self.progress, self.nic, self.order, self.rendezvous_model, self.schedule_at)
 
     @property
     def num_edges(self) -> int:
@@ -543,6 +551,9 @@ def build_event_graph(
     *,
     progress: str = config.DEFAULT_PROGRESS,
     nic: str = config.DEFAULT_NIC,
+    order: str = config.DEFAULT_ORDER,
+    rendezvous: str = config.DEFAULT_RENDEZVOUS,
+    schedule_at: tuple | None = None,
     scratch: str | Path | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> EventGraph:
@@ -637,8 +648,12 @@ def build_event_graph(
     h = handshake[rdv]
     add(2 * sends[rdv], h, (0, 1, 0, 1, 0), m=msg_ids[rdv])
     add(2 * recvs[rdv], h)
-    add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
-    add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
+    if rendezvous == "loggopsim":  # the data went with the request; the match frees the sender
+        add(h, 2 * recvs[rdv] + 1, O1, BYTES, B[rdv], m=msg_ids[rdv])
+        add(h, 2 * sends[rdv] + 1, m=msg_ids[rdv])
+    else:
+        add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
+        add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
     # Analytic collectives: every member enters the instance's sync, which releases them all.
     if colls.size:
         colls = colls.astype(vid)
@@ -758,6 +773,8 @@ def build_event_graph(
         extra_owner=extra_owner,
         progress=progress,
         nic=nic,
+        order=order,
+        rendezvous_model=rendezvous,
     )
 
 

@@ -55,11 +55,13 @@ _ARRAYS = (
     "extra_owner",
 )
 
-LoweringKey = tuple[int, str, str]
+LoweringKey = tuple
 
 
 def lowering_key(rendezvous: int, params: LogGPS) -> LoweringKey:
-    return (int(rendezvous), params.progress, params.nic)
+    """(rendezvous count, progress, nic, order, rendezvous protocol, schedule parameters or
+    ()): configurations with equal keys share one event graph."""
+    return (int(rendezvous), *params.lowering)
 
 
 def message_sizes(graph: ExecutionGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -142,9 +144,7 @@ def _save_overlapped(
     try:
         try:
             engine = engine_for(graph)
-            lowerings = [
-                (rendezvous, engine.events(params)) for (rendezvous, _, _), params in keys.items()
-            ]
+            lowerings = [(key[0], engine.events(params)) for key, params in keys.items()]
         finally:
             writer.join()
         if failed:
@@ -182,6 +182,9 @@ def _entry(rendezvous: int, ev: EventGraph) -> dict:
         "S": ev.S,
         "progress": ev.progress,
         "nic": ev.nic,
+        "order": ev.order,
+        "rendezvous_model": ev.rendezvous_model,
+        "schedule_at": list(ev.schedule_at),
         "num_vertices": ev.num_vertices,
         "num_events": ev.num_events,
         "num_handshakes": ev.num_handshakes,
@@ -215,12 +218,16 @@ def _save_spilled(
             setattr(graph, name, getattr(mapped, name))
         del mapped
         entries = []
-        for i, ((rendezvous, _, _), params) in enumerate(keys.items()):
+        for i, (key, params) in enumerate(keys.items()):
+            rendezvous = key[0]
             ev = build_event_graph(
                 graph,
                 params.S,
                 progress=params.progress,
                 nic=params.nic,
+                order=params.order,
+                rendezvous=params.rendezvous,
+                schedule_at=params.schedule_at,
                 scratch=scratch,
                 on_step=lambda what, i=i: bar.step(f"lowering {i + 1}/{len(keys)}: {what}"),
             )
@@ -296,7 +303,15 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
             )
         return None
     for i, entry in enumerate(index.get("lowerings", [])):
-        if (entry.get("rendezvous"), entry.get("progress"), entry.get("nic")) != key:
+        stored = (
+            entry.get("rendezvous"),
+            entry.get("progress"),
+            entry.get("nic"),
+            entry.get("order"),
+            entry.get("rendezvous_model"),
+            tuple(entry.get("schedule_at", ())),
+        )
+        if stored != key:
             continue
         if entry.get("num_vertices") != graph.num_vertices:
             raise InputError(f"{table.path}: its event graph does not belong to its graph")
@@ -308,6 +323,9 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
             num_handshakes=int(entry["num_handshakes"]),
             progress=str(entry["progress"]),
             nic=str(entry["nic"]),
+            order=str(entry["order"]),
+            rendezvous_model=str(entry["rendezvous_model"]),
+            schedule_at=tuple(float(x) for x in entry["schedule_at"]),
             **arrays,
         )
         # The checks read every array once; each is released from the resident set after its

@@ -753,11 +753,13 @@ class LinearProgram:
             raise InputError(
                 f"this LP was built for g = {self.params.g} ns; build a new one for g = {params.g}"
             )
-        if params.lowering != (self.events.progress, self.events.nic):
+        if params.lowering != self.events.lowering:
+            ev = self.events
             raise InputError(
-                f"this LP was built for progress={self.events.progress}, nic={self.events.nic}; "
-                f"build a new one from events(params) for progress={params.progress}, "
-                f"nic={params.nic}"
+                f"this LP was built for progress={ev.progress}, nic={ev.nic}, order={ev.order}, "
+                f"rendezvous={ev.rendezvous_model}; build a new one from events(params) for "
+                f"progress={params.progress}, nic={params.nic}, order={params.order}, "
+                f"rendezvous={params.rendezvous}"
             )
         if params.S == self.events.S or self._msg_B.size == 0:
             return

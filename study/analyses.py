@@ -164,8 +164,8 @@ def param_args(params: LogGPS, keys: tuple[str, ...] = ("L", "o", "G", "S")) -> 
         }[key]
         out += [f"--{key}", text]
     extra = [
-        f for f in params.__dataclass_fields__ if f not in ("L", "o", "G", "S")
-    ]  # fields added later (g, progress, nic): their options carry the same name
+        f for f in params.__dataclass_fields__ if f not in ("L", "o", "G", "S", "schedule_at")
+    ]  # fields added later (g, progress, nic, order, rendezvous): options of the same name
     for name in extra:
         out += [f"--{name}", str(getattr(params, name))]
     return out

@@ -13,7 +13,7 @@ from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp import engine_for, predict
 from llamp.lp.events import LOWERING_VERSION
-from llamp.lp.lowered import INDEX, persisted, rendezvous_count, save_graph
+from llamp.lp.lowered import INDEX, lowering_key, persisted, rendezvous_count, save_graph
 from llamp.params import LogGPS
 
 BASE = LogGPS(L=2000.0, o=150.0, G=0.3, S=2048)
@@ -80,7 +80,7 @@ def test_several_lowerings_in_one_file(tmp_path):
     graph, path = _saved(tmp_path, configs)
     loaded = ExecutionGraph.load(path, lazy=True)
     for params in configs:
-        key = (rendezvous_count(loaded, params.S), params.progress, params.nic)
+        key = lowering_key(rendezvous_count(loaded, params.S), params)
         assert persisted(loaded, key) is not None
         assert predict(loaded, params).runtime_ns == predict(graph, params).runtime_ns
 

@@ -61,8 +61,8 @@ from llamp.lp.topology import (
 from llamp.lp.variability import Variability, monte_carlo
 from llamp.params import LogGPS
 
-#: (L ns, o ns, G ns/B, S bytes, g ns, progress, nic): a hashable LogGPS.
-ParamKey = tuple[float, float, float, int, float, str, str]
+#: (L ns, o ns, G ns/B, S bytes, g ns, progress, nic, order, rendezvous): a hashable LogGPS.
+ParamKey = tuple[float, float, float, int, float, str, str, str, str]
 
 
 def param_key(params: LogGPS) -> ParamKey:
@@ -74,12 +74,16 @@ def param_key(params: LogGPS) -> ParamKey:
         float(params.g),
         params.progress,
         params.nic,
+        params.order,
+        params.rendezvous,
     )
 
 
 def params_of(key: ParamKey) -> LogGPS:
-    L, o, G, S, g, progress, nic = key
-    return LogGPS(L=L, o=o, G=G, S=S, g=g, progress=progress, nic=nic)
+    L, o, G, S, g, progress, nic, order, rendezvous = key
+    return LogGPS(
+        L=L, o=o, G=G, S=S, g=g, progress=progress, nic=nic, order=order, rendezvous=rendezvous
+    )
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

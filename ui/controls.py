@@ -71,6 +71,23 @@ MODEL_INPUTS = (
         "overlap: concurrent transfers overlap; serial: G is LogGP's gap, each NIC sends and "
         "receives one message after another.",
     ),
+    (
+        "param_order",
+        "Resource order",
+        config.ORDER_MODELS,
+        config.DEFAULT_ORDER,
+        "program: each CPU and NIC serves its operations by static rules over the program "
+        "order; schedule: in the order of one event-driven pass at these parameters "
+        "(LogGOPSim's schedule).",
+    ),
+    (
+        "param_rendezvous",
+        "Rendezvous protocol",
+        config.RENDEZVOUS_MODELS,
+        config.DEFAULT_RENDEZVOUS,
+        "handshake: RTS, CTS, data (3 L per message larger than S); loggopsim: the data goes "
+        "at once and the sender is released when the receiver matches it (L).",
+    ),
 )
 
 
@@ -121,12 +138,13 @@ def _shown(err: BaseException) -> str:
 
 def describe(params: LogGPS) -> str:
     """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B · g = 0 ns ·
-    progress async · NIC overlap``."""
+    progress async · NIC overlap · order program · rendezvous handshake``."""
     bandwidth = f" ({8.0 / params.G:.4g} Gb/s)" if params.G > 0 else ""
     return (
         f"L = {config.format_ns(params.L)} · o = {config.format_ns(params.o)} · "
         f"G = {params.G:.6g} ns/B{bandwidth} · S = {params.S} B · g = "
-        f"{config.format_ns(params.g)} · progress {params.progress} · NIC {params.nic}"
+        f"{config.format_ns(params.g)} · progress {params.progress} · NIC {params.nic} · "
+        f"order {params.order} · rendezvous {params.rendezvous}"
     )
 
 
@@ -140,6 +158,8 @@ URL_KEYS = {
     "param_g": "g",
     "param_progress": "progress",
     "param_nic": "nic",
+    "param_order": "order",
+    "param_rendezvous": "rendezvous",
 }
 
 
@@ -247,6 +267,8 @@ def _sidebar(page: str) -> Selection | None:
                 g=values["param_g"],
                 progress=values["param_progress"],
                 nic=values["param_nic"],
+                order=values["param_order"],
+                rendezvous=values["param_rendezvous"],
             )
         except LlampError as err:
             st.error(str(err))

@@ -156,6 +156,8 @@ def _params_of(params: dict[str, Any]) -> LogGPS:
         g=params["g_ns"],
         progress=params["progress"],
         nic=params["nic"],
+        order=params.get("order", config.DEFAULT_ORDER),
+        rendezvous=params.get("rendezvous", config.DEFAULT_RENDEZVOUS),
     )
 
 

@@ -151,7 +151,26 @@ def relay_warnings() -> Iterator[None]:
 
 
 def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--g --progress --nic``: LogGP's gap per message and the two model choices."""
+    """``--g --progress --nic --order --rendezvous``: LogGP's gap per message and the model
+    choices."""
+    func = click.option(
+        "--rendezvous",
+        "rendezvous",
+        type=click.Choice(config.RENDEZVOUS_MODELS),
+        default=None,
+        help="Rendezvous protocol (messages larger than S): handshake (RTS, CTS, data: 3 L) or "
+        "loggopsim (data at once, the sender released when the receiver matches it: L). "
+        f"Default {config.DEFAULT_RENDEZVOUS}.",
+    )(func)
+    func = click.option(
+        "--order",
+        "order",
+        type=click.Choice(config.ORDER_MODELS),
+        default=None,
+        help="Resource order: program (static rules over each rank's program order) or "
+        "schedule (the order each CPU and NIC serves its operations in one event-driven pass "
+        f"at the given parameters, as LogGOPSim). Default {config.DEFAULT_ORDER}.",
+    )(func)
     func = click.option(
         "--nic",
         "nic",
@@ -177,7 +196,8 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--network --L --o --G --S --g --progress --nic`` with units; the command receives
+    """``--network --L --o --G --S --g --progress --nic --order --rendezvous`` with units; the
+    command receives
     ``params: LogGPS``.
 
     ``--network NAME`` starts from a profile saved by ``llamp calibrate --save NAME``; the
@@ -207,9 +227,17 @@ def params_options(func: Callable[..., Any]) -> Callable[..., Any]:
         g: str | None,
         progress: str | None,
         nic: str | None,
+        order: str | None,
+        rendezvous: str | None,
         **kw: Any,
     ):
-        models = {"g": g, "progress": progress, "nic": nic}
+        models = {
+            "g": g,
+            "progress": progress,
+            "nic": nic,
+            "order": order,
+            "rendezvous": rendezvous,
+        }
         if network:
             from llamp.injector.profiles import resolve_params
 

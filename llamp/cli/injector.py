@@ -34,7 +34,7 @@ _COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
 def network_options(func):
-    """``--network NAME --L --o --G --S --g --progress --nic``; the command gets ``network``,
+    """``--network NAME --L --o --G --S --g`` and the model choices; the command gets ``network``,
     ``params`` (``None`` when none of the parameters is given) and ``times`` (the profile's
     measured times, else ``None``)."""
 
@@ -50,12 +50,13 @@ def network_options(func):
     @click.option("--S", "S", default=None, help="Rendezvous threshold S (e.g. 4KiB).")
     @model_options
     @functools.wraps(func)
-    def wrapper(*args, network, L, o, G, S, g, progress, nic, **kw):
+    def wrapper(*args, network, L, o, G, S, g, progress, nic, order, rendezvous, **kw):
         from llamp.injector.profiles import load_profile, resolve_params
 
         given = network is not None or any(v is not None for v in (L, o, G, S, g))
         kw["network"] = network
-        models = {"g": g, "progress": progress, "nic": nic}
+        models = {"g": g, "progress": progress, "nic": nic, "order": order}
+        models["rendezvous"] = rendezvous
         kw["params"] = resolve_params(network, L=L, o=o, G=G, S=S, **models) if given else None
         kw["times"] = load_profile(network).times() if network else None
         return func(*args, **kw)
