@@ -12,7 +12,8 @@ point (as ``sweep --reschedule``).
 
 Needs no LogGOPSim: the facts are committed. ``python -m benchmarks --only agreement`` prints
 the rows; ``python -m benchmarks.bench_agreement`` prints one line per graph with a column per
-model (``--quick``: the graphs of 16 ranks or fewer).
+model (``--summary``: one line per pattern; ``--model schedule``: only those models; ``--quick``:
+the graphs of 16 ranks or fewer, no traces).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,20 +223,64 @@ def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+def family(graph: str) -> str:
+    """A graph's family: Schedgen's pattern and size class without the rank count
+    (``schedgen/gather-p16-eager.goal`` → ``gather eager``), else the graph's name."""
+    m = re.fullmatch(r"schedgen/(.+)-p\d+-(eager|rendezvous)\.goal", graph)
+    return f"{m.group(1)} {m.group(2)}" if m else graph.removesuffix(".goal")
+
+
+def summary(results: list[Agreement], columns: list[str]) -> list[tuple[str, list[str]]]:
+    """Per family and model: the worst max |ΔT|/T over its graphs and how many graphs are exact
+    at every point."""
+    out = []
+    for fam in dict.fromkeys(family(a.graph) for a in results):
+        cells = []
+        for c in columns:
+            of = [a for a in results if family(a.graph) == fam and a.model == c]
+            if not of:
+                cells.append("")
+            elif any(a.error for a in of):
+                cells.append("error")
+            else:
+                worst = max(a.max_rel for a in of)
+                exact = sum(a.exact == a.points for a in of)
+                cells.append(f"{100 * worst:.3g}% ({exact}/{len(of)})")
+        out.append((fam, cells))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_agreement")
     parser.add_argument("--quick", action="store_true", help="graphs of 16 ranks or fewer")
+    parser.add_argument(
+        "--model",
+        action="append",
+        help="only the models whose name contains this (e.g. 'schedule'); repeatable",
+    )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per pattern: worst max |ΔT|/T over its graphs (graphs exact everywhere)",
+    )
     parser.add_argument("--json", dest="json_out", help="also write the results as JSON")
     args = parser.parse_args(argv)
     results = evaluate_all(args.quick)
-    columns = list(dict.fromkeys(a.model for a in results))
-    by = {(a.graph, a.model): a for a in results}
-    graphs = list(dict.fromkeys(a.graph for a in results))
+    columns = [
+        c
+        for c in dict.fromkeys(a.model for a in results)
+        if not args.model or any(m in c for m in args.model)
+    ]
+    if args.summary:
+        lines = summary(results, columns)
+    else:
+        by = {(a.graph, a.model): a for a in results}
+        graphs = dict.fromkeys(a.graph for a in results)
+        lines = [(g, [by[(g, c)].cell() if (g, c) in by else "" for c in columns]) for g in graphs]
     print("| graph | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
-    for g in graphs:
-        cells = [by[(g, c)].cell() if (g, c) in by else "" for c in columns]
-        print(f"| {g} | " + " | ".join(cells) + " |")
+    for name, cells in lines:
+        print(f"| {name} | " + " | ".join(cells) + " |")
     if args.json_out:
         Path(args.json_out).write_text(
             json.dumps([dataclasses.asdict(a) for a in results], indent=1)
