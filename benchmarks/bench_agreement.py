@@ -13,7 +13,9 @@ point (as ``sweep --reschedule``).
 Needs no LogGOPSim: the facts are committed. ``python -m benchmarks --only agreement`` prints
 the rows; ``python -m benchmarks.bench_agreement`` prints one line per graph with a column per
 model (``--summary``: one line per pattern; ``--model schedule``: only those models; ``--quick``:
-the graphs of 16 ranks or fewer, no traces).
+the graphs of 16 ranks or fewer, no traces). With ``--full`` and a LogGOPSim binary
+(``--loggopsim PATH`` or ``$LOGGOPSIM``) also two graphs too large to commit, made and run
+through LogGOPSim at benchmark time (:func:`live_graphs`), under the serial-NIC models.
 """
 
 from __future__ import annotations
@@ -191,9 +193,60 @@ def evaluate_all(quick: bool) -> list[Agreement]:
     return results
 
 
-def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
+def live_graphs(tools: tuple[Path, Path], workdir: Path) -> tuple[dict[str, Any], dict]:
+    """Graphs too large to commit, made and measured by LogGOPSim now: the noisy 16-rank
+    stencil at 10^5 vertices and Schedgen's 128-rank Sweep3D (×32 extrapolation of the shipped
+    4-rank trace). Returns (facts as in ``loggopsim.json``, name → ExecutionGraph)."""
+    from benchmarks.bench_peers import stencil_goal, sweep3d_goal
+    from benchmarks.reference import loggopsim_facts
+    from llamp.ingest.goal import read_goal
+
+    sim, txt2bin = tools
+    goals: dict[str, Path] = {}
+    stencil_dir = workdir / "stencil"
+    stencil_dir.mkdir()
+    case, path, _ = stencil_goal(100_000, stencil_dir)
+    goals[case] = path
+    schedgen = sim.with_name("schedgen")
+    if schedgen.is_file():
+        case, path, _ = sweep3d_goal(schedgen, workdir)
+        goals[case] = path
+    facts = loggopsim_facts(sim, txt2bin, "live", goals)
+    return facts, {name: read_goal(path) for name, path in goals.items()}
+
+
+def evaluate_live(loggopsim: str | None) -> list[Agreement]:
+    """:func:`live_graphs` under the models with a serial NIC (LogGOPSim's), when a LogGOPSim
+    binary is given (``--loggopsim``/``$LOGGOPSIM``); else nothing."""
+    import tempfile
+
+    from benchmarks.bench_peers import find_tools
+
+    tools = find_tools(loggopsim)
+    if tools is None:
+        return []
+    results: list[Agreement] = []
+    with tempfile.TemporaryDirectory(prefix="llamp-agreement-") as tmp:
+        facts, graphs = live_graphs(tools, Path(tmp))
+        for name, graph in graphs.items():
+            if "error" in facts["graphs"][name]:
+                continue
+            for model in models():
+                if model.get("nic") != "serial":
+                    continue
+                results.append(agreement(graph, name, model, facts))
+                if model.get("order") == "schedule":
+                    results.extend(schedule_sweeps(graph, name, model, facts))
+    return results
+
+
+def run(
+    quick: bool, repeat: int, full: bool = False, loggopsim: str | None = None
+) -> list[dict[str, Any]]:
     rows = []
     results = evaluate_all(quick)
+    if full:
+        results += evaluate_live(loggopsim)
     for a in results:
         rows.append(
             row(
@@ -263,9 +316,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="one line per pattern: worst max |ΔT|/T over its graphs (graphs exact everywhere)",
     )
+    parser.add_argument("--loggopsim", metavar="PATH", help="also the live graphs ($LOGGOPSIM)")
     parser.add_argument("--json", dest="json_out", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    results = evaluate_all(args.quick)
+    results = evaluate_all(args.quick) + evaluate_live(args.loggopsim)
     columns = [
         c
         for c in dict.fromkeys(a.model for a in results)

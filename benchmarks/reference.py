@@ -175,13 +175,17 @@ def gap_key(g_ns: int, G_ns_per_byte: int) -> str:
     return f"g{g_ns}_G{G_ns_per_byte}"
 
 
-def loggopsim_facts(sim: Path, txt2bin: Path, label: str) -> dict:
-    """LogGOPSim's T for every reference graph at every point (see the module docstring)."""
+def loggopsim_facts(
+    sim: Path, txt2bin: Path, label: str, goals: dict[str, Path] | None = None
+) -> dict:
+    """LogGOPSim's T at every point (see the module docstring) for ``goals`` (name → GOAL
+    file; default: every reference graph, named by :func:`graph_name`)."""
+    if goals is None:
+        goals = {graph_name(p): p for p in reference_graphs()}
     graphs: dict[str, dict[str, list[int]]] = {}
     with tempfile.TemporaryDirectory(prefix="llamp-reference-") as tmp:
         binfile = Path(tmp) / "graph.bin"
-        for goal in reference_graphs():
-            name = graph_name(goal)
+        for name, goal in goals.items():
             _run([txt2bin, "-i", goal, "-o", binfile])
             try:
                 graphs[name] = {
@@ -248,7 +252,7 @@ directory of LogGOPSim); without `--graphs` it only re-runs LogGOPSim and rewrit
 - `llamp/`: llamp's own generator, the noisy 16-rank stencil.
 - `minimal/`: hand-written graphs, a few lines each, that isolate one rule of the model (the
   CPU stream of a rank, receive order, late receives, rendezvous) or one defect of LogGOPSim
-  (`minimal/README.md` says which).
+  (the leading comment of each file says which).
 - `multi/`: hand-written multi-CPU and multi-NIC graphs (`cpu N`, `nic N`).
 - The GOAL samples in `tests/data/traces/goal/` (LogGOPSim's own `binary_tree_32.goal`, BSD-style;
   LLAMP's `blocking.goal` and `non_blocking.goal`, MIT) are measured where they are
