@@ -570,6 +570,10 @@ def build_event_graph(
     ``on_step(name)`` is called as each of the :data:`LOWERING_STEPS` begins (progress bars).
     """
     step = on_step or (lambda name: None)
+    if order == "schedule":
+        return _build_scheduled(
+            graph, S, nic, rendezvous, progress, schedule_at, _Columns(scratch), step
+        )
     step(LOWERING_STEPS[0])
     V = graph.num_vertices
     kind = graph.kind
@@ -714,7 +718,36 @@ def build_event_graph(
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
     store.release(*(getattr(graph, name) for name in _LOWERED_FROM))
+    return _assemble(
+        graph,
+        cols,
+        store,
+        num_events,
+        index,
+        step,
+        rendezvous=rdv,
+        S=int(S),
+        num_handshakes=int(rdv_ids.size),
+        extra_owner=extra_owner,
+        progress=progress,
+        nic=nic,
+        order=order,
+        rendezvous_model=rendezvous,
+    )
 
+
+def _assemble(
+    graph: ExecutionGraph,
+    cols: _EdgeColumns,
+    store: _Columns,
+    num_events: int,
+    index: type,
+    step: Callable[[str], None],
+    **fields,
+) -> EventGraph:
+    """The event graph of the edges in ``cols``: depths (raising on a cycle), events renumbered
+    by topological position, edges grouped by destination (the lowering's last three steps)."""
+    V = graph.num_vertices
     step(LOWERING_STEPS[2])
     depth = _depths(num_events, cols.src, cols.dst, graph)
 
@@ -767,14 +800,7 @@ def build_event_graph(
         in_ptr=in_ptr,
         out_ptr=out_ptr,
         out_edge=out_edge,
-        rendezvous=rdv,
-        S=int(S),
-        num_handshakes=int(rdv_ids.size),
-        extra_owner=extra_owner,
-        progress=progress,
-        nic=nic,
-        order=order,
-        rendezvous_model=rendezvous,
+        **fields,
     )
 
 
@@ -929,3 +955,160 @@ def _describe_cycle(
         "rendezvous sends facing each other — try a larger S — or a rank's program order, the "
         f"order of its vertices, that contradicts its messages): {shown}{more}"
     )
+
+
+def _build_scheduled(
+    graph: ExecutionGraph,
+    S: int,
+    nic: str,
+    rendezvous: str,
+    progress: str,
+    schedule_at: tuple | None,
+    store: _Columns,
+    step: Callable[[str], None],
+) -> EventGraph:
+    """The event graph under ``order="schedule"``: every CPU stream and NIC chained in the
+    order the schedule pass at ``schedule_at`` served its operations (:mod:`llamp.lp.schedule`).
+
+    Events: ``2v``/``2v+1`` as always; ``2V + m`` the processing of message ``m`` by its
+    receiver (its CPU stream and NIC); ``2V + M + j`` the match of the ``j``-th rendezvous
+    message. At ``schedule_at`` every event's time is the pass's, so T is the pass's T; around
+    it the chains keep that order and T stays a longest path.
+    """
+    from llamp.lp.schedule import schedule
+
+    step(LOWERING_STEPS[0])
+    at = tuple(float(x) for x in (schedule_at or (0.0, 0.0, 0.0, 0.0)))
+    L, o, G, g = at
+    base = LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous)
+    plan = schedule(graph, base)
+    V = graph.num_vertices
+    kind = graph.kind
+    sends, recvs = graph.messages()
+    sends, recvs = sends.astype(np.int64), recvs.astype(np.int64)
+    M = sends.size
+    nbytes = graph.size[sends]
+    rdv = nbytes > S
+    B = np.maximum(nbytes - 1, 0).astype(np.float64)
+    msg_ids = np.arange(M, dtype=np.int32)
+    rdv_ids = np.flatnonzero(rdv)
+    match_ev = np.full(M, -1, dtype=np.int64)
+    match_ev[rdv_ids] = 2 * V + M + np.arange(rdv_ids.size)
+    proc_ev = 2 * V + np.arange(M, dtype=np.int64)
+    num_events = 2 * V + M + rdv_ids.size
+    extra_owner = np.concatenate((recvs, recvs[rdv_ids]))
+    serial = nic == "serial"
+    handshake = rendezvous == "handshake"
+
+    calc = np.flatnonzero(kind == CALC)
+    ek = graph.edge_kind
+    req, ireq = ek == REQUIRES, ek == IREQUIRES
+    ops = np.arange(V + M, dtype=np.int64)
+    has_cpu, has_cbump = plan.cpu_prev >= 0, plan.cpu_bump >= 0
+    has_nic, has_nbump = plan.nic_prev >= 0, plan.nic_bump >= 0
+    r_all = np.flatnonzero(kind == RECV)
+    has_post, has_pbump = plan.post_prev[r_all] >= 0, plan.post_bump[r_all] >= 0
+    hs = rdv if handshake else np.zeros_like(rdv)
+    lg = np.zeros_like(rdv) if handshake else rdv
+    capacity = (
+        calc.size
+        + int((~rdv).sum())  # eager sends
+        + r_all.size
+        + 2 * M
+        + 3 * int(rdv.sum())
+        + int(req.sum())
+        + int(ireq.sum())
+        + int(has_cpu.sum() + has_cbump.sum() + has_nic.sum() + has_nbump.sum())
+        + int(has_post.sum() + has_pbump.sum())
+    )
+    index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
+    cols = _EdgeColumns(capacity, index, store)
+    add = cols.add
+    O1 = (0.0, 0.0, 0.0, 1.0, 0.0)
+    CONST1, BYTES = (1.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0, 0.0)
+    GAP = (0.0, 0.0, 0.0, 0.0, 1.0)
+
+    # Vertices: a calc holds its CPU for its cost, an eager send for o; a receive completes
+    # no earlier than it is posted (its o is paid when its message is processed).
+    add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
+    add(2 * sends[~rdv], 2 * sends[~rdv] + 1, O1)
+    add(2 * r_all, 2 * r_all + 1)
+    # Messages: arrival (o + L, + B·G on the wire when NICs overlap), processing (o, + B·G on
+    # the receiving CPU under nic serial), the match of a rendezvous message.
+    wire = _ZERO if serial else BYTES
+    at_cpu = BYTES if serial else _ZERO
+    direct = ~hs
+    add(2 * sends[direct], proc_ev[direct], (0, 1, 0, 1, 0), wire, B[direct], m=msg_ids[direct])
+    add(proc_ev, 2 * recvs + 1, O1, at_cpu, B, m=msg_ids)
+    add(2 * sends[hs], match_ev[hs], (0, 1, 0, 1, 0), m=msg_ids[hs])
+    add(2 * recvs[hs], match_ev[hs])
+    add(match_ev[hs], proc_ev[hs], (0, 2, 0, 2, 0), wire, B[hs], m=msg_ids[hs])
+    add(match_ev[hs], 2 * sends[hs] + 1, (0, 1, 0, 2, 0), m=msg_ids[hs])
+    add(proc_ev[lg], match_ev[lg])
+    add(2 * recvs[lg], match_ev[lg])
+    add(match_ev[lg], 2 * sends[lg] + 1)
+    # Dependencies.
+    src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
+    add(2 * src[req] + 1, 2 * dst[req])
+    isrc, idst = src[ireq], dst[ireq]
+    from_send = kind[isrc] == SEND
+    add(2 * isrc[from_send], 2 * idst[from_send], O1)
+    add(2 * isrc[~from_send], 2 * idst[~from_send])
+
+    # The schedule's orders. An operation ``a`` served before ``b`` holds the resource from
+    # its start for its duration: a calc until its finish, a send o, a processing o (+ B·G).
+    def start_event(op: np.ndarray) -> np.ndarray:
+        return np.where(op < V, 2 * op, 2 * V + (op - V))
+
+    def after(a: np.ndarray, dst_events: np.ndarray) -> None:
+        is_calc = np.zeros(a.size, dtype=bool)
+        is_send = np.zeros(a.size, dtype=bool)
+        vert = a < V
+        is_calc[vert] = kind[a[vert]] == CALC
+        is_send[vert] = kind[a[vert]] == SEND
+        proc = ~vert
+        add(2 * a[is_calc] + 1, dst_events[is_calc])
+        add(2 * a[is_send], dst_events[is_send], O1)
+        mm = a[proc] - V
+        add(proc_ev[mm], dst_events[proc], O1, at_cpu, B[mm], m=mm.astype(np.int32))
+
+    b = ops[has_cpu]
+    after(plan.cpu_prev[b], start_event(b))
+    b = ops[has_cbump]
+    add(match_ev[plan.cpu_bump[b]], start_event(b))
+    r = r_all[has_post]
+    after(plan.post_prev[r], 2 * r)
+    r = r_all[has_pbump]
+    add(match_ev[plan.post_bump[r]], 2 * r)
+    b = ops[has_nic]
+    a = plan.nic_prev[b]
+    m_a = np.where(a < V, _message_of(graph, sends, a), a - V)
+    add(start_event(a), start_event(b), GAP, BYTES, B[m_a], m=m_a.astype(np.int32))
+    b = ops[has_nbump]
+    add(match_ev[plan.nic_bump[b]], start_event(b))
+    if cols.size != capacity:
+        raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
+    return _assemble(
+        graph,
+        cols,
+        store,
+        num_events,
+        index,
+        step,
+        rendezvous=rdv,
+        S=int(S),
+        num_handshakes=int(M + rdv_ids.size),
+        extra_owner=extra_owner.astype(index),
+        progress=progress,
+        nic=nic,
+        order="schedule",
+        rendezvous_model=rendezvous,
+        schedule_at=at,
+    )
+
+
+def _message_of(graph: ExecutionGraph, sends: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Message index of each send vertex in ``vertices`` (others: 0)."""
+    msg_of = np.zeros(graph.num_vertices, dtype=np.int64)
+    msg_of[sends] = np.arange(sends.size)
+    return msg_of[np.clip(vertices, 0, graph.num_vertices - 1)]

@@ -1,0 +1,766 @@
+"""The schedule pass: the order in which every CPU stream and NIC serves its operations, from
+one event-driven run of the graph at one configuration (docs/model.md §Serialisation).
+
+The semantics are LogGOPSim's (Hoefler, Schneider & Lumsdaine, HPDC 2010; spcl/LogGOPSim
+``LogGOPSim.cpp``):
+
+- each (rank, cpu) stream is one resource: a calc holds it ``cost``, a send ``o``, the
+  processing of an arriving message ``o`` (+ ``B·G`` under ``nic serial``: "a message is only
+  received after G is charged"); an operation waits for it first come first served;
+- each (rank, nic) injects one message after another (a send books it ``g + B·G`` from its
+  start) and accepts one after another (``g + B·G`` from the start of a message's
+  processing), under ``nic serial``;
+- an eager message arrives ``o + L`` after its send started and is processed as soon as the
+  receiver's CPU and NIC are free, whether or not its receive is posted (arrival order); the
+  receive completes when both happened: ``finish(r) = max(start(r), processed)``;
+- rendezvous (``size > S``), ``loggopsim``: the data travels at once like an eager message; the
+  sender is released at the match (``h = max(processing start, start(r))``, no latency back),
+  and its CPU stream and NIC are not used before ``h`` again (LogGOPSim moves their clocks to
+  ``h``); ``handshake``: the RTS arrives ``o + L`` after the send started, the match is
+  ``h = max(arrival, start(r))``, the data arrives ``2o + 2L`` later and is processed as
+  above, and the sender finishes at ``h + 2o + L``;
+- a receive posts at ``max(ready, its CPU stream's clock)`` without holding the CPU; an
+  operation is released when its last ``requires``/``irequires`` is satisfied (a calc's
+  ``irequires`` at its start, a send's at its start + ``o``);
+- the pending operations form one priority queue ordered by (time, insertion), operations
+  released together entering it sends first, then receives, then calcs (LogGOPSim's order).
+
+Where LogGOPSim is defective the pass keeps the evident semantics (docs/model.md
+§Differences from LogGOPSim): an operation released by another CPU stream's operation starts no
+earlier than that release (LogGOPSim starts it at its own stream's clock), a message is
+processed by its receive's CPU stream and NIC (LogGOPSim: the sender's indices), and a late
+receive's match moves the clock of the sender's own CPU stream.
+
+The result (:class:`Schedule`) holds, per operation, its predecessor on its CPU stream and NIC
+in serving order; :func:`llamp.lp.events.build_event_graph` turns them into chains. Operations
+are numbered: vertex ``v`` (calcs and sends on the CPU; sends on the injecting NIC), ``V + m``
+the processing of message ``m`` (CPU and receiving NIC). One numba kernel over the CSR arrays
+with an array-based binary heap: no Python object per vertex.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from llamp.errors import GraphError
+from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.params import LogGPS
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """Serving orders and times of one schedule pass (``V`` vertices, ``M`` messages).
+
+    ``cpu_prev[op]`` is the operation served just before ``op`` on its CPU stream (−1: none),
+    ``nic_prev[op]`` just before it on its NIC (sends: the injecting NIC; ``V + m``: the
+    receiving NIC), ``bump[op]`` the rendezvous message whose match last moved ``op``'s CPU
+    stream / NIC clock since the previous operation there (−1: none; ``loggopsim`` only).
+    ``post_prev[r]`` / ``post_bump[r]`` the same for the CPU clock a receive ``r`` posts at.
+    ``start`` (per vertex), ``processed`` (per message) and ``match`` (per message, rendezvous
+    only, else NaN) are the times of the pass; ``runtime`` its T.
+    """
+
+    params: LogGPS
+    start: np.ndarray
+    finish: np.ndarray
+    processed: np.ndarray
+    match: np.ndarray
+    cpu_prev: np.ndarray
+    cpu_bump: np.ndarray
+    nic_prev: np.ndarray
+    nic_bump: np.ndarray
+    post_prev: np.ndarray
+    post_bump: np.ndarray
+    runtime: float
+
+
+#: Kinds in the order LogGOPSim queues operations released together (send, recv, calc).
+_QUEUE_RANK = np.array([3, 1, 2, 4], dtype=np.int8)  # indexed by CALC, SEND, RECV, COLL
+
+
+def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
+    """Run the schedule pass of ``graph`` at ``params`` (its L, o, G, g, S, nic and rendezvous).
+
+    Raises :class:`GraphError` for analytic collectives (they have no sender/receiver to
+    schedule) and when the run stops with operations left (a deadlock of the program).
+    """
+    V = graph.num_vertices
+    kind = graph.kind
+    if np.any(kind == COLL):
+        raise GraphError(
+            "order schedule needs point-to-point messages: this graph has analytic collectives "
+            "(ingest with the collectives expanded, or use --order program)"
+        )
+    sends, recvs = graph.messages()
+    sends = sends.astype(np.int64)
+    recvs = recvs.astype(np.int64)
+    M = sends.size
+    msg_of = np.full(V, -1, dtype=np.int64)
+    msg_of[sends] = np.arange(M)
+    msg_of[recvs] = np.arange(M)
+    nbytes = graph.size[sends].astype(np.int64)
+    rdv = nbytes > params.S
+    B = np.maximum(nbytes - 1, 0).astype(np.float64)
+
+    cpu = _stream_ids(graph, "cpu")
+    nic = _stream_ids(graph, "nic")
+    ek = graph.edge_kind
+    src = graph.edge_src.astype(np.int64)
+    dst = graph.edge_dst.astype(np.int64)
+    local = (ek == REQUIRES) | (ek == IREQUIRES)
+    src, dst, start_dep = src[local], dst[local], ek[local] == IREQUIRES
+    order = np.argsort(src, kind="stable")  # per vertex: its edges in graph (file) order
+    out_dst = dst[order]
+    out_irq = start_dep[order]
+    out_ptr = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=V), out=out_ptr[1:])
+    indeg = np.bincount(dst, minlength=V).astype(np.int64)
+
+    result = _run(
+        kind.astype(np.int8),
+        _QUEUE_RANK[kind],
+        graph.rank.astype(np.int64),
+        cpu,
+        nic,
+        graph.cost_ns.astype(np.float64),
+        out_ptr,
+        out_dst,
+        out_irq,
+        indeg,
+        msg_of,
+        sends,
+        recvs,
+        rdv,
+        B,
+        float(params.L),
+        float(params.o),
+        float(params.G),
+        float(params.g),
+        params.nic == "serial",
+        params.rendezvous == "loggopsim",
+    )
+    (start, finish, processed, match, cpu_prev, cpu_bump, nic_prev, nic_bump) = result[:8]
+    post_prev, post_bump, done, runtime = result[8:]
+    if done < V:
+        left = np.flatnonzero(np.isnan(start))[:8]
+        shown = ", ".join(graph.describe_vertex(v) for v in left)
+        raise GraphError(
+            f"the schedule pass stops with {V - done} of {V} operations never started (a "
+            f"deadlock of the modelled program, e.g. blocking rendezvous sends facing each "
+            f"other: try a larger S): {shown}"
+        )
+    return Schedule(
+        params=params,
+        start=start,
+        finish=finish,
+        processed=processed,
+        match=match,
+        cpu_prev=cpu_prev,
+        cpu_bump=cpu_bump,
+        nic_prev=nic_prev,
+        nic_bump=nic_bump,
+        post_prev=post_prev,
+        post_bump=post_bump,
+        runtime=float(runtime),
+    )
+
+
+def _stream_ids(graph: ExecutionGraph, column: str) -> np.ndarray:
+    """A global id per (rank, ``cpu``/``nic``) stream of every vertex."""
+    stream = graph.streams(column).astype(np.int64)
+    width = int(stream.max()) + 1 if stream.size else 1
+    return graph.rank.astype(np.int64) * width + stream
+
+
+# Heap items: a vertex operation ``v``, the arrival of message ``m`` for processing
+# (``V + m``), or the arrival of a handshake's request (``V + M + m``).
+
+
+@numba.njit(cache=True)
+def _push(heap_t, heap_s, heap_i, size, t, s, item):  # pragma: no cover - compiled
+    i = size
+    while i > 0:
+        p = (i - 1) // 2
+        if heap_t[p] < t or (heap_t[p] == t and heap_s[p] < s):
+            break
+        heap_t[i] = heap_t[p]
+        heap_s[i] = heap_s[p]
+        heap_i[i] = heap_i[p]
+        i = p
+    heap_t[i] = t
+    heap_s[i] = s
+    heap_i[i] = item
+    return size + 1
+
+
+@numba.njit(cache=True)
+def _pop(heap_t, heap_s, heap_i, size):  # pragma: no cover - compiled
+    size -= 1
+    t = heap_t[size]
+    s = heap_s[size]
+    item = heap_i[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (
+            heap_t[c + 1] < heap_t[c] or (heap_t[c + 1] == heap_t[c] and heap_s[c + 1] < heap_s[c])
+        ):
+            c += 1
+        if heap_t[c] < t or (heap_t[c] == t and heap_s[c] < s):
+            heap_t[i] = heap_t[c]
+            heap_s[i] = heap_s[c]
+            heap_i[i] = heap_i[c]
+            i = c
+        else:
+            break
+    if size > 0:
+        heap_t[i] = t
+        heap_s[i] = s
+        heap_i[i] = item
+    return size
+
+
+@numba.njit(cache=True)
+def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
+    kind,
+    qrank,
+    rank,
+    cpu,
+    nic,
+    cost,
+    out_ptr,
+    out_dst,
+    out_irq,
+    indeg,
+    msg_of,
+    sends,
+    recvs,
+    rdv,
+    B,
+    L,
+    o,
+    G,
+    g,
+    serial,
+    loggopsim,
+):
+    V = kind.shape[0]
+    M = sends.shape[0]
+    nan = np.nan
+    n_cpu = 1
+    n_nic = 1
+    for v in range(V):
+        n_cpu = max(n_cpu, cpu[v] + 1)
+        n_nic = max(n_nic, nic[v] + 1)
+    clock = np.zeros(n_cpu)  # LogGOPSim's nexto
+    last_cpu = np.full(n_cpu, -1, np.int64)  # last operation booked on the stream
+    pend_cpu = np.full(n_cpu, -1, np.int64)  # rendezvous match since that booking
+    nic_s = np.zeros(n_nic)  # nextgs
+    last_nics = np.full(n_nic, -1, np.int64)
+    pend_nics = np.full(n_nic, -1, np.int64)
+    nic_r = np.zeros(n_nic)  # nextgr
+    last_nicr = np.full(n_nic, -1, np.int64)
+
+    start = np.full(V, nan)
+    finish = np.full(V, nan)
+    ready = np.zeros(V)  # latest satisfied dependency
+    left = indeg.copy()
+    processed = np.full(M, nan)
+    proc_end = np.full(M, nan)
+    match = np.full(M, nan)
+    rts = np.full(M, nan)  # handshake: request arrived
+    ops = V + M
+    cpu_prev = np.full(ops, -1, np.int64)
+    cpu_bump = np.full(ops, -1, np.int64)
+    nic_prev = np.full(ops, -1, np.int64)
+    nic_bump = np.full(ops, -1, np.int64)
+    post_prev = np.full(V, -1, np.int64)
+    post_bump = np.full(V, -1, np.int64)
+
+    cap = V + 2 * M + 1
+    heap_t = np.empty(cap)
+    heap_s = np.empty(cap, np.int64)
+    heap_i = np.empty(cap, np.int64)
+    size = 0
+    seq = 0
+    freed = np.empty(V + 1, np.int64)  # operations released by the current event
+    n_freed = 0
+    keys = np.empty(V + 1, np.int64)
+    order = np.empty(V + 1, np.int64)
+    runtime = 0.0
+    done = 0
+
+    # Roots: rank by rank, each rank's in LogGOPSim's queue order (stable within a kind).
+    for v in range(V):
+        if indeg[v] == 0:
+            freed[n_freed] = v
+            n_freed += 1
+    while True:
+        if n_freed > 0:
+            # Queue the released operations rank by rank (in release order within a rank),
+            # each rank's sorted by kind (send, recv, calc) as LogGOPSim's std::sort does.
+            for k in range(n_freed):
+                keys[k] = rank[freed[k]] * (V + 1) + k
+            idx = np.argsort(keys[:n_freed])
+            for k in range(n_freed):
+                order[k] = freed[idx[k]]
+                keys[k] = qrank[order[k]]
+            lo = 0
+            for k in range(1, n_freed + 1):
+                if k == n_freed or rank[order[k]] != rank[order[lo]]:
+                    _gnu_sort(keys, order, lo, k)
+                    lo = k
+            for k in range(n_freed):
+                v = order[k]
+                c = cpu[v]
+                t = max(ready[v], clock[c])
+                if kind[v] == SEND and serial:  # its NIC too
+                    t = max(t, nic_s[nic[v]])
+                if kind[v] == RECV:  # posts at the CPU clock without holding the CPU
+                    post_prev[v] = last_cpu[c]
+                    post_bump[v] = pend_cpu[c]
+                size = _push(heap_t, heap_s, heap_i, size, t, seq, v)
+                seq += 1
+            n_freed = 0
+        if size == 0:
+            break
+        t = heap_t[0]
+        s = heap_s[0]
+        item = heap_i[0]
+        size = _pop(heap_t, heap_s, heap_i, size)
+        if item < V:
+            v = item
+            c = cpu[v]
+            k = kind[v]
+            if k == CALC:
+                if clock[c] > t:
+                    size = _push(heap_t, heap_s, heap_i, size, clock[c], s, v)
+                    continue
+                start[v] = t
+                finish[v] = t + cost[v]
+                clock[c] = finish[v]
+                cpu_prev[v] = last_cpu[c]
+                cpu_bump[v] = pend_cpu[c]
+                last_cpu[c] = v
+                pend_cpu[c] = -1
+                runtime = max(runtime, finish[v])
+                done += 1
+                for e in range(out_ptr[v], out_ptr[v + 1]):  # started, then done
+                    if out_irq[e]:
+                        u = out_dst[e]
+                        ready[u] = max(ready[u], t)
+                        left[u] -= 1
+                        if left[u] == 0:
+                            freed[n_freed] = u
+                            n_freed += 1
+                for e in range(out_ptr[v], out_ptr[v + 1]):
+                    if not out_irq[e]:
+                        u = out_dst[e]
+                        ready[u] = max(ready[u], finish[v])
+                        left[u] -= 1
+                        if left[u] == 0:
+                            freed[n_freed] = u
+                            n_freed += 1
+            elif k == SEND:
+                n = nic[v]
+                busy = clock[c]
+                if serial:
+                    busy = max(busy, nic_s[n])
+                if busy > t:
+                    size = _push(heap_t, heap_s, heap_i, size, busy, s, v)
+                    continue
+                m = msg_of[v]
+                start[v] = t
+                clock[c] = t + o
+                cpu_prev[v] = last_cpu[c]
+                cpu_bump[v] = pend_cpu[c]
+                last_cpu[c] = v
+                pend_cpu[c] = -1
+                if serial:
+                    nic_s[n] = t + g + B[m] * G
+                    nic_prev[v] = last_nics[n]
+                    nic_bump[v] = pend_nics[n]
+                    last_nics[n] = v
+                    pend_nics[n] = -1
+                runtime = max(runtime, t + o)
+                done += 1
+                for e in range(out_ptr[v], out_ptr[v + 1]):
+                    if out_irq[e]:
+                        u = out_dst[e]
+                        ready[u] = max(ready[u], t + o)
+                        left[u] -= 1
+                        if left[u] == 0:
+                            freed[n_freed] = u
+                            n_freed += 1
+                if rdv[m] and not loggopsim:
+                    size = _push(heap_t, heap_s, heap_i, size, t + o + L, seq, V + M + m)
+                else:
+                    arrive = t + o + L + (0.0 if serial else B[m] * G)
+                    size = _push(heap_t, heap_s, heap_i, size, arrive, seq, V + m)
+                seq += 1
+                if not rdv[m]:
+                    finish[v] = t + o
+                    for e in range(out_ptr[v], out_ptr[v + 1]):
+                        if not out_irq[e]:
+                            u = out_dst[e]
+                            ready[u] = max(ready[u], t + o)
+                            left[u] -= 1
+                            if left[u] == 0:
+                                freed[n_freed] = u
+                                n_freed += 1
+            else:  # RECV: posted (takes no CPU time)
+                m = msg_of[v]
+                start[v] = t
+                done += 1
+                for e in range(out_ptr[v], out_ptr[v + 1]):
+                    if out_irq[e]:
+                        u = out_dst[e]
+                        ready[u] = max(ready[u], t)
+                        left[u] -= 1
+                        if left[u] == 0:
+                            freed[n_freed] = u
+                            n_freed += 1
+                h = nan
+                if rdv[m] and not loggopsim:
+                    if not np.isnan(rts[m]):  # the request is here: match now
+                        h = t
+                        size = _push(heap_t, heap_s, heap_i, size, h + 2 * o + 2 * L, seq, V + m)
+                        seq += 1
+                elif not np.isnan(processed[m]):  # the message is here: complete now
+                    finish[v] = max(t, proc_end[m])
+                    if rdv[m]:
+                        h = t
+                if not np.isnan(h):
+                    match[m] = h
+                    n_freed = _release_sender(
+                        sends[m],
+                        h,
+                        h + (0.0 if loggopsim else 2 * o + L),
+                        loggopsim,
+                        serial,
+                        m,
+                        cpu,
+                        nic,
+                        clock,
+                        pend_cpu,
+                        nic_s,
+                        pend_nics,
+                        finish,
+                        ready,
+                        left,
+                        out_ptr,
+                        out_dst,
+                        out_irq,
+                        freed,
+                        n_freed,
+                    )
+                    runtime = max(runtime, finish[sends[m]])
+                if not np.isnan(finish[v]):
+                    runtime = max(runtime, finish[v])
+                    for e in range(out_ptr[v], out_ptr[v + 1]):
+                        if not out_irq[e]:
+                            u = out_dst[e]
+                            ready[u] = max(ready[u], finish[v])
+                            left[u] -= 1
+                            if left[u] == 0:
+                                freed[n_freed] = u
+                                n_freed += 1
+        elif item < V + M:  # a message to process
+            m = item - V
+            r = recvs[m]
+            c = cpu[r]
+            n = nic[r]
+            busy = clock[c]
+            if serial:
+                busy = max(busy, nic_r[n])
+            if busy > t:
+                size = _push(heap_t, heap_s, heap_i, size, busy, s, item)
+                continue
+            op = V + m
+            processed[m] = t
+            proc_end[m] = t + o + (B[m] * G if serial else 0.0)
+            clock[c] = proc_end[m]
+            cpu_prev[op] = last_cpu[c]
+            cpu_bump[op] = pend_cpu[c]
+            last_cpu[c] = op
+            pend_cpu[c] = -1
+            if serial:
+                nic_r[n] = t + g + B[m] * G
+                nic_prev[op] = last_nicr[n]
+                last_nicr[n] = op
+            runtime = max(runtime, proc_end[m])
+            if not np.isnan(start[r]):  # posted: the receive completes
+                finish[r] = max(start[r], proc_end[m])
+                if rdv[m] and loggopsim:
+                    match[m] = t
+                    n_freed = _release_sender(
+                        sends[m],
+                        t,
+                        t,
+                        loggopsim,
+                        serial,
+                        m,
+                        cpu,
+                        nic,
+                        clock,
+                        pend_cpu,
+                        nic_s,
+                        pend_nics,
+                        finish,
+                        ready,
+                        left,
+                        out_ptr,
+                        out_dst,
+                        out_irq,
+                        freed,
+                        n_freed,
+                    )
+                for e in range(out_ptr[r], out_ptr[r + 1]):
+                    if not out_irq[e]:
+                        u = out_dst[e]
+                        ready[u] = max(ready[u], finish[r])
+                        left[u] -= 1
+                        if left[u] == 0:
+                            freed[n_freed] = u
+                            n_freed += 1
+        else:  # a handshake's request arrives
+            m = item - V - M
+            rts[m] = t
+            r = recvs[m]
+            if not np.isnan(start[r]):
+                match[m] = t
+                size = _push(heap_t, heap_s, heap_i, size, t + 2 * o + 2 * L, seq, V + m)
+                seq += 1
+                n_freed = _release_sender(
+                    sends[m],
+                    t,
+                    t + 2 * o + L,
+                    loggopsim,
+                    serial,
+                    m,
+                    cpu,
+                    nic,
+                    clock,
+                    pend_cpu,
+                    nic_s,
+                    pend_nics,
+                    finish,
+                    ready,
+                    left,
+                    out_ptr,
+                    out_dst,
+                    out_irq,
+                    freed,
+                    n_freed,
+                )
+                runtime = max(runtime, t + 2 * o + L)
+    return (
+        start,
+        finish,
+        processed,
+        match,
+        cpu_prev,
+        cpu_bump,
+        nic_prev,
+        nic_bump,
+        post_prev,
+        post_bump,
+        done,
+        runtime,
+    )
+
+
+@numba.njit(cache=True)
+def _release_sender(  # pragma: no cover - compiled
+    s,
+    h,
+    fin,
+    loggopsim,
+    serial,
+    m,
+    cpu,
+    nic,
+    clock,
+    pend_cpu,
+    nic_s,
+    pend_nics,
+    finish,
+    ready,
+    left,
+    out_ptr,
+    out_dst,
+    out_irq,
+    freed,
+    n_freed,
+):
+    """The rendezvous send ``s`` finishes at ``fin`` (matched at ``h``); under ``loggopsim``
+    its CPU stream and NIC are not used before ``h`` (LogGOPSim moves their clocks)."""
+    finish[s] = fin
+    if loggopsim:
+        c = cpu[s]
+        if clock[c] < h:
+            clock[c] = h
+        pend_cpu[c] = m
+        if serial:
+            n = nic[s]
+            if nic_s[n] < h:
+                nic_s[n] = h
+            pend_nics[n] = m
+    for e in range(out_ptr[s], out_ptr[s + 1]):
+        if not out_irq[e]:
+            u = out_dst[e]
+            ready[u] = max(ready[u], fin)
+            left[u] -= 1
+            if left[u] == 0:
+                freed[n_freed] = u
+                n_freed += 1
+    return n_freed
+
+
+# LogGOPSim queues the operations one event releases after ``std::sort`` by kind, which is
+# not stable: with more than 16 of them (a linear alltoall's root posts all its sends and
+# receives at once) equal kinds change places. The functions below are GCC libstdc++'s
+# introsort step for step (``bits/stl_algo.h``, ``bits/stl_heap.h``: threshold 16, median of
+# three, unguarded partition, heap sort at the depth limit, final insertion sort), on keys
+# ``k`` moving items ``x`` alongside, so ties fall as in LogGOPSim's runs.
+
+
+@numba.njit(cache=True)
+def _swap(k, x, i, j):  # pragma: no cover - compiled
+    k[i], k[j] = k[j], k[i]
+    x[i], x[j] = x[j], x[i]
+
+
+@numba.njit(cache=True)
+def _linear_insert(k, x, last):  # pragma: no cover - compiled
+    vk = k[last]
+    vx = x[last]
+    nxt = last - 1
+    while vk < k[nxt]:
+        k[last] = k[nxt]
+        x[last] = x[nxt]
+        last = nxt
+        nxt -= 1
+    k[last] = vk
+    x[last] = vx
+
+
+@numba.njit(cache=True)
+def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
+    if first == last:
+        return
+    for i in range(first + 1, last):
+        if k[i] < k[first]:
+            vk = k[i]
+            vx = x[i]
+            for j in range(i, first, -1):
+                k[j] = k[j - 1]
+                x[j] = x[j - 1]
+            k[first] = vk
+            x[first] = vx
+        else:
+            _linear_insert(k, x, i)
+
+
+@numba.njit(cache=True)
+def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
+    top = hole
+    child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if k[first + child] < k[first + child - 1]:
+            child -= 1
+        k[first + hole] = k[first + child]
+        x[first + hole] = x[first + child]
+        hole = child
+    if (n & 1) == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        k[first + hole] = k[first + child - 1]
+        x[first + hole] = x[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and k[first + parent] < vk:
+        k[first + hole] = k[first + parent]
+        x[first + hole] = x[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    k[first + hole] = vk
+    x[first + hole] = vx
+
+
+@numba.njit(cache=True)
+def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
+    n = last - first
+    if n >= 2:
+        parent = (n - 2) // 2
+        while True:
+            _adjust_heap(k, x, first, parent, n, k[first + parent], x[first + parent])
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        vk = k[last]
+        vx = x[last]
+        k[last] = k[first]
+        x[last] = x[first]
+        _adjust_heap(k, x, first, 0, last - first, vk, vx)
+
+
+@numba.njit(cache=True)
+def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
+    while last - first > 16:
+        if depth == 0:
+            _heap_sort(k, x, first, last)
+            return
+        depth -= 1
+        a, b, c = first + 1, first + (last - first) // 2, last - 1
+        if k[a] < k[b]:
+            if k[b] < k[c]:
+                _swap(k, x, first, b)
+            elif k[a] < k[c]:
+                _swap(k, x, first, c)
+            else:
+                _swap(k, x, first, a)
+        elif k[a] < k[c]:
+            _swap(k, x, first, a)
+        elif k[b] < k[c]:
+            _swap(k, x, first, c)
+        else:
+            _swap(k, x, first, b)
+        lo, hi = first + 1, last
+        while True:
+            while k[lo] < k[first]:
+                lo += 1
+            hi -= 1
+            while k[first] < k[hi]:
+                hi -= 1
+            if not lo < hi:
+                break
+            _swap(k, x, lo, hi)
+            lo += 1
+        _introsort_loop(k, x, lo, last, depth)
+        last = lo
+
+
+@numba.njit(cache=True)
+def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
+    """``std::sort(first, last)`` of GCC's libstdc++ on ``k``, permuting ``x`` alike."""
+    n = last - first
+    if n < 2:
+        return
+    lg = 0
+    while (n >> (lg + 1)) > 0:
+        lg += 1
+    _introsort_loop(k, x, first, last, 2 * lg)
+    if n > 16:
+        _insertion_sort(k, x, first, first + 16)
+        for i in range(first + 16, last):
+            _linear_insert(k, x, i)
+    else:
+        _insertion_sort(k, x, first, last)
