@@ -2,9 +2,10 @@
 committed facts (``loggopsim.json``, made by ``python -m benchmarks.reference``), so nothing
 here runs LogGOPSim.
 
-- Under the schedule order with LogGOPSim's rendezvous, llamp's T equals LogGOPSim's to the
-  nanosecond at all 36 points (12 latencies × three (g, G)) of every graph LogGOPSim gets right;
-  with the order fixed at L = 3 µs it stays within 1 % over L = 0 … 100 µs.
+- Under the schedule order with LogGOPSim's rendezvous, scheduled at each point, llamp's T
+  equals LogGOPSim's to the nanosecond at all 36 points (12 latencies × three (g, G)) of every
+  graph LogGOPSim gets right. (The order fixed at one baseline and evaluated away from it is a
+  measurement, not a fact: ``python -m benchmarks.bench_agreement --model schedule``.)
 - The graphs that isolate a LogGOPSim defect keep LogGOPSim's (wrong) value as a fact and assert
   llamp's correct one.
 - Under the program order (the static rules), the eager Schedgen patterns on which the rules
@@ -18,14 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_agreement import (
-    SWEEP_L_NS,
-    agreement,
-    load_facts,
-    model_fields,
-    read_reference,
-    schedule_sweeps,
-)
+from benchmarks.bench_agreement import agreement, load_facts, model_fields, read_reference
 
 FACTS = load_facts()
 
@@ -148,11 +142,3 @@ def test_program_order_is_exact_where_its_rules_are_loggopsims(name):
 def test_schedule_order_equals_loggopsim_to_the_nanosecond(name):
     result = agreement(read_reference(name), name, SCHEDULE_MODEL, FACTS)
     assert result.exact == result.points == 36, _mismatches(result)
-
-
-@_requires("order", "rendezvous")
-@pytest.mark.parametrize("name", _measured())
-def test_schedule_order_fixed_at_the_baseline_stays_within_one_percent(name):
-    fixed, rescheduled = schedule_sweeps(read_reference(name), name, SCHEDULE_MODEL, FACTS)
-    assert rescheduled.exact == len(SWEEP_L_NS), _mismatches(rescheduled)
-    assert fixed.max_rel <= 0.01, _mismatches(fixed)
