@@ -33,7 +33,8 @@ each round also measures it with LogGOPSim's rendezvous (``--order schedule --re
 loggopsim``), against the same round's LogGOPSim runs:
 
 - the schedule pass alone: :func:`llamp.lp.schedule.schedule` on the loaded graph, in a fresh
-  process, first call (the numba kernel loaded from its cache included) and a second call;
+  process after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
+  call (its kernels loaded from numba's cache) and a second call;
 - one point: ``llamp predict --order schedule`` (pass + lowering + evaluation) vs one run;
 - 11-point sweep, the order fixed at the baseline L = 3 µs (one pass) and, when ``sweep`` has
   ``--reschedule``, re-scheduled at every point (11 passes), vs 11 runs; and the farthest
@@ -85,11 +86,14 @@ import json, sys, time
 from llamp.graph import ExecutionGraph
 from llamp.lp.schedule import schedule
 from llamp.params import LogGPS
+from llamp.lp.jit import prepare
 graph = ExecutionGraph.load(sys.argv[1])
 L, o, G, S = (float(a) for a in sys.argv[2:6])
 params = LogGPS(L=L, o=o, G=G, S=int(S), g=0.0, nic="serial", order="schedule",
                 rendezvous="loggopsim")
-times = []
+start = time.perf_counter()
+prepare()
+times = [time.perf_counter() - start]
 for _ in range(2):
     start = time.perf_counter()
     schedule(graph, params)
@@ -369,6 +373,7 @@ class _Scheduled:
 
     def __init__(self, reschedule: bool) -> None:
         self.reschedule = reschedule
+        self.setup: list[float] = []  # numba's one-time set-up in that process
         self.first: list[float] = []  # the pass, first call in a process
         self.warm: list[float] = []  # the pass, second call
         self.one_run: list[float] = []  # one LogGOPSim run, the same round
@@ -387,7 +392,8 @@ class _Scheduled:
         _, _, out = run_process(
             [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
         )
-        first, warm = json.loads(out)
+        setup, first, warm = json.loads(out)
+        self.setup.append(setup)
         self.first.append(first)
         self.warm.append(warm)
         self.one_run.append(point.peer[-1][0])
@@ -418,6 +424,7 @@ class _Scheduled:
         first, warm = statistics.median(self.first), statistics.median(self.warm)
         what = "schedule pass alone"
         rows = [
+            row("peers", case, "numba set-up before it", statistics.median(self.setup), "s"),
             row("peers", case, f"{what}, first call in a process", first, "s", self.first),
             row("peers", case, f"{what}, second call", warm, "s", self.warm),
             row("peers", case, f"{what}: one LogGOPSim run", one, "s", self.one_run),
