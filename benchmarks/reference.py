@@ -90,6 +90,11 @@ TRACE_RANK0 = {
     "bcast-synthetic": "bcast-synthetic/trace_bcast-0.dat",
 }
 STENCIL_VERTICES = 8_000
+#: Real traces of other formats, as llamp reads them (written as GOAL by llamp).
+LLAMP_TRACES = {
+    "sstmacro-10ranks-otf2": "tests/data/traces/otf2/sstmacro-10ranks",
+    "sst-dumpi-4ranks": "tests/data/traces/dumpi/sst-dumpi-4ranks",
+}
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,11 @@ def schedgen_graphs(schedgen: Path) -> list[Made]:
 
 
 def llamp_graphs() -> list[Made]:
-    """llamp's own generated graphs: the noisy 16-rank stencil."""
+    """llamp's own graphs: the noisy 16-rank stencil, and the OTF2 and DUMPI traces of
+    ``tests/data/traces`` as llamp ingests them (collectives expanded by its defaults)."""
+    import warnings
+
+    from llamp.ingest import read
     from llamp.ingest.goal import write_goal
     from llamp.ingest.synthetic import stencil_with_vertices
 
@@ -147,7 +156,14 @@ def llamp_graphs() -> list[Made]:
         f"write_goal(stencil_with_vertices({STENCIL_VERTICES}, ranks=16, alltoall_every=10), "
         f"{target.name!r})"
     )
-    return [Made(target, call)]
+    made = [Made(target, call)]
+    for name, trace in LLAMP_TRACES.items():
+        target = out_dir / f"{name}.goal"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the calls it absorbs are the reader's business
+            write_goal(read(ROOT / trace), target)
+        made.append(Made(target, f"write_goal(read({trace!r}), {target.name!r})"))
+    return made
 
 
 def _run(argv: list) -> bytes:
@@ -245,11 +261,15 @@ directory of LogGOPSim); without `--graphs` it only re-runs LogGOPSim and rewrit
   O = 0, from the LogGOPSim binary whose version and SHA-256 it records.
 - `schedgen/`: Schedgen's collective patterns (spcl/LogGOPSim toolchain, BSD-style licence
   with the SPCL acknowledgement clause), 1 KiB (eager) and 1 MiB (rendezvous, above S) at 4, 16
-  and 64 ranks, plus the fixed-size ResNet pattern, a 3-way dissemination and two
-  non-blocking patterns whose local computation runs on CPU 1 (multi-CPU GOAL).
+  and 64 ranks (4, 16 and 32 where the GOAL grows as P²), plus the fixed-size ResNet pattern, a 3-way dissemination and two
+  non-blocking patterns whose local computation runs on CPU 1 (multi-CPU GOAL). Schedgen seeds
+  `random_bisect` and `random_bisect_fd_sym` from the clock: regenerating them gives other
+  pairings (and new facts, measured with them).
 - `traces/`: Schedgen's conversion (`-p trace`) of the liballprof traces in
   `tests/data/traces/liballprof/` (their provenance: `tests/data/traces/PROVENANCE.md`).
-- `llamp/`: llamp's own generator, the noisy 16-rank stencil.
+- `llamp/`: llamp's own generator, the noisy 16-rank stencil; and the OTF2 (SST/macro, 10
+  ranks) and DUMPI (4 ranks) traces of `tests/data/traces/` as llamp reads them, written as GOAL
+  by llamp (their provenance: `tests/data/traces/PROVENANCE.md`).
 - `minimal/`: hand-written graphs, a few lines each, that isolate one rule of the model (the
   CPU stream of a rank, receive order, late receives, rendezvous) or one defect of LogGOPSim
   (the leading comment of each file says which).

@@ -140,5 +140,17 @@ def test_program_order_is_exact_where_its_rules_are_loggopsims(name):
 @_requires("order", "rendezvous")
 @pytest.mark.parametrize("name", _measured())
 def test_schedule_order_equals_loggopsim_to_the_nanosecond(name):
-    result = agreement(read_reference(name), name, SCHEDULE_MODEL, FACTS)
-    assert result.exact == result.points == 36, _mismatches(result)
+    graph = read_reference(name)
+    facts, points = FACTS, 36
+    if _has_zero_byte_messages(graph):
+        # LogGOPSim charges a 0-byte message (s − 1)·G = −G: only its G = 0 points are right.
+        facts = {**FACTS, "gaps": [g for g in FACTS["gaps"] if g["G_ns_per_byte"] == 0]}
+        points = 12 * len(facts["gaps"])
+    result = agreement(graph, name, SCHEDULE_MODEL, facts)
+    assert result.exact == result.points == points, _mismatches(result)
+
+
+def _has_zero_byte_messages(graph) -> bool:
+    from llamp.graph import SEND
+
+    return bool(((graph.kind == SEND) & (graph.size == 0)).any())
