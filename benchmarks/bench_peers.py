@@ -34,7 +34,8 @@ loggopsim``), against the same round's LogGOPSim runs:
 
 - the schedule pass alone: :func:`llamp.lp.schedule.schedule` on the loaded graph, in a fresh
   process after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
-  call (its kernels loaded from numba's cache) and a second call;
+  call (its kernels loaded from numba's cache) and a second call, wall and CPU time (on a
+  loaded machine the CPU time is the steadier figure);
 - one point: ``llamp predict --order schedule`` (pass + lowering + evaluation) vs one run;
 - 11-point sweep, the order fixed at the baseline L = 3 µs (one pass) and, when ``sweep`` has
   ``--reschedule``, re-scheduled at every point (11 passes), vs 11 runs; and the farthest
@@ -91,14 +92,12 @@ graph = ExecutionGraph.load(sys.argv[1])
 L, o, G, S = (float(a) for a in sys.argv[2:6])
 params = LogGPS(L=L, o=o, G=G, S=int(S), g=0.0, nic="serial", order="schedule",
                 rendezvous="loggopsim")
-start = time.perf_counter()
-prepare()
-times = [time.perf_counter() - start]
-for _ in range(2):
-    start = time.perf_counter()
-    schedule(graph, params)
-    times.append(time.perf_counter() - start)
-print(json.dumps(times))
+def timed(step):
+    wall, cpu = time.perf_counter(), time.process_time()
+    step()
+    return [time.perf_counter() - wall, time.process_time() - cpu]
+print(json.dumps([timed(prepare), timed(lambda: schedule(graph, params)),
+                  timed(lambda: schedule(graph, params))]))
 """
 
 
@@ -377,6 +376,9 @@ class _Scheduled:
         self.first: list[float] = []  # the pass, first call in a process
         self.warm: list[float] = []  # the pass, second call
         self.one_run: list[float] = []  # one LogGOPSim run, the same round
+        self.first_cpu: list[float] = []  # CPU seconds of the same three
+        self.warm_cpu: list[float] = []
+        self.one_run_cpu: list[float] = []
         self.point, self.fixed, self.resched = _Pair(), _Pair(), _Pair()
         self.T: dict[str, list[float]] = {}
         self.peer_T: list[int] = []
@@ -392,10 +394,13 @@ class _Scheduled:
         _, _, out = run_process(
             [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
         )
-        setup, first, warm = json.loads(out)
+        (setup, _), (first, first_cpu), (warm, warm_cpu) = json.loads(out)
         self.setup.append(setup)
         self.first.append(first)
         self.warm.append(warm)
+        self.first_cpu.append(first_cpu)
+        self.warm_cpu.append(warm_cpu)
+        self.one_run_cpu.append(point.peer_cpu[-1])
         self.one_run.append(point.peer[-1][0])
         s, m, _ = run_process(
             [*_LLAMP, "predict", npz, "--L", f"{POINT_L_NS}ns", *_NETWORK, *_SCHEDULE, "--json"],
@@ -429,6 +434,15 @@ class _Scheduled:
             row("peers", case, f"{what}, second call", warm, "s", self.warm),
             row("peers", case, f"{what}: one LogGOPSim run", one, "s", self.one_run),
             row("peers", case, f"{what}: one LogGOPSim run / first call", one / first, "×"),
+            row("peers", case, f"{what}, first call CPU", statistics.median(self.first_cpu), "s"),
+            row("peers", case, f"{what}, second call CPU", statistics.median(self.warm_cpu), "s"),
+            row(
+                "peers",
+                case,
+                f"{what}: one LogGOPSim run CPU",
+                statistics.median(self.one_run_cpu),
+                "s",
+            ),
         ]
         rows += self.point.rows(case, "one point, --order schedule", "LogGOPSim")
         labels = {"fixed": "order fixed at L=3 µs", "re-scheduled": "re-scheduled per point"}
