@@ -490,7 +490,9 @@ def _serialisation_chains(
 
     sends = np.flatnonzero(kind == SEND)
     sends = sends[_group_by(position[sends], V)]  # program order
-    send_cpu = _stream_chain(graph, sends, "cpu")
+    cpu_ops = np.flatnonzero((kind == SEND) | (kind == CALC))
+    cpu_ops = cpu_ops[_group_by(position[cpu_ops], V)]
+    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"))
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
@@ -500,6 +502,14 @@ def _serialisation_chains(
     r = graph.edge_src[into_calc & (kind[graph.edge_src] == RECV)]
     w = graph.edge_dst[into_calc & (kind[graph.edge_src] == RECV)]
     if r.size:
+        # A receive is completed by the first calc that requires it; a later calc that
+        # requires it too does not wait for it again.
+        first = _group_by(position[w], V)
+        r, w = r[first], w[first]
+        by_recv = _group_by(r, V)
+        r, w = r[by_recv], w[by_recv]
+        keep = np.concatenate(([True], r[1:] != r[:-1]))
+        r, w = r[keep], w[keep]
         first = _group_by(position[r], V)
         r, w = r[first], w[first]
         by_wait = _group_by(w, V)
@@ -529,6 +539,38 @@ def _serialisation_chains(
         _stream_chain(graph, np.flatnonzero(kind == RECV), "nic") if nic == "serial" else empty
     )
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
+
+
+def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
+    """``chain`` without the pairs the dependencies already order as strongly: ``a requires
+    b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
+    calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
+    then adds no edge (and no LP row)."""
+    if chain.size == 0:
+        return chain
+    kind = graph.kind
+    ek = graph.edge_kind
+    src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
+    local = ek != MESSAGE
+    strong = (ek == REQUIRES) | ((ek == IREQUIRES) & (kind[src] == SEND))
+    V = np.int64(graph.num_vertices)
+    have = [src[strong] * V + dst[strong]]
+    into = strong & (kind[dst] == RECV)  # a → r
+    out_of = local & (kind[src] == RECV)  # r → b
+    if into.any() and out_of.any():
+        a, r = src[into], dst[into]
+        r2, b = src[out_of], dst[out_of]
+        order = np.argsort(r2, kind="stable")
+        r2, b = r2[order], b[order]
+        lo = np.searchsorted(r2, r, "left")
+        hi = np.searchsorted(r2, r, "right")
+        count = hi - lo
+        if count.sum() <= 4 * V:  # receives with few successors (every trace)
+            rows = np.repeat(np.arange(a.size), count)
+            offset = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count)
+            have.append(a[rows] * V + b[lo[rows] + offset])
+    keep = ~np.isin(chain.a.astype(np.int64) * V + chain.b, np.concatenate(have))
+    return _Chain(chain.a[keep], chain.b[keep])
 
 
 def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
@@ -643,9 +685,12 @@ def build_event_graph(
     # Vertex-internal edges.
     add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
     del calc
-    eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
-    add(2 * eager_ops, 2 * eager_ops + 1, fixed=O1)
-    del eager_ops
+    add(2 * sends[~rdv], 2 * sends[~rdv] + 1, fixed=O1)
+    # A receive posted after its message arrived pays o (and, under nic serial, its bytes on
+    # the CPU, as the processing of an arrived message does).
+    late = recvs[~rdv]
+    add(2 * late, 2 * late + 1, O1, BYTES if nic == "serial" else _ZERO, B[~rdv])
+    del late
     # Messages.
     e = ~rdv
     add(2 * sends[e], 2 * recvs[e] + 1, (0, 1, 0, 2, 0), BYTES, B[e], m=msg_ids[e])
@@ -685,7 +730,9 @@ def build_event_graph(
 
     # Serialisation (module docstring). Under nic serial the receiving CPU pays B·G as well.
     serial = nic == "serial"
-    add(2 * send_cpu.a, 2 * send_cpu.b, O1)
+    after_send = kind[send_cpu.a] == SEND  # a send holds its CPU o from its start, a calc
+    add(2 * send_cpu.a[after_send], 2 * send_cpu.b[after_send], O1)  # until its finish
+    add(2 * send_cpu.a[~after_send] + 1, 2 * send_cpu.b[~after_send])
     m = msg_of[wait_chain.b]
     if serial:
         add(2 * wait_chain.a + 1, 2 * wait_chain.b + 1, O1, BYTES, B[m], m=m)

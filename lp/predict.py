@@ -141,15 +141,24 @@ def sweep(
     *,
     parameter: str = "L",
     engine: str = "auto",
+    reschedule: bool = False,
 ) -> pd.DataFrame:
     """Predictions over ``values`` of ``parameter`` (``"L"``, ``"G"`` or ``"o"``), others fixed.
 
     Columns: the parameter (``L_ns``/``G_ns_per_byte``/``o_ns``), ``runtime_ns``,
     ``lambda_L``, ``lambda_G``, ``lambda_o``, ``rho_L``, ``engine``.
+
+    Under ``order="schedule"`` every point is evaluated in the order of the schedule at
+    ``params`` (T is then one convex, piecewise-linear function of the parameter);
+    ``reschedule`` takes each point's order from its own schedule pass instead (T is then the
+    schedule's T at every point, LogGOPSim's) and adds ``order_changed``: the point's order
+    differs from the one at ``params``.
     """
     import pandas as pd  # here, not at import: `llamp predict` never needs it
 
-    return pd.DataFrame(sweep_rows(graph, params, values, parameter=parameter, engine=engine))
+    return pd.DataFrame(
+        sweep_rows(graph, params, values, parameter=parameter, engine=engine, reschedule=reschedule)
+    )
 
 
 def sweep_rows(
@@ -159,13 +168,23 @@ def sweep_rows(
     *,
     parameter: str = "L",
     engine: str = "auto",
+    reschedule: bool = False,
 ) -> list[dict[str, Any]]:
     """:func:`sweep` as a list of rows (dicts with its columns), without pandas."""
     if parameter not in PARAMETER_COLUMNS:
         raise InputError(f"cannot sweep {parameter!r}: choose L, G or o")
+    if reschedule and params.order != "schedule":
+        raise InputError("reschedule needs the schedule order (--order schedule)")
     chosen = resolve_engine(engine)
     values = np.asarray(values, dtype=np.float64)
     configs = [params.with_(**{parameter: float(value)}) for value in values]
+    changed: list[bool] = []
+    if reschedule:
+        from llamp.lp.schedule import schedule
+
+        configs = [c.rescheduled() for c in configs]
+        base = schedule(graph, params)
+        changed = [not schedule(graph, c).same_order(base) for c in configs]
     if chosen == "graph":
         points = engine_for(graph).points(configs, left=False)
         results = [(pt.runtime_ns, pt.right) for pt in points]
@@ -175,7 +194,7 @@ def sweep_rows(
         results = []
         lp = None
         for p in configs:
-            if lp is None:
+            if lp is None or lp.events.lowering != p.lowering:
                 lp = LinearProgram(engine_for(graph).events(p), p, solver=chosen)
             sol = lp.solve(p)
             lam = {"L": sol.lambda_L, "G": sol.lambda_G, "o": sol.lambda_o}
@@ -193,4 +212,6 @@ def sweep_rows(
                 "engine": chosen,
             }
         )
+    for row, change in zip(rows, changed, strict=False):
+        row["order_changed"] = change
     return rows

@@ -44,6 +44,8 @@ def test_critical_json_on_the_paper_example(paper_npz, tmp_path):
         "0",
         "--G",
         "5ns/B",
+        "--nic",
+        "overlap",
         "--from",
         "0",
         "--to",

@@ -19,7 +19,9 @@ BIG_S = 1 << 30
 
 def test_paper_running_example_runtime_and_sensitivity():
     """LLAMP Eq. 5: T(0.5 µs) = max(1.1, max(0.615, 0.5) + 1) = 1.615 µs; λ_L = 1 (message S→R)."""
-    p = predict(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S), engine="graph")
+    p = predict(
+        paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S, nic="overlap"), engine="graph"
+    )
     assert p.runtime_ns == pytest.approx(1615.0, abs=1e-9)
     assert p.lambda_L == 1.0
     assert p.lambda_G == 3.0  # (s − 1) = 3 bytes on the path
@@ -28,14 +30,16 @@ def test_paper_running_example_runtime_and_sensitivity():
 
 def test_paper_running_example_below_critical_latency():
     """For L < 0.385 µs the message is overlapped: T = 1.5 µs and λ_L = 0 (LLAMP Fig. 4c)."""
-    p = predict(paper_example(), LogGPS(L=200.0, o=0.0, G=5.0, S=BIG_S))
+    p = predict(paper_example(), LogGPS(L=200.0, o=0.0, G=5.0, S=BIG_S, nic="overlap"))
     assert p.runtime_ns == pytest.approx(1500.0)
     assert p.lambda_L == 0.0
 
 
 def test_paper_running_example_critical_latency():
     """L + 0.115 = 0.5 at L_c = 0.385 µs; one breakpoint in [0, 1 µs], λ_L 0 then 1."""
-    result = critical_latencies(paper_example(), LogGPS(L=0.0, o=0.0, G=5.0, S=BIG_S), 0.0, 1000.0)
+    result = critical_latencies(
+        paper_example(), LogGPS(L=0.0, o=0.0, G=5.0, S=BIG_S, nic="overlap"), 0.0, 1000.0
+    )
     assert result.critical == [pytest.approx(385.0, abs=1e-9)]
     assert [s.slope for s in result.segments] == [0.0, 1.0]
     # both ends only: λ_L rises by one message, so the tangent intersection is the breakpoint
@@ -44,7 +48,7 @@ def test_paper_running_example_critical_latency():
 
 def test_paper_running_example_tolerance_for_two_microseconds():
     """max L with T ≤ 2 µs: L + 1.115 = 2 → L = 0.885 µs (LLAMP Fig. 6)."""
-    params = LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S)
+    params = LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S, nic="overlap")
     assert max_parameter_within(paper_example(), params, 2000.0) == pytest.approx(885.0)
 
 
@@ -241,7 +245,7 @@ def test_facing_blocking_rendezvous_sends_deadlock_is_reported():
 
 def test_critical_path_splits_runtime_exactly():
     """Paper example at L = 0.5 µs: path c0 → S → R → c3 = 100 + 500 + 15 + 1000 = 1615 ns."""
-    cp = critical_path(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S))
+    cp = critical_path(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S, nic="overlap"))
     assert cp.vertices.tolist() == [0, 1, 4, 5]
     assert cp.messages.tolist() == [[1, 4]]
     assert cp.totals == {
@@ -256,6 +260,6 @@ def test_critical_path_splits_runtime_exactly():
 def test_slack_and_critical_flags():
     """Paper example at L = 0.5 µs: c1 can finish 515 ns later (1615 − 1100), c2 115 ns later
     (R waits for the message until 615); the path c0, S, R, c3 has zero slack."""
-    ev = evaluate(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S))
+    ev = evaluate(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, S=BIG_S, nic="overlap"))
     np.testing.assert_allclose(ev.slack_ns, [0.0, 0.0, 515.0, 115.0, 0.0, 0.0])
     assert ev.critical.tolist() == [True, True, False, False, True, True]

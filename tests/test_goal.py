@@ -763,7 +763,8 @@ d1 requires r1
 def test_cpu_annotations_reach_the_model(tmp_path):
     """Two CPU streams per rank: each send's o is charged on its own CPU, so both messages leave
     at 50 µs: T = 50000 + o + L + o + 20000 = 76,000 ns (LogGOPSim gives the same). On one CPU
-    the second send waits for the first one's o: 77,500 ns."""
+    stream the program order runs c0, s0, c1, s1: s1 starts at 101,500 and d1 ends at
+    101,500 + 2o + L + 20,000 = 127,500 ns."""
     from llamp.lp import engine_for
     from llamp.params import LogGPS
 
@@ -775,7 +776,7 @@ def test_cpu_annotations_reach_the_model(tmp_path):
     assert engine_for(back).runtime(params) == 76_000.0
     one = parse_goal_text(re.sub(r" cpu \d", "", TWO_CPUS), name="one_cpu.goal")
     assert one.cpu is None
-    assert engine_for(one).runtime(params) == 77_500.0
+    assert engine_for(one).runtime(params) == 127_500.0
 
 
 # --------------------------------------------------------------------------- the tokenizer

@@ -314,8 +314,10 @@ def test_a_reduction_accepts_the_leaf_message_before_the_subtree_message():
 def test_sends_on_two_cpus_of_one_rank_are_not_serialised():
     """GOAL `cpu 0`/`cpu 1`: rank 0 computes 50 µs on each CPU, then sends 1 KiB from each;
     rank 1 receives on two CPUs and computes 20 µs after each receive. The two sends both start
-    at 50 µs: 50,000 + 2o + L + 20,000 = 76,000 ns (LogGOPSim: 76,000); on one CPU the second
-    send waits o: 77,500."""
+    at 50 µs: 50,000 + 2o + L + 20,000 = 76,000 ns (LogGOPSim: 76,000). On one CPU the calcs
+    are serialised too: a1 ends at 100 µs, s1 starts at 100 µs + o, r1 is received at
+    101,500 + 2o + L = 107,500 and b1 waits for b0 (until 126,000): 146,000; LogGOPSim 147,500
+    (its CPU processes r1's message only after b0, as ``--order schedule`` does)."""
     vertices = {
         "a0": (0, "calc", 50_000.0),
         "a1": (0, "calc", 50_000.0),
@@ -336,7 +338,8 @@ def test_sends_on_two_cpus_of_one_rank_are_not_serialised():
     ]
     graph, ids = build(2, vertices, edges)
     params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=100_000)
-    assert _runtime_both_engines(graph, params) == pytest.approx(77_500.0)
+    assert _runtime_both_engines(graph, params) == pytest.approx(146_000.0)
+    assert _runtime_both_engines(graph, params.with_(order="schedule")) == 147_500.0
     cpu = np.zeros(graph.num_vertices, np.int16)
     for name in ("a1", "s1", "r1", "b1"):
         cpu[ids[name]] = 1

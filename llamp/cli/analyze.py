@@ -299,14 +299,28 @@ def _params_line(params: LogGPS) -> str:
 )
 @click.option("--to", "hi", default="100us", show_default=True, help="Last value.")
 @click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points) -> None:
+@click.option(
+    "--reschedule",
+    is_flag=True,
+    help="With --order schedule: take each point's resource order from its own schedule pass "
+    "(T is then the schedule's at every point) instead of the one at the given parameters; "
+    "each point says whether its order changed.",
+)
+def sweep(
+    graph, graph_spec, params, engine, as_json, parameter, lo, hi, points, reschedule
+) -> None:
     """T, λ and ρ_L over evenly spaced values of L (or G, o)."""
     from llamp.lp.predict import sweep_rows
 
     a, b = parse_range(parameter, lo, hi)
     choice = _engine_choice(engine, graph)
     points_ = sweep_rows(
-        graph, params, np.linspace(a, b, points), parameter=parameter, engine=engine
+        graph,
+        params,
+        np.linspace(a, b, points),
+        parameter=parameter,
+        engine=engine,
+        reschedule=reschedule,
     )
     if as_json:
         emit_json({"parameter": parameter, "points": points_, "engine_note": choice.note})
@@ -319,10 +333,17 @@ def sweep(graph, graph_spec, params, engine, as_json, parameter, lo, hi, points)
             f"{r['lambda_L']:g}",
             f"{r['lambda_G']:g}",
             f"{r['rho_L']:.3%}",
+            *(["yes" if r["order_changed"] else "no"] if reschedule else []),
         )
         for r in points_
     ]
-    click.echo(table(rows, (parameter, "T", "λ_L", "λ_G", "ρ_L")))
+    header = (parameter, "T", "λ_L", "λ_G", "ρ_L", *(["order changed"] if reschedule else []))
+    click.echo(table(rows, header))
+    if params.order == "schedule" and not reschedule:
+        click.echo(
+            f"order: the schedule at {parameter} = {config.format_value(parameter, getattr(params, parameter))} "
+            "for every point (--reschedule: each point's own)"
+        )
     click.echo(f"engine: {choice.engine}")
     _echo_note(choice)
 

@@ -1,0 +1,386 @@
+"""The schedule order (docs/model.md §Serialisation, ``--order schedule``): one event-driven pass
+at the baseline fixes the order in which every CPU stream and NIC serves its operations; the
+event graph chains them, so T at the baseline is the pass's T and stays a longest path around it.
+
+The LogGOPSim figures are spcl/LogGOPSim 76451de's output for the same GOAL text
+(``txt2bin -i g.goal -o g.bin && LogGOPSim -f g.bin -L … -o 1500 -g 0 -G … -S 65535``),
+measured on this machine; they are facts here, LogGOPSim is not needed to run the tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from random_graphs import random_graph
+
+from llamp.errors import GraphError
+from llamp.ingest.goal import parse_goal_text
+from llamp.lp.engine import GraphEngine
+from llamp.lp.model import LinearProgram
+from llamp.lp.schedule import _gnu_sort, schedule
+from llamp.params import LogGPS
+
+LOGGOPSIM = LogGPS(o=1500.0, g=0.0, S=65535, nic="serial", order="schedule", rendezvous="loggopsim")
+
+TWO_CALCS = """num_ranks 1
+rank 0 {
+a: calc 10000
+b: calc 10000
+}
+"""
+CALC_AND_SEND = """num_ranks 2
+rank 0 {
+c: calc 10000
+s: send 8b to 1 tag 0
+}
+rank 1 {
+r: recv 8b from 0 tag 0
+}
+"""
+#: Rank 0 receives, then sends s1 (after the receive) and s2 (after nothing), listed in that
+#: order: the program order posts s1 first, the network s2.
+TWO_SENDS = """num_ranks 3
+rank 0 {
+r: recv 8b from 1 tag 0
+s1: send 8b to 2 tag 1
+s1 requires r
+s2: send 8b to 1 tag 1
+}
+rank 1 {
+a: send 8b to 0 tag 0
+b: recv 8b from 0 tag 1
+b requires a
+}
+rank 2 {
+c: recv 8b from 0 tag 1
+}
+"""
+LATE_RECEIVE = """num_ranks 2
+rank 0 {
+s: send 1000b to 1 tag 1
+}
+rank 1 {
+c: calc 20000
+r: recv 1000b from 0 tag 1
+r requires c
+}
+"""
+#: Valid, but rejected as a deadlock under the program order with --progress wait.
+NOT_A_DEADLOCK = """num_ranks 2
+rank 0 {
+s: send 8b to 1 tag 1
+}
+rank 1 {
+r: recv 8b from 0 tag 1
+a: calc 1000
+a requires r
+b: calc 1000
+b requires a
+b requires r
+}
+"""
+#: Schedgen's double ring (``schedgen -p doublering -s 4 -d 8``).
+DOUBLE_RING = """num_ranks 4
+rank 0 {
+l1: send 8b to 1 tag 0
+l2: recv 8b from 3 tag 0
+l3: send 8b to 3 tag 0
+l4: recv 8b from 1 tag 0
+}
+rank 1 {
+l1: send 8b to 2 tag 0
+l2: recv 8b from 0 tag 0
+l1 requires l2
+l3: send 8b to 0 tag 0
+l4: recv 8b from 2 tag 0
+l3 requires l4
+}
+rank 2 {
+l1: send 8b to 3 tag 0
+l2: recv 8b from 1 tag 0
+l1 requires l2
+l3: send 8b to 1 tag 0
+l4: recv 8b from 3 tag 0
+l3 requires l4
+}
+rank 3 {
+l1: send 8b to 0 tag 0
+l2: recv 8b from 2 tag 0
+l1 requires l2
+l3: send 8b to 2 tag 0
+l4: recv 8b from 0 tag 0
+l3 requires l4
+}
+"""
+#: A rendezvous message (100 kB > S) whose receive is posted late; the sender's Isend lets a
+#: calc run meanwhile.
+RENDEZVOUS_ISEND = """num_ranks 2
+rank 0 {
+s: send 100000b to 1 tag 0
+a: calc 1000
+a irequires s
+b: calc 1000
+b requires a
+}
+rank 1 {
+w: calc 20000
+r: recv 100000b from 0 tag 0
+r requires w
+}
+"""
+# LogGOPSim's defects (docs/model.md §Differences from LogGOPSim): the graphs and both values.
+ZERO_BYTES = """num_ranks 2
+rank 0 {
+s: send 0b to 1 tag 0
+}
+rank 1 {
+r: recv 0b from 0 tag 0
+}
+"""
+OTHER_CPU = """num_ranks 2
+rank 0 {
+c: calc 10000 cpu 0
+s: send 8b to 1 tag 0 cpu 1
+s requires c
+}
+rank 1 {
+r: recv 8b from 0 tag 0
+}
+"""
+SENDER_CPU = """num_ranks 2
+rank 0 {
+s: send 8b to 1 tag 0 cpu 1
+}
+rank 1 {
+c: calc 10000 cpu 0
+r: recv 8b from 0 tag 0 cpu 0
+}
+"""
+
+#: (graph, L ns, G ns/B, LogGOPSim 76451de's T in ns).
+LOGGOPSIM_FACTS = [
+    (TWO_CALCS, 3000.0, 0.0, 20000),
+    (CALC_AND_SEND, 3000.0, 0.0, 11500),
+    (CALC_AND_SEND, 100000.0, 0.0, 103000),
+    (TWO_SENDS, 3000.0, 0.0, 12000),
+    (TWO_SENDS, 3000.0, 6.0, 12084),
+    (TWO_SENDS, 100000.0, 0.0, 206000),
+    (LATE_RECEIVE, 3000.0, 0.0, 21500),
+    (LATE_RECEIVE, 3000.0, 6.0, 27494),
+    (LATE_RECEIVE, 100000.0, 0.0, 103000),
+    (NOT_A_DEADLOCK, 3000.0, 0.0, 8000),
+    (NOT_A_DEADLOCK, 3000.0, 6.0, 8042),
+    (DOUBLE_RING, 3000.0, 0.0, 27000),
+    (DOUBLE_RING, 3000.0, 6.0, 27252),
+    (DOUBLE_RING, 100000.0, 0.0, 415000),
+    (RENDEZVOUS_ISEND, 3000.0, 0.0, 21500),
+    (RENDEZVOUS_ISEND, 3000.0, 6.0, 621494),
+    (RENDEZVOUS_ISEND, 100000.0, 0.0, 103000),
+]
+
+
+def _graph(text: str):
+    return parse_goal_text(text, name="test.goal")
+
+
+def _check_engines(graph, params: LogGPS) -> float:
+    """T of the graph engine at ``params``, equal to GLOP's and HiGHS's on its event graph."""
+    engine = GraphEngine(graph)
+    T = engine.runtime(params)
+    events = engine.events(params)
+    for solver in ("glop", "highs"):
+        lp = LinearProgram(events, params, solver=solver)
+        assert lp.solve(params).runtime_ns == pytest.approx(T, rel=1e-9, abs=1e-6), solver
+    return T
+
+
+@pytest.mark.parametrize(("text", "L", "G", "expected"), LOGGOPSIM_FACTS)
+def test_the_schedule_order_gives_loggopsims_runtime(text, L, G, expected):
+    graph = _graph(text)
+    params = LOGGOPSIM.with_(L=L, G=G).rescheduled()
+    assert schedule(graph, params).runtime == expected
+    assert _check_engines(graph, params) == expected
+
+
+def test_two_independent_calcs_share_their_cpu():
+    """One CPU stream per rank: the second calc waits for the first (LogGOPSim: 20,000 ns)."""
+    graph = _graph(TWO_CALCS)
+    plan = schedule(graph, LOGGOPSIM)
+    assert sorted(plan.start.tolist()) == [0.0, 10000.0]
+    assert plan.cpu_prev.tolist()[:2] in ([-1, 0], [1, -1])
+
+
+def test_a_late_receive_pays_o_and_its_bytes_when_the_cpu_is_free():
+    """The 1000 B message arrives at o + L = 4500 while the CPU computes until 20,000; it is
+    processed then: 20,000 + o + 999·G = 27,494 (the receive completes at once when posted)."""
+    graph = _graph(LATE_RECEIVE)
+    params = LOGGOPSIM.with_(L=3000.0, G=6.0).rescheduled()
+    plan = schedule(graph, params)
+    assert plan.processed.tolist() == [20000.0]
+    assert GraphEngine(graph).runtime(params) == 27494.0
+
+
+def test_the_order_is_fixed_away_from_the_baseline():
+    """Evaluated at another L, the baseline's order stays (T is a longest path: convex and
+    piecewise linear in L); re-scheduled there, the order is that point's own."""
+    graph = _graph(TWO_SENDS)
+    base = LOGGOPSIM.with_(L=3000.0, G=0.0).rescheduled()
+    engine = GraphEngine(graph)
+    Ls = np.linspace(0.0, 100000.0, 11)
+    fixed = np.array([engine.runtime(base.with_(L=x)) for x in Ls])
+    assert np.all(np.diff(fixed, 2) >= -1e-9)  # convex
+    own = [schedule(graph, base.with_(L=x).rescheduled()).runtime for x in Ls]
+    for x, T in zip(Ls, own, strict=True):
+        assert engine.runtime(base.with_(L=x).rescheduled()) == T
+    assert own[-1] == 206000.0  # LogGOPSim's at 100 µs (the sends swap nothing here)
+
+
+def test_rendezvous_per_hop_formulas():
+    """A 1 MiB binary-tree broadcast over 64 ranks (G = 0, L = 100 µs, o = 1.5 µs): each hop
+    costs L + 2o under LogGOPSim's protocol (LogGOPSim: 618,000 ns over 6 hops with the
+    sibling's send o), 3L + 4o under the RTS/CTS handshake."""
+    ranks = 64
+    lines = [f"num_ranks {ranks}"]
+    for r in range(ranks):
+        body = []
+        if r:
+            body.append(f"r: recv 1048576b from {(r - 1) // 2} tag 0")
+        for i, child in enumerate((2 * r + 1, 2 * r + 2)):
+            if child < ranks:
+                body.append(f"s{i}: send 1048576b to {child} tag 0")
+                if r:
+                    body.append(f"s{i} requires r")
+        lines += [f"rank {r} {{", *body, "}"]
+    graph = _graph("\n".join(lines) + "\n")
+    at = LOGGOPSIM.with_(L=100000.0, G=0.0).rescheduled()
+    assert GraphEngine(graph).runtime(at) == 618000.0
+    for order in ("program", "schedule"):
+        assert GraphEngine(graph).runtime(at.with_(order=order).rescheduled()) == 618000.0
+        handshake = at.with_(order=order, rendezvous="handshake").rescheduled()
+        assert GraphEngine(graph).runtime(handshake) == 1836000.0
+
+
+@pytest.mark.parametrize(
+    ("text", "G", "ours", "loggopsim"),
+    [
+        # A 0-byte message: LogGOPSim charges (size − 1)·G in unsigned arithmetic, i.e. −G.
+        (ZERO_BYTES, 6.0, 6000.0, 5994),
+        # A send released by a calc on another CPU stream starts at its own stream's clock (0),
+        # before the calc it requires has finished.
+        (OTHER_CPU, 0.0, 16000.0, 10000),
+        # The message is processed by the stream with the sender's CPU index (idle) instead of
+        # the receive's (busy until 10,000).
+        (SENDER_CPU, 0.0, 11500.0, 10000),
+    ],
+)
+def test_loggopsim_defects_are_not_reproduced(text, G, ours, loggopsim):
+    graph = _graph(text)
+    params = LOGGOPSIM.with_(L=3000.0, G=G).rescheduled()
+    assert schedule(graph, params).runtime == ours != loggopsim
+    assert _check_engines(graph, params) == ours
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rendezvous", ["loggopsim", "handshake"])
+@pytest.mark.parametrize("nic", ["serial", "overlap"])
+def test_random_graphs_equal_the_pass_at_the_baseline_and_engines_agree(seed, rendezvous, nic):
+    """At the baseline the fixed-order longest path is the schedule pass's T; around it the
+    graph engine, GLOP and HiGHS agree (to 1e-9) on the same chains."""
+    graph = random_graph(seed, ranks=4, steps=60, max_size=4096)
+    rng = np.random.default_rng(seed)
+    base = LogGPS(
+        L=float(rng.integers(0, 20000)),
+        o=float(rng.integers(0, 2000)),
+        G=float(rng.choice([0.0, 0.5, 6.0])),
+        g=float(rng.choice([0.0, 700.0])),
+        S=int(rng.choice([256, 2048, 1 << 20])),
+        nic=nic,
+        order="schedule",
+        rendezvous=rendezvous,
+    )
+    assert GraphEngine(graph).runtime(base) == pytest.approx(
+        schedule(graph, base).runtime, rel=1e-12, abs=1e-6
+    )
+    for other in (base, base.with_(L=base.L * 2.0 + 500.0, G=base.G + 0.25, o=base.o / 2)):
+        _check_engines(graph, other)
+
+
+def test_analytic_collectives_are_refused_with_a_reason():
+    from test_analytic_collectives import two_ranks
+
+    with pytest.raises(GraphError, match="order schedule needs point-to-point"):
+        schedule(two_ranks(), LOGGOPSIM)
+
+
+@pytest.mark.parametrize("n", [5, 17, 40, 200])
+def test_release_order_is_libstdcxx_sort(n):
+    """Equal kinds keep their order up to 16 (insertion sort), beyond that they are permuted
+    as GCC's introsort permutes them; the kinds end up sorted either way."""
+    rng = np.random.default_rng(n)
+    keys = rng.integers(1, 4, size=n)
+    items = np.arange(n, dtype=np.int64)
+    k = keys.copy()
+    _gnu_sort(k, items, 0, n)
+    assert np.all(np.diff(k) >= 0)
+    assert np.array_equal(keys[items], k)
+    if n <= 16:
+        assert np.array_equal(items, np.argsort(keys, kind="stable"))
+
+
+# ---------------------------------------------------------------------- the program order
+PROGRAM = LogGPS(L=3000.0, o=1500.0, G=0.0, g=0.0, S=65535, order="program")
+
+
+def test_program_order_serialises_calcs_of_one_cpu_stream():
+    """Two independent calcs of one rank run one after the other (LogGOPSim: 20,000 ns)."""
+    assert _check_engines(_graph(TWO_CALCS), PROGRAM) == 20000.0
+
+
+@pytest.mark.parametrize("progress", ["async", "wait"])
+def test_program_order_has_no_false_deadlock(progress):
+    """``b`` requires ``r`` after ``a`` already did: ``r`` belongs to ``a``'s wait, so ``b``'s
+    wait holds no receive and no chain closes a cycle (LogGOPSim: 8,000 ns)."""
+    assert _check_engines(_graph(NOT_A_DEADLOCK), PROGRAM.with_(progress=progress)) == 8000.0
+
+
+def test_program_order_charges_a_late_receive_its_bytes_under_nic_serial():
+    """Posted at 20,000 after its 1000 B message arrived: o + 999·G on the CPU then, as
+    LogGOPSim's processing: 27,494 ns (21,500 under nic overlap, where the bytes overlap)."""
+    graph = _graph(LATE_RECEIVE)
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="serial")) == 27494.0
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="overlap")) == 21500.0
+
+
+# ---------------------------------------------------------------------- away from the baseline
+#: Rank 0 computes 5 µs on CPU 1, then 10 µs on CPU 0; a message from rank 1 arrives at
+#: o + L for CPU 0. Below L = 3.5 µs it is processed before the 10 µs calc, above after it.
+ORDER_FLIPS = """num_ranks 2
+rank 0 {
+x: calc 5000 cpu 1
+c: calc 10000 cpu 0
+c requires x
+r: recv 8b from 1 tag 0 cpu 0
+}
+rank 1 {
+s: send 8b to 0 tag 0
+}
+"""
+
+
+def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
+    """Baseline L = 3 µs: the message first (processed 4500–6000, the calc 6000–16,000). At
+    L = 10 µs that order gives 11,500 + o = 13,000, the calc 13,000–23,000; the point's own
+    schedule runs the calc first (5000–15,000) and the message after it: T = 16,500."""
+    from llamp.lp.predict import sweep_rows
+
+    graph = _graph(ORDER_FLIPS)
+    base = LOGGOPSIM.with_(L=3000.0, G=0.0).rescheduled()
+    fixed = sweep_rows(graph, base, [0.0, 3000.0, 10000.0], engine="graph")
+    own = sweep_rows(graph, base, [0.0, 3000.0, 10000.0], engine="graph", reschedule=True)
+    assert [r["runtime_ns"] for r in fixed] == [15000.0, 16000.0, 23000.0]
+    assert [r["runtime_ns"] for r in own] == [15000.0, 16000.0, 16500.0]
+    assert [r["order_changed"] for r in own] == [False, False, True]
+    assert "order_changed" not in fixed[0]
+    assert schedule(graph, base.with_(L=10000.0).rescheduled()).runtime == 16500.0
+    lp_rows = sweep_rows(graph, base, [0.0, 10000.0], engine="glop", reschedule=True)
+    assert [r["runtime_ns"] for r in lp_rows] == [15000.0, 16500.0]
