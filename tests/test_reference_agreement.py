@@ -128,7 +128,13 @@ def test_loggopsim_defects_are_facts_and_llamp_gives_the_right_value(name, g, G,
 
 
 def test_loggopsim_gives_no_runtime_for_a_16_round_ping_pong():
-    assert "printed no T" in FACTS["graphs"]["minimal/defect-ping-pong-16.goal"]["error"]
+    from llamp.lp.engine import GraphEngine
+    from llamp.params import LogGPS
+
+    name = "minimal/defect-ping-pong-16.goal"
+    assert "printed no T" in FACTS["graphs"][name]["error"]
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, g=0.0, S=65535, **PROGRAM_MODEL)
+    assert GraphEngine(read_reference(name)).runtime(params) == 16 * 6000  # o + L + o a hop
 
 
 @pytest.mark.parametrize("name", PROGRAM_EXACT)
