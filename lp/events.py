@@ -10,7 +10,8 @@ carries a weight that is affine in the parameters::
     w = const + cL·L + cG·G + co·o + cg·g
 
 and ``time(b) = max over in-edges (time(a) + w)`` (0 for an event without in-edges). The
-runtime ``T`` is the largest event time. Edges (``n`` = message size, ``B = max(n−1, 0)``):
+runtime ``T`` is the largest event time. Edges of the program order (``order="program"``,
+``rendezvous="handshake"``; ``n`` = message size, ``B = max(n−1, 0)``):
 
 ==========================  ==========================  =================================
 rule                        edge                        weight
@@ -28,7 +29,8 @@ requires u → v              finish(u) → start(v)        0
 irequires u → v             start(u) → start(v)         o if u is a send, else 0
 member c enters instance    start(c) → sync             0
 instance done at member c   sync → finish(c)            lat·L + bytes·G + cost
-CPU: sends of a (rank, cpu) start(s_i) → start(s_i+1)   o
+CPU: calcs, sends of a      finish(c) → start(next)     0
+(rank, cpu), program order  start(s) → start(next)      o
 CPU: recvs of one wait      finish(r_i) → finish(r_i+1) o  (+ B_i+1·G under nic serial)
 progress wait               finish(c) → finish(r_1)     o  (+ B_1·G under nic serial)
 NIC: sends of a (rank, nic) start(s_i) → start(s_i+1)   g + B_i·G      (nic serial only)
@@ -43,10 +45,12 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   (trace order; file order for GOAL). A GOAL file may list a vertex before one it depends on;
   then the rank's program order is its vertex order made consistent with its own dependencies
   (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
-- **CPU.** The posting overheads of the sends of one (rank, cpu) are serialised in program
-  order. The receives completed by one wait — the receives a ``calc`` requires: the calc after
-  a ``Wait``/``Waitall`` — are processed one after another in program (posting) order.
-  Receives joined by another kind of vertex are not a wait and are not chained.
+- **CPU.** The calcs and send overheads of one (rank, cpu) take turns in program order (a
+  pair that a dependency already orders as strongly adds no edge: in a trace, none does).
+  The receives completed by one wait — the receives a ``calc`` requires: the calc after a
+  ``Wait``/``Waitall``; a receive belongs to the first calc that requires it — are processed
+  one after another in program (posting) order. Receives joined by another kind of vertex
+  are not a wait and are not chained.
 - **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
   ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
   asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
@@ -64,6 +68,15 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   that follows program order within a wait, puts a reduction's leaf messages before its
   subtrees' and can never close a cycle (posting order would, on ``Irecv A; Irecv B;
   Wait B; Send; Wait A`` when A's message answers the send).
+
+- **Rendezvous** (``rendezvous="loggopsim"``): the handshake event is the match; the data
+  went with the request, so ``h → finish(r)`` weighs ``o + B·G`` and ``h → finish(s)`` 0.
+
+Under ``order="schedule"`` the chains are instead the serving orders of one schedule pass at
+``schedule_at`` (:mod:`llamp.lp.schedule`, LogGOPSim's semantics): every message gets a
+processing event ``2V + m`` and every rendezvous message a match event ``2V + M + j``
+(``num_handshakes`` counts both kinds; :func:`_build_scheduled` lists the edges, docs/model.md
+§Schedule order the table); ``progress`` does not apply.
 
 Every chain follows the program, so in a graph built from a trace none can close a cycle.
 The event graph is acyclic even when the vertex graph is not (an ``irequires`` links a start
@@ -545,32 +558,43 @@ def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
     """``chain`` without the pairs the dependencies already order as strongly: ``a requires
     b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
     calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
-    then adds no edge (and no LP row)."""
+    then adds no edge (and no LP row). One pass over the out-edges of each pair's ``a`` (and
+    of its receives): the graph's index type, no per-edge key table."""
     if chain.size == 0:
         return chain
-    kind = graph.kind
-    ek = graph.edge_kind
-    src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
-    local = ek != MESSAGE
-    strong = (ek == REQUIRES) | ((ek == IREQUIRES) & (kind[src] == SEND))
-    V = np.int64(graph.num_vertices)
-    have = [src[strong] * V + dst[strong]]
-    into = strong & (kind[dst] == RECV)  # a → r
-    out_of = local & (kind[src] == RECV)  # r → b
-    if into.any() and out_of.any():
-        a, r = src[into], dst[into]
-        r2, b = src[out_of], dst[out_of]
-        order = np.argsort(r2, kind="stable")
-        r2, b = r2[order], b[order]
-        lo = np.searchsorted(r2, r, "left")
-        hi = np.searchsorted(r2, r, "right")
-        count = hi - lo
-        if count.sum() <= 4 * V:  # receives with few successors (every trace)
-            rows = np.repeat(np.arange(a.size), count)
-            offset = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count)
-            have.append(a[rows] * V + b[lo[rows] + offset])
-    keep = ~np.isin(chain.a.astype(np.int64) * V + chain.b, np.concatenate(have))
+    V = graph.num_vertices
+    index = graph.edge_src.dtype
+    order = _group_by(graph.edge_src, V, index)
+    out_ptr = _ptr(graph.edge_src, V, index)
+    keep = _not_ordered(
+        chain.a, chain.b, out_ptr, order, graph.edge_dst, graph.edge_kind, graph.kind
+    )
     return _Chain(chain.a[keep], chain.b[keep])
+
+
+@numba.njit(cache=True)
+def _not_ordered(a, b, out_ptr, order, dst, ek, kind):  # pragma: no cover - compiled
+    keep = np.ones(a.shape[0], dtype=np.bool_)
+    for i in range(a.shape[0]):
+        u, w = a[i], b[i]
+        for k in range(out_ptr[u], out_ptr[u + 1]):
+            e = order[k]
+            x = dst[e]
+            strong = ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)
+            if not strong:
+                continue
+            if x == w:
+                keep[i] = False
+                break
+            if kind[x] == RECV:
+                for k2 in range(out_ptr[x], out_ptr[x + 1]):
+                    e2 = order[k2]
+                    if ek[e2] != MESSAGE and dst[e2] == w:
+                        keep[i] = False
+                        break
+                if not keep[i]:
+                    break
+    return keep
 
 
 def _receive_nic_chain(graph: ExecutionGraph, depth: np.ndarray) -> _Chain:
@@ -685,12 +709,9 @@ def build_event_graph(
     # Vertex-internal edges.
     add(2 * calc, 2 * calc + 1, scaled=CONST1, value=graph.cost_ns[calc])
     del calc
-    add(2 * sends[~rdv], 2 * sends[~rdv] + 1, fixed=O1)
-    # A receive posted after its message arrived pays o (and, under nic serial, its bytes on
-    # the CPU, as the processing of an arrived message does).
-    late = recvs[~rdv]
-    add(2 * late, 2 * late + 1, O1, BYTES if nic == "serial" else _ZERO, B[~rdv])
-    del late
+    eager_ops = np.concatenate((sends[~rdv], recvs[~rdv]))
+    add(2 * eager_ops, 2 * eager_ops + 1, fixed=O1)
+    del eager_ops
     # Messages.
     e = ~rdv
     add(2 * sends[e], 2 * recvs[e] + 1, (0, 1, 0, 2, 0), BYTES, B[e], m=msg_ids[e])

@@ -757,9 +757,11 @@ class LinearProgram:
             ev = self.events
             raise InputError(
                 f"this LP was built for progress={ev.progress}, nic={ev.nic}, order={ev.order}, "
-                f"rendezvous={ev.rendezvous_model}; build a new one from events(params) for "
-                f"progress={params.progress}, nic={params.nic}, order={params.order}, "
-                f"rendezvous={params.rendezvous}"
+                f"rendezvous={ev.rendezvous_model}"
+                + (f", its schedule at (L, o, G, g) = {ev.schedule_at}" if ev.schedule_at else "")
+                + f"; build a new one from events(params) for progress={params.progress}, "
+                f"nic={params.nic}, order={params.order}, rendezvous={params.rendezvous}"
+                + (f", schedule at {params.schedule_at}" if params.order == "schedule" else "")
             )
         if params.S == self.events.S or self._msg_B.size == 0:
             return

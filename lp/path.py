@@ -63,8 +63,10 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
         keep = np.concatenate(([True], vertex[1:] != vertex[:-1]))
         vertex = vertex[keep]
     sends, recvs = graph.messages()
+    # The messages whose latency the path pays (an edge that charges only a message's bytes,
+    # a late receive or a NIC chain, is not a transfer).
     msg = ev.msg[edges]
-    msg = msg[msg >= 0]
+    msg = msg[(msg >= 0) & (ev.coefficients(edges)[:, COEF_L] > 0)]
     if msg.size:
         msg = msg[np.concatenate(([True], msg[1:] != msg[:-1]))]
     messages = (

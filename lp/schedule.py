@@ -47,6 +47,7 @@ import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.lp.events import _group_by
 from llamp.params import LogGPS
 
 
@@ -118,7 +119,7 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     dst = graph.edge_dst.astype(np.int64)
     local = (ek == REQUIRES) | (ek == IREQUIRES)
     src, dst, start_dep = src[local], dst[local], ek[local] == IREQUIRES
-    order = np.argsort(src, kind="stable")  # per vertex: its edges in graph (file) order
+    order = _group_by(src, V, np.int64)  # per vertex: its edges in graph (file) order
     out_dst = dst[order]
     out_irq = start_dep[order]
     out_ptr = np.zeros(V + 1, dtype=np.int64)
@@ -782,3 +783,29 @@ def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
             _linear_insert(k, x, i)
     else:
         _insertion_sort(k, x, first, last)
+
+
+#: Most configurations :func:`order_changes` re-schedules (each is one pass).
+MAX_ORDER_CHECKS = 64
+
+
+def order_changes(
+    graph: ExecutionGraph, params: LogGPS, parameter: str, values: list[float] | np.ndarray
+) -> tuple[list[float], list[float]]:
+    """(values checked, values where the order differs) for ``parameter`` at ``values``: the
+    schedule pass at each value against the one at ``params`` (``order="schedule"``).
+
+    An analysis over a range evaluates the order of its baseline; this says where the
+    network's own order is another one (at most :data:`MAX_ORDER_CHECKS` values, evenly
+    picked, the ends always)."""
+    values = np.unique(np.asarray(values, dtype=np.float64))
+    if values.size > MAX_ORDER_CHECKS:
+        pick = np.unique(np.linspace(0, values.size - 1, MAX_ORDER_CHECKS).round().astype(int))
+        values = values[pick]
+    base = schedule(graph, params)
+    changed = [
+        float(v)
+        for v in values
+        if not schedule(graph, params.with_(**{parameter: float(v)}).rescheduled()).same_order(base)
+    ]
+    return [float(v) for v in values], changed

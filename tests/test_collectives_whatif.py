@@ -615,7 +615,7 @@ def test_the_paper_example_curve_has_its_one_breakpoint():
 
     from llamp.lp.collectives_whatif import CollectiveComparison, variant_curves
 
-    params = LogGPS(L=500.0, o=0.0, G=5.0)
+    params = LogGPS(L=500.0, o=0.0, G=5.0, nic="overlap")  # the paper's model
     comparison = CollectiveComparison(
         params, (Variant("paper"),), pd.DataFrame(), pd.DataFrame(), (), {"paper": paper_example()}
     )

@@ -25,7 +25,7 @@ from llamp.errors import InputError
 from llamp.lp.compare import Change, compare_runs
 from llamp.params import LogGPS
 
-PARAMS = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30)
+PARAMS = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30, nic="overlap")  # the paper's model
 
 
 def longer_example():
@@ -144,7 +144,7 @@ def test_cli_compare_json_and_html(tmp_path):
     a, b = tmp_path / "paper.npz", tmp_path / "longer.npz"
     paper_example().save(a)
     longer_example().save(b)
-    args = ["--L", "0.5us", "--o", "0", "--G", "5ns/B", "--S", "1GiB"]
+    args = ["--L", "0.5us", "--o", "0", "--G", "5ns/B", "--S", "1GiB", "--nic", "overlap"]
     html = tmp_path / "cmp.html"
     out = llamp("compare", str(a), str(b), *args, "--json", "--html", str(html), home=tmp_path)
     data = json.loads(out.stdout)

@@ -113,7 +113,7 @@ def test_paper_example_numbers_in_model_doc_are_the_engines():
     from llamp.params import LogGPS
 
     text = (DOCS / "model.md").read_text()
-    params = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30)
+    params = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30, nic="overlap")  # the paper's model
     p = predict(paper_example(), params)
     assert (p.runtime_ns, p.lambda_L, p.lambda_G) == (pytest.approx(1615.0), 1.0, 3.0)
     crit = critical_latencies(paper_example(), params.with_(L=0.0), 0.0, 1000.0).critical

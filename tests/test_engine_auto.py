@@ -20,7 +20,7 @@ from llamp.params import LogGPS
 predict_module = importlib.import_module("llamp.lp.predict")
 
 #: The paper example at the configuration of its docstring (T(0.5 µs) = 1.615 µs).
-PAPER = ("--L", "0.5us", "--o", "0", "--G", "5ns/B")
+PAPER = ("--L", "0.5us", "--o", "0", "--G", "5ns/B", "--nic", "overlap")  # the paper's model
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_report_with_glop_agrees_with_the_graph_engine(paper_npz, tmp_path):
     assert {data[k]["engine"] for k in ("predict", "critical", "tolerance")} == {"glop"}
     assert {p["engine"] for p in data["sweep"]} == {"glop"}
     assert data["path"]["engine"] == "graph"
-    exact = predict(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0))
+    exact = predict(paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, nic="overlap"))
     assert data["predict"]["runtime_ns"] == pytest.approx(exact.runtime_ns, rel=1e-9)
     assert data["critical"]["critical_latencies_ns"] == [pytest.approx(385.0)]
 

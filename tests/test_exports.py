@@ -22,8 +22,8 @@ from llamp.lp.html_report import build_report, render_comparison, render_report
 from llamp.lp.timeline import timeline_json, write_timeline
 from llamp.params import LogGPS
 
-PARAMS = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30)
-ARGS = ["--L", "0.5us", "--o", "0", "--G", "5ns/B", "--S", "1GiB"]
+PARAMS = LogGPS(L=500.0, o=0.0, G=5.0, S=1 << 30, nic="overlap")  # the paper's model
+ARGS = ["--L", "0.5us", "--o", "0", "--G", "5ns/B", "--S", "1GiB", "--nic", "overlap"]
 
 
 def test_perfetto_trace_has_one_track_per_rank_and_microsecond_slices():

@@ -85,6 +85,22 @@ def test_several_lowerings_in_one_file(tmp_path):
         assert predict(loaded, params).runtime_ns == predict(graph, params).runtime_ns
 
 
+def test_schedule_lowerings_are_kept_per_baseline(tmp_path):
+    """The schedule order's event graph depends on the parameters of its pass: the file keeps
+    one per baseline (and protocol), each found again only for its own key."""
+    sched = BASE.with_(order="schedule", rendezvous="loggopsim")
+    other = sched.with_(L=9000.0).rescheduled()
+    graph, path = _saved(tmp_path, (sched, other, sched.with_(rendezvous="handshake")))
+    loaded = ExecutionGraph.load(path, lazy=True)
+    for params in (sched, other, sched.with_(rendezvous="handshake")):
+        key = lowering_key(rendezvous_count(loaded, params.S), params)
+        ev = persisted(loaded, key)
+        assert ev is not None and ev.schedule_at == params.schedule_at
+        assert predict(loaded, params).runtime_ns == predict(graph, params).runtime_ns
+    unseen = sched.with_(L=1.0).rescheduled()
+    assert persisted(loaded, lowering_key(rendezvous_count(loaded, unseen.S), unseen)) is None
+
+
 def test_lazy_load_maps_the_columns_and_keeps_the_graph(tmp_path):
     graph, path = _saved(tmp_path)
     loaded = ExecutionGraph.load(path, lazy=True)

@@ -46,7 +46,7 @@ def test_pair_matrices_of_the_paper_example_under_two_levels():
     λ_L^{01} = 1, λ_G^{01} = 3. On one node, intra L = 50: T = max(1100, max(165, 500) + 1000)
     = 1500 and the message is off the critical path (all zero)."""
     graph = paper_example()
-    params = LogGPS(o=0.0, S=1 << 20)
+    params = LogGPS(o=0.0, S=1 << 20, nic="overlap")  # the paper's model
     apart = pair_sensitivity(graph, params, two_level(np.array([0, 1]), (50.0, 5.0), (500.0, 5.0)))
     assert apart.runtime_ns == pytest.approx(1615.0)
     assert apart.lambda_L.tolist() == [[0, 1], [0, 0]]

@@ -63,7 +63,7 @@ def test_the_paper_example_region_is_a_triangle():
     # T = max(1100 + L + 3G, 1500, 1100) (LLAMP Fig. 4, o = 0, s = 4 B); T0 = 1615 at L = 0.5 µs,
     # G = 5 ns/B; T ≤ 2 µs ⇔ L + 3G ≤ 900.
     region = tolerance_region(
-        paper_example(), LogGPS(L=500.0, o=0.0, G=5.0), x=[2000.0 / 1615.0 - 1.0]
+        paper_example(), LogGPS(L=500.0, o=0.0, G=5.0, nic="overlap"), x=[2000.0 / 1615.0 - 1.0]
     )
     level = region.levels[0]
     assert region.baseline_ns == pytest.approx(1615.0)

@@ -343,12 +343,13 @@ def test_program_order_has_no_false_deadlock(progress):
     assert _check_engines(_graph(NOT_A_DEADLOCK), PROGRAM.with_(progress=progress)) == 8000.0
 
 
-def test_program_order_charges_a_late_receive_its_bytes_under_nic_serial():
-    """Posted at 20,000 after its 1000 B message arrived: o + 999·G on the CPU then, as
-    LogGOPSim's processing: 27,494 ns (21,500 under nic overlap, where the bytes overlap)."""
+def test_a_late_receive_pays_its_bytes_on_the_cpu_only_in_the_schedule_order():
+    """Posted at 20,000 after its 1000 B message arrived: the program order charges o at the
+    post (21,500 ns; the bytes were paid on the wire), the schedule order processes the
+    message when the CPU is free, o + 999·G (27,494 ns, LogGOPSim's)."""
     graph = _graph(LATE_RECEIVE)
-    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="serial")) == 27494.0
-    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="overlap")) == 21500.0
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, nic="serial")) == 21500.0
+    assert _check_engines(graph, PROGRAM.with_(G=6.0, order="schedule")) == 27494.0
 
 
 # ---------------------------------------------------------------------- away from the baseline
@@ -384,3 +385,71 @@ def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
     assert schedule(graph, base.with_(L=10000.0).rescheduled()).runtime == 16500.0
     lp_rows = sweep_rows(graph, base, [0.0, 10000.0], engine="glop", reschedule=True)
     assert [r["runtime_ns"] for r in lp_rows] == [15000.0, 16500.0]
+
+
+def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
+    """Exact for the baseline's order (L = 3 µs) over [0, 20 µs]; re-scheduled at the ends and
+    the critical value, the network's own order differs at 20 µs (the calc goes first)."""
+    import json
+
+    from cli_process import llamp
+
+    path = tmp_path / "flip.goal"
+    path.write_text(ORDER_FLIPS)
+    options = ("--o", "1.5us", "--G", "0", "--L", "3us", "--order", "schedule")
+    out = llamp(
+        "critical",
+        str(path),
+        *options,
+        "--rendezvous",
+        "loggopsim",
+        "--to",
+        "20us",
+        "--json",
+        home=tmp_path,
+    )
+    data = json.loads(out.stdout)
+    assert data["critical_latencies_ns"] == [pytest.approx(2000.0)]
+    assert data["schedule_order"] == {
+        "baseline": 3000.0,
+        "checked": [0.0, 2000.0, 20000.0],
+        "differs_at": [20000.0],
+    }
+
+
+@pytest.mark.parametrize(("G", "expected"), [(0.0, 76000), (6.0, 88276)])
+def test_two_cpu_streams_and_their_nic_as_loggopsim(G, expected):
+    """GOAL ``cpu``/``nic`` annotations (tests/test_goal.py: two sends on two CPU streams of
+    one rank sharing NIC 0, S = 100,000): LogGOPSim 76451de gives 76,000 ns at G = 0 and
+    88,276 ns at G = 6 ns/B (the second 1 KiB message waits for the NIC)."""
+    from test_goal import TWO_CPUS
+
+    graph = _graph(TWO_CPUS)
+    params = LOGGOPSIM.with_(L=3000.0, G=G, S=100_000).rescheduled()
+    assert schedule(graph, params).runtime == expected
+    assert _check_engines(graph, params) == expected
+
+
+def test_release_order_matches_gcc_std_sort_on_forty_operations():
+    """The permutation GCC's libstdc++ ``std::sort`` (g++ on this machine, a comparator on the
+    kind only) makes of 40 operations of kinds 1–3 (a fact: that program's output)."""
+    keys = [2, 1, 3, 2, 1, 1, 3, 2, 2, 1, 3, 3, 1, 2, 1, 2, 3, 1, 2, 2]
+    keys += [1, 3, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 3, 3, 3, 1, 1, 2]
+    gcc = [1, 38, 37, 32, 30, 28, 26, 24, 22, 20, 17, 14, 12, 4, 9, 5, 13, 39, 0, 33]
+    gcc += [3, 31, 29, 27, 25, 7, 23, 8, 19, 18, 15, 6, 21, 10, 16, 34, 35, 36, 2, 11]
+    k = np.array(keys, dtype=np.int64)
+    items = np.arange(40, dtype=np.int64)
+    _gnu_sort(k, items, 0, 40)
+    assert items.tolist() == gcc
+
+
+def test_a_real_deadlock_names_the_operations_never_started():
+    """Two blocking rendezvous sends facing each other never get their receives posted."""
+    text = "num_ranks 2\n" + "".join(
+        f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
+        "r requires s\n}\n"
+        for r in (0, 1)
+    )
+    with pytest.raises(GraphError, match=r"2 of 4 operations never started .* label r"):
+        schedule(_graph(text), LOGGOPSIM.with_(S=10))
+    assert schedule(_graph(text), LOGGOPSIM).runtime == pytest.approx(6000.0 + 999 * 0.018)

@@ -52,7 +52,7 @@ def test_runtime_batch_scales_calc_costs():
     """Paper example at L = 0 (T = max(c0 + c1, max(c0 + 3·G, c2) + c3) = 1.5 µs): scaling every
     calc by 2 doubles T; by 0.5 gives max(550, max(50 + 15, 250) + 500) = 750 ns."""
     graph = paper_example()
-    params = LogGPS(L=0.0, o=0.0, G=5.0, S=1 << 20)
+    params = LogGPS(L=0.0, o=0.0, G=5.0, S=1 << 20, nic="overlap")  # the paper's model
     ev = engine_for(graph).events(params)
     edges, vertices = calc_edges(graph, ev)
     assert sorted(graph.cost_ns[vertices].tolist()) == [100.0, 500.0, 1000.0, 1000.0]

@@ -415,16 +415,42 @@ def critical(
         min_jump=MIN_JUMP if jump is None else jump,
         show_progress=not as_json,
     )
+    order = _order_check(graph, params, parameter, [a, *result.critical, b])
     if as_json:
         payload = result.as_dict() | {"engine_note": choice.note}
         if jump is not None:
             unit, slope = result.units()
             payload["min_jump"] = jump
             payload["significant"] = [p.as_dict(unit, slope) for p in result.significant(jump)]
+        if order is not None:
+            payload["schedule_order"] = order
         emit_json(payload)
         return
     _print_critical(result, jump)
+    if order is not None:
+        shown = ", ".join(config.format_value(parameter, v) for v in order["differs_at"])
+        click.echo(
+            f"order: the schedule at {parameter} = "
+            f"{config.format_value(parameter, order['baseline'])}; re-scheduled at the range "
+            f"ends and critical values ({len(order['checked'])}), it differs at: "
+            f"{shown or 'none'}"
+        )
     _echo_note(choice)
+
+
+def _order_check(graph, params, parameter: str, values: list[float]) -> dict | None:
+    """Under the schedule order: where (among ``values``) the network's own order is not the
+    baseline's (:func:`llamp.lp.schedule.order_changes`)."""
+    if params.order != "schedule":
+        return None
+    from llamp.lp.schedule import order_changes
+
+    checked, differs = order_changes(graph, params, parameter, values)
+    return {
+        "baseline": float(getattr(params, parameter)),
+        "checked": checked,
+        "differs_at": differs,
+    }
 
 
 def _search_critical(graph, params, a, b, *, show_progress: bool = False, **options):
