@@ -8,7 +8,7 @@ Needs a LogGOPSim binary: ``python -m benchmarks --only peers --loggopsim PATH``
 Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices`
 (2-D Isend/Irecv/Waitall halo exchange, a recursive-doubling allreduce every iteration, a
 linear alltoall every 10th, 10 % load imbalance, 5 % noise, seed 0) at 10^5 and 10^6 vertices
-(``quick``: 10^5 only; ``full``: also 3·10^6), written once with :func:`write_goal` (calc costs
+(``quick``: 10^5 only; ``full``: also 3·10^6 and 10^7), written once with :func:`write_goal` (calc costs
 rounded to integral ns, as txt2bin needs; both tools then read that one file); and, when
 ``schedgen`` is next to LogGOPSim (not in ``quick``), the shipped 4-rank Sweep3D trace that
 Schedgen extrapolates ×32 to 128 ranks (~8·10^5 vertices).
@@ -27,6 +27,19 @@ so background load on the shared machine hits both alike:
   the breakpoints: the issue's yardstick for "all critical latencies in seconds").
 
 ``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.
+
+When the installed llamp has the schedule order (``LogGPS.order``, :mod:`llamp.lp.schedule`),
+each round also measures it with LogGOPSim's rendezvous (``--order schedule --rendezvous
+loggopsim``), against the same round's LogGOPSim runs:
+
+- the schedule pass alone: :func:`llamp.lp.schedule.schedule` on the loaded graph, in a fresh
+  process after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
+  call (its kernels loaded from numba's cache) and a second call, wall and CPU time (on a
+  loaded machine the CPU time is the steadier figure);
+- one point: ``llamp predict --order schedule`` (pass + lowering + evaluation) vs one run;
+- 11-point sweep, the order fixed at the baseline L = 3 µs (one pass) and, when ``sweep`` has
+  ``--reschedule``, re-scheduled at every point (11 passes), vs 11 runs; and the farthest
+  T_llamp / T_LogGOPSim − 1 of each over the 11 points.
 
 Parameters: o = 1500 ns, G = 0, S = 65535 B, LogGOPSim's g = 0 and O = 0 (its defaults are
 g = 1000, G = 6). Ratios are LogGOPSim / llamp for time (above 1: llamp is faster) and llamp /
@@ -53,6 +66,7 @@ from typing import Any
 from benchmarks.timing import row
 from llamp.ingest.goal import write_goal
 from llamp.ingest.synthetic import stencil_with_vertices
+from llamp.params import LogGPS
 
 SWEEP3D = Path(__file__).resolve().parent.parent / "tests/data/traces/liballprof/sweep3d-2x2"
 O_NS, G_NS, S_BYTES = 1500, 0, 65535
@@ -63,6 +77,45 @@ _LLAMP = [sys.executable, "-m", "llamp"]
 _NETWORK = ["--o", f"{O_NS}ns", "--G", f"{G_NS}ns/B", "--S", str(S_BYTES)]
 #: Extra options for ``llamp predict``/``sweep`` (e.g. model choices), from the environment.
 _LLAMP_OPTIONS = shlex.split(os.environ.get("LLAMP_PEERS_OPTIONS", ""))
+
+
+#: llamp's model that takes LogGOPSim's orders and rendezvous protocol.
+_SCHEDULE = ["--order", "schedule", "--rendezvous", "loggopsim"]
+#: Times :func:`llamp.lp.schedule.schedule` on a saved graph: argv[1] the .npz, then L o G S.
+_PASS_TIMER = """
+import json, sys, time
+from llamp.graph import ExecutionGraph
+from llamp.lp.schedule import schedule
+from llamp.params import LogGPS
+from llamp.lp.jit import prepare
+graph = ExecutionGraph.load(sys.argv[1])
+L, o, G, S = (float(a) for a in sys.argv[2:6])
+params = LogGPS(L=L, o=o, G=G, S=int(S), g=0.0, nic="serial", order="schedule",
+                rendezvous="loggopsim")
+def timed(step):
+    wall, cpu = time.perf_counter(), time.process_time()
+    step()
+    return [time.perf_counter() - wall, time.process_time() - cpu]
+print(json.dumps([timed(prepare), timed(lambda: schedule(graph, params)),
+                  timed(lambda: schedule(graph, params))]))
+"""
+
+
+def has_schedule_order() -> bool:
+    """Whether the installed llamp has the schedule order (found by introspection)."""
+    import dataclasses
+    import importlib.util
+
+    fields = {f.name for f in dataclasses.fields(LogGPS)}
+    return {"order", "rendezvous"} <= fields and importlib.util.find_spec(
+        "llamp.lp.schedule"
+    ) is not None
+
+
+def _sweep_reschedules() -> bool:
+    """Whether ``llamp sweep`` has ``--reschedule`` (re-schedule at every point)."""
+    out = subprocess.run([*_LLAMP, "sweep", "--help"], capture_output=True, check=False)
+    return b"--reschedule" in out.stdout
 
 
 def find_tools(loggopsim: str | None = None) -> tuple[Path, Path] | None:
@@ -195,6 +248,7 @@ def compare(
     _log(f"{case}: GOAL {goal.stat().st_size / 1e6:.0f} MB")
 
     ingest, point, sweep, critical = _Pair(), _Pair(), _Pair(), _Pair()
+    scheduled = _Scheduled(reschedule=_sweep_reschedules()) if has_schedule_order() else None
     found = 0
     llamp_T: list[float] = []
     peer_T: list[int] = []
@@ -273,6 +327,8 @@ def compare(
         critical.llamp.append((s_c, m_c))
         critical.peer.append((s_p, m_p))  # this round's 11 LogGOPSim runs
         critical.peer_cpu.append(sweep.peer_cpu[-1])
+        if scheduled is not None:
+            scheduled.measure(npz, (s_p, m_p), sweep.peer_cpu[-1], point, ts)
         _log(f"{case}: round {k + 1}/{repeat}: sweep llamp {s_l:.2f} s, LogGOPSim {s_p:.2f} s")
 
     rel = [t / p - 1.0 for t, p in zip(llamp_T, peer_T, strict=True)]
@@ -303,9 +359,114 @@ def compare(
             "ns",
         ),
     ]
+    if scheduled is not None:
+        rows += scheduled.rows(case)
     for f in (goal, npz, binfile):
         f.unlink(missing_ok=True)
     return rows
+
+
+class _Scheduled:
+    """The schedule-order rows of one graph: per round, the pass alone, one point and the
+    11-point sweeps, each beside the same round's LogGOPSim runs."""
+
+    def __init__(self, reschedule: bool) -> None:
+        self.reschedule = reschedule
+        self.setup: list[float] = []  # numba's one-time set-up in that process
+        self.first: list[float] = []  # the pass, first call in a process
+        self.warm: list[float] = []  # the pass, second call
+        self.one_run: list[float] = []  # one LogGOPSim run, the same round
+        self.first_cpu: list[float] = []  # CPU seconds of the same three
+        self.warm_cpu: list[float] = []
+        self.one_run_cpu: list[float] = []
+        self.point, self.fixed, self.resched = _Pair(), _Pair(), _Pair()
+        self.T: dict[str, list[float]] = {}
+        self.peer_T: list[int] = []
+
+    def measure(
+        self,
+        npz: Path,
+        peer_sweep: tuple[float, float],
+        peer_sweep_cpu: float,
+        point: _Pair,
+        peer_T: list[int],
+    ) -> None:
+        _, _, out = run_process(
+            [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
+        )
+        (setup, _), (first, first_cpu), (warm, warm_cpu) = json.loads(out)
+        self.setup.append(setup)
+        self.first.append(first)
+        self.warm.append(warm)
+        self.first_cpu.append(first_cpu)
+        self.warm_cpu.append(warm_cpu)
+        self.one_run_cpu.append(point.peer_cpu[-1])
+        self.one_run.append(point.peer[-1][0])
+        s, m, _ = run_process(
+            [*_LLAMP, "predict", npz, "--L", f"{POINT_L_NS}ns", *_NETWORK, *_SCHEDULE, "--json"],
+            self.point.llamp_cpu,
+        )
+        self.point.llamp.append((s, m))
+        self.point.peer.append(point.peer[-1])
+        self.point.peer_cpu.append(point.peer_cpu[-1])
+        self.peer_T = peer_T
+        sweeps = [("fixed", self.fixed, [])]
+        if self.reschedule:
+            sweeps.append(("re-scheduled", self.resched, ["--reschedule"]))
+        for name, pair, extra in sweeps:
+            s, m, out = run_process(
+                [*_LLAMP, "sweep", npz, "--points", "11", "--from", "0us", "--to", "100us"]
+                + [*_NETWORK, *_SCHEDULE, *extra, "--json"],
+                pair.llamp_cpu,
+            )
+            pair.llamp.append((s, m))
+            pair.peer.append(peer_sweep)
+            pair.peer_cpu.append(peer_sweep_cpu)
+            self.T[name] = [p["runtime_ns"] for p in _json(out)["points"]]
+
+    def rows(self, case: str) -> list[dict[str, Any]]:
+        one = statistics.median(self.one_run)
+        first, warm = statistics.median(self.first), statistics.median(self.warm)
+        what = "schedule pass alone"
+        rows = [
+            row("peers", case, "numba set-up before it", statistics.median(self.setup), "s"),
+            row("peers", case, f"{what}, first call in a process", first, "s", self.first),
+            row("peers", case, f"{what}, second call", warm, "s", self.warm),
+            row("peers", case, f"{what}: one LogGOPSim run", one, "s", self.one_run),
+            row("peers", case, f"{what}: one LogGOPSim run / first call", one / first, "×"),
+            row("peers", case, f"{what}, first call CPU", statistics.median(self.first_cpu), "s"),
+            row("peers", case, f"{what}, second call CPU", statistics.median(self.warm_cpu), "s"),
+            row(
+                "peers",
+                case,
+                f"{what}: one LogGOPSim run CPU",
+                statistics.median(self.one_run_cpu),
+                "s",
+            ),
+        ]
+        rows += self.point.rows(case, "one point, --order schedule", "LogGOPSim")
+        labels = {"fixed": "order fixed at L=3 µs", "re-scheduled": "re-scheduled per point"}
+        for name, pair in (("fixed", self.fixed), ("re-scheduled", self.resched)):
+            if not pair.llamp:
+                continue
+            rows += pair.rows(
+                case, f"11-point sweep, --order schedule, {labels[name]}", "LogGOPSim"
+            )
+            rel = [t / p - 1.0 for t, p in zip(self.T[name], self.peer_T, strict=True)]
+            worst = max(range(len(rel)), key=lambda i: abs(rel[i]))
+            rows.append(
+                row(
+                    "peers",
+                    case,
+                    f"T, 11 points, --order schedule, {labels[name]}: farthest "
+                    f"llamp / LogGOPSim − 1 (at L={SWEEP_L_NS[worst]} ns)",
+                    rel[worst],
+                    "",
+                    llamp_T=self.T[name],
+                    loggopsim_T=self.peer_T,
+                )
+            )
+        return rows
 
 
 def _json(stdout: bytes) -> dict[str, Any]:
@@ -329,7 +490,7 @@ def run(
         note = "skipped: no LogGOPSim binary (--loggopsim PATH or LOGGOPSIM)"
         _log(note)
         return [row("peers", note, "—", "—", "")]
-    sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000] if full else [])
+    sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000, 10_000_000] if full else [])
     schedgen = None if quick else tools[0].with_name("schedgen")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="llamp-peers-") as tmp:
