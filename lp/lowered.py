@@ -319,7 +319,8 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
 
     Used only when this installation sealed it together with the graph's columns: a lowering
     that does not come from the costs beside it (edited, copied from another file, written
-    elsewhere) would give another T with no sign of it, so it is lowered again, with a note.
+    elsewhere) would give another T with no sign of it, so it is lowered again, with a note;
+    so is a damaged one (a member whose bytes match neither its seal nor its CRC).
     """
     table = _file(graph)
     if table is None or table.index is None:
@@ -350,7 +351,11 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
         if entry.get("num_vertices") != graph.num_vertices:
             raise InputError(f"{table.path}: its event graph does not belong to its graph")
         names = [f"lowering_{i}_{name}" for name in _ARRAYS]
-        arrays = {name: table.members.array(f"lowering_{i}_{name}") for name in _ARRAYS}
+        try:
+            arrays = {name: table.members.array(f"lowering_{i}_{name}") for name in _ARRAYS}
+        except InputError as err:  # a cache of the graph: its damage costs a lowering, no more
+            _note(table, f"its event graph is damaged ({err.__cause__ or err})")
+            return None
         if not _bound(graph, table, names):
             _note(table, "its event graph is not sealed by this installation with its graph")
             return None

@@ -141,15 +141,29 @@ def test_a_lowering_of_another_version_is_rebuilt_with_a_note(tmp_path):
     assert T == predict(graph, BASE).runtime_ns
 
 
-def test_a_damaged_member_is_an_error_not_a_number(tmp_path):
-    """A flipped byte in a stored array fails its CRC: an error naming the file."""
-    _, path = _saved(tmp_path)
+def _flip(path, member: str, offset: int = 200) -> None:
     raw = bytearray(path.read_bytes())
-    at = raw.index(b"lowering_0_value.npy")  # the local header: the member's data follows
-    raw[at + 200] ^= 0xFF
+    at = raw.index(member.encode())  # the local header: the member's data follows
+    raw[at + offset] ^= 0xFF
     path.write_bytes(bytes(raw))
+
+
+def test_a_damaged_graph_column_is_an_error_not_a_number(tmp_path):
+    """A flipped byte in a column of the graph fails its CRC: an error naming the file."""
+    _, path = _saved(tmp_path)
+    _flip(path, "cost_ns.npy")
     with pytest.raises(InputError, match="damaged llamp graph file.*CRC"):
         predict(ExecutionGraph.load(path, lazy=True), BASE)
+
+
+def test_a_damaged_event_graph_is_lowered_again_with_a_note(tmp_path):
+    """The stored event graph is a cache of the graph: a flipped byte in it (its CRC fails)
+    costs a lowering, with a note naming the member, and T is the true one."""
+    graph, path = _saved(tmp_path)
+    _flip(path, "lowering_0_value.npy")
+    with pytest.warns(UserWarning, match="event graph is damaged .lowering_0_value.npy: CRC"):
+        T = predict(ExecutionGraph.load(path, lazy=True), BASE).runtime_ns
+    assert T == predict(graph, BASE).runtime_ns
 
 
 def test_an_edited_event_graph_is_lowered_again_with_a_note(tmp_path):
