@@ -216,6 +216,25 @@ class Neo4jStore(GraphStore):
         columns = list(zip(*rows, strict=True))
         return pa.table({k: pa.array(list(c)) for k, c in zip(keys, columns, strict=True)})
 
+    def _columns(self, cypher: str, params: dict[str, Any], columns: dict[str, str]) -> pa.Table:
+        """The result as one record of lists, one per column: Bolt moves a list of 10^5
+        values 3× faster than 10^5 records (a record is a message, each framed and decoded on
+        its own). ``collect`` skips nulls, so a null travels as ``[]`` and comes back None;
+        the rows keep the query's order (``collect`` takes them as the subquery yields them)."""
+        names = list(columns)
+        text = f"CALL {{ {cypher} }} RETURN " + ", ".join(
+            f"collect(coalesce({c}, [])) AS {c}" for c in names
+        )
+        keys, rows = self._records(text, params, write=False)
+        values = dict(zip(keys, rows[0], strict=True))
+        out = {}
+        for name in names:
+            column = values[name]
+            if any(isinstance(v, list) for v in column):
+                column = [None if isinstance(v, list) else v for v in column]
+            out[name] = pa.array(column)
+        return pa.table(out)
+
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         if write and self.read_only:
             raise QueryError(f"the store {self.location} was opened read-only")
