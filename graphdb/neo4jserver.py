@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -184,7 +185,8 @@ class Neo4jServer:
 
 
 def main() -> int:
-    """Run a local Neo4j until Ctrl-C; print its URI."""
+    """Run a local Neo4j until Ctrl-C or SIGTERM; print its URI."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the server on the way out
     try:
         with Neo4jServer() as server:
             print(f"Neo4j {server.version}: {server.uri}  (Ctrl-C stops it)", flush=True)

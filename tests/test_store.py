@@ -650,3 +650,36 @@ def test_a_page_with_missing_ops_is_a_damaged_run(tiny):
         graph_from_pages(3, [(ops.slice(1), edges)], **kw)
     with pytest.raises(StoreError, match="damaged"):
         graph_from_pages(3, [(ops.slice(0, 4), edges)], **kw)
+
+
+TRACES = TESTS / "data" / "traces"
+#: One sample per reader (llamp.ingest.FORMATS): rank-file traces, OTF2, DUMPI, SimGrid
+#: time-independent, GOAL text, and a saved .npz graph.
+FORMAT_SAMPLES = {
+    "liballprof": TRACES / "liballprof" / "sweep3d-2x2",
+    "otf2": TRACES / "otf2" / "sstmacro-10ranks",
+    "dumpi": TRACES / "dumpi" / "sst-dumpi-4ranks",
+    "simgrid": TRACES / "simgrid-ti" / "ti-32ranks",
+    "goal": TRACES / "goal" / "non_blocking.goal",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::llamp.ingest.events.IngestWarning")
+def test_every_trace_format_reads_back_exactly(store, tmp_path):
+    from llamp.ingest import FORMATS, read
+
+    graphs = {fmt: read(path) for fmt, path in FORMAT_SAMPLES.items()}
+    graphs["goal"].save(tmp_path / "g.npz")
+    graphs["npz"] = read(tmp_path / "g.npz")
+    assert set(graphs) == set(FORMATS)
+    for fmt, graph in graphs.items():
+        store.put_run(graph, fmt)
+    for fmt, graph in graphs.items():
+        back = store.load_run(fmt)
+        assert back.equals(graph), fmt
+        for column in ("t_trace_ns", "label"):
+            mine, theirs = getattr(graph, column), getattr(back, column)
+            assert (mine is None) == (theirs is None), (fmt, column)
+            if mine is not None:
+                assert np.array_equal(np.asarray(mine), np.asarray(theirs)), (fmt, column)
