@@ -106,16 +106,32 @@ def store(store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 
 
 # ------------------------------------------------------------------------------------ web UI
+@pytest.fixture(scope="session")
+def ui_store(request: pytest.FixtureRequest) -> str | None:
+    """Where the UI suites keep their runs: None, each ``home``'s embedded store; with
+    ``LLAMP_TEST_UI_STORE=neo4j``, the session's Neo4j server (``neo4j_server``), so that
+    every UI suite runs against Neo4j: ``LLAMP_TEST_UI_STORE=neo4j pytest tests/test_ui_*.py``."""
+    import os
+
+    if os.environ.get("LLAMP_TEST_UI_STORE", "") == "neo4j":
+        return request.getfixturevalue("neo4j_server")
+    return None
+
+
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    with stored_home(tmp_path_factory, {"sweep3d": sweep3d}) as path:
+def home(tmp_path_factory, sweep3d, ui_store) -> Iterator[Path]:
+    """A LLAMP_HOME whose store (embedded, or ``ui_store``) holds Sweep3D as run ``sweep3d``."""
+    with stored_home(tmp_path_factory, {"sweep3d": sweep3d}, ui_store) as path:
         yield path
 
 
 @pytest.fixture
-def store_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The environment of a user whose ``LLAMP_HOME`` is ``home`` (no ``LLAMP_STORE``)."""
+def store_env(home: Path, ui_store: str | None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment of a user whose ``LLAMP_HOME`` is ``home`` (no ``LLAMP_STORE``, or
+    ``ui_store``)."""
     monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
+    if ui_store is None:
+        monkeypatch.delenv("LLAMP_STORE", raising=False)
+    else:
+        monkeypatch.setenv("LLAMP_STORE", ui_store)
     return home

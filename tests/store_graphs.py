@@ -26,15 +26,23 @@ BACKENDS = ["ladybug", pytest.param("neo4j", marks=pytest.mark.integration)]
 
 
 @contextmanager
-def stored_home(tmp_path_factory, runs: dict[str, ExecutionGraph]) -> Iterator[Path]:
+def stored_home(
+    tmp_path_factory, runs: dict[str, ExecutionGraph], store: str | None = None
+) -> Iterator[Path]:
     """A fresh ``LLAMP_HOME`` (no ``LLAMP_STORE``) whose embedded store holds ``runs`` (name →
-    graph); the environment points at it until the block ends (module-scoped UI fixtures)."""
+    graph); the environment points at it until the block ends (module-scoped UI fixtures).
+    ``store``: a Neo4j URI (the ``ui_store`` fixture) that holds the runs instead, wiped
+    first, and ``LLAMP_STORE`` points at it."""
     from llamp.graphdb import open_store
 
     path = tmp_path_factory.mktemp("llamp-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
+        if store is None:
+            mp.delenv("LLAMP_STORE", raising=False)
+        else:
+            wipe(store)
+            mp.setenv("LLAMP_STORE", store)
         with open_store(None) as opened:
             for name, graph in runs.items():
                 opened.put_run(graph, name)
