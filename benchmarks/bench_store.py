@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,9 +185,17 @@ def _ladybug_delete(graph: ExecutionGraph, label: str) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far: on a machine shared with other
+    jobs, the comparable number where wall time is not."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
     """Load, read back and delete each graph on one local Neo4j Community server (JVM heap
-    4 GiB, page cache 2 GiB). Each row carries the 1-minute load average when it was taken."""
+    4 GiB, page cache 2 GiB). Each row carries the 1-minute load average and the CPU seconds
+    of server and client."""
     from llamp.errors import StoreError
     from llamp.graphdb import open_store
     from llamp.graphdb.neo4jserver import Neo4jServer, unavailable
@@ -209,6 +218,7 @@ def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
             for graph, label in graphs:
                 n = graph.num_vertices
                 case = f"neo4j {label}"
+                cpu = _cpu_seconds(server.pid), time.process_time()
                 seconds, runs, _ = median_time(lambda g=graph: store.put_run(g, "bench"), 1)
                 load = os.getloadavg()[0]
                 out.append(
@@ -222,8 +232,11 @@ def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
                         seconds=seconds,
                         edges=graph.num_edges,
                         load_avg=load,
+                        server_cpu_s=_cpu_seconds(server.pid) - cpu[0],
+                        client_cpu_s=time.process_time() - cpu[1],
                     )
                 )
+                cpu = _cpu_seconds(server.pid), time.process_time()
                 os.environ["LLAMP_HOME"] = str(home)  # the graph file load_run writes
                 seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
                 assert back.equals(graph)
@@ -238,6 +251,8 @@ def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
                         runs,
                         seconds=seconds,
                         load_avg=os.getloadavg()[0],
+                        server_cpu_s=_cpu_seconds(server.pid) - cpu[0],
+                        client_cpu_s=time.process_time() - cpu[1],
                     )
                 )
                 seconds, runs, _ = median_time(lambda: store.delete_run("bench"), 1)

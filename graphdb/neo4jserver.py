@@ -87,6 +87,13 @@ class Neo4jServer:
         return f"bolt://neo4j:{self.password}@127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int:
+        """The server's process id (its JVM)."""
+        if self._process is None:
+            raise StoreError("the Neo4j server is not running")
+        return self._process.pid
+
+    @property
     def home(self) -> Path:
         """The DBMS home (databases, transaction logs, logs/debug.log)."""
         if self._dir is None:

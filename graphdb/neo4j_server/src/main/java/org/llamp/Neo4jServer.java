@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
@@ -20,11 +21,13 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  *
  * <p>Arguments: {@code --home DIR} (the DBMS home: databases, transaction logs, logs),
  * {@code --port N} (0: any free port), {@code --pagecache SIZE} (e.g. {@code 1g}) and
- * {@code --read-only} (user databases refuse writes: {@code server.databases.default_to_read_only}).
+ * {@code --read-only} (database {@code neo4j} refuses writes: {@code server.databases.read_only};
+ * the system database stays writable so that the password can be set).
  * The password of user {@code neo4j} comes from the environment variable
  * {@code LLAMP_NEO4J_PASSWORD} (never the command line, which other users can read).
  *
- * <p>Prints one line, {@code ready port=N version=V}, on stdout once Bolt accepts connections;
+ * <p>{@code LOAD CSV} may not read files ({@code dbms.security.allow_csv_import_from_file_urls}
+ * false). Prints one line, {@code ready port=N version=V}, on stdout once Bolt accepts connections;
  * stops cleanly (checkpoint, then exit 0) on SIGTERM or when stdin is closed, so a parent that
  * dies takes the server with it.
  */
@@ -59,8 +62,14 @@ public final class Neo4jServer {
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
             .setConfig(GraphDatabaseSettings.auth_enabled, true)
+            // As a packaged server confines LOAD CSV to its import directory; here no file
+            // URL may be read at all (the embedded default reads any file the JVM can).
+            .setConfig(GraphDatabaseSettings.allow_file_urls, false)
+            .setConfig(GraphDatabaseSettings.load_csv_file_url_root, home.resolve("import"))
             .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.parse(pagecache))
-            .setConfig(GraphDatabaseSettings.read_only_database_default, readOnly)
+            .setConfig(
+                GraphDatabaseSettings.read_only_databases,
+                readOnly ? Set.of(GraphDatabaseSettings.DEFAULT_DATABASE_NAME) : Set.of())
             .build();
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
@@ -71,6 +80,16 @@ public final class Neo4jServer {
                   stopped.countDown();
                 }));
 
+    try {
+      serve(dbms, password, stopped);
+    } catch (RuntimeException | Error err) {
+      err.printStackTrace();
+      System.exit(1); // the shutdown hook stops the DBMS, whose threads would keep the JVM up
+    }
+  }
+
+  private static void serve(DatabaseManagementService dbms, String password, CountDownLatch stopped)
+      throws InterruptedException {
     // The embedded DBMS runs with the built-in user neo4j; give it the password (and no
     // "change required", so Bolt clients can run queries at once).
     dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
