@@ -147,10 +147,14 @@ class Neo4jServer:
         reader.join(self._timeout)
         if not ready:
             log_text = self.log
+            code = self._process.poll()
             self.stop()
-            raise StoreError(
-                f"Neo4j did not start within {self._timeout:g} s; its log:\n{log_text}"
+            what = (
+                f"did not start within {self._timeout:g} s"
+                if code is None
+                else f"exited with code {code} while starting"
             )
+            raise StoreError(f"Neo4j {what}; its log:\n{log_text}")
         fields = dict(item.split("=", 1) for item in ready[0].split()[1:] if "=" in item)
         self.port, self.version = int(fields["port"]), fields.get("version", "")
         return self

@@ -104,8 +104,10 @@ public final class Neo4jServer {
             .resolveDependency(ConnectorPortRegister.class)
             .getLocalAddress(ConnectorType.BOLT)
             .getPort();
-    String version =
-        db.executeTransactionally(
+    String version = // asked of the system database: an embedded transaction on a read-only
+        // database is refused even for a read
+        dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
+            .executeTransactionally(
             "CALL dbms.components() YIELD versions RETURN versions[0] AS v",
             Map.of(),
             result -> String.valueOf(result.next().get("v")));
