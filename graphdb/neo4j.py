@@ -137,25 +137,17 @@ class Neo4jStore(GraphStore):
         ) from None
 
     def _detect(self) -> str:
-        """The server's version; a server that is not Neo4j 5 or later is a StoreError."""
+        """The server's version (``5.26.30``, from the Bolt agent ``Neo4j/5.26.30``); a
+        server that is not Neo4j 5 or later is a StoreError."""
         agent = self._driver.get_server_info().agent or "an unknown server"
-        try:
-            _, rows = self._records(
-                "CALL dbms.components() YIELD name, versions, edition "
-                "RETURN name, versions[0] AS version, edition",
-                {},
-                write=False,
-            )
-        except (QueryError, StoreError):
-            rows = []
-        name, version, edition = (str(v) for v in rows[0]) if rows else ("", "", "")
+        product, _, version = agent.partition("/")
         major = version.split(".", 1)[0]
-        if "neo4j" not in name.lower() or not major.isdigit() or int(major) < 5:
+        if product.lower() != "neo4j" or not major.isdigit() or int(major) < 5:
             raise StoreError(
                 f"{self.location} is {agent}, not a Neo4j 5 server: llamp's Bolt backend needs "
                 "Neo4j 5 or later (its Cypher, constraints and transactions)"
             )
-        return f"{version} {edition}"
+        return version
 
     def _ensure_schema(self) -> None:
         for statement in NEO4J_DDL:

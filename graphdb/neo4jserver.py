@@ -69,12 +69,14 @@ class Neo4jServer:
         heap: str = "2g",
         pagecache: str = "1g",
         read_only: bool = False,
+        home: Path | None = None,
         startup_timeout_s: float = 180.0,
     ) -> None:
         why = unavailable()
         if why is not None:
             raise StoreError(f"no local Neo4j server: {why}")
         self.heap, self.pagecache, self.read_only = heap, pagecache, read_only
+        self._home = home  # kept on stop (a read-only server needs an existing database)
         self._timeout = startup_timeout_s
         self._dir: Path | None = None
         self._process: subprocess.Popen[str] | None = None
@@ -96,6 +98,8 @@ class Neo4jServer:
     @property
     def home(self) -> Path:
         """The DBMS home (databases, transaction logs, logs/debug.log)."""
+        if self._home is not None:
+            return self._home
         if self._dir is None:
             raise StoreError("the Neo4j server is not running")
         return self._dir / "home"
@@ -106,7 +110,7 @@ class Neo4jServer:
         if self._dir is None:
             return ""
         parts = []
-        for path in (self._dir / "server.log", self._dir / "home" / "logs" / "debug.log"):
+        for path in (self._dir / "server.log", self.home / "logs" / "debug.log"):
             if path.is_file():
                 parts.append(path.read_text(errors="replace")[-3000:])
         return "\n".join(parts)
@@ -124,7 +128,7 @@ class Neo4jServer:
             launcher_classpath() or "",
             MAIN_CLASS,
             "--home",
-            str(self._dir / "home"),
+            str(self.home),
             "--port",
             "0",
             "--pagecache",

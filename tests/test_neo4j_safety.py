@@ -67,15 +67,22 @@ def test_read_access_refuses_what_the_allow_list_would_miss(neo4j, monkeypatch, 
 
 @pytest.mark.slow
 def test_a_read_only_server_refuses_every_write(tmp_path, monkeypatch):
+    """A database made read-only by the server's configuration (docs/SECURITY.md) serves
+    reads and refuses writes whatever the client asks; a writer cannot even open it."""
     from llamp.graphdb.neo4jserver import Neo4jServer, unavailable
 
     why = unavailable()
     if why is not None:
         pytest.skip(f"no Neo4j to test against: {why}")
-    monkeypatch.setenv("LLAMP_HOME", str(tmp_path))
-    with Neo4jServer(heap="512m", pagecache="64m", read_only=True) as server:
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path / "llamp"))
+    home = tmp_path / "dbms"
+    with Neo4jServer(heap="512m", pagecache="64m", home=home) as server:
+        with open_store(server.uri) as store:
+            store.put_run(tiny_graph(), "tiny")
+    with Neo4jServer(heap="512m", pagecache="64m", home=home, read_only=True) as server:
         with open_store(server.uri, read_only=True) as reader:
-            assert reader.list_runs() == []
+            assert [r.name for r in reader.list_runs()] == ["tiny"]
+            assert reader.load_run("tiny").equals(tiny_graph())
             with pytest.raises(LlampError, match="read"):
                 reader.query("CREATE (:Run {id: 1, name: 'x', complete: true})", write=True)
         with pytest.raises(LlampError, match="read"):
