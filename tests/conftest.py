@@ -15,7 +15,8 @@ Fixtures, by what they hold:
   the session);
 - the web UI: ``home`` (a ``LLAMP_HOME`` whose embedded store holds Sweep3D as run
   ``sweep3d``; a module may override it to store more), ``store_env`` (the environment
-  pointing at ``home``).
+  pointing at ``home``), ``ui_store`` (None, or the Neo4j server that holds the UI suites'
+  runs when ``LLAMP_TEST_UI_STORE=neo4j``).
 
 Helpers that are functions, not fixtures, live in modules named for what they hold
 (``hand_graphs``, ``random_graphs``, ``store_graphs``, ``apptest_pages``,
