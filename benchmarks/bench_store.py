@@ -2,16 +2,19 @@
 
 LadybugDB: load (``put_run``) and read-back (``load_run``) throughput at 10^5 and 10^6
 vertices, every catalogue query and selection on the 10^6-vertex run, and deleting a run. The
-Neo4j backend over Bolt: load and read-back throughput against a local FalkorDB 4.18 server
-(``falkordblite``) when it can be started. Synthetic graphs come from a small generator private
+Neo4j backend over Bolt: load, read-back and delete throughput against a local Neo4j
+Community server (:mod:`llamp.graphdb.neo4jserver`, heap 4 GiB, page cache 2 GiB) at the same
+sizes and, with ``--full``, 10^7 vertices; each Neo4j row records the machine's load average. Synthetic graphs come from a small generator private
 to this module: ranks on a ring, each repeating (calc, send to the next rank, recv from the
 previous one) with matched messages.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,76 +185,113 @@ def _ladybug_delete(graph: ExecutionGraph, label: str) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _bolt(graph: ExecutionGraph, label: str) -> list[dict[str, Any]]:
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far: on a machine shared with other
+    jobs, the comparable number where wall time is not."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
+    """Load, read back and delete each graph on one local Neo4j Community server (JVM heap
+    4 GiB, page cache 2 GiB). Each row carries the 1-minute load average and the CPU seconds
+    of server and client."""
     from llamp.errors import StoreError
     from llamp.graphdb import open_store
-    from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
+    from llamp.graphdb.neo4jserver import Neo4jServer, unavailable
 
-    if falkordb_binaries() is None:
-        return [
-            row(
-                BENCH,
-                f"neo4j-backend/falkordb {label}",
-                "load",
-                float("nan"),
-                "vertices/s",
-                note="falkordblite not installed",
-            )
-        ]
+    def failed(label: str, note: str) -> list[dict[str, Any]]:
+        return [row(BENCH, f"neo4j {label}", "load", float("nan"), "vertices/s", note=note)]
+
+    why = unavailable()
+    if why is not None:
+        return failed(graphs[0][1], why)
     try:
-        server = FalkorBoltServer().start()
+        server = Neo4jServer(heap="4g", pagecache="2g").start()
     except StoreError as err:
-        return [
-            row(
-                BENCH,
-                f"neo4j-backend/falkordb {label}",
-                "load",
-                float("nan"),
-                "vertices/s",
-                note=str(err)[:200],
-            )
-        ]
+        return failed(graphs[0][1], str(err).splitlines()[0][:200])
+    out: list[dict[str, Any]] = []
+    home = Path(tempfile.mkdtemp(prefix="llamp-bench-home-"))
     try:
         with open_store(server.uri) as store:
-            seconds, runs, _ = median_time(lambda: store.put_run(graph, "bench"), 1)
-            out = [
-                row(
-                    BENCH,
-                    f"neo4j-backend/falkordb {label}",
-                    "load",
-                    graph.num_vertices / seconds,
-                    "vertices/s",
-                    runs,
-                    seconds=seconds,
+            store.notify = lambda _text: None
+            for graph, label in graphs:
+                n = graph.num_vertices
+                case = f"neo4j {label}"
+                cpu = _cpu_seconds(server.pid), time.process_time()
+                seconds, runs, _ = median_time(lambda g=graph: store.put_run(g, "bench"), 1)
+                load = os.getloadavg()[0]
+                out.append(
+                    row(
+                        BENCH,
+                        case,
+                        "load",
+                        n / seconds,
+                        "vertices/s",
+                        runs,
+                        seconds=seconds,
+                        edges=graph.num_edges,
+                        load_avg=load,
+                        server_cpu_s=_cpu_seconds(server.pid) - cpu[0],
+                        client_cpu_s=time.process_time() - cpu[1],
+                    )
                 )
-            ]
-            seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
-            assert back.num_vertices == graph.num_vertices
-            out.append(
-                row(
-                    BENCH,
-                    f"neo4j-backend/falkordb {label}",
-                    "read-back",
-                    graph.num_vertices / seconds,
-                    "vertices/s",
-                    runs,
-                    seconds=seconds,
+                cpu = _cpu_seconds(server.pid), time.process_time()
+                os.environ["LLAMP_HOME"] = str(home)  # the graph file load_run writes
+                seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
+                assert back.equals(graph)
+                del back
+                out.append(
+                    row(
+                        BENCH,
+                        case,
+                        "read-back",
+                        n / seconds,
+                        "vertices/s",
+                        runs,
+                        seconds=seconds,
+                        load_avg=os.getloadavg()[0],
+                        server_cpu_s=_cpu_seconds(server.pid) - cpu[0],
+                        client_cpu_s=time.process_time() - cpu[1],
+                    )
                 )
-            )
-        return out
+                seconds, runs, _ = median_time(lambda: store.delete_run("bench"), 1)
+                out.append(
+                    row(
+                        BENCH,
+                        case,
+                        "delete_run",
+                        n / seconds,
+                        "vertices/s",
+                        runs,
+                        seconds=seconds,
+                        load_avg=os.getloadavg()[0],
+                    )
+                )
     finally:
         server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    return out
 
 
-def run(quick: bool, repeat: int) -> list[dict[str, Any]]:
+def _label(graph: ExecutionGraph) -> str:
+    return f"{graph.num_vertices:.0e} vertices".replace("e+0", "e")
+
+
+def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
+    """LadybugDB at 10^5 and 10^6 vertices; Neo4j at the same sizes and, with ``full``, at
+    10^7 (``LLAMP_BENCH_STORE=neo4j`` runs the Neo4j rows alone)."""
     sizes = [10_000, 100_000] if quick else [100_000, 1_000_000]
+    only_neo4j = os.environ.get("LLAMP_BENCH_STORE") == "neo4j"
     rows: list[dict[str, Any]] = []
-    for i, size in enumerate(sizes):
-        graph = _ring_graph(size)
-        label = f"{graph.num_vertices:.0e} vertices".replace("e+0", "e")
-        rows.extend(_ladybug(graph, label, repeat, queries=i == len(sizes) - 1))
-        if i == 0:
-            rows.append(_ladybug_delete(graph, label))
-            rows.extend(_bolt(graph, label))
+    if not only_neo4j:
+        for i, size in enumerate(sizes):
+            graph = _ring_graph(size)
+            rows.extend(_ladybug(graph, _label(graph), repeat, queries=i == len(sizes) - 1))
+            if i == 0:
+                rows.append(_ladybug_delete(graph, _label(graph)))
+    neo4j_sizes = sizes + ([10_000_000] if full and not quick else [])
+    graphs = [_ring_graph(size) for size in neo4j_sizes]
+    rows.extend(_neo4j([(g, _label(g)) for g in graphs]))
     rows.append(row(BENCH, "process", "peak RSS", peak_rss_mb(), "MB"))
     return rows

@@ -2,19 +2,19 @@
 
 ``bolt://user:password@host:7687`` (or ``neo4j://…``; ``?database=name`` picks a database).
 Runs are loaded as ``UNWIND`` batches of parallel lists (one list per property, 20 000 rows
-per transaction: no Python dict per row; endpoint keys are bound with ``WITH`` before the
-``MATCH`` so the key index is used, 3× faster on FalkorDB), ops first, then each relationship type, and made
-visible by setting ``Run.complete`` in a last transaction. ``Run.touched`` is refreshed with
-the server's clock after every batch, so :meth:`Neo4jStore.cleanup` (run on open) removes only
-loads that stopped more than ``stale_after_s`` ago: a load still running in another process is
-left alone.
+per transaction: no Python dict per row, no per-row round trip; endpoint keys are bound with
+``WITH`` before the ``MATCH`` so the ``Op.key`` uniqueness index is used), ops first, then each
+relationship type, and made visible by setting ``Run.complete`` in a last transaction.
+``Run.touched`` is refreshed with the server's clock after every batch, so
+:meth:`Neo4jStore.cleanup` (run on open) removes only loads that stopped more than
+``stale_after_s`` ago: a load still running in another process is left alone.
 
-The same backend speaks to any Bolt server that understands this Cypher; the test suite runs
-it against FalkorDB 4.18 (``falkordblite``), which has no constraints (plain indexes instead),
-no transaction rollback, reports every error as "unknown error", hangs on replies larger than
-about 100 kB (so rows are read as records, never collected into one list), and after a client
-closes its connection cleanly ignores the next connection's handshake (:meth:`close` absorbs
-that with a throwaway handshake).
+Reads run in ``READ_ACCESS`` sessions, which Neo4j refuses to write in; ad hoc reads must also
+pass the allow-list (:mod:`llamp.graphdb.readonly`). Uniqueness constraints on ``Run.id``,
+``Run.name``, ``Op.key`` and ``Analysis.id`` (:data:`~llamp.graphdb.schema.NEO4J_DDL`) keep
+concurrent loaders apart. The tests and benchmarks run it against Neo4j Community from Maven
+Central (:mod:`llamp.graphdb.neo4jserver`). Other Bolt servers are refused: their Cypher,
+constraints and transactions differ.
 """
 
 from __future__ import annotations
@@ -34,18 +34,9 @@ from tqdm import tqdm
 from llamp.config import redact
 from llamp.errors import InputError, QueryError, StoreError
 from llamp.graphdb.locking import Notify, stderr_notify
-from llamp.graphdb.schema import NEO4J_DDL, OP, PLAIN_INDEXES, RESULT
+from llamp.graphdb.schema import NEO4J_DDL, OP, RESULT
 from llamp.graphdb.store import GraphStore
 from llamp.graphdb.tables import RunRows
-
-#: The Bolt handshake: magic preamble and four protocol versions (5.7…5.0, 4.4, 4.3, none).
-_HANDSHAKE = (
-    b"\x60\x60\xb0\x17"
-    + b"\x00\x07\x07\x05"
-    + b"\x00\x00\x04\x04"
-    + b"\x00\x00\x00\x03"
-    + b"\x00" * 4
-)
 
 
 def _driver_module() -> Any:
@@ -82,7 +73,7 @@ def _plain(value: Any) -> Any:
 
 
 class Neo4jStore(GraphStore):
-    """A Neo4j 5 (or Bolt-compatible) server as a graph store."""
+    """A Neo4j 5 server as a graph store."""
 
     backend = "neo4j"
     #: Rows per UNWIND batch (one transaction each).
@@ -106,7 +97,6 @@ class Neo4jStore(GraphStore):
         self.notify = notify or stderr_notify
         self.stale_after_s = float(stale_after_s)
         self._database = (parse_qs(parts.query).get("database") or [None])[0]
-        self._address = (parts.hostname, port)
         auth = (user, password) if parts.username or parts.password else None
         self._errors = neo4j.exceptions
         self._read_mode = neo4j.READ_ACCESS
@@ -115,12 +105,15 @@ class Neo4jStore(GraphStore):
             auth=auth,
             connection_timeout=connect_timeout_s,
             max_transaction_retry_time=15.0,
+            # Notifications (a property key not created yet in an empty database, …) are
+            # warnings for people writing Cypher, not for llamp's own queries.
+            notifications_min_severity="OFF",
         )
-        self.flavour = "unknown"
+        self.server_version = ""
         self._closed = False
         try:
             self._connect()
-            self.flavour, self.server_version = self._detect()
+            self.server_version = self._detect()
             if not read_only:
                 self._ensure_schema()
                 self.cleanup()
@@ -132,13 +125,14 @@ class Neo4jStore(GraphStore):
     def _connect(self) -> None:
         errors = self._errors
         last: Exception | None = None
-        for _ in range(2):  # a Bolt server may drop the first handshake (see the module doc)
+        for _ in range(2):  # one retry: a server that just started may drop the first
             try:
                 self._driver.verify_connectivity()
                 return
             except errors.AuthError as err:
                 raise StoreError(
-                    f"{self.location} refused the credentials: {err.message}"
+                    f"{self.location} refused the credentials: {err.message} "
+                    "(check the user name and password)"
                 ) from None
             except (errors.ServiceUnavailable, errors.SessionExpired, OSError) as err:
                 last = err
@@ -152,60 +146,36 @@ class Neo4jStore(GraphStore):
             "(docker compose -f docker/compose.yaml up -d neo4j)"
         ) from None
 
-    def _detect(self) -> tuple[str, str]:
-        try:
-            rows = self._records(
-                "CALL dbms.components() YIELD name, versions, edition "
-                "RETURN name, versions[0] AS version, edition",
-                {},
-                write=False,
+    def _detect(self) -> str:
+        """The server's version (``5.26.30``, from the Bolt agent ``Neo4j/5.26.30``); a
+        server that is not Neo4j 5 or later is a StoreError."""
+        agent = self._driver.get_server_info().agent or "an unknown server"
+        product, _, version = agent.partition("/")
+        major = version.split(".", 1)[0]
+        if product.lower() != "neo4j" or not major.isdigit() or int(major) < 5:
+            raise StoreError(
+                f"{self.location} is {agent}, not a Neo4j 5 server: llamp's Bolt backend needs "
+                "Neo4j 5 or later (its Cypher, constraints and transactions)"
             )
-        except (QueryError, StoreError):
-            return "falkordb", self._driver.get_server_info().agent
-        name, version, edition = rows[1][0] if rows[1] else ("", "", "")
-        return ("neo4j" if "neo4j" in str(name).lower() else str(name)), f"{version} {edition}"
+        return version
 
     def _ensure_schema(self) -> None:
-        if self.flavour == "neo4j":
-            for statement in NEO4J_DDL:
-                try:
-                    self._write(statement)
-                except QueryError as err:
-                    if "run_name_unique" not in statement:
-                        raise
-                    self.notify(
-                        f"{self.location}: run names are not unique yet ({err}); delete or "
-                        "rename the duplicates (llamp runs) so the constraint can be created"
-                    )
-            return
-        keys, rows = self._records("CALL db.indexes()", {}, write=False)
-        existing = set()
-        if "label" in keys and "properties" in keys:
-            li, pi = keys.index("label"), keys.index("properties")
-            existing = {(row[li], prop) for row in rows for prop in row[pi]}
-        for label, prop in PLAIN_INDEXES:
-            if (label, prop) not in existing:
-                self._write(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        for statement in NEO4J_DDL:
+            try:
+                self._write(statement)
+            except QueryError as err:
+                if "run_name_unique" not in statement:
+                    raise
+                self.notify(
+                    f"{self.location}: run names are not unique yet ({err}); delete or "
+                    "rename the duplicates (llamp runs) so the constraint can be created"
+                )
 
     def close(self) -> None:
         if getattr(self, "_closed", True):
             return
         self._closed = True
         self._driver.close()
-        if self.flavour == "falkordb":
-            self._absorb_handshake()
-
-    def _absorb_handshake(self) -> None:
-        """FalkorDB 4.18 ignores the first handshake after a clean disconnect; spend it here
-        (a throwaway connection with a short timeout) so the next client is not stalled."""
-        for _ in range(3):
-            try:
-                with socket.create_connection(self._address, timeout=0.1) as sock:
-                    sock.sendall(_HANDSHAKE)
-                    if len(sock.recv(4)) == 4:
-                        return
-            except OSError:
-                continue
 
     # ------------------------------------------------------------------ execution
     def _error(self, err: Exception) -> Exception:
@@ -218,11 +188,6 @@ class Neo4jStore(GraphStore):
                 return QueryError(f"this query writes, and was run read-only: {err.message}")
             return QueryError(f"Cypher error: {err.message}")
         if isinstance(err, errors.DatabaseError):
-            if self.flavour == "falkordb":
-                return QueryError(
-                    f"the server rejected the query ({err.code}); FalkorDB gives no reason "
-                    "over Bolt: check the syntax and the names used"
-                )
             return StoreError(f"{self.location}: {err.message}")
         if isinstance(err, errors.Neo4jError | errors.DriverError):
             return StoreError(f"{self.location}: {err}")
@@ -253,6 +218,25 @@ class Neo4jStore(GraphStore):
         columns = list(zip(*rows, strict=True))
         return pa.table({k: pa.array(list(c)) for k, c in zip(keys, columns, strict=True)})
 
+    def _columns(self, cypher: str, params: dict[str, Any], columns: dict[str, str]) -> pa.Table:
+        """The result as one record of lists, one per column: Bolt moves a list of 10^5
+        values 3× faster than 10^5 records (a record is a message, each framed and decoded on
+        its own). ``collect`` skips nulls, so a null travels as ``[]`` and comes back None;
+        the rows keep the query's order (``collect`` takes them as the subquery yields them)."""
+        names = list(columns)
+        text = f"CALL {{ {cypher} }} RETURN " + ", ".join(
+            f"collect(coalesce({c}, [])) AS {c}" for c in names
+        )
+        keys, rows = self._records(text, params, write=False)
+        values = dict(zip(keys, rows[0], strict=True))
+        out = {}
+        for name in names:
+            column = values[name]
+            if any(isinstance(v, list) for v in column):
+                column = [None if isinstance(v, list) else v for v in column]
+            out[name] = pa.array(column)
+        return pa.table(out)
+
     def _frame(self, cypher: str, params: dict[str, Any], *, write: bool) -> pd.DataFrame:
         if write and self.read_only:
             raise QueryError(f"the store {self.location} was opened read-only")
@@ -280,36 +264,20 @@ class Neo4jStore(GraphStore):
     # ------------------------------------------------------------------ loading
     def _new_run_id(self) -> int:
         """Reserve an id by creating its (incomplete, nameless) Run node; the uniqueness
-        constraint makes a concurrent loader that picked the same id retry."""
-        for attempt in range(20):
+        constraint refuses a concurrent loader that picked the same id, which tries the next."""
+        for _ in range(20):
             top = self._arrow("MATCH (r:Run) RETURN max(r.id) AS m", {}).column("m")[0].as_py()
             run_id = 1 if top is None else int(top) + 1
-            token = uuid.uuid4().hex
             try:
                 self._write(
-                    "CREATE (r:Run {id: $id, name: $name, complete: false, "
-                    "reservation: $token, touched: timestamp()})",
-                    {"id": run_id, "name": _pending(run_id), "token": token},
+                    "CREATE (r:Run {id: $id, name: $name, complete: false, touched: timestamp()})",
+                    {"id": run_id, "name": _pending(run_id)},
                 )
             except QueryError as err:
                 if "already exists" not in str(err) and "constraint" not in str(err).lower():
                     raise
                 continue
-            # A server without constraints (FalkorDB) lets two loaders create the same id: the
-            # id is ours only if no other Run holds it; otherwise withdraw ours and retry (a
-            # shared id would let one loader's clean-up delete the other's run).
-            holders = (
-                self._arrow("MATCH (r:Run {id: $id}) RETURN count(r) AS n", {"id": run_id})
-                .column("n")[0]
-                .as_py()
-            )
-            if holders == 1:
-                return run_id
-            self._write(
-                "MATCH (r:Run {id: $id, reservation: $token}) DELETE r",
-                {"id": run_id, "token": token},
-            )
-            time.sleep(random.uniform(0.0, 0.05 * (attempt + 1)))
+            return run_id
         raise StoreError(f"{self.location}: could not reserve a run id (too many concurrent loads)")
 
     def _batches(self, table: pa.Table, columns: list[str]) -> Any:
@@ -365,9 +333,8 @@ class Neo4jStore(GraphStore):
 
     def _finish_run(self, run_id: int, name: str, replaces: int | None) -> None:
         """One statement: name the run and make it visible (hiding the run it replaces) unless
-        another load finished a run of that name meanwhile. One statement so that servers
-        without transactions (FalkorDB runs writes one at a time) check and set atomically;
-        on Neo4j the uniqueness constraint refuses the second of two concurrent commits."""
+        another load finished a run of that name meanwhile; of two concurrent commits the
+        uniqueness constraint on ``Run.name`` refuses the second."""
         finish = (
             "MATCH (r:Run {id: $id}) "
             "OPTIONAL MATCH (o:Run {name: $name}) WHERE o.complete = true AND o.id <> $old "
@@ -514,18 +481,4 @@ def _pending(run_id: int) -> str:
     return f"\x01run {run_id}"
 
 
-def wait_for_bolt(host: str, port: int, timeout_s: float = 30.0) -> bool:
-    """True once a Bolt server at ``host:port`` answers a handshake (within ``timeout_s``)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=1.0) as sock:
-                sock.sendall(_HANDSHAKE)
-                if len(sock.recv(4)) == 4:
-                    return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
-__all__ = ["Neo4jStore", "wait_for_bolt"]
+__all__ = ["Neo4jStore"]

@@ -6,7 +6,7 @@ the dialects allow; the rules that make that work (docs/architecture.md §Graph 
 ``MATCH`` clauses, one relationship type per pattern, ``ORDER BY``/``LIMIT`` only in
 ``RETURN``, a condition on two relationships of one type only after ``WITH`` (LadybugDB
 0.22.0 filters wrongly otherwise), no ``CALL {}``, no APOC, no list comprehensions, integer sums coerced on the
-client (LadybugDB sums to a 128-bit integer, FalkorDB to a float). Where a dialect differs
+client (LadybugDB sums to a 128-bit integer). Where a dialect differs
 the two texts stand side by side (:attr:`Query.ladybug`, :attr:`Query.neo4j`): list
 indexing is 1-based in LadybugDB and 0-based in Neo4j.
 

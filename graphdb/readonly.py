@@ -5,8 +5,9 @@ Read-only is enforced by the database, not by this module: reads run on a Ladybu
 opened read-only (or in a ``BEGIN TRANSACTION READ ONLY`` when the process also writes) and in
 Neo4j ``READ_ACCESS`` transactions, which refuse every write. A read-only database still reads
 files, though (``LOAD FROM '/etc/passwd'``, ``CALL read_csv(…)``; ``read_csv_serial`` even
-crashed the process), installs extensions and changes settings, and some Bolt servers
-(FalkorDB) ignore the access mode. So a read must also pass this allow-list, checked on the
+crashed the process), installs extensions and changes settings; and Neo4j Community's
+``READ_ACCESS`` still runs read procedures of any plugin installed. So a read must also pass
+this allow-list, checked on the
 tokens of the query (string literals and comments skipped, backtick names read as names):
 
 - one statement (a ``;`` may only end it: ``COMMIT; CREATE …`` would leave a read transaction);

@@ -134,14 +134,3 @@ NEO4J_DDL: tuple[str, ...] = (
     "CREATE CONSTRAINT llamp_run_name_unique IF NOT EXISTS FOR (r:Run) REQUIRE r.name IS UNIQUE",
     "CREATE INDEX llamp_analysis_run IF NOT EXISTS FOR (a:Analysis) ON (a.run)",
 )
-
-#: Indexed (label, property) pairs for Bolt servers without constraints (FalkorDB): plain
-#: ``CREATE INDEX FOR (n:L) ON (n.p)`` without names or IF NOT EXISTS.
-PLAIN_INDEXES: tuple[tuple[str, str], ...] = (
-    (RUN, "id"),
-    (RUN, "name"),
-    (OP, "key"),
-    (OP, "run"),
-    (ANALYSIS, "id"),
-    (ANALYSIS, "run"),
-)

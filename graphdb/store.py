@@ -289,8 +289,14 @@ class GraphStore(ABC):
                 + "; ".join(f"{p}: {query.params.get(p, 'run id')}" for p in missing)
             )
         return coerce(
-            self._arrow(text, {k: v for k, v in params.items() if k in used}), query.columns
+            self._columns(text, {k: v for k, v in params.items() if k in used}, query.columns),
+            query.columns,
         )
+
+    def _columns(self, cypher: str, params: dict[str, Any], columns: dict[str, str]) -> pa.Table:
+        """Run a catalogue query whose result columns are ``columns`` (a backend may fetch
+        them column by column)."""
+        return self._arrow(cypher, params)
 
     def run_query(self, name: str, run: str, **params: Any) -> pd.DataFrame:
         """Run the catalogue query ``name`` (:mod:`llamp.graphdb.queries`) on run ``run``."""

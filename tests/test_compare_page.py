@@ -24,11 +24,13 @@ SIDEBAR = LogGPS.parse(L="3us", o="1.5us", G="0.018ns/B", S="256KiB", g="0ns")
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
+def home(tmp_path_factory, sweep3d, ui_store) -> Iterator[Path]:
     """A LLAMP_HOME whose store holds ``bcast`` and ``sweep3d``, and one network profile."""
     from llamp.injector.profiles import save_profile
 
-    with stored_home(tmp_path_factory, {"sweep3d": sweep3d, "bcast": read(BCAST)}) as path:
+    with stored_home(
+        tmp_path_factory, {"sweep3d": sweep3d, "bcast": read(BCAST)}, ui_store
+    ) as path:
         save_profile(
             "ib-hdr",
             LogGPS(L=1234.5, o=321.0, G=0.04, S=65536, g=7.0),

@@ -5,6 +5,7 @@ context leaves out what must not be sent to the daemon (``.venv``, ``.git``, the
 from __future__ import annotations
 
 import fnmatch
+import re
 import shlex
 from pathlib import Path
 
@@ -135,6 +136,10 @@ def test_compose_builds_the_app_from_the_repository_with_neo4j_5():
     compose = _compose()
     services = compose["services"]
     assert services["neo4j"]["image"].startswith("neo4j:5")
+    # the Neo4j the tests start (graphdb/neo4j_server) is the version compose runs
+    pom = (REPO / "graphdb" / "neo4j_server" / "pom.xml").read_text()
+    tested = re.search(r"<neo4j.version>([^<]+)</neo4j.version>", pom).group(1)
+    assert services["neo4j"]["image"] == f"neo4j:{tested}-community"
     build = services["app"]["build"]
     context = (COMPOSE.parent / build["context"]).resolve()
     assert context == REPO

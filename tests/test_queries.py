@@ -5,7 +5,6 @@ critical path. Plus the read-only check of ad hoc Cypher."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,12 +85,8 @@ class Loaded:
     backend: str
 
     def assert_floats(self, actual, expected) -> None:
-        """Exact, except through FalkorDB, whose Bolt layer parses float parameters to about
-        15 significant digits (a FalkorDB defect; Neo4j and LadybugDB keep every bit)."""
-        if self.backend == "falkordb":
-            np.testing.assert_allclose(actual, expected, rtol=4e-16 * 8, atol=0)
-        else:
-            np.testing.assert_array_equal(actual, expected)
+        """Exact: Neo4j and LadybugDB keep every bit of a double."""
+        np.testing.assert_array_equal(actual, expected)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -99,15 +94,8 @@ def loaded(request, tmp_path_factory, sweep3d) -> Iterator[Loaded]:
     """Sweep3D stored once per backend, with a critical-path analysis written back."""
     if request.param == "ladybug":
         uri = str(tmp_path_factory.mktemp("queries") / "store")
-    elif request.param == "falkordb":
-        uri = request.getfixturevalue("bolt_server")
-        wipe(uri)
     else:
-        uri = os.environ.get("NEO4J_URI", "")
-        if not uri:
-            pytest.skip(
-                "set NEO4J_URI=bolt://user:pass@host:7687 (a scratch database) to test Neo4j"
-            )
+        uri = request.getfixturevalue("neo4j_server")
         wipe(uri)
     ev = evaluate(sweep3d, LogGPS())
     with open_store(uri) as store:

@@ -3,7 +3,7 @@
 Each attempt must be refused (QueryError, exit 2 in the CLI) and leave the store, the files
 and the process as they were: on the allow-list alone, on a LadybugDB store opened read-only,
 on a writer's store (reads run in a read-only transaction), through ``llamp cypher`` without
-``--write``, and on a Bolt server (FalkorDB ignores the access mode: the allow-list holds).
+``--write``, and on Neo4j (``tests/test_neo4j_safety.py`` runs writes past the allow-list there).
 The database's own refusal is tested by running writes past the allow-list.
 """
 

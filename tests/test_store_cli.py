@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from store_graphs import BACKENDS, SWEEP3D
 
 from llamp.graph import ExecutionGraph
 from llamp.graphdb import open_store
@@ -134,3 +135,31 @@ def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
 def test_unreachable_server_exits_1(capsys):
     code, _, err = llamp(capsys, "--store", "bolt://neo4j:pw@127.0.0.1:1", "runs")
     assert code == 1 and "cannot reach the graph server" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_analyses_of_a_stored_run_equal_the_trace_s_and_are_saved(
+    capsys, stored, tmp_path, monkeypatch
+):
+    """predict, tolerance and path on a stored run (read back from the store, not from a
+    graph file) give the numbers of the trace itself, and --save stores each one."""
+    monkeypatch.setenv("LLAMP_HOME", str(tmp_path / "home"))
+    commands = {
+        "predict": ("runtime_ns", "lambda_L", "lambda_G"),
+        "tolerance": ("baseline_ns", "latency", "bandwidth"),
+        "path": ("runtime_ns",),
+    }
+    saved = []
+    for command, fields in commands.items():
+        code, out, err = llamp(capsys, "--store", stored, command, "sweep3d", "--save", "--json")
+        assert code == 0, err
+        from_store = json.loads(out)
+        code, out, err = llamp(capsys, command, str(SWEEP3D), "--json")
+        assert code == 0, err
+        from_trace = json.loads(out)
+        assert {f: from_store[f] for f in fields} == {f: from_trace[f] for f in fields}
+        saved.append(from_store["analysis_id"])
+    with open_store(stored, read_only=True) as store:
+        analyses = {a.id: a.kind for a in store.list_analyses("sweep3d")}
+    assert [analyses[a] for a in saved] == list(commands)

@@ -173,7 +173,7 @@ def test_writer_lock_records_its_holder_and_releases_on_close(stored):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("backend", ["falkordb", "neo4j"])
+@pytest.mark.parametrize("backend", ["neo4j"])
 def test_concurrent_bolt_ingests_of_one_name_cannot_both_succeed(store_uri, tmp_path):
     graph = tmp_path / "g.npz"
     chain_graph(2, 300).save(graph)

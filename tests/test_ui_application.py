@@ -51,13 +51,13 @@ def graph(sweep3d):
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
+def home(tmp_path_factory, graph, ui_store):
     """A LLAMP_HOME with Sweep3D as ``sweep3d``, a Sweep3D run whose trace is gone
     (``sweep3d-gone``) and a GOAL schedule (``goal-tree``)."""
     gone = tmp_path_factory.mktemp("uploaded") / "sweep3d-2x2"
     shutil.copytree(SWEEP3D, gone)
     runs = {RUN: graph, "sweep3d-gone": read(gone), "goal-tree": read(GOAL)}
-    with stored_home(tmp_path_factory, runs) as path:
+    with stored_home(tmp_path_factory, runs, ui_store) as path:
         shutil.rmtree(gone)
         yield path
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from store_graphs import wipe
 
 pytestmark = pytest.mark.slow
 
@@ -65,13 +66,16 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """``llamp ui`` on an empty embedded store in a temporary LLAMP_HOME."""
+def server(tmp_path_factory, ui_store):
+    """``llamp ui`` on an empty store: embedded in a temporary LLAMP_HOME, or ``ui_store``."""
     home = tmp_path_factory.mktemp("llamp-home")
     port = _free_port()
     env = {**os.environ, "LLAMP_HOME": str(home)}
     env["LLAMP_UI_SERVER_ROOTS"] = str(SWEEP3D.resolve().parent)  # "Path on the server" is opt-in
     env.pop("LLAMP_STORE", None)
+    if ui_store is not None:
+        wipe(ui_store)
+        env["LLAMP_STORE"] = ui_store
     log = home / "ui.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(

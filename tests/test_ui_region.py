@@ -24,16 +24,9 @@ def graph():
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, graph):
-    with stored_home(tmp_path_factory, {RUN: graph}) as path:
+def home(tmp_path_factory, graph, ui_store):
+    with stored_home(tmp_path_factory, {RUN: graph}, ui_store) as path:
         yield path
-
-
-@pytest.fixture
-def store_env(home, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(home))
-    monkeypatch.delenv("LLAMP_STORE", raising=False)
-    return home
 
 
 def test_design_space_page_shows_the_api_regions(store_env, graph):

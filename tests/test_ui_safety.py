@@ -166,11 +166,11 @@ def test_percent_encoded_credentials_are_decoded():
 
 
 @pytest.mark.integration
-def test_wrong_bolt_credentials_are_a_readable_error(bolt_server):
+def test_wrong_bolt_credentials_are_a_readable_error(neo4j_server):
     from llamp.errors import StoreError
     from llamp.graphdb import open_store
 
-    host = bolt_server.split("@", 1)[1]
+    host = neo4j_server.split("@", 1)[1]
     with pytest.raises(StoreError, match="check the user name and password") as err:
         open_store(f"bolt://intruder:s3cr%2Fet@{host}", read_only=True)
     assert "s3cr" not in str(err.value)

@@ -32,9 +32,9 @@ BCAST = SWEEP3D.parent / "bcast-synthetic"
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, sweep3d) -> Iterator[Path]:
+def home(tmp_path_factory, sweep3d, ui_store) -> Iterator[Path]:
     """A LLAMP_HOME whose store holds ``sweep3d`` and ``bcast`` (for the Compare page)."""
-    with stored_home(tmp_path_factory, {RUN: sweep3d, "bcast": read(BCAST)}) as path:
+    with stored_home(tmp_path_factory, {RUN: sweep3d, "bcast": read(BCAST)}, ui_store) as path:
         yield path
 
 
