@@ -20,10 +20,6 @@ constraints and transactions differ.
 from __future__ import annotations
 
 import logging
-import random
-import socket
-import time
-import uuid
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
