@@ -294,6 +294,7 @@ class RegionSettings:
     ranks_per_node: int = 1
     intra: tuple[float, float] | None = None
     inter: tuple[float, float] | None = None
+    gpu_machine: str | None = None
     designs: tuple[str, ...] = ()
     networks: bool = False
     max_evaluations: int | str | None = None
@@ -608,16 +609,23 @@ def _default_axes(variables) -> str:
 def _region(graph: ExecutionGraph, inputs: Inputs, settings: RegionSettings):
     from llamp.lp.region import parameter_axis, tolerance_region
 
-    variables = region_variables(
-        graph,
-        inputs.params,
-        topology=inputs.topology,
-        mapping=inputs.mapping,
-        ranks_per_node=settings.ranks_per_node,
-        intra=settings.intra,
-        inter=settings.inter,
-        latencies=inputs.latencies,
-    )
+    if settings.gpu_machine:
+        if inputs.topology or settings.intra or settings.inter:
+            raise InputError("choose one machine: --gpu-machine, --topology or --intra/--inter")
+        from llamp.lp.gpu_machine import GpuMachine, gpu_variables
+
+        variables = gpu_variables(graph, GpuMachine.parse(settings.gpu_machine))
+    else:
+        variables = region_variables(
+            graph,
+            inputs.params,
+            topology=inputs.topology,
+            mapping=inputs.mapping,
+            ranks_per_node=settings.ranks_per_node,
+            intra=settings.intra,
+            inter=settings.inter,
+            latencies=inputs.latencies,
+        )
     axes = settings.axes or _default_axes(variables)
     names = [a.strip() for a in axes.split(",")]
     if len(names) != 2 or not all(names):
@@ -1102,6 +1110,16 @@ ANALYSES: dict[str, Analysis] = {
                     key="max",
                     study_default=[],
                     study_type=list[str],
+                ),
+                Option(
+                    "gpu_machine",
+                    "--gpu-machine",
+                    _optional_text,
+                    None,
+                    help="GPU machine: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8"
+                    "[,affinity=…]; variables L_intra, L_inter, G_intra, G_inter.",
+                    metavar="SPEC",
+                    study_type=str | None,
                 ),
                 *_ranks_first(
                     _two_level_options(

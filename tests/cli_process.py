@@ -44,12 +44,27 @@ class Measured:
     seconds: float
 
 
+def _high_water(pid: int) -> int:
+    """The peak resident set of process ``pid``'s own memory (``VmHWM``, bytes; 0 once it has
+    exited). ``wait4``'s ``ru_maxrss`` is no measure of a child alone on Linux: at ``exec`` it
+    keeps the peak of the memory the child was forked with, i.e. of the test process."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def llamp_measured(
     *args: str, home: Path, env: dict[str, str] | None = None, timeout: float = 300
 ) -> Measured:
-    """Run ``llamp ARGS`` in its own process and measure it alone (``os.wait4``: the peak RSS
-    of this child, not of every child the tests started). A child killed by a signal has a
-    negative return code, as with :mod:`subprocess`."""
+    """Run ``llamp ARGS`` in its own process and measure it alone: the peak RSS of this child
+    (its ``VmHWM``, polled every 20 ms), not of the test process or every child the tests
+    started. A child killed by a signal has a negative return code, as with
+    :mod:`subprocess`."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         proc = subprocess.Popen(
@@ -60,7 +75,9 @@ def llamp_measured(
             env=_env(home, env),
         )
         deadline = start + timeout
+        peak = 0
         while True:
+            peak = max(peak, _high_water(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -77,6 +94,6 @@ def llamp_measured(
             proc.returncode,
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
-            usage.ru_maxrss * 1024,  # Linux: KiB
+            peak or usage.ru_maxrss * 1024,
             seconds,
         )

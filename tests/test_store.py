@@ -654,13 +654,14 @@ def test_a_page_with_missing_ops_is_a_damaged_run(tiny):
 
 TRACES = TESTS / "data" / "traces"
 #: One sample per reader (llamp.ingest.FORMATS): rank-file traces, OTF2, DUMPI, SimGrid
-#: time-independent, GOAL text, and a saved .npz graph.
+#: time-independent, GOAL text, Chakra execution traces, and a saved .npz graph.
 FORMAT_SAMPLES = {
     "liballprof": TRACES / "liballprof" / "sweep3d-2x2",
     "otf2": TRACES / "otf2" / "sstmacro-10ranks",
     "dumpi": TRACES / "dumpi" / "sst-dumpi-4ranks",
     "simgrid": TRACES / "simgrid-ti" / "ti-32ranks",
     "goal": TRACES / "goal" / "non_blocking.goal",
+    "chakra": TESTS / "data" / "chakra" / "custom_ring_allreduce_8npus_1MB",
 }
 
 

@@ -341,7 +341,7 @@ def _profiles() -> tuple:
     help="Link-class variables of a topology (fattree:k=16, dragonfly:…, torus:…, graph file).",
 )
 @click.option("--mapping", "mapping_file", default=None, help="Node of every rank (--topology).")
-@settings_options("region", "ranks_per_node", "intra", "inter")
+@settings_options("region", "ranks_per_node", "intra", "inter", "gpu_machine")
 @latency_options
 @settings_options("region", "designs", "networks", "max_evaluations")
 @analysis_settings("region")

@@ -153,7 +153,7 @@ def gpu_machine_cmd(
     from llamp.lp.gpu_machine import GpuMachine, analyze_gpu_machine
 
     machine = GpuMachine.parse(spec)
-    x = parse_levels(levels)
+    x = parse_levels(levels, "--x")
     result = analyze_gpu_machine(graph, params, machine, x)
     if as_json:
         emit_json(result.as_dict())
