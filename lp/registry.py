@@ -291,10 +291,10 @@ class RegionSettings:
     G_max: str | None = None
     o_max: str | None = None
     maxima: tuple[str, ...] = ()
+    gpu_machine: str | None = None
     ranks_per_node: int = 1
     intra: tuple[float, float] | None = None
     inter: tuple[float, float] | None = None
-    gpu_machine: str | None = None
     designs: tuple[str, ...] = ()
     networks: bool = False
     max_evaluations: int | str | None = None
