@@ -36,7 +36,8 @@ def _timeline(graph: ExecutionGraph, params: LogGPS, critical_only: bool):
 def _report(graph: ExecutionGraph, params: LogGPS):
     def build() -> str:
         from llamp.lp.critical import evaluation_budget
-        from llamp.lp.html_report import build_report, render_report
+        from llamp.lp.html_report import render_report
+        from llamp.lp.report import build_report
 
         data = build_report(
             graph,
@@ -120,7 +121,8 @@ def _latency_report(
 ):
     def build() -> str:
         from llamp.lp import critical_path
-        from llamp.lp.html_report import ReportData, render_report, report_curve
+        from llamp.lp.html_report import render_report
+        from llamp.lp.report import ReportData, report_curve
 
         graph = store.load_graph(name, token)
         table = sampled(curve, crit.lo, crit.hi)
