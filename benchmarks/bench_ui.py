@@ -75,12 +75,11 @@ def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     import streamlit as st
 
-    from llamp.ui import analyses, run_comparison, stored, tasks
+    from llamp.ui import analyses, stored, tasks
 
     st.cache_data.clear()
     st.cache_resource.clear()
     stored.forget()
-    run_comparison.forget()
     with analyses._WHATIFS_LOCK:
         analyses._WHATIFS.clear()
     for task in tasks.running():

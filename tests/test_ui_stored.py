@@ -25,7 +25,7 @@ from llamp.lp import compare as lp_compare
 from llamp.lp.classify import NETWORKS, Classification, Network, Thresholds
 from llamp.lp.region import Axis, RegionEdge, RegionLevel
 from llamp.params import LogGPS
-from llamp.ui import analyses, codec, run_comparison, stored, tasks
+from llamp.ui import analyses, codec, stored, tasks
 from llamp.ui import store as ui_store
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
@@ -125,7 +125,6 @@ def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     stored.forget()
-    run_comparison.forget()
     with analyses._WHATIFS_LOCK:
         analyses._WHATIFS.clear()
     st.cache_data.clear()
