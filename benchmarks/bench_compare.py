@@ -1,4 +1,4 @@
-"""Runs side by side and the exports (issue 17 items 5 and 7): ``compare_runs`` of two stencil
+"""Runs side by side and the exports: ``compare_runs`` of two stencil
 versions, the Perfetto trace and the HTML report.
 
 Graphs: the noisy stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices` (2-D

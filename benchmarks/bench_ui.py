@@ -1,4 +1,4 @@
-"""Every UI page on a 10^6-vertex run under AppTest, cold and warm (issue 17: first result
+"""Every UI page on a 10^6-vertex run under AppTest, cold and warm (first result
 ≤ 15 s cold, ≤ 1 s warm).
 
 The run is the 16-rank noisy stencil of ``ingest/synthetic.py`` (about 10^6 vertices), stored in

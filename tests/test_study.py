@@ -1,4 +1,4 @@
-"""Studies (issue 18): spec validation, every analysis equal to its single command, resume,
+"""Studies: spec validation, every analysis equal to its single command, resume,
 failed cells, the store, Dask (LocalCluster; a real scheduler and two workers) and Slurm."""
 
 from __future__ import annotations

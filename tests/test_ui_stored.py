@@ -1,5 +1,5 @@
-"""Analyses of every page kept as Analysis nodes and reused across sessions and restarts
-(issue 17): the design space, classification, topology, matrices, compared runs and the
+"""Analyses of every page kept as Analysis nodes and reused across sessions and restarts:
+the design space, classification, topology, matrices, compared runs and the
 collectives what-if compute once; a fresh session on the same store, after everything this
 process kept is dropped, shows the same numbers without starting a task or calling the
 analysis. The stored shapes (:mod:`llamp.ui.codec`) round-trip exactly and read nothing else.
