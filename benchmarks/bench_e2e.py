@@ -14,7 +14,7 @@ not included either.
 ``python -m benchmarks.bench_e2e`` (the *data path*) instead runs each stage as the
 whole process a user runs, under GNU time (peak RSS of that process alone): write the noisy
 stencil as GOAL, ``llamp ingest X.goal -o X.npz`` (which lowers and keeps the event graph),
-the lowering alone (:func:`llamp.lp.events.build_event_graph` on the mapped graph, a process of
+the lowering alone (:func:`llamp.lp.event_graph.build_event_graph` on the mapped graph, a process of
 its own), the first ``llamp predict X.npz``, ``llamp sweep X.npz --points 11`` and ``llamp
 report X.npz``; with ``--side NAME=PYTHON`` once per checkout (e.g. ``before`` = main's
 interpreter, ``after`` = this branch's), interleaved, and it checks that every side predicts
@@ -218,7 +218,7 @@ _SYNTH = (
 )
 _LOWER = (
     "import sys, warnings; warnings.simplefilter('ignore'); from llamp.ingest import read; "
-    "from llamp.lp.events import build_event_graph; from llamp.params import LogGPS; "
+    "from llamp.lp.event_graph import build_event_graph; from llamp.params import LogGPS; "
     "g = read(sys.argv[1]); p = LogGPS(); "
     "ev = build_event_graph(g, p.S, progress=p.progress, nic=p.nic); print(ev.num_edges)"
 )
