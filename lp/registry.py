@@ -477,11 +477,20 @@ def _sweep_scalars(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_RANGE_OPTIONS = (
-    _PARAMETER,
-    Option("lo", "--from", _text, "0", key="from", study_type=str | float),
-    Option("hi", "--to", _text, "100us", key="to", study_type=str | float),
-)
+def _range_options(
+    help_from: str | None = None, help_to: str | None = None
+) -> tuple[Option, Option, Option]:
+    """``--from``, ``--to`` (a study's ``from``, ``to``) and ``--points`` of a range."""
+    return (
+        Option("lo", "--from", _text, "0", help=help_from, key="from", study_type=str | float),
+        Option("hi", "--to", _text, "100us", help=help_to, key="to", study_type=str | float),
+        Option(
+            "points", "--points", _int, 11, kind="int", minimum=2, maximum=100000, study_type=int
+        ),
+    )
+
+
+_RANGE_OPTIONS = (_PARAMETER, *_range_options()[:2])
 
 
 # critical --------------------------------------------------------------------
@@ -1097,34 +1106,7 @@ ANALYSES: dict[str, Analysis] = {
             SweepSettings,
             (
                 *_RANGE_OPTIONS[:1],
-                Option(
-                    "lo",
-                    "--from",
-                    _text,
-                    "0",
-                    help="First value (L/o: 0us; G: ns/B).",
-                    key="from",
-                    study_type=str | float,
-                ),
-                Option(
-                    "hi",
-                    "--to",
-                    _text,
-                    "100us",
-                    help="Last value.",
-                    key="to",
-                    study_type=str | float,
-                ),
-                Option(
-                    "points",
-                    "--points",
-                    _int,
-                    11,
-                    kind="int",
-                    minimum=2,
-                    maximum=100000,
-                    study_type=int,
-                ),
+                *_range_options("First value (L/o: 0us; G: ns/B).", "Last value."),
                 Option(
                     "reschedule",
                     "--reschedule",
@@ -1566,34 +1548,7 @@ ANALYSES: dict[str, Analysis] = {
             "(llamp report)",
             ReportSettings,
             (
-                Option(
-                    "lo",
-                    "--from",
-                    _text,
-                    "0",
-                    help="Sweep/critical interval start.",
-                    key="from",
-                    study_type=str | float,
-                ),
-                Option(
-                    "hi",
-                    "--to",
-                    _text,
-                    "100us",
-                    help="Sweep/critical interval end.",
-                    key="to",
-                    study_type=str | float,
-                ),
-                Option(
-                    "points",
-                    "--points",
-                    _int,
-                    11,
-                    kind="int",
-                    minimum=2,
-                    maximum=100000,
-                    study_type=int,
-                ),
+                *_range_options("Sweep/critical interval start.", "Sweep/critical interval end."),
                 levels_setting(_DEFAULT_X, "Tolerance levels", _DEFAULT_X_STUDY),
                 _budget_option("auto"),
             ),
