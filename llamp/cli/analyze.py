@@ -54,9 +54,7 @@ def predict(
     result, payload = _run("predict", graph, Inputs(params, engine))
     payload["engine_note"] = choice.note
     if save:
-        payload["analysis_id"] = write_back(
-            graph_spec, "predict", params, result.as_dict(), _schedule(graph, params), graph
-        )
+        payload["analysis_id"] = _save("predict", graph_spec, graph, params, payload, per_op=True)
     if as_json:
         emit_json(payload)
         return
@@ -79,6 +77,21 @@ def _run(name: str, graph: ExecutionGraph, inputs: Inputs, settings=None):
     settings = entry.default_settings() if settings is None else settings
     result = entry.run(graph, inputs, settings)
     return result, entry.payload(result, settings, inputs)
+
+
+def _save(
+    name: str,
+    graph_spec: str,
+    graph: ExecutionGraph,
+    params: LogGPS,
+    payload: dict,
+    per_op: bool = False,
+) -> str:
+    """``--save``: analysis ``name``'s scalars (the registry's, as a study cell stores them)
+    as an Analysis node of the stored run, with each op's schedule when ``per_op``."""
+    scalars = ANALYSES[name].scalars(payload)
+    per_vertex = _schedule(graph, params) if per_op else None
+    return write_back(graph_spec, name, params, scalars, per_vertex, graph)
 
 
 def _schedule(graph: ExecutionGraph, params: LogGPS):
@@ -285,12 +298,7 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, settings) -> Non
     result, payload = _run("tolerance", graph, Inputs(params, engine), settings)
     payload["engine_note"] = choice.note
     if save:
-        scalars = {"baseline_ns": result.baseline_ns}
-        for t in result.latency:
-            scalars[f"latency_{t.x:g}_ns"] = t.value
-        for t in result.bandwidth:
-            scalars[f"G_{t.x:g}_ns_per_byte"] = t.value
-        payload["analysis_id"] = write_back(graph_spec, "tolerance", params, scalars)
+        payload["analysis_id"] = _save("tolerance", graph_spec, graph, params, payload)
     if as_json:
         emit_json(payload)
         return
@@ -445,10 +453,7 @@ def path(graph, graph_spec, params, as_json, save, top) -> None:
     """The critical path: its messages and where its time goes, per rank."""
     cp, payload = _run("path", graph, Inputs(params))
     if save:
-        scalars = cp.totals | {"runtime_ns": cp.runtime_ns}
-        payload["analysis_id"] = write_back(
-            graph_spec, "path", params, scalars, _schedule(graph, params), graph
-        )
+        payload["analysis_id"] = _save("path", graph_spec, graph, params, payload, per_op=True)
     if as_json:
         emit_json(payload)
         return

@@ -627,17 +627,6 @@ def analysis_settings(name: str) -> Callable[[Callable[..., Any]], Callable[...,
     return decorate
 
 
-def budget_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--max-evaluations`` of the critical-value search with another default (``auto`` in
-    the commands that run several analyses); the command receives the text as ``budget``."""
-    from dataclasses import replace
-
-    from llamp.lp.registry import ANALYSES
-
-    opt = ANALYSES["critical"].option("max_evaluations")
-    return _click_option(replace(opt, field="budget", default=default))
-
-
 def progress_bar(unit: str = "%", show: bool = True):
     """A progress bar on stderr (hidden when stderr is not a terminal) and the
     :data:`llamp.lp.registry.Report` that drives it: the fraction done (out of 100, with
