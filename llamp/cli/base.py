@@ -284,12 +284,7 @@ def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args, wire, switch, intra_node, links, **kw):
         from llamp.lp.topology import LinkLatencies
 
-        per_class = {}
-        for item in links:
-            if "=" not in item:
-                raise InputError(f"--link: {item!r} is not CLASS=VALUE (e.g. core=500ns)")
-            name, value = (p.strip() for p in item.split("=", 1))
-            per_class[name] = parse_duration_ns(value)
+        per_class = config.parse_class_latencies(links, what="--link")
         given = {
             key: parse_duration_ns(value)
             for key, value in (
