@@ -147,7 +147,7 @@ def test_validate_needs_network_parameters():
 
 # --------------------------------------------------------------------------- real application
 def _openmpi_ready() -> bool:
-    from llamp.ingest.trace import TracerError, detect_mpi
+    from llamp.ingest.tracing import TracerError, detect_mpi
 
     if not (shutil.which("mpicc") and shutil.which("mpirun") and shutil.which("lmp")):
         return False
