@@ -39,7 +39,7 @@ def stored(store_uri, sweep3d) -> str:
 def test_runs_list_show_and_delete(capsys, stored, sweep3d):
     code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
     assert code == 0
-    runs = json.loads(out)
+    runs = json.loads(out)["runs"]
     assert [(r["name"], r["vertices"], r["bytes"]) for r in runs] == [
         ("sweep3d", sweep3d.num_vertices, sweep3d.summary().bytes)
     ]
@@ -55,7 +55,7 @@ def test_runs_list_show_and_delete(capsys, stored, sweep3d):
     code, out, _ = llamp(capsys, "--store", stored, "runs", "delete", "sweep3d", "--yes")
     assert code == 0 and "deleted run 'sweep3d'" in out
     code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
-    assert json.loads(out) == []
+    assert json.loads(out)["runs"] == []
 
 
 def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
