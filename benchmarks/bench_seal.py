@@ -7,20 +7,26 @@ checked, :meth:`ExecutionGraph.check_ranges`, then the stored event graph (seal 
 checks, :func:`llamp.lp.lowered.persisted`). Each phase is the median of ``--repeat`` runs with
 the file in the page cache (one warm-up read first).
 
-Rows:
+Rows (one column per file):
 
-- ``load (sealed file)``: all of the above, end to end — what ``predict`` waits for before its
+- ``load without the checks``: ``numpy.load`` of every member into memory — the zip's CRC
+  and nothing else (what a reader that trusts the file pays);
+- ``load with the checks``: llamp's load with every array read into memory: the columns
+  (:func:`read_npz`), the stored event graph (:func:`persisted`, its arrays copied);
+- ``arrays left mapped``: the same without the copies, what ``predict`` waits for before its
   first kernel pass;
-- ``of which: seal digests``: keyed BLAKE3 over every member (what the seal check reads);
-- ``of which: check_ranges``: the vectorised range checks of the columns;
-- ``CRC-32 of every member``: what the load checked before the seal, over the same bytes (a
-  sealed member is checked by its digest instead of its CRC);
-- ``check cost``: seal digests + range checks, and in percent of the load;
+- ``of which``: the keyed BLAKE3 digests of every member (the seal, checked instead of the
+  CRC), the range checks of the columns, the checks of the stored event graph;
+- ``CRC-32 of every member``: what the seal's digest replaces, over the same bytes;
+- the checks beyond the seal in percent of the load, and the seal's net cost beside them;
 - ``unsealed file: full validation``: :meth:`ExecutionGraph.validate`, which a file from
   elsewhere gets instead of ``check_ranges`` (its event graph is lowered again as well, which
   at 10^7 vertices takes ~20 s: not timed here).
 
-    python -m benchmarks.bench_seal --graph /tmp/s7.npz [--repeat 3] [--json]
+The machine's load average is printed at the start and the end (a shared machine inflates
+the seconds; the ratios hold better).
+
+    python -m benchmarks.bench_seal --graph /tmp/s6.npz /tmp/s7.npz [--repeat 3] [--json]
 """
 
 from __future__ import annotations
