@@ -132,6 +132,40 @@ def test_a_damaged_event_graph_is_lowered_again_once_and_written_back(stored, sw
     assert [(c["status"], c["graph_file"]) for c in json.loads(done.stdout)] == [("ok", "ok")]
 
 
+def test_an_inconsistent_event_graph_in_a_store_file_is_lowered_again(stored, sweep3d, capsys):
+    """A sealed event graph that fails the structure checks (what only a bug could write) is,
+    in a store's graph file, one more cache to rebuild: lowered again and written back."""
+    import dataclasses
+
+    from llamp.ingest.npz import read_npz
+    from llamp.lp import lowered
+    from llamp.lp.engine import engine_for
+    from llamp.params import LogGPS
+    from llamp.seal import Sealer
+
+    params = LogGPS()
+    with open_store(stored, read_only=True) as store:
+        path = store.lowered_path(store.run_info("sweep3d"))
+    graph = read_npz(path, lazy=True)
+    key = lowered.lowering_key(lowered.rendezvous_count(graph, params.S), params)
+    ev = lowered.persisted(graph, key)
+    src = np.array(ev.src)
+    src[-1] = ev.num_events  # an in-edge from a position that does not exist
+    sizes, counts = lowered.message_sizes(graph)
+    sealer = Sealer()
+    graph.save(path, extra={lowered.SIZES: sizes, lowered.SIZE_COUNTS: counts}, sealer=sealer)
+    lowered._append_lowering(path, 0, dataclasses.replace(ev, src=src), sealer)
+    lowered._append_index(path, [lowered._entry(key[0], ev)], sealer)
+    want = engine_for(sweep3d).runtime(params)
+    for note in (True, False):
+        with open_store(stored, read_only=True) as store:
+            assert engine_for(store.load_run("sweep3d")).runtime(params) == want
+        err = capsys.readouterr().err
+        assert (
+            "its event graph is inconsistent; lowered it again and wrote it back" in err
+        ) == note
+
+
 #: Reads run ``sweep3d`` of the store argv[1] and compares it with the graph file argv[2]:
 #: prints "same", "changed" or "refused: …" (a process of its own: a flip may crash it).
 _READ_BACK = """
