@@ -387,12 +387,18 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
         )
         # The checks read every array once; each is released from the resident set after its
         # pass (the analyses touch what they use, when they do).
-        _check(
-            ev,
-            table.path,
-            int(table.members.array(SIZE_COUNTS).sum()),
-            lambda *names, i=i: table.members.release(f"lowering_{i}_{n}" for n in names),
-        )
+        try:
+            _check(
+                ev,
+                table.path,
+                int(table.members.array(SIZE_COUNTS).sum()),
+                lambda *names, i=i: table.members.release(f"lowering_{i}_{n}" for n in names),
+            )
+        except InputError:
+            if graph.__dict__.get(CACHE_NOTE) is None:
+                raise
+            _note(table, "its event graph is inconsistent", graph)  # a cache: lowered again
+            return None
         return ev
     return None
 
