@@ -202,8 +202,10 @@ def _load_trace(source: Any, *, lenient: bool, host_speed: float | str | None = 
     if FORMATS[fmt].kind != "trace":
         where = "the trace it was made from (a liballprof directory)"
         if fmt == "npz":
-            try:
-                files = ExecutionGraph.load(path, validate=False).meta.get("files") or []
+            from llamp.ingest.npz import read_npz
+
+            try:  # a file from outside: its sizes bounded and its columns checked first
+                files = read_npz(path, lazy=True).meta.get("files") or []
             except InputError:
                 files = []
             dirs = sorted({str(Path(f).parent) for f in files if Path(f).exists()})

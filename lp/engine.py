@@ -41,7 +41,7 @@ from llamp.lp.kernels import (
     slopes,
     values,
 )
-from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
+from llamp.lp.lowered import lowering_key, persisted, rendezvous_count, renew
 from llamp.params import LogGPS
 
 #: Parameter name → column of the event-graph coefficients.
@@ -160,6 +160,7 @@ class GraphEngine:
                 rendezvous=params.rendezvous,
                 schedule_at=params.schedule_at,
             )
+            renew(self.graph, key, cached)  # a store's damaged copy is replaced by this one
         self._events[key] = cached
         return cached
 

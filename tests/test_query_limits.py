@@ -199,7 +199,7 @@ def _store_unchanged(stored, sweep3d):
     assert code == 0, err
     assert [(c["name"], c["status"]) for c in json.loads(out)] == [("sweep3d", "ok")]
     code, out, _, _ = _llamp(stored, "runs", "--json")
-    assert [(r["name"], r["vertices"]) for r in json.loads(out)] == [
+    assert [(r["name"], r["vertices"]) for r in json.loads(out)["runs"]] == [
         ("sweep3d", sweep3d.num_vertices)
     ]
 
