@@ -47,10 +47,15 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
 - **CPU.** The calcs and send overheads of one (rank, cpu) take turns in program order (a
   pair that a dependency already orders as strongly adds no edge: in a trace, none does).
-  The receives completed by one wait — the receives a ``calc`` requires: the calc after a
-  ``Wait``/``Waitall``; a receive belongs to the first calc that requires it — are processed
-  one after another in program (posting) order. Receives joined by another kind of vertex
-  are not a wait and are not chained.
+  Members are the operations that hold the CPU and that the program issues in that order: a
+  zero-cost calc (a join) is none, and neither is a send that waits for a message the next
+  member does not wait for — progress the MPI library makes when the message arrives (a
+  later round of a non-blocking collective), not a step of the program
+  (:func:`_program_line`). The receives completed by one wait — the receives a ``calc``
+  requires: the calc after a ``Wait``/``Waitall``; a receive belongs to the first calc that
+  requires it, a join of such progress rounds aside — are processed one after another in
+  program (posting) order. Receives joined by another kind of vertex are not a wait and are
+  not chained.
 - **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
   ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
   asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
@@ -503,15 +508,14 @@ def _serialisation_chains(
 
     sends = np.flatnonzero(kind == SEND)
     sends = sends[_group_by(position[sends], V)]  # program order
-    cpu_ops = np.flatnonzero((kind == SEND) | (kind == CALC))
-    cpu_ops = cpu_ops[_group_by(position[cpu_ops], V)]
+    cpu_ops, progress_calc = _program_line(graph, position)
     send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"))
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
     ek = graph.edge_kind
     req = ek == REQUIRES
-    into_calc = req & (kind[graph.edge_dst] == CALC)
+    into_calc = req & (kind[graph.edge_dst] == CALC) & ~progress_calc[graph.edge_dst]
     r = graph.edge_src[into_calc & (kind[graph.edge_src] == RECV)]
     w = graph.edge_dst[into_calc & (kind[graph.edge_src] == RECV)]
     if r.size:
@@ -554,12 +558,94 @@ def _serialisation_chains(
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
+def _program_line(graph: ExecutionGraph, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the CPU ops chained in program order, in that order; a mask of the calcs that are
+    progress, not waits).
+
+    The chain holds the calcs that take CPU time and the sends the program issues in program
+    order. A zero-cost calc holds no CPU and is no member. A send that waits for a message the
+    next op of its stream's chain does not wait for is no step of the program but progress
+    the MPI library makes when the message arrives (a later round of a non-blocking
+    collective): the program went on past it, and chaining it would hold the program back for
+    a message it does not wait for, or close a cycle where the program only waits for the
+    round in a later call. A zero-cost calc in that position that something requires (the
+    join of such a round) is progress too, not a wait: its receives are processed as they
+    arrive. "Waits for" is taken through the rank's ``requires`` edges (an ``irequires``
+    waits for a start, not a message); of the receives an op waits for, the one latest in
+    program order stands for the set (an op that waits for a later-posted receive than the
+    next op waits for one the next op does not)."""
+    V = graph.num_vertices
+    kind = graph.kind
+    ops = np.flatnonzero((kind == SEND) | (kind == CALC))
+    ops = ops[_group_by(position[ops], V)]
+    progress = np.zeros(V, dtype=bool)
+    if ops.size == 0:
+        return ops, progress
+    local = graph.edge_kind != MESSAGE
+    src, dst = graph.edge_src[local], graph.edge_dst[local]
+    by_dst = _group_by(dst, V, np.int64)
+    order = np.empty(V, dtype=np.int64)
+    order[position] = np.arange(V)
+    awaited = _awaited_receive(
+        order, _ptr(dst, V), src[by_dst], graph.edge_kind[local][by_dst], kind, position
+    )
+    stream = graph.streams("cpu")[ops].astype(np.int64)
+    key = graph.rank[ops].astype(np.int64) * (int(stream.max()) + 1) + stream
+    regroup = np.argsort(key, kind="stable")  # each stream's ops together, in program order
+    chained, ahead = _in_order(ops[regroup], key[regroup], awaited, kind, graph.cost_ns)
+    keep = np.empty(ops.size, dtype=bool)
+    keep[regroup] = chained
+    progress[ops[regroup][ahead]] = True
+    progress &= np.bincount(src, minlength=V) > 0  # a join something requires
+    return ops[keep], progress
+
+
+@numba.njit(cache=True)
+def _awaited_receive(order, in_ptr, in_src, in_kind, kind, position):  # pragma: no cover
+    """Per vertex, the program position of the latest receive it waits for through its
+    rank's ``requires`` edges (−1: none); ``order`` lists the vertices in program order."""
+    awaited = np.full(order.shape[0], -1, dtype=np.int64)
+    for i in range(order.shape[0]):
+        v = order[i]
+        d = np.int64(-1)
+        for k in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[k]
+            d = max(d, awaited[u])
+            if in_kind[k] == REQUIRES and kind[u] == RECV:
+                d = max(d, np.int64(position[u]))
+        awaited[v] = d
+    return awaited
+
+
+@numba.njit(cache=True)
+def _in_order(ops, key, awaited, kind, cost):  # pragma: no cover - compiled
+    """Each stream's ``ops`` walked backwards: (chained, waits ahead of the chain). A calc
+    with a cost is chained; a send when it waits for no later receive than the next op
+    chained; a zero-cost calc never. "Ahead": a zero-cost calc that waits for a later
+    receive than the next op chained."""
+    chained = np.zeros(ops.shape[0], dtype=np.bool_)
+    ahead = np.zeros(ops.shape[0], dtype=np.bool_)
+    limit = np.int64(-1)
+    for i in range(ops.shape[0] - 1, -1, -1):
+        if i == ops.shape[0] - 1 or key[i] != key[i + 1]:
+            limit = np.iinfo(np.int64).max
+        v = ops[i]
+        if kind[v] == CALC and cost[v] == 0.0:
+            ahead[i] = awaited[v] > limit
+        elif kind[v] == CALC or awaited[v] <= limit:
+            chained[i] = True
+            limit = awaited[v]
+    return chained, ahead
+
+
 def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
     """``chain`` without the pairs the dependencies already order as strongly: ``a requires
-    b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
-    calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
-    then adds no edge (and no LP row). One pass over the out-edges of each pair's ``a`` (and
-    of its receives): the graph's index type, no per-edge key table."""
+    b`` or ``b irequires a`` from a send, directly or through receives and zero-cost calcs
+    (``a → r → b``: the calc, Irecv/Recv, calc of a trace; ``a → join → b``: the rounds of
+    a collective; at most :data:`_THROUGH` such vertices). In a trace every pair is such a
+    dependency: the chain then adds no edge (and no LP row). A walk over the out-edges of
+    each pair's ``a`` (bounded: :data:`_BUDGET`): the graph's index type, no per-edge key
+    table."""
     if chain.size == 0:
         return chain
     V = graph.num_vertices
@@ -567,33 +653,53 @@ def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
     order = _group_by(graph.edge_src, V, index)
     out_ptr = _ptr(graph.edge_src, V, index)
     keep = _not_ordered(
-        chain.a, chain.b, out_ptr, order, graph.edge_dst, graph.edge_kind, graph.kind
+        chain.a,
+        chain.b,
+        out_ptr,
+        order,
+        graph.edge_dst,
+        graph.edge_kind,
+        graph.kind,
+        graph.cost_ns,
     )
     return _Chain(chain.a[keep], chain.b[keep])
 
 
+#: Receives and zero-cost calcs a dependency may pass through and still order a chain's pair,
+#: and the out-edges looked at per pair (past them the pair stays: an edge too many, never one
+#: too few).
+_THROUGH = 3
+_BUDGET = 4096
+
+
 @numba.njit(cache=True)
-def _not_ordered(a, b, out_ptr, order, dst, ek, kind):  # pragma: no cover - compiled
+def _not_ordered(a, b, out_ptr, order, dst, ek, kind, cost):  # pragma: no cover - compiled
     keep = np.ones(a.shape[0], dtype=np.bool_)
+    stack = np.empty((_THROUGH + 1, 2), dtype=np.int64)  # (vertex, next out-edge slot)
     for i in range(a.shape[0]):
         u, w = a[i], b[i]
-        for k in range(out_ptr[u], out_ptr[u + 1]):
-            e = order[k]
-            x = dst[e]
-            strong = ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)
-            if not strong:
+        stack[0, 0], stack[0, 1] = u, out_ptr[u]
+        top = 0
+        budget = _BUDGET
+        while top >= 0 and keep[i] and budget > 0:
+            budget -= 1
+            x = stack[top, 0]
+            k = stack[top, 1]
+            if k == out_ptr[x + 1]:
+                top -= 1
                 continue
-            if x == w:
+            stack[top, 1] = k + 1
+            e = order[k]
+            y = dst[e]
+            if ek[e] == MESSAGE:
+                continue
+            if top == 0 and not (ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)):
+                continue  # the first step waits for a's finish (a send's o at least)
+            if y == w:
                 keep[i] = False
-                break
-            if kind[x] == RECV:
-                for k2 in range(out_ptr[x], out_ptr[x + 1]):
-                    e2 = order[k2]
-                    if ek[e2] != MESSAGE and dst[e2] == w:
-                        keep[i] = False
-                        break
-                if not keep[i]:
-                    break
+            elif top < _THROUGH and (kind[y] == RECV or (kind[y] == CALC and cost[y] == 0.0)):
+                top += 1
+                stack[top, 0], stack[top, 1] = y, out_ptr[y]
     return keep
 
 
