@@ -508,8 +508,10 @@ def _serialisation_chains(
 
     sends = np.flatnonzero(kind == SEND)
     sends = sends[_group_by(position[sends], V)]  # program order
-    cpu_ops, progress_calc = _program_line(graph, position)
-    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"))
+    out = _OutEdges.of(graph)
+    cpu_ops, progress_calc = _program_line(graph, position, out)
+    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"), out)
+    del out
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
@@ -558,7 +560,24 @@ def _serialisation_chains(
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
-def _program_line(graph: ExecutionGraph, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _OutEdges:
+    """The graph's edges grouped by source: ``edge[ptr[v]:ptr[v+1]]`` are ``v``'s edge ids
+    (the graph's index type)."""
+
+    ptr: np.ndarray
+    edge: np.ndarray
+
+    @classmethod
+    def of(cls, graph: ExecutionGraph) -> _OutEdges:
+        V = graph.num_vertices
+        index = graph.edge_src.dtype
+        return cls(_ptr(graph.edge_src, V, index), _group_by(graph.edge_src, V, index))
+
+
+def _program_line(
+    graph: ExecutionGraph, position: np.ndarray, out: _OutEdges
+) -> tuple[np.ndarray, np.ndarray]:
     """(the CPU ops chained in program order, in that order; a mask of the calcs that are
     progress, not waits).
 
@@ -581,14 +600,12 @@ def _program_line(graph: ExecutionGraph, position: np.ndarray) -> tuple[np.ndarr
     progress = np.zeros(V, dtype=bool)
     if ops.size == 0:
         return ops, progress
-    local = graph.edge_kind != MESSAGE
-    src, dst = graph.edge_src[local], graph.edge_dst[local]
-    by_dst = _group_by(dst, V, np.int64)
-    order = np.empty(V, dtype=np.int64)
-    order[position] = np.arange(V)
+    in_program_order = np.empty(V, dtype=position.dtype)
+    in_program_order[position] = np.arange(V, dtype=position.dtype)
     awaited = _awaited_receive(
-        order, _ptr(dst, V), src[by_dst], graph.edge_kind[local][by_dst], kind, position
+        in_program_order, out.ptr, out.edge, graph.edge_dst, graph.edge_kind, kind, position
     )
+    del in_program_order
     stream = graph.streams("cpu")[ops].astype(np.int64)
     key = graph.rank[ops].astype(np.int64) * (int(stream.max()) + 1) + stream
     regroup = np.argsort(key, kind="stable")  # each stream's ops together, in program order
@@ -596,24 +613,30 @@ def _program_line(graph: ExecutionGraph, position: np.ndarray) -> tuple[np.ndarr
     keep = np.empty(ops.size, dtype=bool)
     keep[regroup] = chained
     progress[ops[regroup][ahead]] = True
-    progress &= np.bincount(src, minlength=V) > 0  # a join something requires
+    progress &= out.ptr[1:] > out.ptr[:-1]  # a join something requires (or a message leaves)
     return ops[keep], progress
 
 
 @numba.njit(cache=True)
-def _awaited_receive(order, in_ptr, in_src, in_kind, kind, position):  # pragma: no cover
+def _awaited_receive(order, out_ptr, out_edge, dst, ek, kind, position):  # pragma: no cover
     """Per vertex, the program position of the latest receive it waits for through its
-    rank's ``requires`` edges (−1: none); ``order`` lists the vertices in program order."""
-    awaited = np.full(order.shape[0], -1, dtype=np.int64)
+    rank's ``requires`` edges (−1: none): ``order`` lists the vertices in program order (a
+    topological order of the rank-local edges), each passing its value on along its
+    out-edges."""
+    awaited = np.full(order.shape[0], -1, dtype=position.dtype)
     for i in range(order.shape[0]):
         v = order[i]
-        d = np.int64(-1)
-        for k in range(in_ptr[v], in_ptr[v + 1]):
-            u = in_src[k]
-            d = max(d, awaited[u])
-            if in_kind[k] == REQUIRES and kind[u] == RECV:
-                d = max(d, np.int64(position[u]))
-        awaited[v] = d
+        d = awaited[v]
+        if kind[v] == RECV:
+            mine = max(d, position[v])  # what a ``requires`` successor waits for
+        else:
+            mine = d
+        for k in range(out_ptr[v], out_ptr[v + 1]):
+            e = out_edge[k]
+            if ek[e] == MESSAGE:
+                continue
+            u = dst[e]
+            awaited[u] = max(awaited[u], mine if ek[e] == REQUIRES else d)
     return awaited
 
 
@@ -638,7 +661,7 @@ def _in_order(ops, key, awaited, kind, cost):  # pragma: no cover - compiled
     return chained, ahead
 
 
-def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
+def _without_direct_edges(graph: ExecutionGraph, chain: _Chain, out: _OutEdges) -> _Chain:
     """``chain`` without the pairs the dependencies already order as strongly: ``a requires
     b`` or ``b irequires a`` from a send, directly or through receives and zero-cost calcs
     (``a → r → b``: the calc, Irecv/Recv, calc of a trace; ``a → join → b``: the rounds of
@@ -648,15 +671,11 @@ def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
     table."""
     if chain.size == 0:
         return chain
-    V = graph.num_vertices
-    index = graph.edge_src.dtype
-    order = _group_by(graph.edge_src, V, index)
-    out_ptr = _ptr(graph.edge_src, V, index)
     keep = _not_ordered(
         chain.a,
         chain.b,
-        out_ptr,
-        order,
+        out.ptr,
+        out.edge,
         graph.edge_dst,
         graph.edge_kind,
         graph.kind,

@@ -180,7 +180,7 @@ def test_runtime_by_hand(tmp_path):
     assert runtime(graph, "wait", "serial") == 49_084
     assert runtime(graph, "wait", "overlap") == 49_042
     # no progress thread in the schedule order: round 1's message waits for the CPU, as
-    # under progress wait
+    # under progress wait (LogGOPSim 76451de on the graph written as GOAL: 49,084)
     for nic, T in (("serial", 49_084), ("overlap", 49_042)):
         for rendezvous in ("handshake", "loggopsim"):
             params = LogGPS(**PARAMS, order="schedule", nic=nic, rendezvous=rendezvous)
