@@ -46,18 +46,19 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   ``meta["collective_costs"]`` (see :mod:`llamp.graph`).
 - Non-blocking collectives (``MPI_Iallreduce``, …) take part in their communicator's sequence
   like the blocking ones (MPI orders both alike; a blocking and a non-blocking call never form
-  one instance) and are expanded with the same algorithms. A member's first round sits at its
-  call: its ops ``require`` the calc before the call and the calc after it ``irequires`` them
-  (the rank goes on). Its later rounds, chained by their joins as above, are placed in front
-  of the calc that leads to the wait (or successful test) completing the request; the calc
-  after that wait ``requires`` the last join. A *progress join* (a zero-cost calc nothing
+  one instance) and are expanded with the same algorithms, every round at the call. A
+  member's first round is posted there: its ops ``require`` the calc before the call and the
+  calc after it ``irequires`` them (the rank goes on). Its later rounds follow from their
+  joins as above (the MPI library makes them as their messages arrive: no later place in
+  program order is theirs); the calc after the wait (or successful test) completing the
+  request ``requires`` the last join. A *progress join* (a zero-cost calc nothing
   waits for), placed after the rank's first blocking call after the start (a blocking op or
   collective, or a wait: the completing one at the latest), ``requires`` the calc before that
   call and the member's first receive. So under progress ``async`` the rounds advance as their
   messages arrive, and under ``wait`` the first receive is a receive of that call, processed no
   earlier than the call, and every later round follows it
-  (docs/model.md §Non-blocking collectives). Without a completing wait in the trace all rounds
-  stay at the call and nothing waits for them (counted in the summary). An analytic model's
+  (docs/model.md §Non-blocking collectives). Without a completing wait in the trace nothing
+  waits for the rounds (counted in the summary). An analytic model's
   ``coll`` vertex is placed like a first round and required by the wait.
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
@@ -405,8 +406,8 @@ class _Template:
 
     Local edges use −1 for "the calc before the call" and −2 for "the calc after it". For a
     non-blocking call, member ``j``'s first ``n_first[j]`` vertices are the ops it starts at
-    the call, its first ``head[j]`` vertices stay at the call, its last vertex is what the
-    completing wait requires, and ``first_recv[j]`` is its first receive (−1: none).
+    the call, its last vertex is what the completing wait requires, and ``first_recv[j]`` is
+    its first receive (−1: none).
     """
 
     algorithm: str
@@ -421,7 +422,6 @@ class _Template:
     m_b: np.ndarray
     m_tb: np.ndarray
     n_first: np.ndarray
-    head: np.ndarray
     first_recv: np.ndarray
 
 
@@ -441,7 +441,7 @@ def _template(
         counts=None if counts is None else list(counts),
     )
     nv, kinds, peers, sizes, srcs, dsts = [], [], [], [], [], []
-    n_first, head, first_recv = [], [], []
+    n_first, first_recv = [], []
     sends: dict[tuple[int, int], list[tuple[int, int]]] = {}
     recvs: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for j, rounds in enumerate(sched.rounds):
@@ -473,7 +473,6 @@ def _template(
             es.append(prev)
             ed.append(NEXT)
         n_first.append(len(rounds[0]) if rounds else 0)
-        head.append(len(rounds[0]) + 1 if rounds else 0)
         first_recv.append(k_.index(RECV) if RECV in k_ else -1)
         nv.append(len(k_))
         kinds.append(np.array(k_, np.int8))
@@ -509,7 +508,6 @@ def _template(
         np.array(mb, np.int64),
         np.array(mtb, np.int64),
         np.array(n_first, np.int64),
-        np.array(head, np.int64),
         np.array(first_recv, np.int64),
     )
 
@@ -530,7 +528,6 @@ def _analytic_template(choice: str, n: int, root: int) -> _Template:
         one[:0],
         one[:0],
         one[:0],
-        np.ones(n, np.int64),
         np.ones(n, np.int64),
         np.full(n, -1, np.int64),
     )
@@ -564,39 +561,11 @@ def _instance_cost(
     return analytic_cost(choice, n, sent, received, nbytes)
 
 
-@dataclass(frozen=True)
-class _Placement:
-    """Where the template-local vertices of a group's instances (rows) go: member ``j``'s
-    first ``head[j]`` at ``head_base[:, j]``, the rest at ``tail_base[:, j]`` (right after
-    the head for a blocking call)."""
-
-    head_base: np.ndarray  # (I, n)
-    tail_base: np.ndarray  # (I, n)
-    head: np.ndarray  # (n,)
-
-    def of(self, j: int, local: np.ndarray) -> np.ndarray:
-        """Global ids (I, len(local)) of member ``j``'s local vertices ``local`` (≥ 0)."""
-        h = int(self.head[j])
-        return np.where(
-            local[None, :] < h,
-            self.head_base[:, j, None] + local[None, :],
-            self.tail_base[:, j, None] + (local - h)[None, :],
-        )
-
-    def of_members(self, members: np.ndarray, local: np.ndarray) -> np.ndarray:
-        """Global ids (I, k) of local vertex ``local[i]`` of member ``members[i]``."""
-        h = self.head[members][None, :]
-        return np.where(
-            local[None, :] < h,
-            self.head_base[:, members] + local[None, :],
-            self.tail_base[:, members] + (local[None, :] - h),
-        )
-
-    def place(self, j: int, local: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
-        """Local edge ends (−1 the calc before the call, −2 the calc after it) → global ids."""
-        out = self.of(j, np.maximum(local, 0))
-        out = np.where(local[None, :] == PREV, prev[:, None], out)
-        return np.where(local[None, :] == NEXT, nxt[:, None], out)
+def _place(local: np.ndarray, base: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """Template-local vertex ids → global ids for every instance (rows)."""
+    out = base[:, None] + local[None, :]
+    out = np.where(local[None, :] == PREV, prev[:, None], out)
+    return np.where(local[None, :] == NEXT, nxt[:, None], out)
 
 
 def _coll_edge_count(grp: _CollGroup) -> int:
@@ -606,7 +575,7 @@ def _coll_edge_count(grp: _CollGroup) -> int:
     if grp.waits is None:
         return grp.events.shape[0] * per_instance
     to_next = sum(int(np.count_nonzero(d == NEXT)) for d in tpl.e_dst)
-    waited = np.count_nonzero(grp.tail_at >= 0, axis=0)  # per member
+    waited = np.count_nonzero(grp.completed, axis=0)  # per member
     completion = int(np.sum(waited * (1 + 2 * (tpl.first_recv >= 0))))
     return grp.events.shape[0] * (per_instance - to_next + int(tpl.n_first.sum())) + completion
 
@@ -622,7 +591,7 @@ class _CollGroup:
     members: np.ndarray  # world ranks of the group
     member_bytes: np.ndarray | None = None  # analytic: size of each member's coll vertex
     waits: np.ndarray | None = None  # non-blocking: (I, n) completing wait event, or −1
-    tail_at: np.ndarray | None = None  # (I, n) offset of the later rounds in the wait's slot
+    completed: np.ndarray | None = None  # (I, n) a wait in the trace completes the call
     pin: np.ndarray | None = None  # (I, n) slot whose call the first receive waits for, or −1
     pin_at: np.ndarray | None = None  # (I, n) position among that slot's progress joins
 
@@ -1005,9 +974,6 @@ class _Builder:
         self.coll_groups: list[_CollGroup] = []
         self.coll_costs: list[tuple[np.ndarray, str, float, float, str]] = []
         self.coll_nv = np.zeros(self.n, np.int64)
-        #: vertices placed before the calc of a wait's slot: later rounds of the non-blocking
-        #: collectives it completes
-        self.coll_pre = np.zeros(self.n, np.int64)
         self.coll_waited: list[np.ndarray] = []  # non-blocking calls completed by a wait
         if ce.size == 0:
             return
@@ -1026,7 +992,7 @@ class _Builder:
         for c in np.unique(comm).tolist():
             self._plan_comm(c, ce[comm == c])
         unwaited = [
-            grp.events[(grp.tail_at < 0) & (grp.template.nv > 0)[None, :]]
+            grp.events[~grp.completed & (grp.template.nv > 0)[None, :]]
             for grp in self.coll_groups
             if grp.waits is not None
         ]
@@ -1214,21 +1180,12 @@ class _Builder:
         if waits is None:
             self.coll_nv[E] = tpl.nv[None, :]
             return
-        # non-blocking: the first round stays at the call, the later rounds go to the wait
-        # that completes the request (before the calc leading to it), or stay at the call
-        # when the trace shows no completion
-        waited = (waits >= 0) & (tpl.nv > 0)[None, :]
-        tail = tpl.nv - tpl.head
-        self.coll_nv[E] = np.where(waited, tpl.head[None, :], tpl.nv[None, :])
-        grp.tail_at = np.where(waited, 0, -1).astype(np.int64)  # −1: not completed by a wait
-        for j in np.flatnonzero(tail > 0).tolist():
-            w = waits[:, j][waited[:, j]]
-            order = np.argsort(w, kind="stable")
-            rank_in = np.empty(w.size, np.int64)
-            rank_in[order] = _run_index(w[order])
-            grp.tail_at[np.flatnonzero(waited[:, j]), j] = self.coll_pre[w] + rank_in * int(tail[j])
-            np.add.at(self.coll_pre, w, int(tail[j]))
-        self.coll_waited.append(waits[waited])
+        # non-blocking: every round sits at the call, right after the first (the MPI library
+        # makes the later ones as their messages arrive: no later place in program order is
+        # theirs); the wait that completes the request requires the last join
+        grp.completed = (waits >= 0) & (tpl.nv > 0)[None, :]
+        self.coll_nv[E] = tpl.nv[None, :]
+        self.coll_waited.append(waits[grp.completed])
 
     def collective_costs_meta(self) -> dict[str, Any]:
         """``meta["collective_costs"]`` for the analytic instances (nothing when all expand)."""
@@ -1284,14 +1241,13 @@ class _Builder:
         slot_key = np.where(is_final, 0, slot_group)
         slot_of_group = np.full(n, -1, np.int64)
         slot_of_group[boundary] = at_b
-        # a slot: [later rounds of non-blocking collectives its wait completes] calc [ops]
-        # [progress joins of non-blocking collectives whose first receive waits for this call]
-        slot_pre = np.where(is_final, 0, self.coll_pre[slot_key])
+        # a slot: calc [ops] [progress joins of non-blocking collectives whose first receive
+        # waits for this call]
         slot_post = self._plan_progress(slot_of_group, slot_key, is_final)
-        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key]) + slot_pre + slot_post
+        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key]) + slot_post
         slot_off = np.concatenate(([0], np.cumsum(slot_size)[:-1])).astype(np.int64)
         V = int(slot_size.sum())
-        calc_of = slot_off + slot_pre  # calc vertex of each slot
+        calc_of = slot_off  # calc vertex of each slot
         post_of = slot_off + slot_size - slot_post  # first progress join of each slot
         next_calc = np.empty_like(slot_off)
         next_calc[:-1] = calc_of[1:]
@@ -1335,9 +1291,6 @@ class _Builder:
         t_trace = np.repeat(g_start, slot_size)
         cost_ns[calc_of] = cost
         t_trace[calc_of] = prev_end
-        if slot_pre.any():
-            pre_of = np.repeat(np.arange(slot_off.size), slot_pre)
-            t_trace[np.repeat(slot_off, slot_pre) + _run_index(pre_of)] = prev_end[pre_of]
 
         # edges go straight into preallocated columns (no list of parts to concatenate)
         ops = valid_ops  # already in (event, sub) order
@@ -1387,8 +1340,8 @@ class _Builder:
         # point-to-point messages
         add(op_vertex[ms], op_vertex[mr], MESSAGE)
 
-        # collectives: a blocking call's vertices sit at the call; a non-blocking call keeps
-        # its first round there and puts the later rounds before the calc of the wait's slot
+        # collectives: every call's vertices sit at the call; a non-blocking call's rounds
+        # after the first follow from the joins, and the wait that completes it waits for them
         for grp in self.coll_groups:
             tpl = grp.template
             S = slot_of_group[grp.events]  # (I, n)
@@ -1396,17 +1349,13 @@ class _Builder:
             prev_c = calc_of[S]
             next_c = next_calc[S]
             ctag = grp.tags
-            tail_base = B + tpl.head[None, :]
             if grp.waits is not None:
-                waited = grp.tail_at >= 0
                 w_slot = slot_of_group[np.maximum(grp.waits, 0)]
-                tail_base = np.where(waited, slot_off[w_slot] + grp.tail_at, tail_base)
-            at = _Placement(B, tail_base, tpl.head)
             for j in range(grp.members.size):
                 nvj = int(tpl.nv[j])
                 if nvj == 0:
                     continue
-                v = at.of(j, np.arange(nvj))
+                v = B[:, j, None] + np.arange(nvj)[None, :]
                 kind[v] = tpl.v_kind[j][None, :]
                 comm_v = tpl.v_kind[j] != CALC
                 sizes = tpl.v_size[j] if grp.member_bytes is None else grp.member_bytes[j : j + 1]
@@ -1417,13 +1366,11 @@ class _Builder:
                 if grp.waits is not None:  # the rank goes on after starting the first round
                     keep = e_dst != NEXT
                     e_src, e_dst = e_src[keep], e_dst[keep]
-                    first = at.of(j, np.arange(int(tpl.n_first[j])))
+                    first = B[:, j, None] + np.arange(int(tpl.n_first[j]))[None, :]
                     add(first, np.broadcast_to(next_c[:, j, None], first.shape), IREQUIRES)
                     # the completing wait requires the last join
-                    rows = np.flatnonzero(grp.tail_at[:, j] >= 0)
-                    add(
-                        at.of(j, np.array([nvj - 1]))[rows, 0], next_calc[w_slot[rows, j]], REQUIRES
-                    )
+                    rows = np.flatnonzero(grp.completed[:, j])
+                    add(B[rows, j] + nvj - 1, next_calc[w_slot[rows, j]], REQUIRES)
                     # a progress join (a zero-cost calc nothing waits for) requires the first
                     # receive and the calc before the first blocking call after the start:
                     # under progress "wait" that receive, and every later round after it, is
@@ -1432,13 +1379,13 @@ class _Builder:
                     if rows.size:
                         pin = grp.pin[rows, j]
                         z = post_of[pin] + grp.pin_at[rows, j]
-                        first_recv = at.of(j, np.array([int(tpl.first_recv[j])]))[rows, 0]
+                        first_recv = B[rows, j] + int(tpl.first_recv[j])
                         add(first_recv, z, REQUIRES)
                         add(calc_of[pin], z, REQUIRES)
-                src = at.place(j, e_src, prev_c[:, j], next_c[:, j])
-                add(src, at.place(j, e_dst, prev_c[:, j], next_c[:, j]), REQUIRES)
+                ends = (B[:, j], prev_c[:, j], next_c[:, j])
+                add(_place(e_src, *ends), _place(e_dst, *ends), REQUIRES)
             if tpl.m_a.size:
-                add(at.of_members(tpl.m_a, tpl.m_ta), at.of_members(tpl.m_b, tpl.m_tb), MESSAGE)
+                add(B[:, tpl.m_a] + tpl.m_ta[None, :], B[:, tpl.m_b] + tpl.m_tb[None, :], MESSAGE)
 
         if filled != n_edges:
             raise RuntimeError(f"edge count {filled} differs from the {n_edges} planned")
@@ -1473,7 +1420,7 @@ class _Builder:
             if grp.waits is None:
                 continue
             S = slot_of_group[grp.events]
-            has = (grp.tail_at >= 0) & (grp.template.first_recv >= 0)[None, :]
+            has = grp.completed & (grp.template.first_recv >= 0)[None, :]
             grp.pin = np.where(has, after[S], -1)
             pins = grp.pin[has]
             order = np.argsort(pins, kind="stable")

@@ -64,7 +64,9 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
 - **NIC** (``params.nic``). ``overlap``: concurrent transfers overlap completely (the paper's
   model). ``serial``: G is LogGP's gap: the NIC of a (rank, nic) injects one message after
   another, a send starting no earlier than the previous send's start + g + B·G (LogGOPSim
-  books the NIC when the send starts, for eager and rendezvous messages alike), and accepts
+  books the NIC when the send starts, for eager and rendezvous messages alike; the sends of
+  the CPU chain, in program order: a send that is progress is injected when it is made), and
+  accepts
   one after another: a receive finishes no earlier than the previous one's finish + g + its
   own B·G. The receiving CPU is charged B·G too (LogGOPSim: "message is only received after
   G is charged"): the receives of one wait are ``o + B·G`` apart. The NIC accepts messages
@@ -506,12 +508,13 @@ def _serialisation_chains(
     position = program_position(graph)
     empty = _Chain(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
-    sends = np.flatnonzero(kind == SEND)
-    sends = sends[_group_by(position[sends], V)]  # program order
     out = _OutEdges.of(graph)
     cpu_ops, progress_calc = _program_line(graph, position, out)
     send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"), out)
     del out
+    # the NIC injects the sends the program issues in program order; a send that is progress
+    # (not a member of the CPU chain) is injected when it is made
+    sends = cpu_ops[kind[cpu_ops] == SEND]  # program order
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.

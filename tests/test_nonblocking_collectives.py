@@ -116,11 +116,12 @@ def test_the_expansion_messages(tmp_path):
         assert graph.size[sends].tolist() == graph.size[recvs].tolist() == [8, 8]
 
 
-def test_first_round_at_the_call_the_rest_before_the_wait(tmp_path):
+def test_every_round_at_the_call_the_completion_at_the_wait(tmp_path):
     """Rank 0's vertices: calc, [round 1: send, recv, join], [round 2: send, recv, join], the
     calc before the wait, the wait's progress join, the calc after the wait. The calc after
-    the call irequires round 1; the calc after the wait requires the last join; the progress
-    join requires the first receive and the calc before the wait (the first blocking call)."""
+    the call irequires round 1 only; the calc after the wait requires the last join; the
+    progress join requires the first receive and the calc before the wait (the first blocking
+    call)."""
     graph, _ = quiet_read(running_example(tmp_path / "t"))
     mine = np.flatnonzero(graph.rank == 0)
     kinds = [CALC, SEND, RECV, CALC, SEND, RECV, CALC, CALC, CALC, CALC]
@@ -165,6 +166,67 @@ def test_a_blocking_call_before_the_wait_progresses_the_collective(tmp_path):
     assert said == []
     for model in ALL_MODELS:
         assert predict(graph, LogGPS(**{**PARAMS, "G": 0.0}, **model)).runtime_ns == 39_000, model
+
+
+def driven_then_more_calls(directory: Path, irecv_first: bool) -> Path:
+    """As above, but rank 0 sends to rank 1 between its Recv and its wait (rank 1 receives it
+    after its own wait) and computes 4 µs before the wait; with ``irecv_first`` rank 0's
+    Recv is an Irecv posted before the Ibarrier and completed by a Wait after it."""
+    P = 4
+    ranks = []
+    for r in range(P):
+        barrier = f"MPI_Ibarrier:110:{comm(r, P)}:4000:111"
+        if r == 0:
+            if irecv_first:
+                recv = [
+                    f"MPI_Irecv:105:1:1:10,8,8:2:5:{comm(0, P)}:7000:106",
+                    barrier,
+                    "MPI_Wait:111:7000:88:130",
+                ]
+            else:
+                recv = [barrier, f"MPI_Recv:111:1:1:10,8,8:2:5:{comm(0, P)}:77:130"]
+            lines = [
+                *recv,
+                f"MPI_Send:130:1:1:10,8,8:1:6:{comm(0, P)}:131",
+                "MPI_Wait:135:4000:88:136",
+                "MPI_Finalize:146:-",
+            ]
+        elif r == 1:
+            lines = [
+                barrier,
+                "MPI_Wait:111:4000:88:120",
+                f"MPI_Recv:121:1:1:10,8,8:0:6:{comm(1, P)}:77:140",
+                "MPI_Finalize:141:-",
+            ]
+        elif r == 2:
+            lines = [
+                barrier,
+                "MPI_Wait:111:4000:88:120",
+                f"MPI_Send:121:1:1:10,8,8:0:5:{comm(2, P)}:125",
+                "MPI_Finalize:126:-",
+            ]
+        else:
+            lines = [barrier, "MPI_Wait:111:4000:88:120", "MPI_Finalize:121:-"]
+        ranks.append(lines)
+    return write_rank_files(directory, ranks)
+
+
+@pytest.mark.parametrize("irecv_first", [False, True])
+def test_calls_between_the_driving_call_and_the_wait(tmp_path, irecv_first):
+    """The later rounds are no steps of the program on its CPU nor on its NIC: rank 0's round
+    2 send (to rank 2, which answers the Recv only after its wait) is held behind neither the
+    Send that follows the Recv nor the computation before the wait (either would be a false
+    deadlock under nic serial). With the Recv: rank 2 receives round 2 at 22,000, computes
+    1 µs, sends; rank 0's Recv ends at 29,000, its Send at 30,500, 4 µs of compute, the wait
+    (long done), 10 µs: T = 44,500 in every model."""
+    graph, said = quiet_read(driven_then_more_calls(tmp_path / "t", irecv_first))
+    assert said == []
+    for model in ALL_MODELS:
+        params = LogGPS(**{**PARAMS, "G": 0.0}, **model)
+        T = predict(graph, params, engine="graph").runtime_ns
+        assert predict(graph, params, engine="glop").runtime_ns == pytest.approx(T, rel=1e-9)
+        if not irecv_first:
+            assert T == 44_500, model
 
 
 def test_runtime_by_hand(tmp_path):
