@@ -601,16 +601,20 @@ ISTARTS = {
 
 
 def random_program(directory: Path, seed: int) -> Path:
-    """Every rank: the same steps (non-blocking collectives of 8 B … 300 kB, waits on random
-    subsets of the pending ones, a Sendrecv ring, a blocking Allreduce), random compute between."""
+    """Every rank: the same steps (non-blocking collectives of 8 B … 300 kB, a ring of
+    Irecv/Isend, waits on random subsets of the pending requests, a Sendrecv ring, a blocking
+    Allreduce), random compute between."""
     rng = random.Random(seed)
     P = rng.choice([2, 3, 4, 5, 8])
     steps, pending = [], []
     for k in range(rng.randint(2, 7)):
         c = rng.random()
-        if c < 0.45:
+        if c < 0.4:
             steps.append(("start", rng.choice(sorted(ISTARTS)), rng.choice([8, 1000, 300_000]), k))
             pending.append(4000 + 8 * k)
+        elif c < 0.5:
+            steps.append(("halo", rng.choice([8, 300_000]), k))
+            pending += [6000 + 8 * k, 6004 + 8 * k]
         elif c < 0.65 and pending:
             rng.shuffle(pending)
             m = rng.randint(1, len(pending))
@@ -629,6 +633,16 @@ def random_program(directory: Path, seed: int) -> Path:
                 fields = ISTARTS[name].format(n=n, comm=comm(r, P))
                 lines.append(f"{name}:{t}:{fields}:{4000 + 8 * k}:{t + 1}")
                 t += 1
+            elif step[0] == "halo":
+                _, n, k = step
+                right, left = (r + 1) % P, (r - 1) % P
+                lines.append(
+                    f"MPI_Irecv:{t}:1:{n}:13,1,1:{left}:{k}:{comm(r, P)}:{6000 + 8 * k}:{t + 1}"
+                )
+                lines.append(
+                    f"MPI_Isend:{t + 1}:1:{n}:13,1,1:{right}:{k}:{comm(r, P)}:{6004 + 8 * k}:{t + 2}"
+                )
+                t += 2
             elif step[0] == "wait":
                 for req in step[1]:
                     lines.append(f"MPI_Wait:{t}:{req}:5:{t + 1}")
