@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -529,6 +530,21 @@ def parse_budget(text: str | int | None, *, what: str = "--max-evaluations") -> 
     if budget < 2:
         raise ParameterError(f"{what}: {budget} < 2 (both ends of the range)")
     return budget
+
+
+def parse_class_latencies(items: Iterable[str], *, what: str = "--link") -> dict[str, float]:
+    """Link-class latencies ``CLASS=VALUE`` (``core=500ns``), one per item, as ns by class
+    (the command line's repeated ``--link``, the UI's comma-separated list); blank items are
+    skipped."""
+    out: dict[str, float] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        name, sep, value = (p.strip() for p in item.partition("="))
+        if not sep or not name:
+            raise ParameterError(f"{what}: {item.strip()!r} is not CLASS=VALUE (e.g. core=500ns)")
+        out[name] = parse_duration_ns(value)
+    return out
 
 
 #: The most ranks a rank list may name when no graph bounds it (a study or UI setting).

@@ -612,7 +612,7 @@ class ExecutionGraph:
     def validate(self) -> None:
         """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
 
-        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
+        Acyclicity is checked on the start/finish event graph (``llamp.lp.event_graph``), which the
         engines build anyway; here: :meth:`check_ranges`, self loops, edges within a rank,
         message matching, collective instances.
         """

@@ -57,7 +57,7 @@ ProgressHook = Callable[[float, str], None]
 #: ``cancel()``: true once the work should stop (checked between steps).
 CancelHook = Callable[[], bool]
 
-#: Target of an interactive what-if (issue 17): a longer one is announced before it starts.
+#: Target of an interactive what-if: a longer one is announced before it starts.
 TARGET_SECONDS = 60.0
 #: Expansion + lowering per expanded vertex (measured by ``benchmarks/bench_whatif.py`` on the
 #: 2-core machine: 1.5 µs at 10^6 vertices, 1.7 µs for the 3.3·10^6-vertex ring variant).

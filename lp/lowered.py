@@ -1,6 +1,6 @@
 """Lowered event graphs kept in the graph file, so a process does not lower again.
 
-Lowering an execution graph to its event graph (:func:`llamp.lp.events.build_event_graph`) costs
+Lowering an execution graph to its event graph (:func:`llamp.lp.event_graph.build_event_graph`) costs
 far more than a sweep over it (10^6 vertices: ~1.4 s against ~12 ms), and every CLI process
 used to redo it. :func:`save_graph` writes the graph together with its event graph for the
 given configurations (by default the configured defaults); :func:`persisted` finds one for a
@@ -31,7 +31,7 @@ import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import ARRAY_FIELDS, ExecutionGraph, NpzMembers, write_npy, write_seal
-from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
+from llamp.lp.event_graph import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
 from llamp.progress import StepBar
 from llamp.seal import Sealer
@@ -168,7 +168,7 @@ def _append_lowering(
 ) -> None:
     """The arrays of lowering ``i`` appended to the zip ``tmp`` (``release_arrays``: their
     mapped pages dropped once written)."""
-    from llamp.lp.events import release
+    from llamp.lp.event_graph import release
 
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
         for name in _ARRAYS:
@@ -214,7 +214,7 @@ def _save_spilled(
 ) -> Path:
     """:func:`save_graph` in bounded memory (its ``spill``): graph columns, then each lowering
     appended member by member to the same (temporary) zip, renamed into place at the end."""
-    from llamp.lp.events import build_event_graph
+    from llamp.lp.event_graph import build_event_graph
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
     scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
@@ -290,7 +290,7 @@ def release_pages(graph: ExecutionGraph) -> None:
     this process's resident set (they stay in the page cache; the next access maps them
     again). Between the stages of a report at 10^8 vertices: each stage then holds only what
     it reads (~5 GB for a sweep), not everything the stages before it touched."""
-    from llamp.lp.events import release
+    from llamp.lp.event_graph import release
 
     release(*(getattr(graph, name) for name in _COLUMNS), graph.label)
     table = graph.__dict__.get("_lowered_file")

@@ -1,4 +1,4 @@
-"""Read-only by construction (issue 16): a corpus of bypass attempts against ad hoc reads.
+"""Read-only by construction: a corpus of bypass attempts against ad hoc reads.
 
 Each attempt must be refused (QueryError, exit 2 in the CLI) and leave the store, the files
 and the process as they were: on the allow-list alone, on a LadybugDB store opened read-only,

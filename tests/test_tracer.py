@@ -1,4 +1,4 @@
-"""The PMPI tracer (``ingest/tracer/``, :mod:`llamp.ingest.trace`, ``llamp trace``).
+"""The PMPI tracer (``ingest/tracer/``, :mod:`llamp.ingest.tracing`, ``llamp trace``).
 
 Programs of ours with a known number of MPI calls per rank (``tests/data/tracer/mpi_program.c``,
 ``tests/data/fortran/ring.f90``) are traced with 4 ranks; the trace is counted line by line,
@@ -23,7 +23,7 @@ import pytest
 from llamp.errors import InputError
 from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND
 from llamp.ingest import read
-from llamp.ingest import trace as tracer
+from llamp.ingest import tracing as tracer
 from llamp.ingest.build import COLL_TAG_BASE
 from llamp.ingest.liballprof import read_liballprof
 
