@@ -27,7 +27,7 @@ from llamp.ingest.events import ICOLL, IngestWarning
 from llamp.ingest.goal import read_goal, write_goal
 from llamp.ingest.liballprof import read_liballprof
 from llamp.lp import predict
-from llamp.lp.events import _serialisation_chains
+from llamp.lp.event_graph import _serialisation_chains
 from llamp.params import LogGPS
 
 PARAMS = {"L": 3000.0, "o": 1500.0, "G": 6.0}
