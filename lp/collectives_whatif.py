@@ -686,10 +686,10 @@ def collective_instances(trace) -> pd.DataFrame:
     instance k; communicators of one member or without known membership are left out.
     """
     from llamp.ingest.collective_models import instance_bytes
-    from llamp.ingest.events import COLL, COLL_OPS, ROOTED_OPS
+    from llamp.ingest.events import COLL, COLL_OPS, ICOLL, ROOTED_OPS, kind_in
 
     ev = trace.events
-    rows = np.flatnonzero(ev.kind == COLL)
+    rows = np.flatnonzero(kind_in(ev.kind, (COLL, ICOLL)))
     if not rows.size:
         return pd.DataFrame(columns=INSTANCE_COLUMNS)
     counts_sum = _group_sum(ev.cnt_values, ev.cnt_ptr)

@@ -384,6 +384,56 @@ def test_every_collective_is_recorded_and_read(mpi_name, tmp_path):
     assert coll.tolist() == [2 * sum(COLLECTIVES.values())] * RANKS
 
 
+#: Every non-blocking collective, once per rank in tests/data/tracer/nonblocking_collectives.c.
+NONBLOCKING = ["MPI_I" + name[4].lower() + name[5:] for name in COLLECTIVES]
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_nonblocking_collectives_are_recorded_and_modelled(mpi_name, tmp_path):
+    """Each I-collective is the blocking record plus its request; the reader expands it and the
+    wait, test, Waitany, Waitsome or Testall that completes the request waits for it."""
+    mpi = _mpi(mpi_name)
+    source = DATA / "tracer" / "nonblocking_collectives.c"
+    program = _compile(mpi, source, tmp_path / "nonblocking")
+    run = _trace(mpi, program, tmp_path / "trace")
+    for path in run.files:
+        calls = _calls(path)
+        assert {name: calls[name] for name in NONBLOCKING} == dict.fromkeys(NONBLOCKING, 1)
+        records = _records(path)
+        iallreduce = next(rec for rec in records if rec[0] == "MPI_Iallreduce")
+        wait = next(rec for rec in records if rec[0] == "MPI_Wait")
+        assert iallreduce[-2] == wait[2]  # the request, printed before t_end
+        _check_times(path)
+    graph, warned = _read(run.directory)
+    assert warned == ""  # nothing absorbed, every wait entry found its request
+    _, _, coll = _p2p_counts(graph)
+    assert coll.tolist() == [len(NONBLOCKING)] * RANKS
+    assert _never_completed(graph).tolist() == [0] * RANKS
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_fortran_nonblocking_collectives(mpi_name, tmp_path):
+    """Open MPI's Fortran I-collectives (mpi_iallreduce_, …) hand a C request back as a Fortran
+    handle; the record prints the program's own INTEGER request, which its wait names."""
+    mpi = _mpi(mpi_name)
+    source = DATA / "fortran" / "nonblocking.f90"
+    program = _compile(mpi, source, tmp_path / "nonblocking", fortran=True)
+    run = _trace(mpi, program, tmp_path / "trace")
+    expected = ["MPI_Iallreduce", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Ialltoall", "MPI_Igatherv"]
+    expected.append("MPI_Iscan")
+    for path in run.files:
+        records = _records(path)
+        calls = _calls(path)
+        assert {name: calls[name] for name in expected} == dict.fromkeys(expected, 1)
+        iallreduce = next(rec for rec in records if rec[0] == "MPI_Iallreduce")
+        wait = next(rec for rec in records if rec[0] == "MPI_Wait")
+        assert iallreduce[-2] == wait[2]
+    graph, warned = _read(run.directory)
+    assert warned == ""
+    _, _, coll = _p2p_counts(graph)
+    assert coll.tolist() == [6] * RANKS
+
+
 @pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
 def test_communicator_is_defined_where_first_used(mpi_name, tmp_path):
     """MPI_Comm_idup's communicator is usable only after its request completes; it is defined
