@@ -44,7 +44,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -169,50 +169,54 @@ def _attrs(node: Any) -> dict[str, Any]:
     return out
 
 
-@dataclass
 class _Node:
-    """The fields of one node the graph needs."""
+    """The fields of one node the graph needs; ``where`` (for errors) is formatted on use."""
 
-    id: int
-    name: str
-    type: int
-    deps: tuple[int, ...]
-    duration_ns: float
-    attrs: dict[str, Any]
-    where: str
+    __slots__ = ("id", "name", "type", "deps", "duration_ns", "attrs", "index", "pos")
+
+    def __init__(self, node: Any, attrs: dict[str, Any], index: int, pos: int) -> None:
+        self.id = node.id
+        self.name = node.name
+        self.type = node.type
+        self.deps = (*node.data_deps, *node.ctrl_deps)
+        self.duration_ns = node.duration_micros * 1000.0
+        self.attrs = attrs
+        self.index = index
+        self.pos = pos
+
+    @property
+    def where(self) -> str:
+        return f"record {self.index} at byte {self.pos}: node {self.id} {self.name!r}"
 
 
 def _nodes(path: Path) -> Iterator[_Node]:
     """The nodes of one rank file, checked against the schema (module docstring)."""
-    metadata_seen = False
-    for index, pos, raw in _records(path):
-        where = f"record {index} at byte {pos}"
+    records = _records(path)
+    for index, pos, raw in records:
         try:
-            if not metadata_seen:
-                pb.GlobalMetadata().ParseFromString(raw)
-                metadata_seen = True
-                continue
-            node = pb.Node()
+            pb.GlobalMetadata().ParseFromString(raw)
+        except DecodeError as err:
+            raise TraceError(
+                f"record {index} at byte {pos}: not a Chakra GlobalMetadata ({err})",
+                path=str(path),
+            ) from None
+        break
+    node = pb.Node()
+    for index, pos, raw in records:
+        try:
             node.ParseFromString(raw)
         except DecodeError as err:
-            what = "GlobalMetadata" if not metadata_seen else "Node"
-            raise TraceError(f"{where}: not a Chakra {what} ({err})", path=str(path)) from None
-        label = f"{where}: node {node.id} {node.name!r}"
+            raise TraceError(
+                f"record {index} at byte {pos}: not a Chakra Node ({err})", path=str(path)
+            ) from None
         if node.type not in _NODE_TYPES or node.type == pb.INVALID_NODE:
             raise TraceError(
-                f"{label}: unknown node type {node.type} (known: "
+                f"record {index} at byte {pos}: node {node.id} {node.name!r}: unknown node "
+                f"type {node.type} (known: "
                 f"{', '.join(n for n in pb.NodeType.keys() if n != 'INVALID_NODE')})",
                 path=str(path),
             )
-        yield _Node(
-            node.id,
-            node.name,
-            node.type,
-            tuple(node.data_deps) + tuple(node.ctrl_deps),
-            node.duration_micros * 1000.0,
-            _attrs(node),
-            label,
-        )
+        yield _Node(node, _attrs(node) if node.attr else {}, index, pos)
 
 
 def _int_attr(node: _Node, name: str, path: Path, default: int | None = None) -> int:
@@ -259,18 +263,23 @@ def read_chakra(
     choices = nccl.check_choices(collectives, what="a Chakra trace")
     P = len(files)
     # pass 1: which groups each rank uses, and its collectives per group, in order
+    # (the nodes are kept: one parse per file, a few hundred bytes per node)
     groups_of: list[set[str]] = []
-    calls: dict[str, dict[int, list[tuple[str, int, str]]]] = {}
+    nodes_of: list[list[_Node]] = []
+    calls: dict[str, dict[int, list[tuple[str, int, _Node]]]] = {}
+    comm_types = (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE)
     for r, f in enumerate(files):
         used: set[str] = set()
-        for node in _nodes(f):
-            if node.type in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE):
+        nodes = list(_nodes(f))
+        for node in nodes:
+            if node.type in comm_types:
                 pg = str(node.attrs.get("pg_name", ""))
                 used.add(pg)
                 if node.type == pb.COMM_COLL_NODE:
                     op, size = _collective(node, f)
-                    calls.setdefault(pg, {}).setdefault(r, []).append((op, size, node.where))
+                    calls.setdefault(pg, {}).setdefault(r, []).append((op, size, node))
         groups_of.append(used)
+        nodes_of.append(nodes)
     names = sorted(set().union(*groups_of))
     group_id = {g: k for k, g in enumerate(names)}
     members = {g: tuple(range(P)) if g == "" else tuple(r for r in range(P) if g in groups_of[r])
@@ -285,7 +294,8 @@ def read_chakra(
         ranks = tqdm(ranks, total=P, unit=" ranks", desc="building the graph", leave=False)
     for r, f in ranks:
         stream = {g: _FIRST_GROUP + j * lanes for j, g in enumerate(sorted(groups_of[r]))}
-        _build_rank(builder, r, f, stream, group_id, members, plans)
+        _build_rank(builder, r, f, nodes_of[r], stream, group_id, members, plans)
+        nodes_of[r] = []
     used: dict[str, set[str]] = {}
     for op, p in plans.values():
         used.setdefault(op, set()).add(f"{p.algorithm}/{p.protocol.name}")
@@ -317,14 +327,14 @@ def _plan_instances(files, calls, members, choices, machine):
                     path=str(files[r]),
                 )
         for k in range(counts[first]):
-            op, size, where = per_rank[first][k]
+            op, size, node = per_rank[first][k]
             for r in group[1:]:
-                op_r, size_r, where_r = per_rank[r][k]
+                op_r, size_r, node_r = per_rank[r][k]
                 if (op_r, size_r) != (op, size):
                     raise TraceError(
-                        f"{where_r}: collective {k} on process group {g or 'world'!r} is "
+                        f"{node_r.where}: collective {k} on process group {g or 'world'!r} is "
                         f"{op_r} of {size_r} bytes here, {op} of {size} bytes on rank {first} "
-                        f"({files[first].name}, {where})",
+                        f"({files[first].name}, {node.where})",
                         path=str(files[r]),
                     )
             plans[(g, k)] = (op, _plan(op, len(group), size, choices, machine))
@@ -336,11 +346,11 @@ def _plan(op: str, P: int, size: int, choices: dict[str, str], machine) -> nccl.
     return nccl.plan(op, P, size, algorithm=alg, protocol=proto, channels=machine.channels)
 
 
-def _build_rank(builder, r, f, stream, group_id, members, plans) -> None:
+def _build_rank(builder, r, f, nodes, stream, group_id, members, plans) -> None:
     ends: dict[int, tuple[int, int]] = {}
     deps: list[tuple[_Node, int]] = []
     instance = dict.fromkeys(stream, 0)
-    for node in _nodes(f):
+    for node in nodes:
         if node.id in ends:
             raise TraceError(f"{node.where}: duplicate node id {node.id}", path=str(f))
         t = node.type
