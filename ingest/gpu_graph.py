@@ -218,12 +218,53 @@ class GpuGraphBuilder:
             kind.append(np.full(src[-1].size, REQUIRES, np.int8))
         return np.concatenate(src), np.concatenate(dst), np.concatenate(kind)
 
+    def _instance_messages(self, matched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The messages inside collective instances, paired from the plan instead of by FIFO
+        over every vertex: within one plan the k-th send ``a → b`` on a lane meets the k-th
+        receive at ``b`` from ``a`` on that lane (:func:`_plan_pairs`, once per plan), and an
+        instance's members are its calls with the same tag base (one per member). Marks the
+        paired vertices in ``matched``; calls of a plan whose members do not all show the same
+        instances are left to FIFO matching (which then names what is unmatched)."""
+        groups: dict[tuple, dict[int, _Blocks]] = {}
+        for (plan_id, member, world), b in self._blocks.items():
+            groups.setdefault((plan_id, world), {})[member] = b
+        sends, recvs = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for by_member in groups.values():
+            plan = next(iter(by_member.values())).plan
+            if len(by_member) != plan.members:
+                continue
+            firsts, tags = [], None
+            for m in range(plan.members):
+                b = by_member[m]
+                tag = np.frombuffer(b.tag, np.int64)
+                order = np.argsort(tag, kind="stable")
+                if tags is None:
+                    tags = tag[order]
+                elif not np.array_equal(tag[order], tags):
+                    break
+                firsts.append(np.frombuffer(b.first, np.int64)[order])
+            if len(firsts) != plan.members or (tags[1:] == tags[:-1]).any():
+                continue
+            pairs = _plan_pairs([by_member[m].template for m in range(plan.members)])
+            if pairs is None:
+                continue
+            send_member, send_local, recv_member, recv_local = pairs
+            first = np.stack(firsts)  # member × instance
+            s = (first[send_member] + send_local[:, None]).reshape(-1)
+            r = (first[recv_member] + recv_local[:, None]).reshape(-1)
+            matched[s] = 1
+            matched[r] = 1
+            sends.append(s)
+            recvs.append(r)
+        return np.concatenate(sends), np.concatenate(recvs)
+
     def finish(self, meta: dict, *, where: str) -> ExecutionGraph:
         """Match messages FIFO and build the validated graph; an unmatched send or receive is a
         :class:`TraceError` naming ``where`` and the operation."""
         cols = self._columns()
         rank, kind, peer, tag, size = (cols[k] for k in ("rank", "kind", "peer", "tag", "size"))
         matched = cols.pop("matched")
+        inner_sends, inner_recvs = self._instance_messages(matched)
         open_ = np.flatnonzero(matched == 0)
         # tags numbered densely: the (source, destination, tag) keys then pack into one int64
         dense = np.unique(tag[open_], return_inverse=True)[1].reshape(-1)
@@ -249,11 +290,17 @@ class GpuGraphBuilder:
                 f"which receives {size[r]} bytes",
                 path=where,
             )
+        sends = np.concatenate((sends, inner_sends))
+        recvs = np.concatenate((recvs, inner_recvs))
+        order = np.argsort(sends, kind="stable")  # messages in send order, as fifo_match gives
+        sends, recvs = sends[order], recvs[order]
+        del order, inner_sends, inner_recvs
         src, dst, ekind = self._edge_columns()
         src = np.concatenate((src, sends))
         dst = np.concatenate((dst, recvs))
         ekind = np.concatenate((ekind, np.full(sends.size, MESSAGE, np.int8)))
         del sends, recvs
+        meta = {**meta, "gpu_streams": True}  # the path is split per stream (llamp.lp.path)
         return ExecutionGraph.from_arrays(
             self.num_ranks,
             rank=rank,
@@ -306,6 +353,23 @@ class _Template:
     nic: np.ndarray
     src: np.ndarray
     dst: np.ndarray
+
+
+def _plan_pairs(templates: list[_Template]) -> tuple[np.ndarray, ...] | None:
+    """(send member, send local id, recv member, recv local id) of every message of one
+    instance of a plan whose members' parts are ``templates`` (FIFO per pair and lane);
+    ``None`` if some send or receive has no partner (then FIFO matching reports it)."""
+    member = np.concatenate([np.full(t.kind.size, m, np.int64) for m, t in enumerate(templates)])
+    local = np.concatenate([np.arange(t.kind.size) for t in templates])
+    kind = np.concatenate([t.kind for t in templates])
+    peer = np.concatenate([t.peer for t in templates])
+    lane = np.concatenate([t.lane for t in templates])
+    comm = np.flatnonzero(kind != CALC)
+    s, r = fifo_match(member[comm], kind[comm], peer[comm], lane[comm])
+    if 2 * s.size != comm.size:
+        return None
+    s, r = comm[s], comm[r]
+    return member[s], local[s], member[r], local[r]
 
 
 def _template(plan: NcclPlan, member: int, nics: int) -> _Template:
