@@ -57,7 +57,7 @@ from llamp.ingest import et_def_pb2 as pb
 from llamp.ingest import nccl
 from llamp.ingest.gpu_graph import GpuGraphBuilder
 
-__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "write_chakra"]
+__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "stream_name", "write_chakra"]
 
 _FILE_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et$")
 #: ``CollectiveCommType`` → the collective it is (names of :mod:`llamp.ingest.collectives`).
@@ -307,6 +307,10 @@ def read_chakra(
         "collectives": {op: ", ".join(sorted(algs)) for op, algs in sorted(used.items())},
         "collective_algorithms": choices,
         "process_groups": {g or "world": list(members[g]) for g in names},
+        # what each cpu of a rank is (stream_name): its groups' ids in cpu order, lanes each
+        "group_names": [g or "world" for g in names],
+        "rank_groups": [[group_id[g] for g in sorted(used)] for used in groups_of],
+        "stream_lanes": lanes,
         "nccl_machine": asdict(machine),
     }
     return builder.finish(meta, where=str(path))
@@ -400,6 +404,18 @@ def _build_rank(builder, r, f, nodes, stream, group_id, members, plans) -> None:
                 f"{node.where}: depends on node {d}, which this file does not hold", path=str(f)
             )
         builder.require(ends[d][1], ends[node.id][0])
+
+
+def stream_name(meta: dict[str, Any], rank: int, cpu: int) -> str:
+    """What ``cpu`` of ``rank`` is in a graph read from Chakra (module docstring): ``gpu``,
+    ``host``, ``memory`` or ``<process group> lane <l>``; ``cpu <c>`` if the graph does not say."""
+    if cpu < _FIRST_GROUP:
+        return ("gpu", "host", "memory")[cpu]
+    try:
+        j, lane = divmod(cpu - _FIRST_GROUP, int(meta["stream_lanes"]))
+        return f"{meta['group_names'][meta['rank_groups'][rank][j]]} lane {lane}"
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return f"cpu {cpu}"
 
 
 # --------------------------------------------------------------------------- writing

@@ -68,7 +68,8 @@ class CriticalPath:
 class StreamSplit:
     """The critical path of a GPU run per stream: compute and exposed communication (ns).
 
-    ``per_stream``: ``rank``, ``cpu``, ``compute_ns``, ``communication_ns`` and the latter's
+    ``per_stream``: ``rank``, ``cpu``, ``stream`` (what the cpu is: ``gpu``, ``host``, ``memory``,
+    ``<process group> lane <l>`` on Chakra runs), ``compute_ns``, ``communication_ns`` and the latter's
     parts ``latency_ns``, ``bandwidth_ns``, ``overhead_ns``, ``protocol_ns`` (per-hop costs of
     collective rounds and analytic collectives), one row per stream the path passes through;
     ``compute_ns + communication_ns`` over all rows is ``T``."""
@@ -126,6 +127,16 @@ def _stream_split(graph, dst_vertex, coef, params, T) -> StreamSplit:
         table[name] = np.bincount(at, weights=values, minlength=keys.size)
     comm = ["latency_ns", "bandwidth_ns", "overhead_ns", "protocol_ns"]
     table.insert(3, "communication_ns", table[comm].sum(axis=1))
+    if graph.meta.get("format") == "chakra":
+        from llamp.ingest.chakra import stream_name
+
+        names = [
+            stream_name(graph.meta, int(r), int(c))
+            for r, c in zip(table["rank"], table["cpu"], strict=True)
+        ]
+    else:
+        names = [f"cpu {int(c)}" for c in table["cpu"]]
+    table.insert(2, "stream", names)
     table = table.sort_values(["rank", "cpu"], kind="stable").reset_index(drop=True)
     return StreamSplit(
         runtime_ns=T,

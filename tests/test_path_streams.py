@@ -47,6 +47,7 @@ def test_exposed_message_is_communication_on_the_receiving_stream(tmp_path):
         (3000, 3000, 500)
     )
     assert comm.compute_ns == 0 and comm.communication_ns == pytest.approx(6_500)
+    assert (rows[(0, 0)].stream, comm.stream) == ("gpu", "world lane 0")
     assert s.exposed_fraction == pytest.approx(6_500 / cp.runtime_ns)
 
 

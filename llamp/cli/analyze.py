@@ -516,7 +516,7 @@ def _print_streams(streams, top: int) -> None:
     rows = [
         (
             int(r.rank),
-            int(r.cpu),
+            r.stream,
             format_ns(r.compute_ns),
             format_ns(r.communication_ns),
             format_ns(r.latency_ns),
@@ -531,7 +531,7 @@ def _print_streams(streams, top: int) -> None:
             rows,
             (
                 "rank",
-                "cpu",
+                "stream",
                 "compute",
                 "exposed comm",
                 "latency",
