@@ -66,6 +66,7 @@ class GpuGraphBuilder:
         self._matched = array("b")  # 1: a send/recv already paired by the source format
         self._last_rank = -1
         self._blocks: dict[tuple, _Blocks] = {}
+        self._templates: dict[tuple[int, int], _Template] = {}  # one per plan and member
 
     def _ascending(self, rank: int) -> None:
         if rank < self._last_rank:
@@ -159,7 +160,9 @@ class GpuGraphBuilder:
         key = (id(plan), member, world)
         blocks = self._blocks.get(key)
         if blocks is None:
-            t = _template(plan, member, self.nics)
+            t = self._templates.get((id(plan), member))
+            if t is None:
+                t = self._templates[(id(plan), member)] = _template(plan, member, self.nics)
             peers = np.where(t.kind != CALC, np.asarray(world, np.int32)[t.peer], 0)
             blocks = self._blocks[key] = _Blocks(plan, t, peers.astype(np.int32))
         first = self._count
