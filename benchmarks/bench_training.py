@@ -185,12 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         before = os.getloadavg()[0]
         runs = [profile_step(trace) for _ in range(max(1, args.repeat))]
         rows = case_rows(args.gpus, written, runs, (before, os.getloadavg()[0]))
-    print("| case | metric | value | unit | CPU s |")
-    print("|---|---|---:|---|---:|")
+    print("| case | metric | value | unit | CPU s | details |")
+    print("|---|---|---:|---|---:|---|")
+    plain = {"benchmark", "case", "metric", "value", "unit", "runs", "cpu_seconds"}
     for r in rows:
         value = f"{r['value']:.4g}" if isinstance(r["value"], float) else str(r["value"])
         cpu = f"{r['cpu_seconds']:.4g}" if "cpu_seconds" in r else ""
-        print(f"| {r['case']} | {r['metric']} | {value} | {r['unit']} | {cpu} |")
+        details = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                            for k, v in r.items() if k not in plain)  # fmt: skip
+        print(f"| {r['case']} | {r['metric']} | {value} | {r['unit']} | {cpu} | {details} |")
     return 0
 
 
