@@ -44,7 +44,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ from llamp.ingest import et_def_pb2 as pb
 from llamp.ingest import nccl
 from llamp.ingest.gpu_graph import GpuGraphBuilder
 
-__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "write_chakra"]
+__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "stream_name", "write_chakra"]
 
 _FILE_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et$")
 #: ``CollectiveCommType`` → the collective it is (names of :mod:`llamp.ingest.collectives`).
@@ -169,50 +169,54 @@ def _attrs(node: Any) -> dict[str, Any]:
     return out
 
 
-@dataclass
 class _Node:
-    """The fields of one node the graph needs."""
+    """The fields of one node the graph needs; ``where`` (for errors) is formatted on use."""
 
-    id: int
-    name: str
-    type: int
-    deps: tuple[int, ...]
-    duration_ns: float
-    attrs: dict[str, Any]
-    where: str
+    __slots__ = ("id", "name", "type", "deps", "duration_ns", "attrs", "index", "pos")
+
+    def __init__(self, node: Any, attrs: dict[str, Any], index: int, pos: int) -> None:
+        self.id = node.id
+        self.name = node.name
+        self.type = node.type
+        self.deps = (*node.data_deps, *node.ctrl_deps)
+        self.duration_ns = node.duration_micros * 1000.0
+        self.attrs = attrs
+        self.index = index
+        self.pos = pos
+
+    @property
+    def where(self) -> str:
+        return f"record {self.index} at byte {self.pos}: node {self.id} {self.name!r}"
 
 
 def _nodes(path: Path) -> Iterator[_Node]:
     """The nodes of one rank file, checked against the schema (module docstring)."""
-    metadata_seen = False
-    for index, pos, raw in _records(path):
-        where = f"record {index} at byte {pos}"
+    records = _records(path)
+    for index, pos, raw in records:
         try:
-            if not metadata_seen:
-                pb.GlobalMetadata().ParseFromString(raw)
-                metadata_seen = True
-                continue
-            node = pb.Node()
+            pb.GlobalMetadata().ParseFromString(raw)
+        except DecodeError as err:
+            raise TraceError(
+                f"record {index} at byte {pos}: not a Chakra GlobalMetadata ({err})",
+                path=str(path),
+            ) from None
+        break
+    node = pb.Node()
+    for index, pos, raw in records:
+        try:
             node.ParseFromString(raw)
         except DecodeError as err:
-            what = "GlobalMetadata" if not metadata_seen else "Node"
-            raise TraceError(f"{where}: not a Chakra {what} ({err})", path=str(path)) from None
-        label = f"{where}: node {node.id} {node.name!r}"
+            raise TraceError(
+                f"record {index} at byte {pos}: not a Chakra Node ({err})", path=str(path)
+            ) from None
         if node.type not in _NODE_TYPES or node.type == pb.INVALID_NODE:
             raise TraceError(
-                f"{label}: unknown node type {node.type} (known: "
+                f"record {index} at byte {pos}: node {node.id} {node.name!r}: unknown node "
+                f"type {node.type} (known: "
                 f"{', '.join(n for n in pb.NodeType.keys() if n != 'INVALID_NODE')})",
                 path=str(path),
             )
-        yield _Node(
-            node.id,
-            node.name,
-            node.type,
-            tuple(node.data_deps) + tuple(node.ctrl_deps),
-            node.duration_micros * 1000.0,
-            _attrs(node),
-            label,
-        )
+        yield _Node(node, _attrs(node) if node.attr else {}, index, pos)
 
 
 def _int_attr(node: _Node, name: str, path: Path, default: int | None = None) -> int:
@@ -259,18 +263,23 @@ def read_chakra(
     choices = nccl.check_choices(collectives, what="a Chakra trace")
     P = len(files)
     # pass 1: which groups each rank uses, and its collectives per group, in order
+    # (the nodes are kept: one parse per file, a few hundred bytes per node)
     groups_of: list[set[str]] = []
-    calls: dict[str, dict[int, list[tuple[str, int, str]]]] = {}
+    nodes_of: list[list[_Node]] = []
+    calls: dict[str, dict[int, list[tuple[str, int, _Node]]]] = {}
+    comm_types = (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE)
     for r, f in enumerate(files):
         used: set[str] = set()
-        for node in _nodes(f):
-            if node.type in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE):
+        nodes = list(_nodes(f))
+        for node in nodes:
+            if node.type in comm_types:
                 pg = str(node.attrs.get("pg_name", ""))
                 used.add(pg)
                 if node.type == pb.COMM_COLL_NODE:
                     op, size = _collective(node, f)
-                    calls.setdefault(pg, {}).setdefault(r, []).append((op, size, node.where))
+                    calls.setdefault(pg, {}).setdefault(r, []).append((op, size, node))
         groups_of.append(used)
+        nodes_of.append(nodes)
     names = sorted(set().union(*groups_of))
     group_id = {g: k for k, g in enumerate(names)}
     members = {g: tuple(range(P)) if g == "" else tuple(r for r in range(P) if g in groups_of[r])
@@ -285,7 +294,8 @@ def read_chakra(
         ranks = tqdm(ranks, total=P, unit=" ranks", desc="building the graph", leave=False)
     for r, f in ranks:
         stream = {g: _FIRST_GROUP + j * lanes for j, g in enumerate(sorted(groups_of[r]))}
-        _build_rank(builder, r, f, stream, group_id, members, plans)
+        _build_rank(builder, r, f, nodes_of[r], stream, group_id, members, plans)
+        nodes_of[r] = []
     used: dict[str, set[str]] = {}
     for op, p in plans.values():
         used.setdefault(op, set()).add(f"{p.algorithm}/{p.protocol.name}")
@@ -297,6 +307,10 @@ def read_chakra(
         "collectives": {op: ", ".join(sorted(algs)) for op, algs in sorted(used.items())},
         "collective_algorithms": choices,
         "process_groups": {g or "world": list(members[g]) for g in names},
+        # what each cpu of a rank is (stream_name): its groups' ids in cpu order, lanes each
+        "group_names": [g or "world" for g in names],
+        "rank_groups": [[group_id[g] for g in sorted(used)] for used in groups_of],
+        "stream_lanes": lanes,
         "nccl_machine": asdict(machine),
     }
     return builder.finish(meta, where=str(path))
@@ -317,14 +331,14 @@ def _plan_instances(files, calls, members, choices, machine):
                     path=str(files[r]),
                 )
         for k in range(counts[first]):
-            op, size, where = per_rank[first][k]
+            op, size, node = per_rank[first][k]
             for r in group[1:]:
-                op_r, size_r, where_r = per_rank[r][k]
+                op_r, size_r, node_r = per_rank[r][k]
                 if (op_r, size_r) != (op, size):
                     raise TraceError(
-                        f"{where_r}: collective {k} on process group {g or 'world'!r} is "
+                        f"{node_r.where}: collective {k} on process group {g or 'world'!r} is "
                         f"{op_r} of {size_r} bytes here, {op} of {size} bytes on rank {first} "
-                        f"({files[first].name}, {where})",
+                        f"({files[first].name}, {node.where})",
                         path=str(files[r]),
                     )
             plans[(g, k)] = (op, _plan(op, len(group), size, choices, machine))
@@ -336,11 +350,11 @@ def _plan(op: str, P: int, size: int, choices: dict[str, str], machine) -> nccl.
     return nccl.plan(op, P, size, algorithm=alg, protocol=proto, channels=machine.channels)
 
 
-def _build_rank(builder, r, f, stream, group_id, members, plans) -> None:
+def _build_rank(builder, r, f, nodes, stream, group_id, members, plans) -> None:
     ends: dict[int, tuple[int, int]] = {}
     deps: list[tuple[_Node, int]] = []
     instance = dict.fromkeys(stream, 0)
-    for node in _nodes(f):
+    for node in nodes:
         if node.id in ends:
             raise TraceError(f"{node.where}: duplicate node id {node.id}", path=str(f))
         t = node.type
@@ -390,6 +404,18 @@ def _build_rank(builder, r, f, stream, group_id, members, plans) -> None:
                 f"{node.where}: depends on node {d}, which this file does not hold", path=str(f)
             )
         builder.require(ends[d][1], ends[node.id][0])
+
+
+def stream_name(meta: dict[str, Any], rank: int, cpu: int) -> str:
+    """What ``cpu`` of ``rank`` is in a graph read from Chakra (module docstring): ``gpu``,
+    ``host``, ``memory`` or ``<process group> lane <l>``; ``cpu <c>`` if the graph does not say."""
+    if cpu < _FIRST_GROUP:
+        return ("gpu", "host", "memory")[cpu]
+    try:
+        j, lane = divmod(cpu - _FIRST_GROUP, int(meta["stream_lanes"]))
+        return f"{meta['group_names'][meta['rank_groups'][rank][j]]} lane {lane}"
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return f"cpu {cpu}"
 
 
 # --------------------------------------------------------------------------- writing

@@ -5,6 +5,14 @@ terms separately splits ``T`` exactly into compute, latency, bandwidth and overh
 contribution is charged to the rank of the edge's destination vertex (a message to the
 receiver, an analytic collective's cost to the member it releases). Besides the path, :func:`rank_time_split` splits each rank's own timeline into
 compute, overhead and the time it spends blocked in communication.
+
+On a GPU run (a graph whose ranks are DAGs of streams, ``meta["gpu_streams"]``), the path's
+time is also split per *stream*, the ``(rank, cpu)`` of each edge's destination vertex
+(:class:`StreamSplit`): *compute* is the cost of the calcs the trace gave (kernels, host and
+memory operations), *exposed communication* everything else the path pays — latency,
+bandwidth, overheads and the per-hop cost of the NCCL protocol (the join calcs of a
+collective's rounds: calcs whose every dependency is a collective's send or receive). The two
+sum to ``T``: the communication the schedule does not hide behind compute.
 """
 
 from __future__ import annotations
@@ -15,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.graph import CALC, RECV, SEND, ExecutionGraph
+from llamp.config import COLL_TAG_BASE
+from llamp.graph import CALC, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp.engine import Evaluation, engine_for
 from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.params import LogGPS
@@ -35,6 +44,7 @@ class CriticalPath:
     vertices: np.ndarray
     messages: np.ndarray
     split: pd.DataFrame = field(repr=False)
+    streams: StreamSplit | None = None
 
     @property
     def totals(self) -> dict[str, float]:
@@ -51,7 +61,89 @@ class CriticalPath:
             "totals": self.totals,
             "per_rank": self.split.to_dict(orient="records"),
             "params": self.params.as_dict(),
+        } | ({"streams": self.streams.as_dict()} if self.streams is not None else {})
+
+
+@dataclass(frozen=True, eq=False)
+class StreamSplit:
+    """The critical path of a GPU run per stream: compute and exposed communication (ns).
+
+    ``per_stream``: ``rank``, ``cpu``, ``stream`` (what the cpu is: ``gpu``, ``host``, ``memory``,
+    ``<process group> lane <l>`` on Chakra runs), ``compute_ns``, ``communication_ns`` and the latter's
+    parts ``latency_ns``, ``bandwidth_ns``, ``overhead_ns``, ``protocol_ns`` (per-hop costs of
+    collective rounds and analytic collectives), one row per stream the path passes through;
+    ``compute_ns + communication_ns`` over all rows is ``T``."""
+
+    runtime_ns: float
+    compute_ns: float
+    communication_ns: float
+    per_stream: pd.DataFrame = field(repr=False)
+
+    @property
+    def exposed_fraction(self) -> float:
+        return self.communication_ns / self.runtime_ns if self.runtime_ns > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "runtime_ns": self.runtime_ns,
+            "compute_ns": self.compute_ns,
+            "exposed_communication_ns": self.communication_ns,
+            "exposed_fraction": self.exposed_fraction,
+            "per_stream": self.per_stream.to_dict(orient="records"),
         }
+
+
+def protocol_calcs(graph: ExecutionGraph) -> np.ndarray:
+    """Calcs that are steps of an expanded collective: every ``requires`` edge into them comes
+    from a send or receive with a collective tag (the join of a round of NCCL's expansion)."""
+    src, dst = graph.edge_src, graph.edge_dst
+    into_calc = (graph.edge_kind == REQUIRES) & (graph.kind[dst] == CALC)
+    s, d = src[into_calc], dst[into_calc]
+    coll_op = ((graph.kind[s] == SEND) | (graph.kind[s] == RECV)) & (graph.tag[s] >= COLL_TAG_BASE)
+    has_in = np.zeros(graph.num_vertices, bool)
+    has_in[d] = True
+    other = np.zeros(graph.num_vertices, bool)
+    other[d[~coll_op]] = True
+    return has_in & ~other
+
+
+def _stream_split(graph, dst_vertex, coef, params, T) -> StreamSplit:
+    cpu = graph.streams("cpu")
+    width = int(cpu.max()) + 1 if cpu.size else 1
+    stream = graph.rank[dst_vertex].astype(np.int64) * width + cpu[dst_vertex]
+    calc = graph.kind[dst_vertex] == CALC
+    protocol = protocol_calcs(graph)[dst_vertex]
+    const = coef[:, CONST]
+    parts = {
+        "compute_ns": np.where(calc & ~protocol, const, 0.0),
+        "latency_ns": coef[:, COEF_L] * params.L,
+        "bandwidth_ns": coef[:, COEF_G] * params.G + coef[:, COEF_GAP] * params.g,
+        "overhead_ns": coef[:, COEF_O] * params.o,
+        "protocol_ns": np.where(calc & ~protocol, 0.0, const),
+    }
+    keys, at = np.unique(stream, return_inverse=True)
+    table = pd.DataFrame({"rank": keys // width, "cpu": keys % width})
+    for name, values in parts.items():
+        table[name] = np.bincount(at, weights=values, minlength=keys.size)
+    comm = ["latency_ns", "bandwidth_ns", "overhead_ns", "protocol_ns"]
+    table.insert(3, "communication_ns", table[comm].sum(axis=1))
+    if graph.meta.get("format") == "chakra":
+        from llamp.ingest.chakra import stream_name
+
+        names = [
+            stream_name(graph.meta, int(r), int(c))
+            for r, c in zip(table["rank"], table["cpu"], strict=True)
+        ]
+    else:
+        names = [f"cpu {int(c)}" for c in table["cpu"]]
+    table.insert(2, "stream", names)
+    table = table.sort_values(["rank", "cpu"], kind="stable").reset_index(drop=True)
+    return StreamSplit(
+        runtime_ns=T,
+        compute_ns=float(table["compute_ns"].sum()),
+        communication_ns=float(table["communication_ns"].sum()),
+        per_stream=table,
+    )
 
 
 def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
@@ -92,8 +184,16 @@ def critical_path(graph: ExecutionGraph, params: LogGPS) -> CriticalPath:
         minlength=graph.num_ranks,
     )
     T = float(w[edges].sum()) if edges.size else 0.0
+    streams = (
+        _stream_split(graph, dst_vertex, coef, params, T) if graph.meta.get("gpu_streams") else None
+    )
     return CriticalPath(
-        params=params, runtime_ns=T, vertices=vertex, messages=messages, split=split
+        params=params,
+        runtime_ns=T,
+        vertices=vertex,
+        messages=messages,
+        split=split,
+        streams=streams,
     )
 
 

@@ -485,6 +485,8 @@ def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) 
         if r.compute_ns + r.overhead_ns + r.latency_ns + r.bandwidth_ns > 0
     ]
     click.echo(table(rows, ("rank", "compute", "overhead", "latency", "bandwidth", "msgs in")))
+    if cp.streams is not None:
+        _print_streams(cp.streams, top)
     if len(cp.messages):
         sizes = graph.size[cp.messages[:, 0]]
         order = np.argsort(-sizes, kind="stable")[:top]
@@ -499,6 +501,47 @@ def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) 
         ]
         click.echo(f"largest {len(rows)} of {len(cp.messages)} messages on the path:")
         click.echo(table(rows, ("from", "to", "bytes", "tag")))
+
+
+def _print_streams(streams, top: int) -> None:
+    """The GPU run's path per stream: compute and exposed communication, largest first."""
+    share = f" ({streams.exposed_fraction:.2%} of T)" if streams.runtime_ns else ""
+    click.echo(
+        f"per stream: compute {format_ns(streams.compute_ns)}, exposed communication "
+        f"{format_ns(streams.communication_ns)}{share}"
+    )
+    frame = streams.per_stream
+    order = np.argsort(-(frame["compute_ns"] + frame["communication_ns"]).to_numpy(), kind="stable")
+    rows = [
+        (
+            int(r.rank),
+            r.stream,
+            format_ns(r.compute_ns),
+            format_ns(r.communication_ns),
+            format_ns(r.latency_ns),
+            format_ns(r.bandwidth_ns),
+            format_ns(r.overhead_ns),
+            format_ns(r.protocol_ns),
+        )
+        for r in frame.iloc[order[:top]].itertuples(index=False)
+    ]
+    click.echo(
+        table(
+            rows,
+            (
+                "rank",
+                "stream",
+                "compute",
+                "exposed comm",
+                "latency",
+                "bandwidth",
+                "overhead",
+                "protocol",
+            ),
+        )  # fmt: skip
+    )
+    if len(frame) > top:
+        click.echo(f"({len(frame) - top} more streams: --json lists them all)")
 
 
 # ---------------------------------------------------------------------- report
