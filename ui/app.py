@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from llamp.ui import tasks
+from llamp.ui import controls, tasks
 from llamp.ui.navigation import PAGES
 
 st.set_page_config(page_title="llamp", page_icon=":material/network_check:", layout="wide")
@@ -28,6 +28,7 @@ wanted = st.query_params.get("page")
 if wanted in by_name and wanted != name and wanted != seen.get("page"):
     seen["page"] = wanted  # ?page=critical_path&… (a link, a bookmark) opens that page once
     st.switch_page(by_name[wanted], query_params=st.query_params.to_dict())
+controls.take_url()  # ?run=…&L=… holds on whichever page it opened
 tasks.visit(name)  # the work of the page this session left stops
 seen["page"] = name
 if st.query_params.get("page") != name:

@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.compare import PARTS
-from llamp.ui import controls, plots, run_comparison, store, tasks
+from llamp.ui import controls, display, plots, run_comparison, store, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -107,7 +107,7 @@ for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
             (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
             delta = f"{change.relative()} vs {comparison.runs[0].name}"
         st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
-        st.caption(f"{r.runtime_ns:.6f} ns")
+        st.caption(f"exact: {display.exact_duration(r.runtime_ns)}")
 
 # ---------------------------------------------------------------------- curves
 st.subheader("T(L) and λ_L")
@@ -189,7 +189,7 @@ left, right = st.columns(2)
 left.plotly_chart(fig_T, width="stretch", key="cmp-fig-T")
 right.plotly_chart(fig_l, width="stretch", key="cmp-fig-lambda")
 st.caption(
-    f"{len(grid)} latencies from 0 to {format_ns(float(grid.max()))}, the same for every run "
+    f"{len(grid)} latencies from 0 to {display.duration(float(grid.max()))}, the same for every run "
     "(exact T and right derivative λ_L at each; dashed: L0)."
 )
 

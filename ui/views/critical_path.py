@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp import critical_path, evaluate, rank_time_split
-from llamp.ui import controls, exports, plots, store, tasks
+from llamp.ui import controls, display, exports, plots, store, tasks
 
 st.title("Critical path")
 sel = controls.selection("critical_path")
@@ -83,8 +83,8 @@ linked = _linked()
 totals = cp.totals
 cols = st.columns(6)
 with cols[0].container(key="path-runtime"):
-    st.metric("T predicted", format_ns(ev.runtime_ns))
-    st.caption(f"{ev.runtime_ns:.6f} ns")
+    st.metric("T predicted", display.duration(ev.runtime_ns))
+    st.caption(f"exact: {display.exact_duration(ev.runtime_ns)}")
 cols[1].metric("Ops on the path", f"{len(cp.vertices):,}")
 cols[2].metric(
     "Messages on the path", f"{len(cp.messages):,}", help="λ_L counts a rendezvous message 3 times"
@@ -110,16 +110,18 @@ if linked and link_seen != link_id:
     at = int(np.searchsorted(starts, ev.start_ns[linked[0]]))
     first = starts[max(at - AUTO_OPS // 2, 0)]
     last = starts[min(at + AUTO_OPS // 2, starts.size - 1)]
-    st.session_state["cp_from"] = format_ns(float(first))
-    st.session_state["cp_to"] = format_ns(max(float(last), float(first) + 1.0))
+    st.session_state["cp_from"] = display.duration(float(first))
+    st.session_state["cp_to"] = display.duration(max(float(last), float(first) + 1.0))
 if linked:
     st.info(
         f"Linked op {linked[0]:,}: rank {int(graph.rank[linked[0]])}, starts at "
-        f"{format_ns(float(ev.start_ns[linked[0]]))} (marked ★ on the timeline)."
+        f"{display.duration(float(ev.start_ns[linked[0]]))} (marked ★ on the timeline)."
     )
 c1, c2, c3 = st.columns(3)
 lo_text = c1.text_input("Window from", "", key="cp_from", placeholder="0 (e.g. 10ms)")
-hi_text = c2.text_input("Window to", "", key="cp_to", placeholder=f"auto: {format_ns(auto_hi)}")
+hi_text = c2.text_input(
+    "Window to", "", key="cp_to", placeholder=f"auto: {display.duration(auto_hi)}"
+)
 max_bars = c3.number_input("Most ops drawn", 100, 50_000, 5000, step=500, key="cp_max_bars")
 show_messages = st.toggle("Draw critical messages", value=True, key="cp_messages")
 with controls.readable_errors("Timeline"):
@@ -127,12 +129,12 @@ with controls.readable_errors("Timeline"):
     hi = parse_duration_ns(hi_text) if hi_text.strip() else max(auto_hi, lo + 1.0)
     if hi <= lo:
         raise InputError(
-            f"the window end ({format_ns(hi)}) must be after its start ({format_ns(lo)})"
+            f"the window end ({display.duration(hi)}) must be after its start ({display.duration(lo)})"
         )
     if not hi_text.strip() and starts.size > AUTO_OPS:
         st.caption(
             f"Automatic window: the first {AUTO_OPS:,} of {starts.size:,} ops "
-            f"(T = {format_ns(T)}); set the window to look elsewhere."
+            f"(T = {display.duration(T)}); set the window to look elsewhere."
         )
     fig, in_window, drawn = plots.timeline_figure(
         graph,
@@ -236,7 +238,7 @@ if len(cp.messages):
         range(len(shown)),
         format_func=lambda i: (
             f"#{i + 1}: rank {shown['src'].iloc[i]} → {shown['dst'].iloc[i]}, "
-            f"{shown['bytes'].iloc[i]:,} B, sent at {format_ns(shown['send_start_ns'].iloc[i])}"
+            f"{shown['bytes'].iloc[i]:,} B, sent at {display.duration(shown['send_start_ns'].iloc[i])}"
         ),
         key="cp_open_message",
     )

@@ -13,13 +13,12 @@ from llamp.config import (
     DEFAULT_INTRA_NODE_NS,
     DEFAULT_SWITCH_NS,
     DEFAULT_WIRE_NS,
-    format_ns,
     parse_duration_ns,
     parse_gap_ns_per_byte,
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, display, plots
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -88,9 +87,11 @@ with controls.readable_errors("Matrix inputs"):
         )
         rpn = c1.number_input("Ranks per node", 1, 65536, 1, key="mx_topo_rpn")
         c2, c3, c4 = st.columns(3)
-        wire = c2.text_input("l_wire", format_ns(DEFAULT_WIRE_NS), key="mx_wire")
-        switch = c3.text_input("d_switch", format_ns(DEFAULT_SWITCH_NS), key="mx_switch")
-        intra = c4.text_input("l_intra_node", format_ns(DEFAULT_INTRA_NODE_NS), key="mx_intra")
+        wire = c2.text_input("l_wire", display.duration(DEFAULT_WIRE_NS), key="mx_wire")
+        switch = c3.text_input("d_switch", display.duration(DEFAULT_SWITCH_NS), key="mx_switch")
+        intra = c4.text_input(
+            "l_intra_node", display.duration(DEFAULT_INTRA_NODE_NS), key="mx_intra"
+        )
         if not spec.strip():
             raise InputError("enter a topology, e.g. fattree:k=16")
         source = (
@@ -139,8 +140,8 @@ if result is None:
 st.caption(f"L_ij, G_ij: {result.costs.source}")
 cols = st.columns(4)
 with cols[0].container(key="mx-runtime"):
-    st.metric("T predicted", format_ns(result.runtime_ns))
-    st.caption(f"{result.runtime_ns:.6f} ns")
+    st.metric("T predicted", display.duration(result.runtime_ns))
+    st.caption(f"exact: {display.exact_duration(result.runtime_ns)}")
 cols[1].metric("λ_L = Σ λ_L^ij", f"{result.lambda_L.sum():g}")
 cols[2].metric("λ_G = Σ λ_G^ij (bytes)", f"{result.lambda_G.sum():g}")
 cols[3].metric(

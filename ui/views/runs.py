@@ -32,15 +32,13 @@ with controls.readable_errors("Reading the graph store"):
     if runs.empty:
         st.info("The store holds no run yet: ingest a trace below.")
     else:
-        st.dataframe(
-            runs,
-            hide_index=True,
+        controls.table(
+            runs[[c for c in runs.columns if c != "id" and not c.startswith("has_")]],
+            labels={"bytes": "sent", "created": "stored"},
             width="stretch",
             column_config={
-                "bytes": st.column_config.NumberColumn("bytes", help="Bytes sent in all messages"),
-                "vertices": st.column_config.NumberColumn(
-                    "vertices", help="calc + send + recv ops"
-                ),
+                "sent (B)": st.column_config.NumberColumn(help="Bytes sent in all messages"),
+                "vertices": st.column_config.NumberColumn(help="calc + send + recv ops"),
             },
             key="runs_table",
         )
