@@ -150,17 +150,18 @@ def number(value: object, digits: int = 4) -> str:
     return _number(float(value), digits)  # type: ignore[arg-type]
 
 
-def change(new: float, old: float) -> tuple[str, str]:
+def change(new: float, old: float, less: str = "faster", more: str = "slower") -> tuple[str, str]:
     """How ``new`` compares with ``old`` as (arrow, words): (``"↓"``, ``"7,500× faster"``) for a
     7,500-fold decrease of a runtime, (``"↑"``, ``"2.5× slower"``) for an increase,
-    (``"="``, ``"same"``) for equal values."""
+    (``"="``, ``"same"``) for equal values; ``less``/``more`` name the direction of another
+    quantity (``"less"``, ``"more"``)."""
     if not (math.isfinite(new) and math.isfinite(old)) or new == old:
         return ("=", "same") if new == old else ("", MISSING)
     if new <= 0 or old <= 0:
         return ("↓" if new < old else "↑"), MISSING
     ratio = old / new if new < old else new / old
     shown = f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3g}"
-    return ("↓", f"{shown}× faster") if new < old else ("↑", f"{shown}× slower")
+    return ("↓", f"{shown}× {less}") if new < old else ("↑", f"{shown}× {more}")
 
 
 def parameter(parameter: str, value: float) -> str:

@@ -78,6 +78,24 @@ if found is None:
     st.stop()
 comparison, grid = found
 
+
+def _change(c) -> str:
+    """A change with its direction: ``↓ 7,500× faster`` for a runtime, ``↑ +30%`` for a
+    small increase of another quantity, ``=`` when it is not significant."""
+    relative = c.relative()
+    if relative == "=" or c.unit == "share" or c.value == c.baseline:
+        return relative
+    sign, words = (
+        display.change(c.value, c.baseline)
+        if c.quantity == "runtime T"
+        else display.change(c.value, c.baseline, "less", "more")
+    )
+    ratio = c.value / c.baseline if c.baseline else math.inf
+    if relative.startswith(("+", "-")) and 0.1 < ratio < 10:
+        return f"{sign} {relative}"
+    return f"{sign} {words}"
+
+
 # ---------------------------------------------------------------------- what changed
 st.subheader("What changed")
 with st.container(key="cmp-summary"):
@@ -88,12 +106,12 @@ overview = pd.DataFrame(
     {
         "run": [r.name for r in comparison.runs],
         "ranks": [r.ranks for r in comparison.runs],
-        "messages": [f"{r.messages:,}" for r in comparison.runs],
-        "bytes": [f"{r.bytes:,}" for r in comparison.runs],
+        "messages": [display.count(r.messages) for r in comparison.runs],
+        "sent": [display.size(r.bytes) for r in comparison.runs],
         "collectives": [r.collective_instances for r in comparison.runs],
         "T": [plots.short_ns(r.runtime_ns, 6) for r in comparison.runs],
-        "λ_L": [r.prediction.lambda_L for r in comparison.runs],
-        "λ_G": [r.prediction.lambda_G for r in comparison.runs],
+        "λ_L": [display.number(r.prediction.lambda_L, 6) for r in comparison.runs],
+        "λ_G (bytes on the path)": [display.size(r.prediction.lambda_G) for r in comparison.runs],
         "ρ_L": [f"{r.prediction.rho_L:.3%}" for r in comparison.runs],
     }
 )
@@ -102,11 +120,21 @@ with st.container(key="cmp-overview"):
 cols = st.columns(len(comparison.runs))
 for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
     with col.container(key=f"cmp-runtime-{i}"):
-        delta = None
+        delta, arrow = None, "off"
         if i:
-            (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
-            delta = f"{change.relative()} vs {comparison.runs[0].name}"
-        st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
+            first = comparison.runs[0]
+            sign, words = display.change(r.runtime_ns, first.runtime_ns)
+            delta = (
+                f"{words} than {first.name}" if sign in ("↓", "↑") else f"{words} as {first.name}"
+            )
+            arrow = {"↓": "down", "↑": "up"}.get(sign, "off")
+        st.metric(
+            f"T of {r.name}",
+            plots.short_ns(r.runtime_ns),
+            delta=delta,
+            delta_color="off",
+            delta_arrow=arrow,
+        )
         st.caption(f"exact: {display.exact_duration(r.runtime_ns)}")
 
 # ---------------------------------------------------------------------- curves
@@ -202,11 +230,8 @@ table = pd.DataFrame(
         "x": [f"{100 * x:g}%" for x in tol["x"]],
         "T bound": [plots.short_ns(v, 6) for v in tol["bound_ns"]],
         "L tolerance": [plots.short_ns(v, 6) for v in tol["latency_ns"]],
-        "G tolerance": [f"{g:.6g} ns/B" if math.isfinite(g) else "∞" for g in tol["G_ns_per_byte"]],
-        "as bandwidth": [
-            f"{8.0 / g:.4g} Gb/s" if math.isfinite(g) and g > 0 else "0"
-            for g in tol["G_ns_per_byte"]
-        ],
+        "G tolerance": [display.gap(g, 6) for g in tol["G_ns_per_byte"]],
+        "as bandwidth": [display.bandwidth(g) for g in tol["G_ns_per_byte"]],
     }
 )
 with st.container(key="cmp-tolerances"):
@@ -246,12 +271,12 @@ parts_table = pd.DataFrame(
         "run": [r.name for r in comparison.runs],
         **{
             part: [
-                f"{plots.short_ns(r.path_ns[part])} ({r.path_share(part):.1%})"
+                f"{plots.short_ns(r.path_ns[part])} ({display.percent(r.path_share(part), 3)})"
                 for r in comparison.runs
             ]
             for part in PARTS
         },
-        "messages on the path": [r.path_messages for r in comparison.runs],
+        "messages on the path": [display.count(r.path_messages) for r in comparison.runs],
     }
 )
 st.dataframe(parts_table, hide_index=True, width="stretch")
@@ -266,7 +291,7 @@ with st.expander("Every quantity against the baseline"):
                     "quantity": [c.quantity for c in changes],
                     comparison.runs[0].name: [c.shown(c.baseline) for c in changes],
                     run.name: [c.shown(c.value) for c in changes],
-                    "change": [c.relative() for c in changes],
+                    "change": [_change(c) for c in changes],
                 }
             ),
             hide_index=True,

@@ -65,8 +65,8 @@ st.title("Cypher console")
 with controls.readable_errors("Query limits"):
     limits = config.query_limits()
     st.caption(
-        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (run, vid, rank, seq, "
-        "kind, cost_ns, size, peer, tag), `Analysis`; relationships `NEXT`, `ISTART`, "
+        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
+        "`seq`, `kind`, `cost_ns`, `size`, `peer`, `tag`), `Analysis`; relationships `NEXT`, `ISTART`, "
         "`MSG {size}`, `RESULT`. `$run_name` is bound to the run chosen below. Each query runs "
         f"in a worker process limited to {limits.memory_bytes / (1 << 30):g} GiB and "
         f"{limits.timeout_s:g} s (the server's LLAMP_CYPHER_MEMORY and LLAMP_CYPHER_TIMEOUT)."
