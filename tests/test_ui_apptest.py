@@ -363,6 +363,11 @@ def test_cypher_syntax_error_is_readable(store_env):
     at.button(key="cypher_run_button").click().run()
     assert not at.exception
     assert at.error and at.error[0].value.startswith("Query")
+    message = at.error[0].value
+    assert "line 1, column" in message, message
+    assert "\\n" not in message and "oC_" not in message and "expecting" not in message
+    assert at.code and at.code[0].value.splitlines()[0] == "MATCH (o:Op RETURN o"
+    assert at.code[0].value.splitlines()[1].strip() == "^"
 
 
 # ---------------------------------------------------------------------- empty / unreachable store
