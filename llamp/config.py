@@ -254,9 +254,7 @@ def parse_duration_ns(text: str | float | int, *, default_unit: str | None = "ns
         return float(text) * _TIME_UNITS_NS[default_unit]
     match = _DURATION_RE.match(text)
     if not match:
-        raise ParameterError(
-            f"cannot read duration {text[:40]!r}: expected e.g. 3us, 1.5ms, 250ns"
-        )
+        raise ParameterError(f"cannot read duration {text[:40]!r}: expected e.g. 3us, 1.5ms, 250ns")
     if not match.group(2) and default_unit is None:
         raise ParameterError(f"duration {text[:40]!r} has no unit: give a unit (e.g. 3us)")
     value, unit = float(match.group(1)), match.group(2) or default_unit or "ns"
