@@ -333,5 +333,5 @@ def download_name(
         )
     if part:
         pieces.append(part)
-    stem = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", p).strip("_") for p in pieces if p)
+    stem = "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", p).strip("_") for p in pieces if p)
     return f"{stem}.{ext}"
