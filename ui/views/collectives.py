@@ -332,7 +332,10 @@ if found is None and not estimate.within_target and not confirmed:
 def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
     if auto:
         return whatif.comparison_range(result.summary, levels, sel.params.L)
-    a, b = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+    a, b = (
+        parse_duration_ns(lo_text, default_unit=None),
+        parse_duration_ns(hi_text, default_unit=None),
+    )
     if not 0 <= a < b:
         raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
     return a, b

@@ -61,7 +61,7 @@ with controls.readable_errors("Comparison"):
     levels = controls.levels(levels_text)
     fixed = None
     if hi_text.strip():
-        top = parse_duration_ns(hi_text)
+        top = parse_duration_ns(hi_text, default_unit=None)
         if not top > 0:
             raise InputError(f"largest L {hi_text!r}: must be > 0")
         fixed = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))

@@ -125,8 +125,10 @@ hi_text = c2.text_input(
 max_bars = c3.number_input("Most ops drawn", 100, 50_000, 5000, step=500, key="cp_max_bars")
 show_messages = st.toggle("Draw critical messages", value=True, key="cp_messages")
 with controls.readable_errors("Timeline"):
-    lo = parse_duration_ns(lo_text) if lo_text.strip() else 0.0
-    hi = parse_duration_ns(hi_text) if hi_text.strip() else max(auto_hi, lo + 1.0)
+    lo = parse_duration_ns(lo_text, default_unit=None) if lo_text.strip() else 0.0
+    hi = (
+        parse_duration_ns(hi_text, default_unit=None) if hi_text.strip() else max(auto_hi, lo + 1.0)
+    )
     if hi <= lo:
         raise InputError(
             f"the window end ({display.duration(hi)}) must be after its start ({display.duration(lo)})"

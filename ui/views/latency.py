@@ -165,7 +165,10 @@ with controls.readable_errors("Critical-latency search"):
     if auto:
         lo, hi = analyses.auto_range(tol, L0)
     else:
-        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+        lo, hi = (
+            parse_duration_ns(lo_text, default_unit=None),
+            parse_duration_ns(hi_text, default_unit=None),
+        )
         if not 0 <= lo < hi:
             raise InputError(f"the L range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
     st.subheader(f"T(L) over [{display.duration(lo)}, {display.duration(hi)}]")

@@ -45,7 +45,7 @@ FILES = (
 
 
 def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
-    L, G = parse_duration_ns(L_text), parse_gap_ns_per_byte(G_text)
+    L, G = parse_duration_ns(L_text, default_unit=None), parse_gap_ns_per_byte(G_text)
     if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
         raise InputError(f"{what}: L and G must be finite and ≥ 0")
     return L, G
@@ -128,9 +128,9 @@ with controls.readable_errors("Placement inputs"):
         if not spec.strip():
             raise InputError("enter a topology, e.g. fattree:k=16")
         latencies = LinkLatencies(
-            wire_ns=parse_duration_ns(wire),
-            switch_ns=parse_duration_ns(switch),
-            intra_node_ns=parse_duration_ns(intra),
+            wire_ns=parse_duration_ns(wire, default_unit=None),
+            switch_ns=parse_duration_ns(switch, default_unit=None),
+            intra_node_ns=parse_duration_ns(intra, default_unit=None),
         )
         machine = (
             "topology",

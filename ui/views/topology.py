@@ -38,7 +38,7 @@ def _class_latencies(text: str) -> dict[str, float]:
         if "=" not in item:
             raise InputError(f"link class latencies: {item.strip()!r} is not CLASS=VALUE")
         name, value = (p.strip() for p in item.split("=", 1))
-        out[name] = parse_duration_ns(value)
+        out[name] = parse_duration_ns(value, default_unit=None)
     return out
 
 
@@ -148,9 +148,9 @@ with controls.readable_errors("Topology inputs"):
         topologies = [analyses.topology_of(s) for s in sources]
     latencies = analyses.latency_key(
         LinkLatencies(
-            wire_ns=parse_duration_ns(wire_text),
-            switch_ns=parse_duration_ns(switch_text),
-            intra_node_ns=parse_duration_ns(intra_text),
+            wire_ns=parse_duration_ns(wire_text, default_unit=None),
+            switch_ns=parse_duration_ns(switch_text, default_unit=None),
+            intra_node_ns=parse_duration_ns(intra_text, default_unit=None),
             per_class_ns=_class_latencies(classes_text),
         )
     )
@@ -319,8 +319,8 @@ slowdown = st.toggle("Show the slowdown T / T(base) − 1 instead of T", key="to
 
 sweeps, marks, skipped = [], [], []
 with controls.readable_errors("Sweep"):
-    lo = parse_duration_ns(from_text) if from_text.strip() else base
-    hi = parse_duration_ns(to_text) if to_text.strip() else base + 150.0
+    lo = parse_duration_ns(from_text, default_unit=None) if from_text.strip() else base
+    hi = parse_duration_ns(to_text, default_unit=None) if to_text.strip() else base + 150.0
     if not 0 <= lo < hi:
         raise InputError(
             f"the sweep needs 0 ≤ From < To (got {display.duration(lo)} to {display.duration(hi)})"
