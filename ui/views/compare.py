@@ -147,6 +147,12 @@ mode = st.radio(
     help="Runs of different sizes have runtimes far apart: the slowdown puts them on one scale "
     "(each run's x% L tolerance is where its curve crosses x%).",
 )
+log_x = st.toggle(
+    "Log L axis",
+    key="cmp_log_x",
+    help="Runs whose tolerances lie decades apart (µs against ms) each keep their shape on a "
+    "logarithmic L axis (L = 0 is left out).",
+)
 groups = list(comparison.curves.groupby("run", sort=False))
 L0 = sel.params.L
 xu, xs = plots.time_unit(float(grid.max()))
@@ -200,6 +206,8 @@ if slowdown:
         fig_T.add_hline(y=100 * x, line_dash="dot", line_color="#7f7f7f", line_width=1)
 for fig in (fig_T, fig_l):
     fig.add_vline(x=L0 / xs, line_dash="dash", line_color="#7f7f7f", line_width=1)
+    if log_x:
+        fig.update_xaxes(type="log")
     fig.update_layout(
         xaxis_title=f"network latency L ({xu})",
         legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
