@@ -35,8 +35,8 @@ def test_durations_take_the_unit_that_suits_them(ns, shown):
 
 def test_exact_duration_reads_back_to_the_same_float():
     for ns in (41909063157.385979, 2936850.544516296, 0.125, 3000.0):
-        assert display.parse_exact(display.exact_duration(ns)) == pytest.approx(ns, rel=1e-14)
-    assert display.exact_duration(41909063157.385979) == "41.909063157386 s"
+        assert display.parse_exact(display.exact_duration(ns)) == pytest.approx(ns, abs=1e-6)
+    assert display.exact_duration(41909063157.385979) == "41,909,063,157.385979 ns"
 
 
 def test_sizes_bandwidths_percentages_counts():

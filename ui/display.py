@@ -82,19 +82,18 @@ def duration(value_ns: object, digits: int = 6) -> str:
 
 
 def exact_duration(value_ns: float) -> str:
-    """A duration with every digit a float64 holds, in its unit: ``"41.9090631573860 s"``
-    (the precise value behind a rounded metric)."""
+    """The precise value behind a rounded metric, in nanoseconds to the femtosecond's
+    thousand, digits grouped: ``"41,909,063,157.385979 ns"`` (the value the CLI's ``--json``
+    prints, to compare with)."""
     special = _special(value_ns)
     if special is not None:
         return special
-    unit, scale = time_unit(float(value_ns))
-    return f"{float(value_ns) / scale:.15g} {unit}"
+    return f"{float(value_ns):,.6f} ns"
 
 
 def parse_exact(text: str) -> float:
     """The nanoseconds of an :func:`exact_duration` (what a test reads back)."""
-    value, _, unit = text.strip().partition(" ")
-    return float(value) * dict(_TIME_UNITS)[unit]
+    return float(text.strip().removesuffix(" ns").replace(",", ""))
 
 
 def size(value_bytes: object, digits: int = 4) -> str:
@@ -187,6 +186,21 @@ WORDS = {
     "runtime": "runtime T",
     "T_bound": "T bound",
     "share_needed": "share needed",
+    "value_ns": "base latency",
+    "lambda_share": "value·λ/T",
+    "instances": "collective instances",
+    "n_bytes": "message size n",
+    "thakur_gropp_ns": "Thakur–Gropp per instance",
+    "dimemas_ns": "Dimemas per instance",
+    "total_thakur_gropp_ns": "Thakur–Gropp, all instances",
+    "total_dimemas_ns": "Dimemas, all instances",
+    "thakur_gropp_latency_terms": "Thakur–Gropp latency terms",
+    "thakur_gropp_byte_terms": "Thakur–Gropp byte terms",
+    "dimemas_latency_terms": "Dimemas latency terms",
+    "dimemas_byte_terms": "Dimemas byte terms",
+    "messages_vs_first": "Δ messages",
+    "runtime_vs_first": "ΔT / T₁",
+    "lambda_L_vs_first": "Δλ_L",
     "thakur_gropp_formula": "Thakur–Gropp formula",
     "analytic_collectives": "analytic collectives",
     "num_vertices": "vertices",

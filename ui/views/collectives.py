@@ -229,25 +229,10 @@ def _analytic_costs() -> None:
     controls.table(
         totals.reset_index(),
         key="table_model_totals",
-        labels={
-            "instances": "collective instances",
-            "total_dimemas_ns": "Dimemas, all instances",
-            "total_thakur_gropp_ns": "Thakur–Gropp, all instances",
-        },
     )
     controls.table(
         costs,
         key="table_model_costs",
-        labels={
-            "n_bytes": "message size n",
-            "thakur_gropp_ns": "Thakur–Gropp per instance",
-            "dimemas_ns": "Dimemas per instance",
-            "thakur_gropp_formula": "Thakur–Gropp formula",
-            "thakur_gropp_latency_terms": "Thakur–Gropp latency terms",
-            "thakur_gropp_byte_terms": "Thakur–Gropp byte terms",
-            "dimemas_latency_terms": "Dimemas latency terms",
-            "dimemas_byte_terms": "Dimemas byte terms",
-        },
     )
     controls.csv_download(
         costs, f"{controls.slug(sel.name)}-collective-costs.csv", key="csv_model_costs"
@@ -498,13 +483,6 @@ st.caption(
 controls.table(
     summary,
     key="table_variants",
-    labels={
-        "runtime_ns": "T(L0)",
-        **{f"tolerance_{x * 100:g}pct_L_ns": f"{x * 100:g}% L tolerance" for x in levels},
-        "messages_vs_first": "Δ messages",
-        "runtime_vs_first": "ΔT / T₁",
-        "lambda_L_vs_first": "Δλ_L",
-    },
 )
 controls.csv_download(summary, f"{controls.slug(sel.name)}-collectives.csv", key="csv_variants")
 

@@ -279,9 +279,6 @@ per_class = pd.DataFrame(rows)
 controls.table(
     per_class,
     key="table_topo_classes",
-    labels={"value_ns": "base", "lambda": "λ", "lambda_share": "value·λ/T"}
-    | {f"tolerance_{_pct(x)}_ns": f"{x * 100:g}% tolerance" for x in levels}
-    | {f"headroom_{_pct(x)}_ns": f"{x * 100:g}% headroom" for x in levels},
     kinds={"lambda_share": "share"},
 )
 controls.csv_download(
