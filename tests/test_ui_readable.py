@@ -214,3 +214,34 @@ def test_the_checks_catch_what_a_person_must_not_read():
     assert problems_of_text("m", "T = 41.909 s, 1,515 latencies, 42328153 ns") == []
     good = display.frame(bad.drop(columns=["T (ms)", "messages", "wait"]))
     assert problems_of_table("shown", good) == [], good.columns.tolist()
+
+
+def test_the_url_run_and_parameters_hold_on_the_next_page(store_env):
+    """``/?run=bcast&L=4999.909997161899ns`` opened on the Runs page: the Latency page opened
+    next shows that run and L as the sidebar writes it (``4.99991us``), and keeps both in the
+    URL."""
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
+    at.query_params["run"] = "bcast"
+    at.query_params["L"] = "4999.909997161899ns"
+    at.run()
+    at.switch_page("views/latency.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.selectbox(key="run::latency").value == "bcast"
+    assert at.sidebar.text_input(key="param_L::latency").value == "4.99991us"
+    assert at.query_params["run"] == ["bcast"] or at.query_params["run"] == "bcast"
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [("3", "give a unit (e.g. 3us)"), ("-1us", "got -1 µs"), ("3 parsecs", "use one of")],
+)
+def test_a_refused_duration_names_the_unit(store_env, typed, said):
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/latency.py")
+    at.run()
+    at.sidebar.text_input(key="param_L::latency").set_value(typed).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(said in e for e in errors), errors
