@@ -111,6 +111,14 @@ def _code(words: str) -> str:
     return re.sub(r"(\d)%", r"\1pct", words.replace(" ", "_"))
 
 
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column as numbers: a text column's ``unbounded`` is ∞, ``—`` is NaN."""
+    if pd.api.types.is_numeric_dtype(column):
+        return column
+    words = {display.UNBOUNDED: np.inf, f"−{display.UNBOUNDED}": -np.inf, display.MISSING: np.nan}
+    return column.map(lambda v: words[v] if v in words else float(str(v).replace(",", "")))
+
+
 def raw(frame: pd.DataFrame) -> pd.DataFrame:
     """A table as :func:`llamp.ui.display.frame` shows it, back in the analysis' own names
     and units: ``"wait (ms)"`` → ``wait_ns``, ``"vs block"`` → ``vs_block``, ``"λ_L"`` →
@@ -123,7 +131,7 @@ def raw(frame: pd.DataFrame) -> pd.DataFrame:
             name = NAMES.get(base, _code(base))
             if name.endswith(suffix) or name in ("bytes", "nbytes", "size"):
                 suffix = ""
-            out[name + suffix] = pd.to_numeric(frame[column], errors="coerce") * scale
+            out[name + suffix] = _numbers(frame[column]) * scale
         else:
             out[NAMES.get(column, _code(column))] = frame[column]
     return pd.DataFrame(out, index=frame.index)

@@ -270,19 +270,5 @@ st.caption(
     f"{len(pairs):,} ordered pairs exchange messages or lie on the critical path; sorted by "
     "L_ij·λ_L^ij / T, the share of T spent in that pair's latency."
 )
-st.dataframe(
-    controls.with_units(pairs.head(int(top)), {"latency_ns": "L_ij"}),
-    hide_index=True,
-    key="table_pairs",
-    column_config={
-        "src": "i (sender)",
-        "dst": "j (receiver)",
-        "gap ns per byte": st.column_config.NumberColumn("G_ij (ns/B)", format="%g"),
-        "lambda L": st.column_config.NumberColumn("λ_L^ij", format="%g"),
-        "lambda G": st.column_config.NumberColumn("λ_G^ij (bytes)", format="%g"),
-        "messages": st.column_config.NumberColumn("messages i → j"),
-        "bytes": st.column_config.NumberColumn("bytes i → j"),
-        "latency share": st.column_config.NumberColumn("L_ij·λ_L^ij / T", format="%.3e"),
-    },
-)
+controls.table(pairs.head(int(top)), key="table_pairs")
 controls.csv_download(pairs, f"{controls.slug(sel.name)}-pairs.csv", key="csv_pairs")
