@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from llamp.config import parse_duration_ns
+from llamp.config import COLL_TAG_BASE, COMM_TAG_STRIDE, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp import critical_path, evaluate, rank_time_split
 from llamp.ui import controls, display, exports, plots, store, tasks
@@ -79,6 +79,16 @@ def _linked() -> list[int]:
 
 
 linked = _linked()
+
+
+def _mpi_tags(tags: np.ndarray) -> list[str]:
+    """The MPI tags of graph tags as a user wrote them: a point-to-point message's tag without
+    its communicator (``tag + c · 2^32``), ``collective`` for a collective's messages."""
+    tags = np.asarray(tags, dtype=np.int64)
+    user = tags % COMM_TAG_STRIDE
+    return ["collective" if t >= COLL_TAG_BASE else str(u) for t, u in zip(tags, user, strict=True)]
+
+
 # ---------------------------------------------------------------------- headline numbers
 totals = cp.totals
 cols = st.columns(6)
@@ -208,7 +218,7 @@ if len(cp.messages):
             "src": graph.rank[s],
             "dst": graph.rank[r],
             "bytes": size,
-            "tag": graph.tag[s],
+            "tag": _mpi_tags(graph.tag[s]),
             "protocol": np.where(rendezvous, "rendezvous", "eager"),
             "wire_ns": latency_terms * p.L + np.maximum(size - 1, 0) * p.G,
             "send_start_ns": ev.start_ns[s],
@@ -229,7 +239,7 @@ if len(cp.messages):
             "recv_vid": "receive op",
             "src": "from rank",
             "dst": "to rank",
-            "tag": "MPI tag",
+            "tag": "MPI tag",  # the user's tag, not the graph's (communicator folded in)
             "wire_ns": "wire time",
             "send_start_ns": "send starts",
             "recv_finish_ns": "receive ends",
