@@ -129,9 +129,15 @@ def raw(frame: pd.DataFrame) -> pd.DataFrame:
         if base and unit.endswith(")") and unit[:-1] in UNITS:
             suffix, scale = UNITS[unit[:-1]]
             name = NAMES.get(base, _code(base))
+            if display.kind_of(name)[1] == "percent_value":  # x_percent: a number of %
+                out[name] = _numbers(frame[column])
+                continue
+            values = _numbers(frame[column]) * scale
+            if base in NAMES:  # a word of display.WORDS: its code name, with or without unit
+                out[name] = values
             if name.endswith(suffix) or name in ("bytes", "nbytes", "size"):
                 suffix = ""
-            out[name + suffix] = _numbers(frame[column]) * scale
+            out[name + suffix] = values
         else:
             out[NAMES.get(column, _code(column))] = frame[column]
     return pd.DataFrame(out, index=frame.index)
@@ -144,7 +150,8 @@ def table(at: AppTest, column: str) -> pd.DataFrame:
         frame = element.value
         restored = raw(frame)
         if column in restored.columns and any(
-            c.endswith(("_ns", "_bytes", "_share")) for c in restored.columns
+            c.endswith(("_ns", "_bytes", "_share", "_percent")) or c in NAMES.values()
+            for c in restored.columns
         ):
             return restored
         if column in frame.columns:

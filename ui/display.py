@@ -178,6 +178,7 @@ def parameter(parameter: str, value: float) -> str:
 #: Headers in words of the analyses' columns (unit suffixes are handled by :func:`header`).
 WORDS = {
     "x": "level",
+    "x_percent": "tolerance level",
     "lambda_L": "λ_L",
     "lambda_G": "λ_G",
     "lambda_o": "λ_o",
