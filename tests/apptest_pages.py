@@ -101,6 +101,8 @@ UNITS = {
     "MiB": ("_bytes", 1024.0**2),
     "GiB": ("_bytes", 1024.0**3),
     "%": ("_share", 0.01),
+    "ns/B": ("_ns_per_byte", 1.0),
+    "Gb/s": ("_Gb_per_s", 1.0),
 }
 #: Headers in words back to the analysis' names (``"λ_L"`` → ``lambda_L``).
 NAMES = {words: name for name, words in display.WORDS.items()}
