@@ -1,4 +1,4 @@
-"""Runs side by side and the exports (issue 17 items 5 and 7): ``compare_runs`` of two stencil
+"""Runs side by side and the exports: ``compare_runs`` of two stencil
 versions, the Perfetto trace and the HTML report.
 
 Graphs: the noisy stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices` (2-D
@@ -11,7 +11,7 @@ synthetic grid holds), each of ``n`` vertices (``quick``: 10^5; default also 10^
   run: prediction, 1/2/5 % L and G tolerances, critical path; then a 21-point T(L) curve each);
 - Perfetto: :func:`~llamp.lp.timeline.timeline_json` of the 16-rank graph, whole and critical
   path only (with its size in MB);
-- HTML report: :func:`~llamp.lp.html_report.build_report` (11 points over [0, 100 µs], the
+- HTML report: :func:`~llamp.lp.report.build_report` (11 points over [0, 100 µs], the
   critical latencies with the budget of the UI's download button) plus rendering.
 """
 
@@ -23,7 +23,8 @@ from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
 from llamp.lp.compare import compare_runs
 from llamp.lp.engine import engine_for
-from llamp.lp.html_report import QUICK_EVALUATIONS, build_report, render_report
+from llamp.lp.html_report import QUICK_EVALUATIONS, render_report
+from llamp.lp.report import build_report
 from llamp.lp.timeline import timeline_json
 from llamp.params import LogGPS
 

@@ -1,4 +1,4 @@
-"""The critical-latency search in waves (issue 17): all critical latencies of the noisy 16-rank
+"""The critical-latency search in waves: all critical latencies of the noisy 16-rank
 stencil in [0, 100 µs], exact, against an 11-point sweep of L on the same graph.
 
 Graphs are the synthetic stencils of ``bench_engine`` (10 % load imbalance, 5 % per-iteration

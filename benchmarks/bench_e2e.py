@@ -1,4 +1,4 @@
-"""End to end (docs/architecture.md §Performance targets, issue 9): trace → ExecutionGraph → embedded store → full report.
+"""End to end (docs/architecture.md §Performance targets): trace → ExecutionGraph → embedded store → full report.
 
 Every case runs the two processes a user runs (:mod:`benchmarks.memprofile`), each in a fresh
 subprocess so its peak RSS is its own: ``ingest`` (read the trace, ``put_run`` into an empty
@@ -11,10 +11,10 @@ reset per stage). Each process first loads numba's compiled kernels from its cac
 trace (about 1 s, reported on its own row, not counted); interpreter start-up and imports are
 not included either.
 
-``python -m benchmarks.bench_e2e`` (the *data path*, issue 15) instead runs each stage as the
+``python -m benchmarks.bench_e2e`` (the *data path*) instead runs each stage as the
 whole process a user runs, under GNU time (peak RSS of that process alone): write the noisy
 stencil as GOAL, ``llamp ingest X.goal -o X.npz`` (which lowers and keeps the event graph),
-the lowering alone (:func:`llamp.lp.events.build_event_graph` on the mapped graph, a process of
+the lowering alone (:func:`llamp.lp.event_graph.build_event_graph` on the mapped graph, a process of
 its own), the first ``llamp predict X.npz``, ``llamp sweep X.npz --points 11`` and ``llamp
 report X.npz``; with ``--side NAME=PYTHON`` once per checkout (e.g. ``before`` = main's
 interpreter, ``after`` = this branch's), interleaved, and it checks that every side predicts
@@ -199,7 +199,7 @@ def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-# ---------------------------------------------------------------------- data path (issue 15)
+# ---------------------------------------------------------------------- data path
 
 #: Sizes of the data-path table (vertices of the noisy 16-rank stencil).
 DATA_PATH_SIZES = (10**5, 10**6, 3 * 10**6, 10**7)
@@ -218,7 +218,7 @@ _SYNTH = (
 )
 _LOWER = (
     "import sys, warnings; warnings.simplefilter('ignore'); from llamp.ingest import read; "
-    "from llamp.lp.events import build_event_graph; from llamp.params import LogGPS; "
+    "from llamp.lp.event_graph import build_event_graph; from llamp.params import LogGPS; "
     "g = read(sys.argv[1]); p = LogGPS(); "
     "ev = build_event_graph(g, p.S, progress=p.progress, nic=p.nic); print(ev.num_edges)"
 )
@@ -323,7 +323,7 @@ def data_path_table(results: dict[int, dict[str, list[dict[str, Any]]]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_e2e",
-        description="The data path as whole processes (issue 15): time and peak RSS per stage.",
+        description="The data path as whole processes: time and peak RSS per stage.",
     )
     parser.add_argument(
         "--sizes",

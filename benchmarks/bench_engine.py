@@ -18,7 +18,7 @@ from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
 from llamp.lp import critical_latencies, engine_for, kernels, tolerance
 from llamp.lp import engine as graph_engine
-from llamp.lp.events import COEF_L
+from llamp.lp.event_graph import COEF_L
 from llamp.params import LogGPS
 
 PARAMS = LogGPS()

@@ -7,7 +7,7 @@ that ``irequires`` the calc, both ``required`` by the next calc: ~6 lines per ra
 about 10^6 lines in the full run (10^5 with ``quick``). Every run checks the round trip (equal
 to the graph with its costs rounded).
 
-Versus txt2bin (issue 15: ingest of the 10^6-vertex stencil GOAL within 2× of txt2bin): the
+Versus txt2bin (ingest of the 10^6-vertex stencil GOAL within 2× of txt2bin): the
 noisy 16-rank stencil of :func:`llamp.ingest.synthetic.write_stencil_goal` at 10^5 and 10^6
 vertices (``quick``: 10^5), each a whole process as a user runs it (interpreter start-up
 included; ``llamp ingest X.goal -o X.npz`` also lowers and saves the event graph), wall time

@@ -50,7 +50,7 @@ def _log(message: str) -> None:
 
 
 def _openmpi() -> tuple[str, str] | None:
-    from llamp.ingest.trace import TracerError, detect_mpi
+    from llamp.ingest.tracing import TracerError, detect_mpi
 
     mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
     if not mpicc or not mpirun:

@@ -17,7 +17,7 @@ import numpy as np
 from benchmarks.timing import peak_rss_mb, row
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import build_event_graph
+from llamp.lp.event_graph import build_event_graph
 from llamp.lp.model import LinearProgram, build_arrays
 from llamp.lp.tolerance import max_parameter_within
 from llamp.params import LogGPS

@@ -1,5 +1,5 @@
-"""llamp side by side with LogGOPSim on the same GOAL graph at the same points (issue 15;
-docs/architecture.md §Performance targets).
+"""llamp side by side with LogGOPSim on the same GOAL graph at the same points
+(docs/architecture.md §Performance targets).
 
 Needs a LogGOPSim binary: ``python -m benchmarks --only peers --loggopsim PATH`` or the
 ``LOGGOPSIM`` environment variable (``txt2bin`` is taken from the same directory, or from
@@ -23,7 +23,7 @@ so background load on the shared machine hits both alike:
 - 11-point sweep of L over [0, 100 µs]: ``llamp sweep X.npz --points 11`` vs 11 LogGOPSim runs
   (their times added, their peak RSS the largest);
 - every critical latency in [0, 100 µs], exact: ``llamp critical X.npz --max-evaluations all``
-  (issue 17 item 1) against the same round's 11 LogGOPSim runs (which give T at 11 points, not
+  against the same round's 11 LogGOPSim runs (which give T at 11 points, not
   the breakpoints: the issue's yardstick for "all critical latencies in seconds").
 
 ``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.

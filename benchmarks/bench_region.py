@@ -1,4 +1,4 @@
-"""Joint tolerance regions (issue 19): exact 1/2/5 % polygons over (L, G) and (L, o) against one
+"""Joint tolerance regions: exact 1/2/5 % polygons over (L, G) and (L, o) against one
 11-point sweep of L on the same graph (target: a region in under 10× the sweep).
 
 Graphs are the synthetic 16-rank stencils of ``bench_engine`` (``uniform``: identical

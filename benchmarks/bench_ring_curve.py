@@ -1,4 +1,4 @@
-"""The Collectives what-if's exact T(L) curve of the ring-allreduce variant (issue 17): how
+"""The Collectives what-if's exact T(L) curve of the ring-allreduce variant: how
 much of it the page's time budget resolves, and how long the whole curve takes.
 
 Trace: the 16-rank noisy stencil as a liballprof trace (``bench_whatif``'s collective trace,

@@ -1,4 +1,4 @@
-"""The 10^8 pipeline (issue 15 item 5): synth → ingest → report, each the whole process a user
+"""The 10^8 pipeline: synth → ingest → report, each the whole process a user
 runs, with its wall time, CPU time and peak memory.
 
 Stages (a fresh ``llamp`` process each, ``sys.executable -m llamp``):

@@ -7,20 +7,26 @@ checked, :meth:`ExecutionGraph.check_ranges`, then the stored event graph (seal 
 checks, :func:`llamp.lp.lowered.persisted`). Each phase is the median of ``--repeat`` runs with
 the file in the page cache (one warm-up read first).
 
-Rows:
+Rows (one column per file):
 
-- ``load (sealed file)``: all of the above, end to end — what ``predict`` waits for before its
+- ``load without the checks``: ``numpy.load`` of every member into memory — the zip's CRC
+  and nothing else (what a reader that trusts the file pays);
+- ``load with the checks``: llamp's load with every array read into memory: the columns
+  (:func:`read_npz`), the stored event graph (:func:`persisted`, its arrays copied);
+- ``arrays left mapped``: the same without the copies, what ``predict`` waits for before its
   first kernel pass;
-- ``of which: seal digests``: keyed BLAKE3 over every member (what the seal check reads);
-- ``of which: check_ranges``: the vectorised range checks of the columns;
-- ``CRC-32 of every member``: what the load checked before the seal, over the same bytes (a
-  sealed member is checked by its digest instead of its CRC);
-- ``check cost``: seal digests + range checks, and in percent of the load;
+- ``of which``: the keyed BLAKE3 digests of every member (the seal, checked instead of the
+  CRC), the range checks of the columns, the checks of the stored event graph;
+- ``CRC-32 of every member``: what the seal's digest replaces, over the same bytes;
+- the checks beyond the seal in percent of the load, and the seal's net cost beside them;
 - ``unsealed file: full validation``: :meth:`ExecutionGraph.validate`, which a file from
   elsewhere gets instead of ``check_ranges`` (its event graph is lowered again as well, which
   at 10^7 vertices takes ~20 s: not timed here).
 
-    python -m benchmarks.bench_seal --graph /tmp/s7.npz [--repeat 3] [--json]
+The machine's load average is printed at the start and the end (a shared machine inflates
+the seconds; the ratios hold better).
+
+    python -m benchmarks.bench_seal --graph /tmp/s6.npz /tmp/s7.npz [--repeat 3] [--json]
 """
 
 from __future__ import annotations
@@ -62,9 +68,17 @@ def _members(path: Path) -> list[memoryview]:
     return views
 
 
+def _event_arrays(ev) -> list:
+    from llamp.lp.lowered import _ARRAYS
+
+    return [getattr(ev, name) for name in _ARRAYS]
+
+
 def measure(path: Path, repeat: int) -> list[tuple[str, float]]:
+    import numpy as np
+
     from llamp.ingest.npz import read_npz
-    from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
+    from llamp.lp.lowered import _check, lowering_key, persisted, rendezvous_count
     from llamp.params import LogGPS
 
     params = LogGPS()
@@ -73,15 +87,30 @@ def measure(path: Path, repeat: int) -> list[tuple[str, float]]:
     for view in views:  # warm-up: the file in the page cache
         zlib.crc32(view)
 
-    def load():
+    def mapped():
         graph = read_npz(path, lazy=True)
         ev = persisted(graph, lowering_key(rendezvous_count(graph, params.S), params))
         assert ev is not None, "the file's event graph was not used"
-        return graph
+        return graph, ev
 
-    graph = load()
+    def unchecked():
+        """numpy's own load: every member into memory, with the zip's CRC and nothing else."""
+        with np.load(path) as archive:
+            return [archive[name] for name in archive.files]
+
+    def checked():
+        """llamp's load, every array into memory: the columns (read_npz), the event graph."""
+        graph = read_npz(path)
+        ev = persisted(graph, lowering_key(rendezvous_count(graph, params.S), params))
+        assert ev is not None, "the file's event graph was not used"
+        return graph, [np.array(a) for a in _event_arrays(ev)]
+
+    graph, ev = mapped()
+    messages = int(ev.rendezvous.shape[0])
     rows = [("vertices", float(graph.num_vertices)), ("file MB", path.stat().st_size / 1e6)]
-    t_load = _median(load, repeat)
+    t_plain = _median(unchecked, repeat)
+    t_load = _median(checked, repeat)
+    t_mapped = _median(mapped, repeat)
 
     def digests():
         for i, view in enumerate(views):
@@ -92,16 +121,23 @@ def measure(path: Path, repeat: int) -> list[tuple[str, float]]:
     t_digest = _median(digests, repeat)
     t_crc = _median(lambda: [zlib.crc32(v) for v in views], repeat)
     t_ranges = _median(graph.check_ranges, repeat)
+    t_events = _median(lambda: _check(ev, path, messages), repeat)
     t_validate = _median(graph.validate, repeat)
-    check = t_digest + t_ranges
+    structure = t_ranges + t_events
     rows += [
-        ("load (sealed file) s", t_load),
-        ("of which: seal digests s", t_digest),
-        ("of which: check_ranges s", t_ranges),
+        ("load without the checks (numpy.load: zip CRC only) s", t_plain),
+        ("load with the checks (llamp, every array read) s", t_load),
+        ("load with the checks, arrays left mapped s", t_mapped),
+        ("of which: seal digests (in place of the CRC) s", t_digest),
+        ("of which: range checks of the columns s", t_ranges),
+        ("of which: event-graph checks s", t_events),
         ("CRC-32 of every member s", t_crc),
-        ("check cost s", check),
-        ("check cost % of load", 100 * check / t_load),
-        ("check cost beyond the CRC it replaces, % of load", 100 * (check - t_crc) / t_load),
+        ("checks beyond the seal, % of the load", 100 * structure / t_load),
+        (
+            "seal + checks beyond the CRC it replaces, % of the load",
+            100 * (t_digest - t_crc + structure) / t_load,
+        ),
+        ("load with the checks vs without, %", 100 * (t_load - t_plain) / t_plain),
         ("unsealed file: full validation s", t_validate),
     ]
     return rows
@@ -109,19 +145,24 @@ def measure(path: Path, repeat: int) -> list[tuple[str, float]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graph", required=True, type=Path, help="a graph file llamp wrote")
+    parser.add_argument(
+        "--graph", required=True, type=Path, nargs="+", help="graph files llamp wrote"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     load_avg = os.getloadavg()[0]
-    rows = measure(args.graph, args.repeat)
+    columns = [dict(measure(path, args.repeat)) for path in args.graph]
+    load_after = os.getloadavg()[0]
     if args.json:
-        print(json.dumps(dict(rows) | {"load_average": load_avg}))
+        print(json.dumps({"files": columns, "load_average": [load_avg, load_after]}))
         return
-    width = max(len(name) for name, _ in rows)
-    print(f"{'phase':<{width}}  value   (load average {load_avg:.2f})")
-    for name, value in rows:
-        print(f"{name:<{width}}  {value:,.3f}")
+    names = list(columns[0])
+    width = max(len(name) for name in names)
+    print(f"(load average {load_avg:.1f} at the start, {load_after:.1f} at the end)")
+    print(f"{'phase':<{width}}" + "".join(f"  {path.name:>14}" for path in args.graph))
+    for name in names:
+        print(f"{name:<{width}}" + "".join(f"  {c[name]:>14,.3f}" for c in columns))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Where the time of one ``llamp`` process goes: ``predict`` from a saved graph and ``ingest``
-of a GOAL file, phase by phase (issue 15 items 3 and 4).
+of a GOAL file, phase by phase.
 
 Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices`
 (as :mod:`benchmarks.bench_peers`), written as GOAL and ingested to ``.npz`` by ``llamp

@@ -1,4 +1,4 @@
-"""Studies (issue 18): a Monte Carlo / tolerance study of one graph on 1 and 2 local Dask
+"""Studies: a Monte Carlo / tolerance study of one graph on 1 and 2 local Dask
 workers, the overhead per cell, and the client's store writes.
 
 The graph is the synthetic stencil (16 ranks, an alltoall every 10th iteration) saved as

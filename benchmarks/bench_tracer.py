@@ -100,7 +100,7 @@ ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 def _mpi() -> tuple[str, list[str]] | None:
     """(mpicc, launcher argv) of Open MPI, else MPICH, else None."""
-    from llamp.ingest.trace import TracerError, detect_mpi
+    from llamp.ingest.tracing import TracerError, detect_mpi
 
     for mpicc in (
         shutil.which("mpicc.openmpi") or shutil.which("mpicc"),
@@ -134,7 +134,7 @@ def _parse(stdout: str) -> dict[str, tuple[int, float, float]]:
 
 
 def run(quick: bool, repeat: int) -> list[dict]:
-    from llamp.ingest.trace import build_tracer, launch_command
+    from llamp.ingest.tracing import build_tracer, launch_command
 
     found = _mpi()
     if found is None:

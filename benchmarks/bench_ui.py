@@ -1,4 +1,4 @@
-"""Every UI page on a 10^6-vertex run under AppTest, cold and warm (issue 17: first result
+"""Every UI page on a 10^6-vertex run under AppTest, cold and warm (first result
 ≤ 15 s cold, ≤ 1 s warm).
 
 The run is the 16-rank noisy stencil of ``ingest/synthetic.py`` (about 10^6 vertices), stored in
@@ -75,12 +75,11 @@ def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     import streamlit as st
 
-    from llamp.ui import analyses, run_comparison, stored, tasks
+    from llamp.ui import analyses, stored, tasks
 
     st.cache_data.clear()
     st.cache_resource.clear()
     stored.forget()
-    run_comparison.forget()
     with analyses._WHATIFS_LOCK:
         analyses._WHATIFS.clear()
     for task in tasks.running():

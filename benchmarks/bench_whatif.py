@@ -1,5 +1,5 @@
 """Network and collective what-ifs (LLAMP §IV, App. H–J): topology comparison, pair matrices,
-rank placement, and collective-algorithm variants (issue 17 item 4).
+rank placement, and collective-algorithm variants.
 
 Graphs are synthetic stencil codes (``llamp.ingest.synthetic``, 64 ranks on a 2-D grid, a
 recursive-doubling allreduce every iteration, an alltoall every 10th). Topologies as in the
@@ -13,7 +13,7 @@ a recursive-doubling allreduce every iteration, an alltoall every 10th, 10 % imb
 noise) at 10^5 and 10^6 vertices, re-expanded with the default algorithms and with a ring
 allreduce (3.3× the vertices). Per variant, each in a fresh process (its own peak RSS): the
 vertex count and time :func:`~llamp.lp.collectives_whatif.estimate_whatif` predicts before
-expanding; *before*, what the Collectives page computed until issue 17 (the comparison at L0
+expanding; *before*, what the Collectives page computed before the exact curve (the comparison at L0
 with its 1/2/5 % tolerances, then every critical latency over the page's automatic range and a
 200-point sweep through it), stopped after :data:`BEFORE_LIMIT_S`; *after*, the comparison and
 the exact curve in what the comparison left of 60 s (the page's budget,
@@ -154,7 +154,7 @@ def _placement(n: int, budget_s: float) -> list[dict[str, Any]]:
 COLLECTIVE_VARIANTS = ("default", "allreduce=ring")
 #: A "before" run is stopped after this long (the page used to run for many minutes).
 BEFORE_LIMIT_S = 900.0
-#: Points of the sweep the page drew through the critical latencies before issue 17.
+#: Points of the sweep the page drew through the critical latencies before the exact curve.
 BEFORE_POINTS = 200
 
 _CHILD = r"""

@@ -1,4 +1,4 @@
-"""Per-stage time and peak memory of the full pipeline (docs/architecture.md §Performance targets; issue 9: 10^7 vertices).
+"""Per-stage time and peak memory of the full pipeline (docs/architecture.md §Performance targets; 10^7 vertices).
 
 ``python -m benchmarks.memprofile --vertices 1e7`` writes a synthetic liballprof trace, then
 runs the two processes a user runs, each in a fresh subprocess:

@@ -1,4 +1,4 @@
-"""Who may open the embedded store, and how the others wait (issue 16).
+"""Who may open the embedded store, and how the others wait.
 
 LadybugDB admits one read-write process per database file, and read-only processes beside it;
 a read-only open fails while the writer checkpoints ("checkpoint recovery is pending") and

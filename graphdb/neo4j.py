@@ -20,6 +20,7 @@ constraints and transactions differ.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -138,8 +139,8 @@ class Neo4jStore(GraphStore):
                     "(check the user name and password)"
                 ) from None
         raise StoreError(
-            f"cannot reach the graph server at {self.location}: {last}. Is it running? "
-            "(docker compose -f docker/compose.yaml up -d neo4j)"
+            f"cannot reach the graph server at {self.location}: {_unreachable_reason(last)}. "
+            "Is it running? (docker compose -f docker/compose.yaml up -d neo4j)"
         ) from None
 
     def _detect(self) -> str:
@@ -469,6 +470,15 @@ def _parse_uri(uri: str) -> tuple[Any, int, str, str]:
         ) from None
     user = unquote(parts.username) if parts.username else "neo4j"
     return parts, port, user, unquote(parts.password or "")
+
+
+def _unreachable_reason(err: Exception | None) -> str:
+    """The driver's reason for a failed connection, on one short line: the operating
+    system's (``[Errno 111] Connection refused``) when it gives one, else its first line."""
+    text = str(err or "no answer")
+    found = re.search(r"\(reason (.+?)\)\s*$", text, flags=re.MULTILINE)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
+    return redact(found.group(1) if found else first)[:200].rstrip(". ")
 
 
 def _pending(run_id: int) -> str:

@@ -17,7 +17,8 @@ tokens of the query (string literals and comments skipped, backtick names read a
   an alias that collides (``AS drop``) must be quoted (``AS `drop```);
 - every name right before ``(`` is a call wherever it stands (after ``:`` as a map's value
   too, in backticks too: ```repeat`(…)``), unless it is a keyword, and must name a function
-  of :data:`FUNCTIONS`; ``CALL`` only the procedures of :data:`PROCEDURES`;
+  of :data:`FUNCTIONS` (a type of :data:`PARAMETERISED_TYPES` right after ``AS`` is a type:
+  ``cast(x AS DECIMAL(18, 3))``); ``CALL`` only the procedures of :data:`PROCEDURES`;
 - letters outside ASCII only inside strings, backticks and comments (no look-alike keywords).
 
 Quotes are read twice, once with and once without backslash escapes, and both readings must
@@ -304,6 +305,10 @@ FUNCTIONS = frozenset(
         "datetrunc",
     }
 )
+#: Types that take arguments, named right after ``AS`` in a cast (``cast(x AS DECIMAL(18, 3))``,
+#: ``STRUCT(a INT64)``): there a name before ``(`` is a type, not a call (an alias is never
+#: followed by ``(``).
+PARAMETERISED_TYPES = frozenset({"decimal", "numeric", "struct", "map", "union"})
 #: Procedures ``CALL`` may name (schema browsing only).
 PROCEDURES = frozenset(
     {
@@ -426,6 +431,8 @@ def _problems(tokens: list[Token]) -> list[str]:
         if after == "(" and tokens[i + 1][0] == "other":
             # A name right before "(" is a call wherever it stands (after ":" in a map too),
             # backticks or not; only keywords may stand there without calling anything.
+            if kind == "word" and before.upper() == "AS" and text.lower() in PARAMETERISED_TYPES:
+                continue
             if kind == "quoted" or before == "." or text.upper() not in KEYWORDS:
                 name = _dotted_back(tokens, i)
                 if name.lower() not in FUNCTIONS and name.lower() not in PROCEDURES:

@@ -486,7 +486,8 @@ class GraphStore(ABC):
         The first read-back also writes the run, with its event graph for the default
         configuration, to a graph file the store keeps for it (:meth:`lowered_path`); later
         reads (any process) map that file instead of reading the database and lowering again.
-        The file is best effort: if it cannot be written or read, the store is read.
+        The file is best effort: if it cannot be written or read, the store is read; if its
+        event graph cannot be used, the first analysis lowers again and writes it back.
         """
         info = self.run_info(name)
         cached = self.lowered_path(info)
@@ -494,16 +495,30 @@ class GraphStore(ABC):
             from llamp.ingest.npz import read_npz
 
             try:
-                return read_npz(cached, lazy=True)
+                graph = read_npz(cached, lazy=True)
             except (InputError, OSError) as err:
                 cached.unlink(missing_ok=True)  # damaged: read the store, write it again
                 self._note(
                     f"the graph file kept for run {name!r} was damaged ({err}); rebuilding "
                     "it from the store"
                 )
+            else:
+                self._keep_as_cache(graph, name)
+                return graph
         graph = self._read_back(info)
         self._write_graph_file(graph, cached)
         return graph
+
+    def _keep_as_cache(self, graph: ExecutionGraph, name: str) -> None:
+        """Mark ``graph``'s file as the cache of run ``name``: a stored event graph found
+        unusable when an analysis needs it is lowered again and written back, with one note
+        (:func:`llamp.lp.lowered.renew`), so that only one process pays for it."""
+        from llamp.lp.lowered import CACHE_NOTE
+
+        notify = getattr(self, "notify", None) or stderr_notify
+        graph.__dict__[CACHE_NOTE] = lambda text: notify(
+            f"the graph file kept for run {name!r}: {text}"
+        )
 
     def _read_back(self, info: RunInfo) -> ExecutionGraph:
         """Run ``info`` read from the database, checked against its checksum: a mismatch,

@@ -75,7 +75,7 @@ class RunRows:
 
     def batches(self) -> Iterator[tuple[str, pa.Table]]:
         """``(table name, rows)``: ``Op`` batches first, then each relationship type's."""
-        from llamp.lp.events import release
+        from llamp.lp.event_graph import release
 
         columns = [getattr(self.graph, c) for c in _ROW_COLUMNS]
         for lo in range(0, self.graph.num_vertices, self.batch_rows):

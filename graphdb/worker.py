@@ -28,8 +28,6 @@ process (its imports and the store's open), which an ad hoc query can afford.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
 import os
 import re
@@ -47,6 +45,7 @@ from llamp.config import QueryLimits, query_limits
 from llamp.errors import InputError, LlampError, QueryError, StoreError, quote, tidy
 from llamp.graphdb.locking import stderr_notify
 from llamp.graphdb.readonly import check_read_only, check_shape
+from llamp.json_values import json_value
 
 #: Seconds the worker gets beyond the time limit to report it (LadybugDB's own timeout
 #: stops the query; the kill is the backstop for an engine that does not notice).
@@ -130,46 +129,10 @@ def check_params(params: Mapping[str, Any], limits: QueryLimits) -> None:
                 stack.extend((v, depth + 1) for v in item)
 
 
-def plain_value(value: Any) -> Any:
-    """A value a query returned, as JSON can hold it: exact decimals (LadybugDB's sums) as
-    integers when whole, else floats; dates and times in ISO 8601; durations in seconds;
-    bytes as hex; Neo4j nodes, relationships and paths as maps; anything else as text."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, decimal.Decimal):
-        if value.is_finite() and value == value.to_integral_value():
-            return int(value)
-        return float(value)
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, dict):
-        return {str(k): plain_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [plain_value(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        return plain_value(value.tolist())
-    if hasattr(value, "iso_format"):  # neo4j.time types
-        return value.iso_format()
-    if hasattr(value, "nodes") and hasattr(value, "relationships"):  # neo4j Path
-        return {
-            "nodes": [plain_value(n) for n in value.nodes],
-            "relationships": [plain_value(r) for r in value.relationships],
-        }
-    if hasattr(value, "labels") and hasattr(value, "items"):  # neo4j Node
-        return {"labels": sorted(value.labels), "properties": plain_value(dict(value.items()))}
-    if hasattr(value, "type") and hasattr(value, "items") and hasattr(value, "start_node"):
-        return {"type": value.type, "properties": plain_value(dict(value.items()))}
-    return str(value)
-
-
 def plain_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     """The rows of a query result (or of one batch of it) as JSON-ready dicts
-    (:func:`plain_value`)."""
-    return [{k: plain_value(v) for k, v in row.items()} for row in table.to_pylist()]
+    (:func:`llamp.json_values.json_value`)."""
+    return [{k: json_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
 def _size(nbytes: int) -> str:
@@ -333,14 +296,14 @@ def _limit_address_space(memory_bytes: int) -> None:
 
 def _to_arrow(frame: Any) -> pa.Table:
     """A result frame as an Arrow table; a column Arrow cannot type (mixed values, Neo4j
-    nodes) goes as its :func:`plain_value` form, or as JSON text."""
+    nodes) goes as its :func:`~llamp.json_values.json_value` form, or as JSON text."""
     columns = {}
     for position, name in enumerate(frame.columns):
         values = frame.iloc[:, position].tolist()
         try:
             columns[str(name)] = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-            plain = [plain_value(v) for v in values]
+            plain = [json_value(v) for v in values]
             try:
                 columns[str(name)] = pa.array(plain)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
@@ -404,7 +367,7 @@ def main() -> int:
     return 0
 
 
-__all__ = ["GRACE_S", "check_params", "plain_rows", "plain_value", "run_query"]
+__all__ = ["GRACE_S", "check_params", "plain_rows", "run_query"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -44,6 +44,22 @@ Per rank, in program order, the graph is a chain ``calc → op(s) → calc → �
   or ``thakur_gropp:ALGORITHM``, :mod:`llamp.ingest.collective_models`): each member's call is
   then one ``coll`` vertex between the calcs around it, and the instance's cost terms go to
   ``meta["collective_costs"]`` (see :mod:`llamp.graph`).
+- Non-blocking collectives (``MPI_Iallreduce``, …) take part in their communicator's sequence
+  like the blocking ones (MPI orders both alike; a blocking and a non-blocking call never form
+  one instance) and are expanded with the same algorithms, every round at the call. A
+  member's first round is posted there: its ops ``require`` the calc before the call and the
+  calc after it ``irequires`` them (the rank goes on). Its later rounds follow from their
+  joins as above (the MPI library makes them as their messages arrive: no later place in
+  program order is theirs); the calc after the wait (or successful test) completing the
+  request ``requires`` the last join. A *progress join* (a zero-cost calc nothing
+  waits for), placed after the rank's first blocking call after the start (a blocking op or
+  collective, or a wait: the completing one at the latest), ``requires`` the calc before that
+  call and the member's first receive. So under progress ``async`` the rounds advance as their
+  messages arrive, and under ``wait`` the first receive is a receive of that call, processed no
+  earlier than the call, and every later round follows it
+  (docs/model.md §Non-blocking collectives). Without a completing wait in the trace nothing
+  waits for the rounds (counted in the summary). An analytic model's
+  ``coll`` vertex is placed like a first round and required by the wait.
 
 Tags in the graph: a point-to-point message keeps its MPI tag on ``MPI_COMM_WORLD`` and gets
 ``tag + c·2^32`` on communicator ``c`` (MPI tags are < 2^31), so messages of different
@@ -98,6 +114,7 @@ from llamp.ingest.events import (
     COLL,
     COLL_OPS,
     FINALIZE,
+    ICOLL,
     INIT,
     IRECV,
     ISEND,
@@ -356,8 +373,9 @@ def _templates_of_starts(ent_rank, ent_addr, ent_kind, ent_event):  # pragma: no
 @numba.njit(cache=True)
 def _completed_ops(ent_rank, ent_addr, ent_kind, ent_op):  # pragma: no cover - compiled
     """Request entries in program order → for each ``Wait`` (and ``Cancel``) entry, the op
-    pending under its id (posted by ``Isend``/``Irecv``/``Start``, not completed or freed
-    since), else −1. A wait completes the op; a cancel leaves it pending."""
+    pending under its id (posted by ``Isend``/``Irecv``/``Start`` or a non-blocking collective,
+    not completed or freed since), else −1. A wait completes the op; a cancel leaves it
+    pending."""
     n = ent_rank.shape[0]
     out = np.full(n, -1, np.int64)
     table = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -367,7 +385,7 @@ def _completed_ops(ent_rank, ent_addr, ent_kind, ent_op):  # pragma: no cover - 
             table = Dict.empty(key_type=types.int64, value_type=types.int64)
             current = ent_rank[i]
         k = ent_kind[i]
-        if k == ISEND or k == IRECV or k == START:
+        if k == ISEND or k == IRECV or k == START or k == ICOLL:
             table[ent_addr[i]] = ent_op[i]
         elif k == REQUEST_FREE:
             table[ent_addr[i]] = -1
@@ -386,7 +404,10 @@ def _completed_ops(ent_rank, ent_addr, ent_kind, ent_op):  # pragma: no cover - 
 class _Template:
     """A collective schedule as per-member vertex/edge arrays with local vertex ids.
 
-    Local edges use −1 for "the calc before the call" and −2 for "the calc after it".
+    Local edges use −1 for "the calc before the call" and −2 for "the calc after it". For a
+    non-blocking call, member ``j``'s first ``n_first[j]`` vertices are the ops it starts at
+    the call, its last vertex is what the completing wait requires, and ``first_recv[j]`` is
+    its first receive (−1: none).
     """
 
     algorithm: str
@@ -400,6 +421,8 @@ class _Template:
     m_ta: np.ndarray
     m_b: np.ndarray
     m_tb: np.ndarray
+    n_first: np.ndarray
+    first_recv: np.ndarray
 
 
 PREV, NEXT = -1, -2
@@ -418,6 +441,7 @@ def _template(
         counts=None if counts is None else list(counts),
     )
     nv, kinds, peers, sizes, srcs, dsts = [], [], [], [], [], []
+    n_first, first_recv = [], []
     sends: dict[tuple[int, int], list[tuple[int, int]]] = {}
     recvs: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for j, rounds in enumerate(sched.rounds):
@@ -448,6 +472,8 @@ def _template(
         if rounds:
             es.append(prev)
             ed.append(NEXT)
+        n_first.append(len(rounds[0]) if rounds else 0)
+        first_recv.append(k_.index(RECV) if RECV in k_ else -1)
         nv.append(len(k_))
         kinds.append(np.array(k_, np.int8))
         peers.append(np.array(p_, np.int64))
@@ -481,6 +507,8 @@ def _template(
         np.array(mta, np.int64),
         np.array(mb, np.int64),
         np.array(mtb, np.int64),
+        np.array(n_first, np.int64),
+        np.array(first_recv, np.int64),
     )
 
 
@@ -500,6 +528,8 @@ def _analytic_template(choice: str, n: int, root: int) -> _Template:
         one[:0],
         one[:0],
         one[:0],
+        np.ones(n, np.int64),
+        np.full(n, -1, np.int64),
     )
 
 
@@ -538,6 +568,18 @@ def _place(local: np.ndarray, base: np.ndarray, prev: np.ndarray, nxt: np.ndarra
     return np.where(local[None, :] == NEXT, nxt[:, None], out)
 
 
+def _coll_edge_count(grp: _CollGroup) -> int:
+    """Edges :meth:`_Builder.assemble` adds for a group's instances (preallocation)."""
+    tpl = grp.template
+    per_instance = sum(e.size for e in tpl.e_src) + tpl.m_a.size
+    if grp.waits is None:
+        return grp.events.shape[0] * per_instance
+    to_next = sum(int(np.count_nonzero(d == NEXT)) for d in tpl.e_dst)
+    waited = np.count_nonzero(grp.completed, axis=0)  # per member
+    completion = int(np.sum(waited * (1 + 2 * (tpl.first_recv >= 0))))
+    return grp.events.shape[0] * (per_instance - to_next + int(tpl.n_first.sum())) + completion
+
+
 @dataclass
 class _CollGroup:
     """Instances of one communicator sharing one template: ``events[i, j]`` = member j's call."""
@@ -548,6 +590,10 @@ class _CollGroup:
     instance: np.ndarray  # (I,) instance number on the communicator
     members: np.ndarray  # world ranks of the group
     member_bytes: np.ndarray | None = None  # analytic: size of each member's coll vertex
+    waits: np.ndarray | None = None  # non-blocking: (I, n) completing wait event, or −1
+    completed: np.ndarray | None = None  # (I, n) a wait in the trace completes the call
+    pin: np.ndarray | None = None  # (I, n) slot whose call the first receive waits for, or −1
+    pin_at: np.ndarray | None = None  # (I, n) position among that slot's progress joins
 
     @property
     def tags(self) -> np.ndarray:
@@ -674,18 +720,26 @@ class _Builder:
             )
         self.op_peer[placed] = self.comm_flat[self.comm_ptr[self.op_comm[placed]] + local[placed]]
 
-        # completion: a wait entry completes the request most recently posted under its id
+        # completion: a wait entry completes the request most recently posted under its id;
+        # a non-blocking collective's request stands for its call (ids nops + event)
         ent_op = np.full(ent_addr.size, -1, np.int64)
         posted = op_ent >= 0
         ent_op[op_ent[posted]] = np.flatnonzero(posted)
+        icoll_ent = np.flatnonzero(ent_kind == ICOLL)
+        ent_op[icoll_ent] = nops + ent_event[icoll_ent]
         done = _completed_ops(ent_rank, ent_addr, ent_kind, ent_op)
         w_ent = np.flatnonzero(ent_kind == WAIT)
         resolved = done[w_ent] >= 0
+        is_coll = done[w_ent] >= nops
+        #: the wait event completing each non-blocking collective call (−1: none in the trace)
+        self.icoll_wait = np.full(self.n, -1, np.int64)
+        self.icoll_wait[done[w_ent[is_coll]] - nops] = ent_event[w_ent[is_coll]]
+        resolved &= ~is_coll
         self.wait_event = ent_event[w_ent[resolved]]  # program order, request order within
         self.wait_op = done[w_ent[resolved]]
-        missing = int(w_ent.size - resolved.sum())
+        missing = int(w_ent.size - resolved.sum() - is_coll.sum())
         if missing:
-            path, line = self.where(int(ent_event[w_ent[~resolved][0]]))
+            path, line = self.where(int(ent_event[w_ent[~resolved & ~is_coll][0]]))
             self.diag.note(
                 "wait entries without a pending request (MPI_REQUEST_NULL, an inactive "
                 "request, completed by a test the trace does not detail, or a copied handle)",
@@ -695,6 +749,15 @@ class _Builder:
         # cancellation: MPI_Cancel names the op pending under its id
         c_ent = np.flatnonzero(ent_kind == CANCEL)
         c_op = done[c_ent]
+        on_coll = c_op >= nops
+        if on_coll.any():
+            path, line = self.where(int(ent_event[c_ent[on_coll][0]]))
+            self.diag.note(
+                "MPI_Cancel of a non-blocking collective's request (erroneous in MPI): no effect",
+                f"{path}:{line}",
+                int(on_coll.sum()),
+            )
+            c_ent, c_op = c_ent[~on_coll], c_op[~on_coll]
         self.op_cancelled = np.zeros(nops, bool)
         self.op_cancelled[c_op[c_op >= 0]] = True
         if np.any(c_op < 0):
@@ -907,10 +970,11 @@ class _Builder:
     # ----------------------------------------------------------------- collectives
     def plan_collectives(self) -> None:
         ev = self.ev
-        ce = np.flatnonzero(ev.kind == COLL)
+        ce = np.flatnonzero(kind_in(ev.kind, (COLL, ICOLL)))
         self.coll_groups: list[_CollGroup] = []
         self.coll_costs: list[tuple[np.ndarray, str, float, float, str]] = []
         self.coll_nv = np.zeros(self.n, np.int64)
+        self.coll_waited: list[np.ndarray] = []  # non-blocking calls completed by a wait
         if ce.size == 0:
             return
         comm = ev.comm[ce].astype(np.int64)
@@ -927,6 +991,21 @@ class _Builder:
         ce, comm = ce[~unknown], comm[~unknown]
         for c in np.unique(comm).tolist():
             self._plan_comm(c, ce[comm == c])
+        unwaited = [
+            grp.events[~grp.completed & (grp.template.nv > 0)[None, :]]
+            for grp in self.coll_groups
+            if grp.waits is not None
+        ]
+        unwaited_a = np.concatenate(unwaited) if unwaited else np.zeros(0, np.int64)
+        if unwaited_a.size:
+            path, line = self.where(int(unwaited_a.min()))
+            self.diag.note(
+                "non-blocking collectives that no wait or test in the trace completes "
+                "(freed, or completed by a test it does not detail): expanded, nothing waits "
+                "for them",
+                f"{path}:{line}",
+                int(unwaited_a.size),
+            )
 
     def _plan_comm(self, c: int, events: np.ndarray) -> None:
         ev = self.ev
@@ -961,7 +1040,8 @@ class _Builder:
         E = events.reshape(n, K).T  # (K, n): instance k, member j
         op = ev.coll[E].astype(np.int64)
         root = ev.root[E].astype(np.int64)
-        bad = np.argwhere(op != op[:, :1])
+        nb = ev.kind[E] == ICOLL  # blocking and non-blocking calls never match (MPI-3 §5.12)
+        bad = np.argwhere((op != op[:, :1]) | (nb != nb[:, :1]))
         if bad.size:
             k, j = bad[0]
             path, line = self.where(int(E[k, j]))
@@ -974,6 +1054,7 @@ class _Builder:
                 line=line,
             )
         op0 = op[:, 0]
+        nb0 = nb[:, 0].astype(np.int64)
         rooted = np.isin(op0, [COLL_OPS.index(o) for o in ROOTED_OPS])
         bad = np.argwhere(rooted[:, None] & (root != root[:, :1]))
         if bad.size:
@@ -1018,27 +1099,31 @@ class _Builder:
             )
         size = np.where(v_ops | (op0 == COLL_OPS.index("barrier")), 0, size)
         instance = np.arange(K, dtype=np.int64)
-        # instances with plain sizes: group by (op, root, size)
+        # instances with plain sizes: group by (op, root, size, non-blocking)
         plain = np.flatnonzero(~v_ops)
         if plain.size:
-            keys = np.stack((op0[plain], root0[plain], size[plain]), axis=1)
+            keys = np.stack((op0[plain], root0[plain], size[plain], nb0[plain]), axis=1)
             uniq, inv_k = np.unique(keys, axis=0, return_inverse=True)
             inv_k = inv_k.reshape(-1)
             for u in range(uniq.shape[0]):
                 rows = plain[inv_k == u]
-                o, rt, sz = (int(x) for x in uniq[u])
-                self._add_group(c, COLL_OPS[o], n, rt, sz, None, E[rows], instance[rows], members)
+                o, rt, sz, nbk = (int(x) for x in uniq[u])
+                self._add_group(
+                    c, COLL_OPS[o], n, rt, sz, None, E[rows], instance[rows], members, bool(nbk)
+                )
         # v-variants: counts assembled from the members' calls
-        by_counts: dict[tuple[str, int, tuple[int, ...]], list[int]] = {}
+        by_counts: dict[tuple[str, int, tuple[int, ...], int], list[int]] = {}
         for k in np.flatnonzero(v_ops).tolist():
             name = COLL_OPS[int(op0[k])]
             counts = self._counts(name, E[k], n, c)
             if counts is None:
                 continue
-            by_counts.setdefault((name, int(root0[k]), counts), []).append(k)
-        for (name, rt, counts), rows in by_counts.items():
+            by_counts.setdefault((name, int(root0[k]), counts, int(nb0[k])), []).append(k)
+        for (name, rt, counts, nbk), rows in by_counts.items():
             rows_a = np.array(rows, np.int64)
-            self._add_group(c, name, n, rt, 0, counts, E[rows_a], instance[rows_a], members)
+            self._add_group(
+                c, name, n, rt, 0, counts, E[rows_a], instance[rows_a], members, bool(nbk)
+            )
 
     def _counts(self, name: str, row: np.ndarray, n: int, c: int) -> tuple[int, ...] | None:
         ev = self.ev
@@ -1075,21 +1160,32 @@ class _Builder:
         E: np.ndarray,
         instance: np.ndarray,
         members: np.ndarray,
+        nonblocking: bool = False,
     ) -> None:
         choice = parse_analytic(op, self.alg[op])
         self.ops_used.add(op)
+        waits = self.icoll_wait[E] if nonblocking else None
         if choice is None:
             tpl = _template(op, n, self.alg[op], root, size, counts)
-            self.coll_groups.append(_CollGroup(c, tpl, E, instance, members))
+            grp = _CollGroup(c, tpl, E, instance, members, waits=waits)
         else:
             tpl = _analytic_template(choice.label, n, root)
-            grp = _CollGroup(c, tpl, E, instance, members, _member_bytes(op, n, size, counts))
-            self.coll_groups.append(grp)
+            bytes_ = _member_bytes(op, n, size, counts)
+            grp = _CollGroup(c, tpl, E, instance, members, bytes_, waits)
             cost = _instance_cost(choice, n, root, size, counts)
             self.coll_costs.append(
                 (grp.tags, op, cost.latency_terms, cost.byte_terms, choice.label)
             )
+        self.coll_groups.append(grp)
+        if waits is None:
+            self.coll_nv[E] = tpl.nv[None, :]
+            return
+        # non-blocking: every round sits at the call, right after the first (the MPI library
+        # makes the later ones as their messages arrive: no later place in program order is
+        # theirs); the wait that completes the request requires the last join
+        grp.completed = (waits >= 0) & (tpl.nv > 0)[None, :]
         self.coll_nv[E] = tpl.nv[None, :]
+        self.coll_waited.append(waits[grp.completed])
 
     def collective_costs_meta(self) -> dict[str, Any]:
         """``meta["collective_costs"]`` for the analytic instances (nothing when all expand)."""
@@ -1124,6 +1220,12 @@ class _Builder:
         self.wait_event, self.wait_op = self.wait_event[wait_ok], self.wait_op[wait_ok]
         has_wait = np.zeros(n, bool)
         has_wait[self.wait_event] = True
+        coll_waits = (
+            np.unique(np.concatenate(self.coll_waited))
+            if self.coll_waited
+            else np.zeros(0, np.int64)
+        )
+        has_wait[coll_waits] = True
         boundary = np.flatnonzero((n_ops > 0) | has_wait)
         # slots: one per boundary group (calc + its ops), then a final calc per rank
         b_rank = ev.rank[boundary].astype(np.int64)
@@ -1137,14 +1239,18 @@ class _Builder:
         slot_group[at_b] = boundary
         is_final = slot_group < 0
         slot_key = np.where(is_final, 0, slot_group)
-        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key])
-        slot_off = np.concatenate(([0], np.cumsum(slot_size)[:-1])).astype(np.int64)
-        V = int(slot_size.sum())
         slot_of_group = np.full(n, -1, np.int64)
         slot_of_group[boundary] = at_b
+        # a slot: calc [ops] [progress joins of non-blocking collectives whose first receive
+        # waits for this call]
+        slot_post = self._plan_progress(slot_of_group, slot_key, is_final)
+        slot_size = np.where(is_final, 1, 1 + n_ops[slot_key]) + slot_post
+        slot_off = np.concatenate(([0], np.cumsum(slot_size)[:-1])).astype(np.int64)
+        V = int(slot_size.sum())
         calc_of = slot_off  # calc vertex of each slot
+        post_of = slot_off + slot_size - slot_post  # first progress join of each slot
         next_calc = np.empty_like(slot_off)
-        next_calc[:-1] = slot_off[1:]
+        next_calc[:-1] = calc_of[1:]
         if next_calc.size:
             next_calc[-1] = -1  # the last slot is a final calc: no successor
 
@@ -1188,7 +1294,7 @@ class _Builder:
 
         # edges go straight into preallocated columns (no list of parts to concatenate)
         ops = valid_ops  # already in (event, sub) order
-        w_groups = self.wait_event[_run_index(self.wait_event) == 0]  # sorted: first of each run
+        w_groups = np.union1d(self.wait_event, coll_waits)  # sorted, one per wait call
         both = self.op_valid[self.msg_send] & self.op_valid[self.msg_recv]
         ms, mr = self.msg_send[both], self.msg_recv[both]
         n_edges = (
@@ -1196,11 +1302,7 @@ class _Builder:
             + w_groups.size
             + self.wait_op.size
             + ms.size
-            + sum(
-                grp.events.shape[0]
-                * (sum(e.size for e in grp.template.e_src) + grp.template.m_a.size)
-                for grp in self.coll_groups
-            )
+            + sum(_coll_edge_count(grp) for grp in self.coll_groups)
         )
         edge_src = np.empty(n_edges, np.int64)
         edge_dst = np.empty(n_edges, np.int64)
@@ -1238,7 +1340,8 @@ class _Builder:
         # point-to-point messages
         add(op_vertex[ms], op_vertex[mr], MESSAGE)
 
-        # collectives
+        # collectives: every call's vertices sit at the call; a non-blocking call's rounds
+        # after the first follow from the joins, and the wait that completes it waits for them
         for grp in self.coll_groups:
             tpl = grp.template
             S = slot_of_group[grp.events]  # (I, n)
@@ -1246,6 +1349,8 @@ class _Builder:
             prev_c = calc_of[S]
             next_c = next_calc[S]
             ctag = grp.tags
+            if grp.waits is not None:
+                w_slot = slot_of_group[np.maximum(grp.waits, 0)]
             for j in range(grp.members.size):
                 nvj = int(tpl.nv[j])
                 if nvj == 0:
@@ -1257,8 +1362,28 @@ class _Builder:
                 size[v] = np.where(comm_v, sizes, 0)[None, :]
                 peer[v] = np.where(comm_v, grp.members[tpl.v_peer[j]], 0)[None, :]
                 tag[v] = np.where(comm_v[None, :], ctag[:, None], 0)
+                e_src, e_dst = tpl.e_src[j], tpl.e_dst[j]
+                if grp.waits is not None:  # the rank goes on after starting the first round
+                    keep = e_dst != NEXT
+                    e_src, e_dst = e_src[keep], e_dst[keep]
+                    first = B[:, j, None] + np.arange(int(tpl.n_first[j]))[None, :]
+                    add(first, np.broadcast_to(next_c[:, j, None], first.shape), IREQUIRES)
+                    # the completing wait requires the last join
+                    rows = np.flatnonzero(grp.completed[:, j])
+                    add(B[rows, j] + nvj - 1, next_calc[w_slot[rows, j]], REQUIRES)
+                    # a progress join (a zero-cost calc nothing waits for) requires the first
+                    # receive and the calc before the first blocking call after the start:
+                    # under progress "wait" that receive, and every later round after it, is
+                    # processed no earlier than that call
+                    rows = np.flatnonzero(grp.pin[:, j] >= 0)
+                    if rows.size:
+                        pin = grp.pin[rows, j]
+                        z = post_of[pin] + grp.pin_at[rows, j]
+                        first_recv = B[rows, j] + int(tpl.first_recv[j])
+                        add(first_recv, z, REQUIRES)
+                        add(calc_of[pin], z, REQUIRES)
                 ends = (B[:, j], prev_c[:, j], next_c[:, j])
-                add(_place(tpl.e_src[j], *ends), _place(tpl.e_dst[j], *ends), REQUIRES)
+                add(_place(e_src, *ends), _place(e_dst, *ends), REQUIRES)
             if tpl.m_a.size:
                 add(B[:, tpl.m_a] + tpl.m_ta[None, :], B[:, tpl.m_b] + tpl.m_tb[None, :], MESSAGE)
 
@@ -1276,6 +1401,35 @@ class _Builder:
             "edge_kind": edge_kind,
             "t_trace_ns": t_trace,
         }
+
+    def _plan_progress(
+        self, slot_of_group: np.ndarray, slot_key: np.ndarray, is_final: np.ndarray
+    ) -> np.ndarray:
+        """Where each waited non-blocking collective's first receive is pinned: the rank's first
+        blocking call after the start (a blocking op or collective, or a wait: the completing
+        one at the latest), where an MPI library without a progress thread spins its progress
+        engine. Sets ``grp.pin`` (slot, −1: none) and ``grp.pin_at`` (position among the
+        slot's progress joins); returns the number of progress joins per slot."""
+        n_slots = slot_key.size
+        slot_post = np.zeros(n_slots, np.int64)
+        blocking = ~is_final & ~kind_in(self.ev.kind[slot_key], (*_NONBLOCKING, ICOLL))
+        first = np.where(blocking, np.arange(n_slots), n_slots)
+        first = np.minimum.accumulate(first[::-1])[::-1]  # first blocking slot ≥ s
+        after = np.append(first[1:], n_slots)  # first blocking slot > s (a later rank's too)
+        for grp in self.coll_groups:
+            if grp.waits is None:
+                continue
+            S = slot_of_group[grp.events]
+            has = grp.completed & (grp.template.first_recv >= 0)[None, :]
+            grp.pin = np.where(has, after[S], -1)
+            pins = grp.pin[has]
+            order = np.argsort(pins, kind="stable")
+            rank_in = np.empty(pins.size, np.int64)
+            rank_in[order] = _run_index(pins[order])
+            grp.pin_at = np.zeros(S.shape, np.int64)
+            grp.pin_at[has] = slot_post[pins] + rank_in
+            np.add.at(slot_post, pins, 1)
+        return slot_post
 
     def _rank_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per rank: trace time of the end of MPI_Init and of the start of MPI_Finalize."""

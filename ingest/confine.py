@@ -1,4 +1,4 @@
-"""Where a reader may follow a path (issue 16): inside the upload, when the UI reads one.
+"""Where a reader may follow a path: inside the upload, when the UI reads one.
 
 Some inputs name other files: a SimGrid list file names the per-rank action files, a DUMPI
 ``.meta`` its ``fileprefix``. From the command line these may point anywhere the user may

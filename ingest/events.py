@@ -19,13 +19,14 @@ Conventions, shared by every reader:
 - ``peer`` is a rank *within the communicator* ``comm`` (as MPI sees it), or the sentinels
   :data:`ANY_SOURCE`/:data:`PROC_NULL`; ``tag`` may be :data:`ANY_TAG` on receives;
 - ``size`` is bytes (``count × type size``); for a collective it is the bytes significant at this
-  member (see :data:`COLL_OPS`), ``root`` is a rank within ``comm``;
+  member (see :data:`COLL_OPS`), ``root`` is a rank within ``comm``; a non-blocking collective
+  (:data:`ICOLL`) has the columns of its blocking version plus the request it creates;
 - ``comm`` indexes :attr:`Trace.comms`, whose entry 0 is ``MPI_COMM_WORLD``; a communicator's
   ``members`` lists the world ranks in communicator-rank order, or is ``None`` when the trace
   does not say (then its point-to-point and collective calls cannot be placed and are absorbed
   with a warning);
 - request lists (``Wait``/``Waitall``/``Start``/``Startall``, and the request an ``Isend``/
-  ``Irecv``/``*_init`` creates) are CSR: ``req_ids[req_ptr[e]:req_ptr[e+1]]``, each id a
+  ``Irecv``/``*_init`` or a non-blocking collective creates) are CSR: ``req_ids[req_ptr[e]:req_ptr[e+1]]``, each id a
   rank-local request handle (liballprof: the address of the caller's ``MPI_Request``);
 - a :data:`WAIT` row lists the requests a call *completed*: all of them for ``Wait``/``Waitall``,
   the completed entries for ``Waitany``/``Waitsome``, and for ``Test``/``Testall``/``Testany``/
@@ -60,6 +61,7 @@ WAIT = 10  # a completion (Wait*, a successful Test*): req entries are the compl
 SR_SEND, SR_RECV = 11, 12  # the two halves of MPI_Sendrecv(_replace)
 COLL = 13  # a collective: coll, root, size, comm (and counts for v-variants)
 CANCEL = 14  # MPI_Cancel: the req entry is the request it was called on
+ICOLL = 15  # a non-blocking collective (MPI_Iallreduce, …): a COLL whose req entry is its request
 
 EVENT_KIND_NAMES = (
     "init",
@@ -77,6 +79,7 @@ EVENT_KIND_NAMES = (
     "sendrecv_recv",
     "collective",
     "cancel",
+    "icollective",
 )
 
 SEND_LIKE = (SEND, ISEND, SEND_INIT, SR_SEND)
@@ -466,3 +469,13 @@ MPI_Session_finalize MPI_Comm_create_from_group MPI_Group_from_session_pset MPI_
 MPI_Precv_init MPI_Pready MPI_Parrived MPI_Isendrecv MPI_Isendrecv_replace
 """.split()
 )
+
+#: MPI-4 persistent collectives: known MPI functions that no reader models yet.
+PERSISTENT_COLLECTIVES = frozenset(
+    f"MPI_{name}_init"
+    for name in """Barrier Bcast Reduce Allreduce Allgather Allgatherv Alltoall Alltoallv
+    Alltoallw Gather Gatherv Scatter Scatterv Reduce_scatter Reduce_scatter_block Scan Exscan
+    Neighbor_allgather Neighbor_allgatherv Neighbor_alltoall Neighbor_alltoallv
+    Neighbor_alltoallw""".split()
+)
+MPI_FUNCTIONS = MPI_FUNCTIONS | PERSISTENT_COLLECTIVES

@@ -107,10 +107,12 @@ from llamp.ingest.events import (
     COLL,
     COLL_CODE,
     FINALIZE,
+    ICOLL,
     INIT,
     IRECV,
     ISEND,
     MPI_FUNCTIONS,
+    PERSISTENT_COLLECTIVES,
     PROC_NULL,
     RECV,
     RECV_INIT,
@@ -552,6 +554,13 @@ class CallSpec:
     lengths: str = "comm.size"
 
 
+#: Roles of the collectives; each has a non-blocking version ``"i" + role``.
+_COLL_ROLES = (
+    "barrier bcast reduce allreduce scan allgather alltoall gather scatter gatherv scatterv "
+    "allgatherv alltoallv reduce_scatter reduce_scatter_block"
+).split()
+
+
 def _spec_table() -> dict[str, CallSpec]:
     p2p = "buf:p count:i dtype:d peer:i tag:i comm:c"
     table = {
@@ -650,6 +659,12 @@ def _spec_table() -> dict[str, CallSpec]:
                 ),
             ),
         )
+    # non-blocking collectives: the blocking prototype plus the request (MPI-3 §5.12)
+    for name, spec in list(table.items()):
+        if spec.role in _COLL_ROLES:
+            table[f"MPI_I{name[4].lower()}{name[5:]}"] = CallSpec(
+                spec.sig + " request:p", "i" + spec.role, lengths=spec.lengths
+            )
     for name in ("MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend"):
         table[name] = CallSpec(p2p, "send")
     for name in ("MPI_Isend", "MPI_Issend", "MPI_Irsend", "MPI_Ibsend"):
@@ -850,6 +865,13 @@ def _decode_rank(rank: int, path: Path, diag: Diagnostics, calls: dict[str, int]
             if name not in MPI_FUNCTIONS:
                 diag.problem(
                     f"unknown call {name!r} (not an MPI function): {scan.line_text(first)!r}",
+                    where,
+                    int(scan.rec_line[first]),
+                )
+            elif name in PERSISTENT_COLLECTIVES:
+                diag.problem(
+                    f"{name}: persistent collectives (MPI-4) are not modelled (--lenient "
+                    "absorbs them and drops their MPI_Start)",
                     where,
                     int(scan.rec_line[first]),
                 )
@@ -1381,6 +1403,19 @@ def _role_calc(f, name, nid, diag, where):
     return None
 
 
+def _nonblocking(role: Callable[..., list[dict[str, Any]] | None]):
+    """The role of a non-blocking collective: its blocking version's row as an ICOLL row
+    with the request it creates."""
+
+    def nb_role(f, name, nid, diag, where):
+        out = role(f, name, nid, diag, where)
+        if out is None:
+            return None
+        return [{**cols, "kind": ICOLL, "req_count": 1, "req_base": f["request"]} for cols in out]
+
+    return nb_role
+
+
 def _gather_size(f: _Fields) -> np.ndarray:
     root = _is_root(f)
     return np.where(
@@ -1443,6 +1478,7 @@ _ROLES: dict[str, Callable[..., list[dict[str, Any]] | None]] = {
     "reduce_scatter_block": _role_reduce_scatter_block,
     "calc": _role_calc,
 }
+_ROLES.update({"i" + role: _nonblocking(_ROLES[role]) for role in _COLL_ROLES})
 
 
 _ROW_COLUMNS = {
@@ -1668,7 +1704,7 @@ def _detect_stride(ranks: list[_RankData]) -> tuple[int, str | None]:
     hits = {4: 0, 8: 0}
     for d in ranks:
         kind, count, base = d.cols["kind"], d.req_count, d.req_base
-        single = (count == 1) & kind_in(kind, (ISEND, IRECV, SEND_INIT, RECV_INIT))
+        single = (count == 1) & kind_in(kind, (ISEND, IRECV, SEND_INIT, RECV_INIT, ICOLL))
         known = np.sort(base[single], kind="stable")
         if known.size == 0:
             continue
@@ -1882,7 +1918,8 @@ def _communicators(ranks: list[_RankData], P: int, diag: Diagnostics):
         handle, crank, csize = d.cols["comm_handle"], d.cols["comm_rank"], d.cols["comm_size"]
         line = d.cols["line"]
         has_comm = kind_in(
-            d.cols["kind"], (SEND, RECV, ISEND, IRECV, SEND_INIT, RECV_INIT, SR_SEND, SR_RECV, COLL)
+            d.cols["kind"],
+            (SEND, RECV, ISEND, IRECV, SEND_INIT, RECV_INIT, SR_SEND, SR_RECV, COLL, ICOLL),
         )
         out = np.full(handle.shape[0], -1, np.int32)
         # definitions: the k-th definition of a member list at this rank

@@ -26,9 +26,13 @@ make its rows, in event order:
   Persistent requests appear as ``MpiIsend``/``MpiIrecvRequest`` in ``MPI_Start``. Peers are
   ranks in the event's communicator; OTF2 records the actual source and tag, so there are no
   wildcards.
-- ``MpiIsendComplete``/``MpiIrecv`` → one WAIT row per call with the completed request ids
-  (``MPI_Wait*`` and successful ``MPI_Test*`` alike; a failed test, ``MpiRequestTest``, is
-  computation).
+- ``MpiIsendComplete``/``MpiIrecv``/``NonBlockingCollectiveComplete`` → one WAIT row per call
+  with the completed request ids (``MPI_Wait*`` and successful ``MPI_Test*`` alike; a failed
+  test, ``MpiRequestTest``, is computation).
+- ``NonBlockingCollectiveRequest`` (in ``MPI_Iallreduce`` and the other non-blocking
+  collectives) → ICOLL with the request id, whose operation, communicator, root and sizes come
+  from the ``NonBlockingCollectiveComplete`` of the same request (sizes as for
+  ``MpiCollectiveEnd``); a request never completed is absorbed with a warning.
 - ``MpiCollectiveEnd`` → COLL with the operation, communicator, root and a size derived from
   OTF2's byte totals with Score-P's conventions (``scorep_mpi_coll``): bcast the received bytes;
   gather/reduce the sent bytes (at an ``MPI_IN_PLACE`` root ``received/(P−1)``); scatter the
@@ -38,9 +42,9 @@ make its rows, in event order:
   multiples. OTF2 keeps only totals for alltoallv/alltoallw and reduce_scatter: their per-peer
   counts are the totals split evenly, with a warning (message counts exact, sizes averaged).
 - ``MPI_Init``/``MPI_Init_thread`` → INIT, ``MPI_Finalize`` → FINALIZE. Calls without modelled
-  events (``MPI_Comm_rank``, non-blocking collectives, which OTF2 3 records without their
-  messages, communicator creation, RMA, matched probes) are absorbed into the calc, with a
-  warning unless they are expected to be pure computation.
+  events (``MPI_Comm_rank``, communicator creation, RMA, matched probes, and non-blocking
+  collectives that a writer recorded without their request events, as SST/macro does) are
+  absorbed into the calc, with a warning unless they are expected to be pure computation.
 
 Communicators come from the definitions: a ``COMM_GROUP`` lists ranks of ``COMM_LOCATIONS``
 (world ranks), a ``COMM_SELF`` group makes one self communicator per rank. ``Trace.where`` gives
@@ -66,6 +70,7 @@ from llamp.ingest.events import (
     COLL,
     COLL_CODE,
     FINALIZE,
+    ICOLL,
     INIT,
     IRECV,
     ISEND,
@@ -210,8 +215,8 @@ def _definitions(tr: Any, where: str) -> _Defs:
 
 # --------------------------------------------------------------------------- events
 def _read_records(tr: Any, loc_refs: list[int]) -> np.ndarray:
-    """All events of the given locations as rows ``(kind, loc, time, a, b, c, d, e)`` (uint64),
-    in each location's order."""
+    """All events of the given locations as rows ``(kind, loc, time, a, b, c, d, e, f)``
+    (uint64), in each location's order; ``e`` is the request id of the request events."""
     import _otf2
 
     rows: list[tuple[int, ...]] = []
@@ -240,37 +245,37 @@ def _read_records(tr: Any, loc_refs: list[int]) -> np.ndarray:
     global_reader = _otf2.Reader_GetGlobalEvtReader(handle)
 
     def enter(loc, t, _u, _a, region):
-        add((_ENTER, loc, t, region, 0, 0, 0, 0))
+        add((_ENTER, loc, t, region, 0, 0, 0, 0, 0))
 
     def leave(loc, t, _u, _a, region):
-        add((_LEAVE, loc, t, region, 0, 0, 0, 0))
+        add((_LEAVE, loc, t, region, 0, 0, 0, 0, 0))
 
     def send(loc, t, _u, _a, peer, comm, tag, length):
-        add((_SEND, loc, t, peer, comm, tag, length, 0))
+        add((_SEND, loc, t, peer, comm, tag, length, 0, 0))
 
     def isend(loc, t, _u, _a, peer, comm, tag, length, req):
-        add((_ISEND, loc, t, peer, comm, tag, length, req))
+        add((_ISEND, loc, t, peer, comm, tag, length, req, 0))
 
     def recv(loc, t, _u, _a, peer, comm, tag, length):
-        add((_RECV, loc, t, peer, comm, tag, length, 0))
+        add((_RECV, loc, t, peer, comm, tag, length, 0, 0))
 
     def irecv(loc, t, _u, _a, peer, comm, tag, length, req):
-        add((_IRECV_DONE, loc, t, peer, comm, tag, length, req))
+        add((_IRECV_DONE, loc, t, peer, comm, tag, length, req, 0))
 
     def irecv_request(loc, t, _u, _a, req):
-        add((_IRECV_POST, loc, t, 0, 0, 0, 0, req))
+        add((_IRECV_POST, loc, t, 0, 0, 0, 0, req, 0))
 
     def isend_complete(loc, t, _u, _a, req):
-        add((_ISEND_DONE, loc, t, 0, 0, 0, 0, req))
+        add((_ISEND_DONE, loc, t, 0, 0, 0, 0, req, 0))
 
     def coll_end(loc, t, _u, _a, op, comm, root, sent, received):
-        add((_COLL_END, loc, t, op.value, comm, root, sent, received))
+        add((_COLL_END, loc, t, op.value, comm, root, sent, received, 0))
 
     def nbc_request(loc, t, _u, _a, req):
-        add((_NBC_POST, loc, t, 0, 0, 0, 0, req))
+        add((_NBC_POST, loc, t, 0, 0, 0, 0, req, 0))
 
     def nbc_complete(loc, t, _u, _a, op, comm, root, sent, received, req):
-        add((_NBC_DONE, loc, t, op.value, comm, root, sent, req))
+        add((_NBC_DONE, loc, t, op.value, comm, root, sent, req, received))
 
     callbacks = _otf2.GlobalEvtReaderCallbacks_New()
     for name, fn in (
@@ -295,7 +300,7 @@ def _read_records(tr: Any, loc_refs: list[int]) -> np.ndarray:
         _otf2.Reader_CloseGlobalEvtReader(handle, global_reader)
         _otf2.Reader_CloseEvtFiles(handle)
     if not rows:
-        return np.zeros((0, 8), np.uint64)
+        return np.zeros((0, 9), np.uint64)
     return np.array(rows, dtype=np.uint64)
 
 
@@ -429,36 +434,43 @@ def _rank_rows(
         mpi_ev = mpi_ev[inside[mpi_ev]]
     ev_kind = kind[mpi_ev]
 
-    # Irecv posts take peer/tag/comm/size from the completion of the same request
-    post = mpi_ev[ev_kind == _IRECV_POST]
-    done = mpi_ev[ev_kind == _IRECV_DONE]
-    both = np.concatenate((post, done))
-    order = np.lexsort((both, rec[both, 7]))
-    seq = both[order]
-    is_done = kind[seq] == _IRECV_DONE
-    prev_is_post = np.zeros(seq.size, bool)
-    if seq.size > 1:
-        prev_is_post[1:] = (kind[seq[:-1]] == _IRECV_POST) & (rec[seq[:-1], 7] == rec[seq[1:], 7])
-    pair_done = seq[is_done & prev_is_post]
-    pair_post = seq[np.flatnonzero(is_done & prev_is_post) - 1]
+    # Irecv and non-blocking collective posts take their parameters from the completion of
+    # the same request
     completion_of = np.full(n, -1, np.int64)
-    completion_of[pair_post] = pair_done
-    lost = np.setdiff1d(post, pair_post)
-    if lost.size:
-        diag.note(
-            "MPI_Irecv requests whose completion is not in the trace (cancelled or never "
-            "completed): absorbed",
-            f"{where}:{int(lost[0]) + 1}",
-            int(lost.size),
-        )
+    for post_kind, done_kind, what in (
+        (_IRECV_POST, _IRECV_DONE, "MPI_Irecv requests"),
+        (_NBC_POST, _NBC_DONE, "non-blocking collective requests"),
+    ):
+        post = mpi_ev[ev_kind == post_kind]
+        done = mpi_ev[ev_kind == done_kind]
+        both = np.concatenate((post, done))
+        order = np.lexsort((both, rec[both, 7]))
+        seq = both[order]
+        is_done = kind[seq] == done_kind
+        prev_is_post = np.zeros(seq.size, bool)
+        if seq.size > 1:
+            prev_is_post[1:] = (kind[seq[:-1]] == post_kind) & (rec[seq[:-1], 7] == rec[seq[1:], 7])
+        pair_post = seq[np.flatnonzero(is_done & prev_is_post) - 1]
+        completion_of[pair_post] = seq[is_done & prev_is_post]
+        lost = np.setdiff1d(post, pair_post)
+        if lost.size:
+            diag.note(
+                f"{what} whose completion is not in the trace (cancelled or never completed): "
+                "absorbed",
+                f"{where}:{int(lost[0]) + 1}",
+                int(lost.size),
+            )
 
     # primary rows, in event order: p2p posts and blocking calls, collectives
-    primary_kinds = (_SEND, _ISEND, _RECV, _IRECV_POST, _COLL_END)
+    primary_kinds = (_SEND, _ISEND, _RECV, _IRECV_POST, _COLL_END, _NBC_POST)
     prim = mpi_ev[np.isin(ev_kind, primary_kinds)]
-    prim = prim[(kind[prim] != _IRECV_POST) | (completion_of[prim] >= 0)]
-    coll_op = np.where(kind[prim] == _COLL_END, rec[prim, 3].astype(np.int64), -1)
+    posts = (kind[prim] == _IRECV_POST) | (kind[prim] == _NBC_POST)
+    prim = prim[~posts | (completion_of[prim] >= 0)]
+    coll_src = np.where(kind[prim] == _NBC_POST, completion_of[prim], prim)
+    is_coll_ev = (kind[prim] == _COLL_END) | (kind[prim] == _NBC_POST)
+    coll_op = np.where(is_coll_ev, rec[coll_src, 3].astype(np.int64), -1)
     data_coll = np.array([_COLL_OPS.get(int(o)) is not None for o in coll_op.tolist()], bool)
-    handles = prim[(kind[prim] == _COLL_END) & ~data_coll]
+    handles = prim[is_coll_ev & ~data_coll]
     if handles.size:
         diag.note(
             "collective events creating/destroying handles (communicator/window management): "
@@ -466,14 +478,15 @@ def _rank_rows(
             f"{where}:{int(handles[0]) + 1}",
             int(handles.size),
         )
-    prim = prim[(kind[prim] != _COLL_END) | data_coll]
-    src = np.where(kind[prim] == _IRECV_POST, completion_of[prim], prim)
+    prim = prim[~is_coll_ev | data_coll]
+    posts = (kind[prim] == _IRECV_POST) | (kind[prim] == _NBC_POST)
+    src = np.where(posts, completion_of[prim], prim)
     p_call = call_of[prim]
     p_kind = kind[prim]
     row_kind = np.select(
         [p_kind == _SEND, p_kind == _ISEND, p_kind == _RECV, p_kind == _IRECV_POST],
         [SEND, ISEND, RECV, IRECV],
-        COLL,
+        np.where(p_kind == _NBC_POST, ICOLL, COLL),
     ).astype(np.int64)
     # Sendrecv: one blocking send and one blocking receive in the same call
     n_send = np.bincount(p_call[p_kind == _SEND], minlength=ncall)
@@ -485,7 +498,7 @@ def _rank_rows(
     sub = np.where(row_kind == SR_SEND, -2, np.where(row_kind == SR_RECV, -1, prim))
 
     # completions: one WAIT row per call, after its other rows
-    comp = mpi_ev[(ev_kind == _ISEND_DONE) | (ev_kind == _IRECV_DONE)]
+    comp = mpi_ev[(ev_kind == _ISEND_DONE) | (ev_kind == _IRECV_DONE) | (ev_kind == _NBC_DONE)]
     c_call = call_of[comp]
     wait_calls = np.unique(c_call)
 
@@ -521,10 +534,17 @@ def _rank_rows(
             first_wait = first_wait if first_wait is not None else i
         else:
             diag.absorb(name, f"{where}:{int(outer_enter[i]) + 1}")
+            if _NBC_RE.match(name):
+                diag.note(
+                    "non-blocking collectives recorded without NonBlockingCollectiveRequest/"
+                    "Complete events (no communicator, size or request to model them)",
+                    f"{where}:{int(outer_enter[i]) + 1}",
+                )
     if waits_empty:
         diag.note(
-            "MPI_Wait*/MPI_Test* calls that completed no traced point-to-point request "
-            "(non-blocking collectives, MPI_REQUEST_NULL, failed tests): computation",
+            "MPI_Wait*/MPI_Test* calls that completed no traced request (non-blocking "
+            "collectives recorded without their events, MPI_REQUEST_NULL, failed tests): "
+            "computation",
             f"{where}:{int(outer_enter[first_wait]) + 1}",
             waits_empty,
         )
@@ -550,7 +570,7 @@ def _rank_rows(
     comm_ref = np.zeros(m, np.int64)
     root = np.full(m, -1, np.int64)
     coll = np.full(m, -1, np.int64)
-    is_coll = r_kind == COLL
+    is_coll = (r_kind == COLL) | (r_kind == ICOLL)
     p2p = s_ok & ~is_coll
     p2p_src = r_src[p2p]
     peer[p2p] = rec[p2p_src, 3].astype(np.int64)
@@ -582,7 +602,13 @@ def _rank_rows(
         rt = rec[ce, 5].astype(np.int64)
         rt = np.where(rt == _UNDEF32, 0, rt)
         sent = _bytes(rec[ce, 6], names, r_call[cj], r_line[cj], where)
-        got = _bytes(rec[ce, 7], names, r_call[cj], r_line[cj], where)
+        got = _bytes(
+            np.where(kind[ce] == _NBC_DONE, rec[ce, 8], rec[ce, 7]),
+            names,
+            r_call[cj],
+            r_line[cj],
+            where,
+        )
         csize, odd = _collective_sizes(op, sent, got, P, me, rt)
         if odd.any():
             diag.note(
@@ -611,7 +637,7 @@ def _rank_rows(
             )
     # requests: ISEND/IRECV carry their id; WAIT rows the ids completed in their call
     req_count = np.zeros(m, np.int64)
-    nb = (r_kind == ISEND) | (r_kind == IRECV)
+    nb = (r_kind == ISEND) | (r_kind == IRECV) | (r_kind == ICOLL)
     req_count[nb] = 1
     comp_order = np.lexsort((comp, c_call))
     comp_sorted_call = c_call[comp_order]

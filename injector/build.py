@@ -2,7 +2,7 @@
 
 Three artefacts, built on first use and cached per MPI library in
 ``$LLAMP_HOME/injector/<mpi-id>/`` (``<mpi-id>`` as the tracer's: flavour, version, hash of the
-wrapper's command line, see :func:`llamp.ingest.trace.detect_mpi`), rebuilt when their sources
+wrapper's command line, see :func:`llamp.ingest.tracing.detect_mpi`), rebuilt when their sources
 or flags change (a hash stamp beside each):
 
 - ``libllampinject.so``: the PMPI latency injector (``inject_*.c``), preloaded into every rank;
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from llamp.config import llamp_home
 from llamp.errors import LlampError
-from llamp.ingest.trace import MPIInfo, compile_cached, detect_mpi
+from llamp.ingest.tracing import MPIInfo, compile_cached, detect_mpi
 
 SOURCE_DIR = Path(__file__).resolve().parent
 HEADERS = ("llamp_inject.h",)

@@ -1,7 +1,7 @@
 """Run an MPI command with the latency injector: ``llamp inject --delta 20us -- mpirun …``.
 
 The injector (``inject_*.c``, see ``llamp_inject.h``) is preloaded into every rank like the
-tracer (:mod:`llamp.ingest.trace`: ``-x`` for Open MPI's ``mpirun``, ``-genv`` for MPICH's
+tracer (:mod:`llamp.ingest.tracing`: ``-x`` for Open MPI's ``mpirun``, ``-genv`` for MPICH's
 hydra, the environment otherwise). It adds ΔL to every point-to-point message, collectives
 included, at the receiver (LLAMP §III-A, Fig. 8D); with a base network whose ``S`` is finite,
 messages above ``S`` bytes also get the extra handshake latency of LogGPS' rendezvous
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from llamp.errors import InputError
-from llamp.ingest.trace import MPIInfo, preloaded_command
+from llamp.ingest.tracing import MPIInfo, preloaded_command
 from llamp.injector.build import InjectorError, build_library
 from llamp.params import LogGPS
 

@@ -267,7 +267,7 @@ def measure_overhead(
 ) -> Overhead:
     """Run ``command`` plain, traced and under the null injection in shuffled rounds until
     every mode's mean (wall time; span too for the preloaded modes) meets the stopping rule."""
-    from llamp.ingest.trace import run_traced
+    from llamp.ingest.tracing import run_traced
     from llamp.injector.validate import _traced_runtime_ns
 
     if not command:
@@ -276,7 +276,7 @@ def measure_overhead(
         raise InputError(f"need 2 ≤ --min-runs ≤ --max-runs, got {min_runs} and {max_runs}")
     if not 0 < width < 1:
         raise InputError(f"the interval width must be between 0 and 100 %, got {width * 100:g} %")
-    from llamp.ingest.trace import build_tracer
+    from llamp.ingest.tracing import build_tracer
 
     build_library(mpicc, log=log)  # built (or found cached) before any run is timed
     build_tracer(mpicc, log=log)

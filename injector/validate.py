@@ -2,7 +2,7 @@
 ``llamp validate --deltas 0,10,20,50,100us --repeat 5 -- mpirun …``.
 
 1. Trace the application once at ΔL = 0 (``llamp trace``'s machinery,
-   :func:`llamp.ingest.trace.run_traced`), ingest the trace into an execution graph and store
+   :func:`llamp.ingest.tracing.run_traced`), ingest the trace into an execution graph and store
    it as a run.
 2. Predict ``T(L0 + ΔL)`` for every ΔL with the graph engine (``L0, o, G, S`` of this machine:
    a network profile from ``llamp calibrate`` or options).
@@ -653,7 +653,7 @@ def run_validation(
     the tracer's as ``llamp overhead`` measures them. ``param_sources`` says where each LogGPS
     parameter came from (reported as given)."""
     from llamp.ingest import read
-    from llamp.ingest.trace import run_traced
+    from llamp.ingest.tracing import run_traced
 
     if not command:
         raise InputError("no command: llamp validate --deltas 0,10,20us -- mpirun -np 4 ./app")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -536,6 +537,21 @@ def parse_budget(text: str | int | None, *, what: str = "--max-evaluations") -> 
     return budget
 
 
+def parse_class_latencies(items: Iterable[str], *, what: str = "--link") -> dict[str, float]:
+    """Link-class latencies ``CLASS=VALUE`` (``core=500ns``), one per item, as ns by class
+    (the command line's repeated ``--link``, the UI's comma-separated list); blank items are
+    skipped."""
+    out: dict[str, float] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        name, sep, value = (p.strip() for p in item.partition("="))
+        if not sep or not name:
+            raise ParameterError(f"{what}: {item.strip()!r} is not CLASS=VALUE (e.g. core=500ns)")
+        out[name] = parse_duration_ns(value)
+    return out
+
+
 #: The most ranks a rank list may name when no graph bounds it (a study or UI setting).
 MAX_RANKS = 1 << 22
 
@@ -573,11 +589,14 @@ def format_table(
 ) -> str:
     """A plain aligned text table: a header row, a rule, then the rows.
 
-    Without headers (``()``) only the rows are printed, aligned, with no rule."""
+    Without headers (``()``) only the rows are printed, aligned, with no rule. A cell's
+    control characters are escaped (``\\n``, ``\\x1b``): a value read from a trace or the
+    store (a label, a Cypher string) can neither break the table's lines nor send the
+    terminal an escape sequence."""
     width = len(headers) if headers else max((len(r) for r in rows), default=0)
-    cells = [tuple(str(c) for c in row) for row in rows]
+    cells = [tuple(_cell(c) for c in row) for row in rows]
     if headers:
-        cells.insert(0, tuple(str(c) for c in headers))
+        cells.insert(0, tuple(_cell(c) for c in headers))
     widths = [max((len(row[i]) for row in cells if i < len(row)), default=0) for i in range(width)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells
@@ -585,3 +604,10 @@ def format_table(
     if headers:
         lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-#: Characters of quoted input shown in an error message (issue 16: ~100).
+#: Characters of quoted input shown in an error message (~100).
 QUOTE_LIMIT = 100
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from llamp import checks
 from llamp.errors import GraphError, InputError
 from llamp.seal import SEAL_MEMBER, Digest, Sealer, key
 
@@ -555,45 +556,50 @@ class ExecutionGraph:
             raise GraphError(f"a graph needs at least one rank, got {self.num_ranks}")
 
     def check_ranges(self) -> None:
-        """What a kernel indexes or adds up without looking (vectorised, one pass per column):
-        shapes, ranks in ``0..num_ranks-1`` and contiguous, known vertex and edge kinds, edge
-        ends in ``0..n-1``, costs finite and ≥ 0, sizes ≥ 0, peers in range. A graph that
-        passes cannot crash a kernel or feed it a NaN; :meth:`validate` adds the rest."""
+        """What a kernel indexes or adds up without looking (one pass per column,
+        :mod:`llamp.checks`): shapes, ranks in ``0..num_ranks-1`` and contiguous, known vertex
+        and edge kinds, edge ends in ``0..n-1``, costs finite and ≥ 0, sizes ≥ 0, peers in
+        range. A graph that passes cannot crash a kernel or feed it a NaN; :meth:`validate`
+        adds the rest. A defect found is then located by a masked search (the error path)."""
         self.check_shapes()
         n = self.num_vertices
         m = self.num_edges
         for name in ("cpu", "nic"):
             column = getattr(self, name)
-            if column is not None and n and column.min() < 0:
+            if column is not None and n and checks.bounds(column)[0] < 0:
                 v = int(np.argmin(column))
                 raise GraphError(f"negative {name} number {column[v]}: {self.describe_vertex(v)}")
         if n == 0:
             return
-        if self.rank.min() < 0 or self.rank.max() >= self.num_ranks:
-            bad = np.flatnonzero((self.rank < 0) | (self.rank >= self.num_ranks))
+        rank = self.rank
+        descent = checks.first_descent(rank)
+        # nondecreasing: the first and last rank are its bounds
+        if descent != -1 or rank[0] < 0 or rank[-1] >= self.num_ranks:
+            bad = np.flatnonzero((rank < 0) | (rank >= self.num_ranks))
+            if bad.size:
+                raise GraphError(
+                    f"vertex {bad[0]} belongs to rank {rank[bad[0]]}, "
+                    f"outside 0..{self.num_ranks - 1}"
+                )
             raise GraphError(
-                f"vertex {bad[0]} belongs to rank {self.rank[bad[0]]}, outside 0..{self.num_ranks - 1}"
+                f"vertices of each rank must be contiguous: {self.describe_vertex(descent)}"
             )
-        if np.any(np.diff(self.rank) < 0):
-            v = int(np.flatnonzero(np.diff(self.rank) < 0)[0]) + 1
-            raise GraphError(f"vertices of each rank must be contiguous: {self.describe_vertex(v)}")
-        if self.kind.min() < CALC or self.kind.max() > COLL:
+        low, high = checks.bounds(self.kind)
+        if low < CALC or high > COLL:
             bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
             raise GraphError(f"vertex {bad[0]} has unknown kind {self.kind[bad[0]]}")
-        # Each check is a reduction first (no temporaries; NaN fails the comparison) and a
-        # masked search only when it fails: the check costs a few passes, not a few copies.
         cost, size, peer = self.cost_ns, self.size, self.peer
-        if not (cost.min() >= 0.0 and cost.max() < np.inf):
-            calc = self.kind == CALC
-            costly = calc | (self.kind == COLL)
+        if checks.first_not_finite_nonnegative(cost) != -1:
+            costly = (self.kind == CALC) | (self.kind == COLL)
             bad = np.flatnonzero(costly & ~((cost >= 0.0) & (cost < np.inf)))
             if bad.size:
                 raise GraphError(f"negative, infinite or NaN cost: {self.describe_vertex(bad[0])}")
-        if size.min() < 0:
+        if checks.bounds(size)[0] < 0:
             bad = np.flatnonzero((self.kind != CALC) & (size < 0))
             if bad.size:
                 raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
-        if peer.min() < 0 or peer.max() >= self.num_ranks:
+        low, high = checks.bounds(peer)
+        if low < 0 or high >= self.num_ranks:
             bad = np.flatnonzero((self.kind != CALC) & ((peer < 0) | (peer >= self.num_ranks)))
             if bad.size:
                 raise GraphError(
@@ -602,17 +608,19 @@ class ExecutionGraph:
                 )
         if m:
             for end in (self.edge_src, self.edge_dst):
-                if end.min() < 0 or end.max() >= n:
+                low, high = checks.bounds(end)
+                if low < 0 or high >= n:
                     bad = np.flatnonzero((end < 0) | (end >= n))
                     raise GraphError(f"edge {bad[0]} refers to vertex {end[bad[0]]} of {n}")
-            if self.edge_kind.min() < REQUIRES or self.edge_kind.max() > MESSAGE:
+            low, high = checks.bounds(self.edge_kind)
+            if low < REQUIRES or high > MESSAGE:
                 bad = np.flatnonzero((self.edge_kind < REQUIRES) | (self.edge_kind > MESSAGE))
                 raise GraphError(f"edge {bad[0]} has unknown kind {self.edge_kind[bad[0]]}")
 
     def validate(self) -> None:
         """Check the invariants of docs/model.md §Execution graph; raise :class:`GraphError` naming rank and vertex.
 
-        Acyclicity is checked on the start/finish event graph (``llamp.lp.events``), which the
+        Acyclicity is checked on the start/finish event graph (``llamp.lp.event_graph``), which the
         engines build anyway; here: :meth:`check_ranges`, self loops, edges within a rank,
         message matching, collective instances.
         """

@@ -50,7 +50,7 @@ import pandas as pd
 from llamp.errors import InputError
 from llamp.graph import CALC, COLL, RECV, SEND, ExecutionGraph
 from llamp.lp.engine import engine_for, slopes_at
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O
 from llamp.params import LogGPS
 
 

@@ -57,7 +57,7 @@ ProgressHook = Callable[[float, str], None]
 #: ``cancel()``: true once the work should stop (checked between steps).
 CancelHook = Callable[[], bool]
 
-#: Target of an interactive what-if (issue 17): a longer one is announced before it starts.
+#: Target of an interactive what-if: a longer one is announced before it starts.
 TARGET_SECONDS = 60.0
 #: Expansion + lowering per expanded vertex (measured by ``benchmarks/bench_whatif.py`` on the
 #: 2-core machine: 1.5 µs at 10^6 vertices, 1.7 µs for the 3.3·10^6-vertex ring variant).
@@ -202,8 +202,10 @@ def _load_trace(source: Any, *, lenient: bool, host_speed: float | str | None = 
     if FORMATS[fmt].kind != "trace":
         where = "the trace it was made from (a liballprof directory)"
         if fmt == "npz":
-            try:
-                files = ExecutionGraph.load(path, validate=False).meta.get("files") or []
+            from llamp.ingest.npz import read_npz
+
+            try:  # a file from outside: its sizes bounded and its columns checked first
+                files = read_npz(path, lazy=True).meta.get("files") or []
             except InputError:
                 files = []
             dirs = sorted({str(Path(f).parent) for f in files if Path(f).exists()})
@@ -684,10 +686,10 @@ def collective_instances(trace) -> pd.DataFrame:
     instance k; communicators of one member or without known membership are left out.
     """
     from llamp.ingest.collective_models import instance_bytes
-    from llamp.ingest.events import COLL, COLL_OPS, ROOTED_OPS
+    from llamp.ingest.events import COLL, COLL_OPS, ICOLL, ROOTED_OPS, kind_in
 
     ev = trace.events
-    rows = np.flatnonzero(ev.kind == COLL)
+    rows = np.flatnonzero(kind_in(ev.kind, (COLL, ICOLL)))
     if not rows.size:
         return pd.DataFrame(columns=INSTANCE_COLUMNS)
     counts_sum = _group_sum(ev.cnt_values, ev.cnt_ptr)

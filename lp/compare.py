@@ -1,4 +1,4 @@
-"""Runs side by side (issue 17): ``T(L)``, ``λ_L``, tolerances, critical-path composition and
+"""Runs side by side: ``T(L)``, ``λ_L``, tolerances, critical-path composition and
 what changed between two or more runs under one LogGPS configuration.
 
 Every run is analysed with the same parameters, on the same grid of latencies, so the curves

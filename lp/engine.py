@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llamp.graph import ExecutionGraph
-from llamp.lp.events import (
+from llamp.lp.event_graph import (
     COEF_G,
     COEF_GAP,
     COEF_L,
@@ -41,7 +41,7 @@ from llamp.lp.kernels import (
     slopes,
     values,
 )
-from llamp.lp.lowered import lowering_key, persisted, rendezvous_count
+from llamp.lp.lowered import lowering_key, persisted, rendezvous_count, renew
 from llamp.params import LogGPS
 
 #: Parameter name → column of the event-graph coefficients.
@@ -160,6 +160,7 @@ class GraphEngine:
                 rendezvous=params.rendezvous,
                 schedule_at=params.schedule_at,
             )
+            renew(self.graph, key, cached)  # a store's damaged copy is replaced by this one
         self._events[key] = cached
         return cached
 
@@ -402,7 +403,7 @@ WORKERS = max(
 
 def _lane_weights(ev: EventGraph, configs: list[LogGPS]) -> tuple[np.ndarray, np.ndarray]:
     """Pattern weights of each configuration as lanes (patterns × K), each column exactly
-    :meth:`~llamp.lp.events.EventGraph.pattern_weights` of its configuration."""
+    :meth:`~llamp.lp.event_graph.EventGraph.pattern_weights` of its configuration."""
     pairs = [ev.pattern_weights(c.L, c.G, c.o, c.g) for c in configs]
     WA = np.ascontiguousarray(np.stack([wa for wa, _ in pairs], axis=1))
     WB = np.ascontiguousarray(np.stack([wb for _, wb in pairs], axis=1))

@@ -1,8 +1,8 @@
 """The report as one self-contained HTML file: inline CSS, inline SVG plots, no script and no
 network fetch, so it opens offline, attaches to an e-mail and archives as it is.
 
-:func:`build_report` runs the analyses of ``llamp report`` (prediction, sweep of L, critical
-latencies, x% tolerances, critical path); :func:`render_report` turns them into HTML;
+:func:`render_report` turns the report of one run (:mod:`llamp.lp.report`: prediction, sweep
+of L, critical latencies, x% tolerances, critical path) into HTML;
 :func:`render_comparison` does the same for a :class:`~llamp.lp.compare.Comparison`. Plots are
 drawn here as SVG polylines (``T(L)`` is piecewise linear, so the polyline through the sweep
 and the critical latencies is exact between them).
@@ -13,19 +13,14 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-import pandas as pd
 
-from llamp.config import DEFAULT_TOLERANCES, format_ns
-from llamp.graph import ExecutionGraph, GraphSummary
+from llamp.config import format_ns
 from llamp.lp.compare import PARTS, Comparison
-from llamp.lp.critical import CriticalLatencies, critical_latencies
-from llamp.lp.path import CriticalPath, critical_path
-from llamp.lp.predict import Prediction, predict, sweep
-from llamp.lp.tolerance import Tolerance, tolerance
+from llamp.lp.report import ReportData
+from llamp.lp.tolerance import Tolerance
 from llamp.params import LogGPS
 
 #: Line colours (colour-blind safe, Okabe–Ito).
@@ -56,59 +51,6 @@ th{background:#f4f6f8}td.l,th.l{text-align:left}
 .metric{display:inline-block;margin:0 2em .6em 0}.metric b{display:block;font-size:1.35em}
 .note{color:#8a5300}svg{background:#fff}svg text{font-family:inherit;font-size:11px}
 """
-
-
-@dataclass(frozen=True)
-class ReportData:
-    """The analyses the report shows."""
-
-    summary: GraphSummary
-    params: LogGPS
-    prediction: Prediction
-    #: ``T`` at the ``points`` evenly spaced latencies (the report's table).
-    sweep: pd.DataFrame
-    #: ``L_ns``, ``runtime_ns``, ``lambda_L`` at every breakpoint and sweep point (the plots).
-    curve: pd.DataFrame
-    critical: CriticalLatencies
-    tolerance: Tolerance
-    path: CriticalPath
-
-
-def build_report(
-    graph: ExecutionGraph,
-    params: LogGPS,
-    *,
-    lo: float = 0.0,
-    hi: float = 100_000.0,
-    points: int = 11,
-    levels: Sequence[float] = DEFAULT_TOLERANCES,
-    max_evaluations: int | None = None,
-    engine: str = "auto",
-) -> ReportData:
-    """The analyses of ``llamp report`` over L in [lo, hi] (graph engine for the path)."""
-    crit = critical_latencies(graph, params, lo, hi, engine=engine, max_evaluations=max_evaluations)
-    frame = sweep(graph, params, np.linspace(lo, hi, points), engine=engine)
-    return ReportData(
-        summary=graph.summary(),
-        params=params,
-        prediction=predict(graph, params, engine=engine),
-        sweep=frame,
-        curve=report_curve(crit, frame),
-        critical=crit,
-        tolerance=tolerance(graph, params, list(levels), engine=engine),
-        path=critical_path(graph, params),
-    )
-
-
-def report_curve(crit: CriticalLatencies, frame: pd.DataFrame) -> pd.DataFrame:
-    """The plotted ``T(L)``: the exact curve of the critical-latency search
-    (:func:`llamp.lp.critical.exact_curve`, without evaluating ``T`` again) and the sweep's
-    points, by L; ``lambda_L`` is the right derivative at each."""
-    from llamp.lp.critical import exact_curve
-
-    columns = ["L_ns", "runtime_ns", "lambda_L"]
-    both = pd.concat([frame[columns], exact_curve(crit)[columns]], ignore_index=True)
-    return both.drop_duplicates("L_ns", keep="first").sort_values("L_ns", ignore_index=True)
 
 
 # ---------------------------------------------------------------------------- SVG
@@ -523,9 +465,6 @@ def render_comparison(comparison: Comparison) -> str:
 
 
 __all__ = [
-    "ReportData",
-    "build_report",
-    "report_curve",
     "render_comparison",
     "render_report",
     "svg_composition",

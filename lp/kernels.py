@@ -5,7 +5,7 @@ topological position and every in-edge ``k`` of position ``p`` comes from ``src[
 one forward pass — ``t[p] = max_k t[src[k]] + w[k]`` — gives every event time. The family:
 
 - **values** (:func:`values`): event times, edge ``k`` weighing ``wa[q] + value[k]·wb[q]``
-  with ``q = pattern[k]`` (the homogeneous LogGPS weights of :class:`~llamp.lp.events.EventGraph`).
+  with ``q = pattern[k]`` (the homogeneous LogGPS weights of :class:`~llamp.lp.event_graph.EventGraph`).
 - **slopes** (:func:`slopes`, :func:`sided`): times plus one-sided derivatives along columns
   of per-pattern slopes; among the tight in-edges (within ``REL_TOL·|t| + ABS_TOL_NS`` of the
   max) the larger slope is kept for right derivatives (``sign`` +1), the smaller for left

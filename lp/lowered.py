@@ -1,6 +1,6 @@
 """Lowered event graphs kept in the graph file, so a process does not lower again.
 
-Lowering an execution graph to its event graph (:func:`llamp.lp.events.build_event_graph`) costs
+Lowering an execution graph to its event graph (:func:`llamp.lp.event_graph.build_event_graph`) costs
 far more than a sweep over it (10^6 vertices: ~1.4 s against ~12 ms), and every CLI process
 used to redo it. :func:`save_graph` writes the graph together with its event graph for the
 given configurations (by default the configured defaults); :func:`persisted` finds one for a
@@ -29,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from llamp.errors import InputError
+from llamp import checks
+from llamp.errors import InputError, LlampError
 from llamp.graph import ARRAY_FIELDS, ExecutionGraph, NpzMembers, write_npy, write_seal
-from llamp.lp.events import LOWERING_STEPS, LOWERING_VERSION, EventGraph
+from llamp.lp.event_graph import LOWERING_STEPS, LOWERING_VERSION, EventGraph
 from llamp.params import LogGPS
 from llamp.progress import StepBar
 from llamp.seal import Sealer
@@ -168,7 +169,7 @@ def _append_lowering(
 ) -> None:
     """The arrays of lowering ``i`` appended to the zip ``tmp`` (``release_arrays``: their
     mapped pages dropped once written)."""
-    from llamp.lp.events import release
+    from llamp.lp.event_graph import release
 
     with zipfile.ZipFile(tmp, mode="a", compression=zipfile.ZIP_STORED) as archive:
         for name in _ARRAYS:
@@ -214,7 +215,7 @@ def _save_spilled(
 ) -> Path:
     """:func:`save_graph` in bounded memory (its ``spill``): graph columns, then each lowering
     appended member by member to the same (temporary) zip, renamed into place at the end."""
-    from llamp.lp.events import build_event_graph
+    from llamp.lp.event_graph import build_event_graph
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.spill.npz")
     scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
@@ -271,6 +272,8 @@ class _GraphFile:
         self.path = path
         self.index = self.members.json(INDEX) if INDEX in self.members else None
         self.noted = False
+        #: Why its event graph could not be used, for a file kept as a cache (:func:`renew`).
+        self.stale: str | None = None
 
 
 def _file(graph: ExecutionGraph) -> _GraphFile | None:
@@ -290,7 +293,7 @@ def release_pages(graph: ExecutionGraph) -> None:
     this process's resident set (they stay in the page cache; the next access maps them
     again). Between the stages of a report at 10^8 vertices: each stage then holds only what
     it reads (~5 GB for a sweep), not everything the stages before it touched."""
-    from llamp.lp.events import release
+    from llamp.lp.event_graph import release
 
     release(*(getattr(graph, name) for name in _COLUMNS), graph.label)
     table = graph.__dict__.get("_lowered_file")
@@ -305,7 +308,17 @@ def _bound(graph: ExecutionGraph, table: _GraphFile, names) -> bool:
     return seal is not None and seal == table.members.file_id and table.members.sealed(names)
 
 
-def _note(table: _GraphFile, why: str) -> None:
+#: Key in a graph's ``__dict__`` of the callback that marks its file as a cache llamp keeps
+#: (a store's graph file: :meth:`llamp.graphdb.store.GraphStore.load_run`): a stored event
+#: graph that cannot be used is then replaced by the one lowered again (:func:`renew`), and
+#: the callback says so, once, instead of the note asking the user to save the file again.
+CACHE_NOTE = "_cache_note"
+
+
+def _note(table: _GraphFile, why: str, graph: ExecutionGraph | None = None) -> None:
+    if graph is not None and graph.__dict__.get(CACHE_NOTE) is not None:
+        table.stale = table.stale or why
+        return
     if not table.noted:
         table.noted = True
         warnings.warn(
@@ -332,10 +345,11 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
             table,
             f"its event graph was written by another llamp version (lowering {version}, "
             f"this one reads {LOWERING_VERSION})",
+            graph,
         )
         return None
     if not _bound(graph, table, (INDEX,)):
-        _note(table, "its event graph is not sealed by this installation with its graph")
+        _note(table, "its event graph is not sealed by this installation with its graph", graph)
         return None
     for i, entry in enumerate(index.get("lowerings", [])):
         stored = (
@@ -354,10 +368,10 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
         try:
             arrays = {name: table.members.array(f"lowering_{i}_{name}") for name in _ARRAYS}
         except InputError as err:  # a cache of the graph: its damage costs a lowering, no more
-            _note(table, f"its event graph is damaged ({err.__cause__ or err})")
+            _note(table, f"its event graph is damaged ({err.__cause__ or err})", graph)
             return None
         if not _bound(graph, table, names):
-            _note(table, "its event graph is not sealed by this installation with its graph")
+            _note(table, "its event graph is not sealed by this installation with its graph", graph)
             return None
         ev = EventGraph(
             num_vertices=int(entry["num_vertices"]),
@@ -373,14 +387,55 @@ def persisted(graph: ExecutionGraph, key: LoweringKey) -> EventGraph | None:
         )
         # The checks read every array once; each is released from the resident set after its
         # pass (the analyses touch what they use, when they do).
-        _check(
-            ev,
-            table.path,
-            int(table.members.array(SIZE_COUNTS).sum()),
-            lambda *names, i=i: table.members.release(f"lowering_{i}_{n}" for n in names),
-        )
+        try:
+            _check(
+                ev,
+                table.path,
+                int(table.members.array(SIZE_COUNTS).sum()),
+                lambda *names, i=i: table.members.release(f"lowering_{i}_{n}" for n in names),
+            )
+        except InputError:
+            if graph.__dict__.get(CACHE_NOTE) is None:
+                raise
+            _note(table, "its event graph is inconsistent", graph)  # a cache: lowered again
+            return None
         return ev
     return None
+
+
+def renew(graph: ExecutionGraph, key: LoweringKey, ev: EventGraph) -> None:
+    """Replace the file of ``graph`` by one holding ``ev``, the event graph for ``key`` just
+    lowered again because the stored one could not be used (damaged, unsealed, of another
+    version) — only for a file kept as a cache (:data:`CACHE_NOTE`), so that the next process
+    maps a sound event graph instead of lowering again. Written to a temporary file beside it
+    and renamed over it (a reader sees the old file or the new one); the cache's callback
+    gets one line saying what was done. Best effort: if the file cannot be written, the next
+    process lowers again and says so again."""
+    table = graph.__dict__.get("_lowered_file")
+    note = graph.__dict__.get(CACHE_NOTE)
+    if not table or table.stale is None or note is None:
+        return
+    why, table.stale = table.stale, None
+    sealer = Sealer()
+    if sealer.secret is None:  # unsealed, it would be refused again: nothing to gain
+        note(f"{why}; lowered it again (without this installation's seal key it is not kept)")
+        return
+    path = table.path
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.lowering.npz")  # swept if killed
+    sizes, counts = np.unique(graph.size[graph.messages()[0]], return_counts=True)
+    try:
+        graph.save(tmp, extra={SIZES: sizes.astype(np.int64), SIZE_COUNTS: counts}, sealer=sealer)
+        _append_lowering(tmp, 0, ev, sealer)
+        _append_index(tmp, [_entry(key[0], ev)], sealer)
+        tmp.replace(path)
+    except (OSError, LlampError) as err:
+        note(f"{why}; lowered it again, but could not write it back ({err})")
+        return
+    finally:
+        tmp.unlink(missing_ok=True)
+    graph.__dict__.pop("_lowered_file", None)
+    graph.__dict__["_seal"] = sealer.file_id
+    note(f"{why}; lowered it again and wrote it back")
 
 
 def _check(ev: EventGraph, path: Path, messages: int, checked=lambda *names: None) -> None:
@@ -403,35 +458,26 @@ def _check(ev: EventGraph, path: Path, messages: int, checked=lambda *names: Non
         and ev.fixed.shape[1] == 5
         and ev.rendezvous.shape == (messages,)
     )
-    ok = ok and (E == 0 or int(ev.msg.max()) < messages)
+    ok = ok and _within(ev.msg, -1, messages)
     checked("msg")
-    ok = ok and (E == 0 or (int(ev.pattern.max()) < K and int(ev.out_edge.max()) < E))
+    ok = ok and _within(ev.pattern, 0, K) and _within(ev.out_edge, 0, E)
     checked("pattern", "out_edge")
-    ok = ok and (n == 0 or int(ev.event_of_pos.max()) < n)
-    checked("event_of_pos")
-    ok = ok and _forward_csr(ev, E)
+    ok = ok and _within(ev.event_of_pos, 0, n) and _within(ev.pos_of_event, 0, n)
+    checked("event_of_pos", "pos_of_event")
+    ok = ok and _pointers(ev.out_ptr, E) and checks.forward_csr(ev.in_ptr, ev.src)
     checked("src", "in_ptr", "out_ptr")
     if not ok:
         raise InputError(f"{path}: damaged llamp graph file (its event graph is inconsistent)")
 
 
-def _forward_csr(ev: EventGraph, E: int) -> bool:
-    """``in_ptr``/``out_ptr`` run from 0 to E without going back, and every in-edge of
-    position p comes from a position before p (vectorised: a compiled check would cost more
-    to load than to run)."""
-    in_ptr, out_ptr = ev.in_ptr, ev.out_ptr
-    if in_ptr[0] != 0 or in_ptr[-1] != E or out_ptr[0] != 0 or out_ptr[-1] != E:
-        return False
-    counts = np.diff(in_ptr)
-    if counts.min(initial=0) < 0 or np.diff(out_ptr).min(initial=0) < 0:
-        return False
-    if E == 0:
+def _within(column: np.ndarray, low: int, high: int) -> bool:
+    """Every value in ``low..high-1`` (one pass; an empty column passes)."""
+    if column.size == 0:
         return True
-    block = 1 << 20  # positions per step: the temporaries stay a few MB at any size
-    for lo in range(0, ev.num_events, block):
-        hi = min(lo + block, ev.num_events)
-        dst = np.repeat(np.arange(lo, hi, dtype=ev.src.dtype), counts[lo:hi])
-        src = ev.src[in_ptr[lo] : in_ptr[hi]]
-        if not np.all((src >= 0) & (src < dst)):
-            return False
-    return True
+    least, most = checks.bounds(column)
+    return bool(least >= low and most < high)
+
+
+def _pointers(ptr: np.ndarray, E: int) -> bool:
+    """A CSR pointer column: from 0 to E without going back."""
+    return bool(ptr[0] == 0 and ptr[-1] == E and checks.first_descent(ptr) == -1)

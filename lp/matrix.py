@@ -31,7 +31,7 @@ from ortools.linear_solver.python import model_builder
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.topology import (
     LinkLatencies,
     RankMapping,
@@ -340,7 +340,7 @@ def pair_lp(
     """The LLAMP LP with one ``l_ij``, ``g_ij`` per ordered rank pair that exchanges messages
     (App. I), solved with OR-Tools; λ^{ij} are the reduced costs of ``l_ij``, ``g_ij``.
 
-    Built on the event graph of :mod:`llamp.lp.events` like :mod:`llamp.lp.model`, but
+    Built on the event graph of :mod:`llamp.lp.event_graph` like :mod:`llamp.lp.model`, but
     unfolded (one time variable ``y_v ≥ 0`` per event and one row ``y_dst − y_src −
     cL·l_ij − cG·g_ij ≥ const + co·o`` per event edge, ``t ≥ y_s`` per sink; ``o`` fixed):
     the same value function ``T(l, g)``, so the same gradient wherever it exists, and

@@ -1,6 +1,6 @@
 """The LLAMP linear program (LLAMP §II-C1, Appendix C Algorithm 1) on the event graph.
 
-The LP is built from the start/finish :class:`~llamp.lp.events.EventGraph`, so it implements
+The LP is built from the start/finish :class:`~llamp.lp.event_graph.EventGraph`, so it implements
 exactly the semantics the graph engine evaluates (docs/model.md §Cost semantics and docs/architecture.md §Two engines). Every event time is an
 affine expression of the LogGPS decision variables ``l``, ``g``, ``o`` and of the time of one
 "join" event:
@@ -78,7 +78,7 @@ from ortools.math_opt import (
 from ortools.math_opt.core.python import solver as mathopt_core
 
 from llamp.errors import InputError, LlampError
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, edge_slopes
 from llamp.params import LogGPS
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from llamp.graph import CALC, RECV, SEND, ExecutionGraph
 from llamp.lp.engine import Evaluation, engine_for
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.params import LogGPS
 
 

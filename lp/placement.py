@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, edge_lanes, ring_size
 from llamp.lp.matrix import node_costs, traffic
 from llamp.lp.topology import LinkLatencies, Topology

@@ -50,7 +50,7 @@ from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns, parse_gap_ns_per
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import WORKERS, engine_for
-from llamp.lp.events import COEF_G, COEF_L, COEF_O, EventGraph
+from llamp.lp.event_graph import COEF_G, COEF_L, COEF_O, EventGraph
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, affine_lanes, edge_lanes, ring_size
 from llamp.lp.weighted import MessageModel, edge_weights
 from llamp.params import LogGPS

@@ -331,6 +331,24 @@ class MonteCarloSettings:
 
 
 @dataclass(frozen=True)
+class TopologySettings:
+    levels: tuple[float, ...] = config.DEFAULT_TOLERANCES
+    ranks_per_node: int = 1
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    lo: str = "0"
+    hi: str = "100us"
+    points: int = 11
+    levels: tuple[float, ...] = config.DEFAULT_TOLERANCES
+    max_evaluations: int | str | None = "auto"
+
+    def range(self) -> tuple[float, float]:
+        return config.parse_range("L", self.lo, self.hi)
+
+
+@dataclass(frozen=True)
 class PlaceSettings:
     intra: tuple[float, float] | None = None
     inter: tuple[float, float] | None = None
@@ -459,11 +477,20 @@ def _sweep_scalars(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_RANGE_OPTIONS = (
-    _PARAMETER,
-    Option("lo", "--from", _text, "0", key="from", study_type=str | float),
-    Option("hi", "--to", _text, "100us", key="to", study_type=str | float),
-)
+def _range_options(
+    help_from: str | None = None, help_to: str | None = None
+) -> tuple[Option, Option, Option]:
+    """``--from``, ``--to`` (a study's ``from``, ``to``) and ``--points`` of a range."""
+    return (
+        Option("lo", "--from", _text, "0", help=help_from, key="from", study_type=str | float),
+        Option("hi", "--to", _text, "100us", help=help_to, key="to", study_type=str | float),
+        Option(
+            "points", "--points", _int, 11, kind="int", minimum=2, maximum=100000, study_type=int
+        ),
+    )
+
+
+_RANGE_OPTIONS = (_PARAMETER, *_range_options()[:2])
 
 
 # critical --------------------------------------------------------------------
@@ -925,15 +952,113 @@ def _place_scalars(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# path ------------------------------------------------------------------------
+def _path(graph: ExecutionGraph, inputs: Inputs, settings: NoSettings):
+    from llamp.lp.path import critical_path
+
+    return critical_path(graph, inputs.params)
+
+
+def _path_scalars(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"runtime_ns": payload["runtime_ns"], **payload["totals"]} | {
+        "path_messages": payload["num_messages"]
+    }
+
+
+# topology --------------------------------------------------------------------
+def topologies(inputs: Inputs) -> list[Any]:
+    """The topologies of ``inputs``: one spec (or :class:`~llamp.lp.topology.Topology`) or a
+    sequence of them."""
+    given = inputs.topology
+    found = list(given) if isinstance(given, list | tuple) else [given]
+    found = [t for t in found if t]
+    if not found:
+        raise InputError("give at least one topology, e.g. fattree:k=16 dragonfly:g=8,a=4,p=8")
+    return found
+
+
+def _topology(graph: ExecutionGraph, inputs: Inputs, settings: TopologySettings):
+    from llamp.lp.topology import compare_topologies
+
+    chosen = topologies(inputs)
+    done = []
+
+    def progress(spec: str) -> None:
+        done.append(spec)
+        inputs.progress(len(done) / len(chosen), spec)
+
+    return compare_topologies(
+        graph,
+        inputs.params,
+        chosen,
+        ranks_per_node=settings.ranks_per_node,
+        mapping_file=inputs.mapping,
+        latencies=inputs.latencies,
+        levels=settings.levels,
+        progress=progress,
+    )
+
+
+def topology_scalars(payload: dict[str, Any], with_tolerance: bool = True) -> dict[str, Any]:
+    """Per topology ``runtime_ns``, ``mean_switches``, ``lambda_VAR`` and (``with_tolerance``)
+    ``baseline_ns``, ``tolerance_Xpct_VAR_ns``; with several topologies each key starts with
+    the topology's spec."""
+    rows = payload["topologies"]
+    out: dict[str, Any] = {}
+    for one in rows:
+        head = "" if len(rows) == 1 else f"{one['topology']}_"
+        out[f"{head}runtime_ns"] = one["runtime_ns"]
+        out[f"{head}mean_switches"] = one["mean_switches"]
+        for var in one["variables"]:
+            out[f"{head}lambda_{var['variable']}"] = var["lambda"]
+        if with_tolerance:
+            out[f"{head}baseline_ns"] = one["runtime_ns"]
+            for row in one["tolerances"]:
+                key = f"{head}tolerance_{pct(row['x'])}_{row['variable']}_ns"
+                out[key] = row["tolerance_ns"]
+    return out
+
+
+# report ----------------------------------------------------------------------
+def _report(graph: ExecutionGraph, inputs: Inputs, settings: ReportSettings):
+    from llamp.lp.report import build_report
+
+    a, b = settings.range()
+    return build_report(
+        graph,
+        inputs.params,
+        lo=a,
+        hi=b,
+        points=settings.points,
+        levels=settings.levels,
+        max_evaluations=resolve_budget(settings.max_evaluations, graph, inputs.params),
+        engine=inputs.engine,
+        report=inputs.report,
+    )
+
+
+def _report_scalars(payload: dict[str, Any]) -> dict[str, Any]:
+    crit = _critical_scalars(payload["critical"])
+    return (
+        _predict_scalars(payload["predict"])
+        | _tolerance_scalars(payload["tolerance"])
+        | {"critical_count": crit["critical_count"], "critical_complete": crit["critical_complete"]}
+    )
+
+
 def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
     """name → (result type, dataclasses its stored form holds), imported when needed."""
+    from llamp.graph import GraphSummary
     from llamp.lp.classify import Classification, Network, Thresholds
     from llamp.lp.critical import CriticalLatencies, Segment, Unresolved
     from llamp.lp.matrix import PairCosts, PairSensitivity
+    from llamp.lp.path import CriticalPath
     from llamp.lp.placement import Machine, Placement
-    from llamp.lp.predict import Prediction
+    from llamp.lp.predict import EngineChoice, Prediction
     from llamp.lp.region import Axis, Region, RegionEdge, RegionLevel
+    from llamp.lp.report import ReportData
     from llamp.lp.tolerance import Tolerance, ToleranceLevel
+    from llamp.lp.topology import TopologyAnalysis, TopologyComparison
     from llamp.lp.variability import Variability, VariabilitySpec
 
     return {
@@ -946,6 +1071,13 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
         "classify": (Classification, (LogGPS, Network, Thresholds, Classification)),
         "mc": (Variability, (LogGPS, VariabilitySpec, Variability)),
         "place": (Placement, (Machine, Placement)),
+        "path": (CriticalPath, (LogGPS, CriticalPath)),
+        "topology": (TopologyComparison, (TopologyAnalysis, TopologyComparison)),
+        "report": (
+            ReportData,
+            (LogGPS, GraphSummary, EngineChoice, Prediction, Segment, Unresolved)
+            + (CriticalLatencies, ToleranceLevel, Tolerance, CriticalPath, ReportData),
+        ),
     }
 
 
@@ -974,34 +1106,7 @@ ANALYSES: dict[str, Analysis] = {
             SweepSettings,
             (
                 *_RANGE_OPTIONS[:1],
-                Option(
-                    "lo",
-                    "--from",
-                    _text,
-                    "0",
-                    help="First value (L/o: 0us; G: ns/B).",
-                    key="from",
-                    study_type=str | float,
-                ),
-                Option(
-                    "hi",
-                    "--to",
-                    _text,
-                    "100us",
-                    help="Last value.",
-                    key="to",
-                    study_type=str | float,
-                ),
-                Option(
-                    "points",
-                    "--points",
-                    _int,
-                    11,
-                    kind="int",
-                    minimum=2,
-                    maximum=100000,
-                    study_type=int,
-                ),
+                *_range_options("First value (L/o: 0us; G: ns/B).", "Last value."),
                 Option(
                     "reschedule",
                     "--reschedule",
@@ -1405,6 +1510,53 @@ ANALYSES: dict[str, Analysis] = {
             _BOTH,
             uses=frozenset({"params", "topology", "latencies", "hostnames"}),
         ),
+        Analysis(
+            "path",
+            "the critical path and where its time goes, per rank (llamp path)",
+            NoSettings,
+            (),
+            _path,
+            _as_dict,
+            _path_scalars,
+        ),
+        Analysis(
+            "topology",
+            "T, λ and x% tolerance per link class of each topology (llamp topology)",
+            TopologySettings,
+            (
+                levels_setting(_DEFAULT_X, "Tolerance levels", _DEFAULT_X_STUDY),
+                Option(
+                    "ranks_per_node",
+                    "--ranks-per-node",
+                    _int,
+                    1,
+                    help="Dense mapping: consecutive ranks fill a node.",
+                    kind="int",
+                    minimum=1,
+                    study_type=int,
+                ),
+            ),
+            _topology,
+            _as_dict,
+            topology_scalars,
+            frozenset({"topology"}),
+            uses=frozenset({"params", "topology", "mapping", "latencies"}),
+        ),
+        Analysis(
+            "report",
+            "prediction, critical latencies, sweep, tolerance and critical path of L at once "
+            "(llamp report)",
+            ReportSettings,
+            (
+                *_range_options("Sweep/critical interval start.", "Sweep/critical interval end."),
+                levels_setting(_DEFAULT_X, "Tolerance levels", _DEFAULT_X_STUDY),
+                _budget_option("auto"),
+            ),
+            _report,
+            _as_dict,
+            _report_scalars,
+            uses=_ENGINE,
+        ),
     )
 }
 
@@ -1425,4 +1577,6 @@ __all__ = [
     "region_variables",
     "resolve_budget",
     "target_network",
+    "topologies",
+    "topology_scalars",
 ]

@@ -32,7 +32,7 @@ processed by its receive's CPU stream and NIC (LogGOPSim: the sender's indices),
 receive's match moves the clock of the sender's own CPU stream.
 
 The result (:class:`Schedule`) holds, per operation, its predecessor on its CPU stream and NIC
-in serving order; :func:`llamp.lp.events.build_event_graph` turns them into chains. Operations
+in serving order; :func:`llamp.lp.event_graph.build_event_graph` turns them into chains. Operations
 are numbered: vertex ``v`` (calcs and sends on the CPU; sends on the injecting NIC), ``V + m``
 the processing of message ``m`` (CPU and receiving NIC). One numba kernel over the CSR arrays
 with an array-based binary heap: no Python object per vertex.
@@ -47,7 +47,7 @@ import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
-from llamp.lp.events import _group_by
+from llamp.lp.event_graph import _group_by
 from llamp.params import LogGPS
 
 

@@ -47,7 +47,7 @@ import pandas as pd
 from llamp.errors import InputError
 from llamp.graph import CALC, ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, calc_lanes, ring_size
 from llamp.lp.tolerance import UNBOUNDED_AT, max_parameter_within
 from llamp.lp.weighted import calc_edges

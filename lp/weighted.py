@@ -18,7 +18,7 @@ import numpy as np
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
+from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
 from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, backtrack_path, edge_lanes, edge_slopes, ring_size
 from llamp.params import LogGPS
 

@@ -1,4 +1,4 @@
-"""Studies (issue 18): many runs × networks × what-ifs × analyses from one YAML spec.
+"""Studies: many runs × networks × what-ifs × analyses from one YAML spec.
 
 ``load_spec`` validates a spec and expands it into cells (:mod:`llamp.study.spec`);
 ``run_study`` computes the cells not done yet on local processes, a Dask cluster or Slurm

@@ -205,10 +205,13 @@ def _inputs(entry: Analysis, inp: CellInput) -> Inputs:
     return inputs
 
 
-def _settings(entry: Analysis, inp: CellInput) -> tuple[Any, dict[str, Any]]:
-    """The typed settings of the cell and their raw values (on a topology, the placement's
-    ranks per node and no two-level machine)."""
-    raw = dict(inp.settings)
+def _settings(
+    entry: Analysis, inp: CellInput, own: Analysis | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """The typed settings of ``entry`` for the cell and their raw values (on a topology, the
+    placement's ranks per node and no two-level machine). ``own``: the cell's analysis when
+    ``entry`` computes it for it (``predict``/``tolerance`` on a topology)."""
+    raw = _topology_raw(own, inp) if own is not None and own is not entry else dict(inp.settings)
     if _on_topology(inp):  # the network is the machine: its placement, not a two-level one
         fields = {o.field for o in entry.options}
         if "ranks_per_node" in fields:
@@ -224,51 +227,21 @@ def _settings_args(entry: Analysis, raw: dict[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------------- topology networks
-def _topology(inp: CellInput, levels: tuple[float, ...]) -> dict[str, Any]:
-    from llamp.lp.topology import compare_topologies
-
-    return compare_topologies(
-        inp.graph,
-        inp.params,
-        [inp.cell.network.topology],
-        ranks_per_node=_ranks_per_node(inp.cell),
-        mapping_file=_mapping(inp.cell),
-        latencies=_latencies(inp.cell),
-        levels=levels,
-    ).as_dict()
-
-
-def _topology_scalars(payload: dict[str, Any], with_tolerance: bool) -> dict[str, Any]:
-    one = payload["topologies"][0]
-    out: dict[str, Any] = {"runtime_ns": one["runtime_ns"], "mean_switches": one["mean_switches"]}
-    for var in one["variables"]:
-        out[f"lambda_{var['variable']}"] = var["lambda"]
-    if with_tolerance:
-        out["baseline_ns"] = one["runtime_ns"]
-        for row in one["tolerances"]:
-            out[f"tolerance_{registry.pct(row['x'])}_{row['variable']}_ns"] = row["tolerance_ns"]
-    return out
-
-
-def _topology_command(inp: CellInput, x: list[float]) -> list[str]:
-    args = ["topology", inp.graph_spec, inp.cell.network.topology]
-    mapping = _mapping(inp.cell)
-    if mapping:
-        args += ["--mapping", mapping]
-    else:
-        args += ["--ranks-per-node", str(_ranks_per_node(inp.cell))]
-    return [
-        *args,
-        *_latency_args(inp.cell),
-        *param_args(inp.params, ("o", "G", "S")),
-        "--x",
-        ",".join(f"{v:g}" for v in x),
-        "--json",
-    ]
-
-
 #: The levels ``predict`` asks ``llamp topology`` for on a topology network.
 _PREDICT_LEVELS = [1.0, 2.0, 5.0]
+_TOPOLOGY = registry.ANALYSES["topology"]
+
+
+def _as_topology(entry: Analysis, inp: CellInput) -> bool:
+    """``predict`` and ``tolerance`` on a topology network are ``llamp topology``'s λ and
+    tolerance per link class."""
+    return _on_topology(inp) and entry.name in ("predict", "tolerance")
+
+
+def _topology_raw(entry: Analysis, inp: CellInput) -> dict[str, Any]:
+    """The topology entry's raw settings of a ``predict``/``tolerance`` cell on a topology."""
+    raw = dict(inp.settings)
+    return {"x": raw.get("x", _PREDICT_LEVELS), "ranks_per_node": _ranks_per_node(inp.cell)}
 
 
 # ---------------------------------------------------------------------- generated rows
@@ -287,24 +260,21 @@ class AnalysisKind:
 
 def _kind(entry: Analysis) -> AnalysisKind:
     def run(inp: CellInput) -> dict[str, Any]:
-        settings, _ = _settings(entry, inp)
-        if _on_topology(inp) and entry.name in ("predict", "tolerance"):
-            levels = getattr(settings, "levels", registry.levels(_PREDICT_LEVELS, "x"))
-            return _topology(inp, levels)
-        inputs = _inputs(entry, inp)
-        return entry.payload(entry.run(inp.graph, inputs, settings), settings, inputs)
+        target = _TOPOLOGY if _as_topology(entry, inp) else entry
+        settings, _ = _settings(target, inp, entry)
+        inputs = _inputs(target, inp)
+        return target.payload(target.run(inp.graph, inputs, settings), settings, inputs)
 
     def scalars(payload: dict[str, Any]) -> dict[str, Any]:
         if "topologies" in payload:
-            return _topology_scalars(payload, with_tolerance=entry.name == "tolerance")
+            return registry.topology_scalars(payload, with_tolerance=entry.name != "predict")
         return entry.scalars(payload)
 
     def command(inp: CellInput) -> list[str]:
-        _, raw = _settings(entry, inp)
-        if _on_topology(inp) and entry.name in ("predict", "tolerance"):
-            return _topology_command(inp, raw.get("x", _PREDICT_LEVELS))
-        args = [entry.name, inp.graph_spec, *_input_args(entry, inp)]
-        return [*args, *_settings_args(entry, raw), "--json"]
+        target = _TOPOLOGY if _as_topology(entry, inp) else entry
+        _, raw = _settings(target, inp, entry)
+        args = [target.name, inp.graph_spec, *_input_args(target, inp)]
+        return [*args, *_settings_args(target, raw), "--json"]
 
     return AnalysisKind(
         entry.name,
@@ -330,6 +300,14 @@ def _input_args(entry: Analysis, inp: CellInput) -> list[str]:
             f"{_num(params.o)}ns",
             "--S",
             str(params.S),
+        ]
+    if entry is _TOPOLOGY:
+        mapping = _mapping(cell)
+        return [
+            cell.network.topology,
+            *(["--mapping", mapping] if mapping else []),
+            *_latency_args(cell),
+            *param_args(params, ("o", "G", "S")),
         ]
     args = param_args(params)
     if "engine" in entry.uses:

@@ -39,8 +39,10 @@ class GraphSource:
         return self.npz if self.npz is not None else str(self.run)
 
     def load(self) -> ExecutionGraph:
-        if self.npz is not None:
-            return ExecutionGraph.load(self.npz, validate=False)
+        if self.npz is not None:  # checked again: the file may have changed since the plan
+            from llamp.ingest.npz import read_npz
+
+            return read_npz(self.npz)
         from llamp.graphdb import open_store
 
         with open_store(self.store_uri, read_only=True) as store:

@@ -45,7 +45,7 @@ from click.testing import CliRunner
 
 from llamp.graph import IREQUIRES, RECV, REQUIRES, SEND
 from llamp.ingest import read
-from llamp.ingest import trace as tracer
+from llamp.ingest import tracing as tracer
 from llamp.ingest.build import COLL_TAG_BASE
 from llamp.lp import predict
 from llamp.params import LogGPS

@@ -360,6 +360,13 @@ def test_a_compression_bomb_is_refused_before_it_inflates(tmp_path, env, bomb, c
     _refused(result, bomb, "would inflate to 1,024 MiB")
 
 
+def test_a_bomb_given_to_the_collective_what_ifs_is_never_inflated(tmp_path, env, bomb):
+    """``llamp collectives`` reads a graph file only to point at its trace: through the
+    checked reader too (bounded memory, exit 2, one line)."""
+    result = _run(tmp_path / "home", env, "collectives", str(bomb), "default")
+    _refused(result, bomb, "execution graph")
+
+
 def test_a_member_that_inflates_beyond_its_declared_size_is_cut_and_refused(tmp_path, env):
     bomb = _bomb(tmp_path / "liar.npz", 256 << 20, declared=4096)
     result = _run(tmp_path / "home", env, "info", str(bomb))

@@ -1,4 +1,4 @@
-"""The critical-latency search under an evaluation budget (issue 9: a report on 10^7 vertices
+"""The critical-latency search under an evaluation budget (a report on 10^7 vertices
 must end): what it finds is exact, what it misses is reported as unresolved intervals that
 hold the missing critical latencies, and ``auto`` sizes the budget to the graph."""
 

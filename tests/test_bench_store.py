@@ -1,4 +1,4 @@
-"""The embedded store's fast paths (issue 9, ``benchmarks/RESULTS.md``) keep the store's
+"""The embedded store's fast paths (``benchmarks/RESULTS.md``) keep the store's
 promises: auto-committed ``COPY`` statements still never leave a partial run visible, and the
 native Arrow read-back returns exactly the stored graph."""
 

@@ -14,7 +14,7 @@ from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, Executio
 from llamp.ingest import read
 from llamp.ingest.build import COLL_TAG_BASE, COMM_TAG_STRIDE
 from llamp.ingest.events import IngestWarning
-from llamp.lp.events import build_event_graph
+from llamp.lp.event_graph import build_event_graph
 
 DATA = Path(__file__).parent / "data" / "traces" / "liballprof"
 SWEEP3D = DATA / "sweep3d-2x2"

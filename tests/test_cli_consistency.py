@@ -1,6 +1,6 @@
 """One CLI: option choices from the registries, one percentage rule, one name per concept,
 diagnostics as one ``llamp: error|warning:`` line, key/value listings without an empty header,
-runs named after the application (issue 20, item 4)."""
+runs named after the application."""
 
 from __future__ import annotations
 

@@ -222,4 +222,4 @@ def test_list_files_in_one_folder_get_their_own_run_names(tmp_path, capsys):
         assert code == 0, stderr
     code, stdout, _ = run(capsys, "--store", store, "runs", "--json")
     assert code == 0
-    assert {r["name"] for r in json.loads(stdout)} == {"cg.S.2", "ep.S.2"}
+    assert {r["name"] for r in json.loads(stdout)["runs"]} == {"cg.S.2", "ep.S.2"}

@@ -183,7 +183,7 @@ def _comparing():
 def test_comparison_runs_in_the_background_and_stops_on_cancel(store_env, slow_sweep3d):
     import time
 
-    from llamp.ui import run_comparison, tasks
+    from llamp.ui import stored, tasks
 
     at = page("compare", settle=False)
     for task in tasks.running():
@@ -204,7 +204,11 @@ def test_comparison_runs_in_the_background_and_stops_on_cancel(store_env, slow_s
     assert not at.exception
     assert any("cancelled after" in i.value for i in at.info)
     params = LogGPS.parse(L="3.3us")
-    kept = {f.name for f in run_comparison._FIGURES.values() if f.prediction.params == params}
+    kept = {
+        f.name
+        for (_, kind, _), f in stored._MEMO.items()
+        if kind == "ui_run_figures" and f.prediction.params == params
+    }
     assert kept == {"bcast"}, "the run finished before Cancel is kept"
 
     # Run again: only sweep3d is analysed; leaving the page stops it.
@@ -223,7 +227,6 @@ def test_comparison_runs_in_the_background_and_stops_on_cancel(store_env, slow_s
 
 def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, monkeypatch):
     from llamp.lp import compare
-    from llamp.ui import run_comparison
 
     calls = []
     for fn in ("run_figures", "run_curve"):
@@ -247,15 +250,9 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     at.radio(key="cmp_mode").set_value("T(L)").run()  # display only
     assert calls == []
     # sweep3d as if never compared: putting it first computes it alone
-    for key in list(run_comparison._FIGURES):
-        if key[1][0] == 3400.0 and run_comparison._FIGURES[key].name == "sweep3d":
-            del run_comparison._FIGURES[key]
-    for key in list(run_comparison._CURVES):
-        if key[1][0] == 3400.0 and run_comparison._CURVES[key]["run"].iloc[0] == "sweep3d":
-            del run_comparison._CURVES[key]
     from llamp.ui import store, stored
 
-    stored.forget()  # and not stored with the run (Analysis nodes) either
+    stored.forget()  # nothing kept in this process, and sweep3d not stored with the run
     with store.connect(write=True) as db:
         for a in db.list_analyses("sweep3d"):
             if a.kind.startswith("ui_run_") and a.params["L_ns"] == 3400.0:

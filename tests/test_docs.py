@@ -143,3 +143,22 @@ def test_no_citation_of_the_old_design_numbering():
         if "DESIGN §" in path.read_text(errors="replace") and path.name != "test_docs.py"
     }
     assert not citing, sorted(citing)
+
+
+#: Folder of each subpackage (``pyproject.toml``'s package-dir) and the core.
+PACKAGES = ("llamp", "llamp/cli", "ingest", "ingest/tracer", "lp", "graphdb", "injector", "study")
+PACKAGES += ("ui", "ui/views")
+
+
+def test_the_architecture_lists_every_module():
+    """docs/architecture.md §Packages names every module of every package."""
+    text = (DOCS / "architecture.md").read_text()
+    section = text[text.index("## Packages") :]
+    section = section[: section.index("\n## ", 1)]
+    missing = [
+        f"{folder}/{path.name}"
+        for folder in PACKAGES
+        for path in sorted((REPO / folder).glob("*.py"))
+        if path.name not in ("__init__.py", "__main__.py") and f"`{path.name}`" not in section
+    ]
+    assert missing == [], f"docs/architecture.md §Packages does not list {missing}"

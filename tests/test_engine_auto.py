@@ -1,4 +1,4 @@
-"""``--engine auto`` (issue 9): the graph engine answers; above the LP size limit the output
+"""``--engine auto``: the graph engine answers; above the LP size limit the output
 says that the LP is too large for GLOP, and the report names the engine of every number."""
 
 from __future__ import annotations

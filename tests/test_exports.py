@@ -18,7 +18,8 @@ from hand_graphs import paper_example
 
 from llamp.errors import InputError
 from llamp.lp.compare import compare_runs
-from llamp.lp.html_report import build_report, render_comparison, render_report
+from llamp.lp.html_report import render_comparison, render_report
+from llamp.lp.report import build_report
 from llamp.lp.timeline import timeline_json, write_timeline
 from llamp.params import LogGPS
 

@@ -1,4 +1,4 @@
-"""The error contract under damage (issue 16): every reader and the ``.npz`` loader, fed seeded
+"""The error contract under damage: every reader and the ``.npz`` loader, fed seeded
 mutations of real inputs, either read them or raise an InputError of one printable line
 (file named, quoted input cut) — never another exception, a hang, a huge allocation or a
 silently changed count. Seeded and small: a few seconds in the normal suite."""

@@ -51,9 +51,7 @@ PEER_EDGES: dict[tuple[str, str], str] = {
     ("cli", "ui"): "`llamp ui` serves the Streamlit app (llamp.ui.APP_PATH)",
 }
 
-#: (file, imported module) pairs allowed although they break a rule. Empty: ui/analyses.py
-#: holds collective analysis code only the UI reaches (issue 20; engineer D moves it to lp),
-#: which is a question of where code lives, not an upward import, so no exception is needed.
+#: (file, imported module) pairs allowed although they break a rule: none.
 KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 
 

@@ -51,7 +51,7 @@ ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
 
 
 def _openmpi() -> tuple[str | None, str | None]:
-    from llamp.ingest.trace import TracerError, detect_mpi
+    from llamp.ingest.tracing import TracerError, detect_mpi
 
     mpicc = shutil.which("mpicc")
     mpirun = shutil.which("mpirun")

@@ -12,7 +12,7 @@ from random_graphs import random_graph
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
 from llamp.lp import engine_for, predict
-from llamp.lp.events import LOWERING_VERSION
+from llamp.lp.event_graph import LOWERING_VERSION
 from llamp.lp.lowered import INDEX, lowering_key, persisted, rendezvous_count, save_graph
 from llamp.params import LogGPS
 
@@ -330,7 +330,7 @@ def test_a_file_written_before_compact_columns_still_reads(tmp_path):
 
 
 def test_the_lowering_counting_sort_is_stable_in_both_index_types():
-    from llamp.lp.events import _group_by
+    from llamp.lp.event_graph import _group_by
 
     rng = np.random.default_rng(3)
     keys = rng.integers(0, 50, 1000).astype(np.int32)
@@ -351,7 +351,7 @@ def test_destinations_of_a_few_edges_without_the_dst_column():
 
 def test_the_lowering_with_64_bit_indices_is_the_same_event_graph(monkeypatch):
     """Graphs too large for int32 indices are lowered with int64 ones: the same arrays."""
-    from llamp.lp import events
+    from llamp.lp import event_graph as events
 
     graph = random_graph(9, ranks=4, steps=60)
     for params in (BASE, BASE.with_(progress="wait", nic="serial", S=0)):
@@ -370,7 +370,7 @@ def test_the_lowering_with_64_bit_indices_is_the_same_event_graph(monkeypatch):
 def test_integral_values_are_stored_as_float32_with_the_same_answers(tmp_path, monkeypatch):
     """A graph with integral costs (as every GOAL file has) keeps its edge values in float32
     — exact — and answers exactly as with float64 values; a fractional cost keeps float64."""
-    from llamp.lp import events
+    from llamp.lp import event_graph as events
 
     graph = random_graph(11, ranks=4, steps=80, max_size=8192)
 

@@ -12,7 +12,7 @@ from random_graphs import random_graph
 from llamp.graph import ExecutionGraph, NpzMembers
 from llamp.ingest.synthetic import stencil_graph
 from llamp.lp import engine_for
-from llamp.lp.events import build_event_graph
+from llamp.lp.event_graph import build_event_graph
 from llamp.lp.lowered import save_graph
 from llamp.params import LogGPS
 

@@ -13,7 +13,7 @@ from ortools.linear_solver.python import model_builder
 from llamp.errors import InputError, LlampError
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.events import build_event_graph
+from llamp.lp.event_graph import build_event_graph
 from llamp.lp.model import LinearProgram, LPSolution, build_arrays
 from llamp.params import LogGPS
 

@@ -78,3 +78,16 @@ def test_a_large_input_on_a_pipe_gets_no_bar_before_its_error(tmp_path):
     result = llamp_measured("ingest", str(path), "-o", str(tmp_path / "x.npz"), home=tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("llamp: error: ")
+
+
+def test_table_cells_cannot_break_lines_or_reach_the_terminal():
+    """A value from a trace or the store (a GOAL label, a Cypher string) is printed with its
+    control characters escaped: no escape sequence reaches the terminal, no row is split."""
+    from llamp.config import format_table
+
+    text = format_table([("l\x1b[2J1", "a\nb", "naïve")], ("label", "s\tt", "ok"))
+    assert text.splitlines() == [
+        "label      s\\tt  ok",
+        "---------  ----  -----",
+        "l\\x1b[2J1  a\\nb  naïve",
+    ]

@@ -21,7 +21,8 @@ from llamp.config import QueryLimits, query_limits
 from llamp.errors import ParameterError, QueryError
 from llamp.graphdb import open_store, write_clauses
 from llamp.graphdb.readonly import check_shape
-from llamp.graphdb.worker import check_params, plain_value
+from llamp.graphdb.worker import check_params
+from llamp.json_values import json_value
 
 LIMITS = QueryLimits()
 
@@ -142,7 +143,7 @@ def test_every_value_a_query_returns_becomes_json():
         b"\x00\xff",
         {"nested": [decimal.Decimal(3)]},
     ]
-    assert json.loads(json.dumps([plain_value(v) for v in values])) == [
+    assert json.loads(json.dumps([json_value(v) for v in values])) == [
         414724024,
         2.5,
         "2026-01-02",
@@ -198,7 +199,7 @@ def _store_unchanged(stored, sweep3d):
     assert code == 0, err
     assert [(c["name"], c["status"]) for c in json.loads(out)] == [("sweep3d", "ok")]
     code, out, _, _ = _llamp(stored, "runs", "--json")
-    assert [(r["name"], r["vertices"]) for r in json.loads(out)] == [
+    assert [(r["name"], r["vertices"]) for r in json.loads(out)["runs"]] == [
         ("sweep3d", sweep3d.num_vertices)
     ]
 

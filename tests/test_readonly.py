@@ -1,4 +1,4 @@
-"""Read-only by construction (issue 16): a corpus of bypass attempts against ad hoc reads.
+"""Read-only by construction: a corpus of bypass attempts against ad hoc reads.
 
 Each attempt must be refused (QueryError, exit 2 in the CLI) and leave the store, the files
 and the process as they were: on the allow-list alone, on a LadybugDB store opened read-only,
@@ -72,6 +72,8 @@ BYPASSES = [
     "CALL dbms.security.createUser('x', 'y', false)",
     "CALL db.createLabel('X')",
     "RETURN http_get('http://127.0.0.1:1')",
+    "RETURN 1 AS read_csv('/etc/passwd')",  # only a type may follow AS with arguments
+    "RETURN cast(1 AS `decimal`('/etc/passwd'))",
 ]
 
 #: Ordinary reads that must keep working (examples from the UI console and the docs).
@@ -88,6 +90,8 @@ READS = [
     "CALL table_info('Run') RETURN *",
     "// a comment with CREATE\nMATCH (n:Run) RETURN count(n) AS runs",
     "RETURN 'naïve ünïcode in a string' AS s",
+    "MATCH (o:Op) RETURN cast(sum(o.cost_ns) AS DECIMAL(38, 3)) AS total_ns",
+    "RETURN cast({a: 1} AS STRUCT(a INT64)) AS s",
 ]
 
 

@@ -1,4 +1,4 @@
-"""Joint tolerance regions (issue 19): exact polygons {(u, v) : T(u, v) ≤ (1+x)·T0}."""
+"""Joint tolerance regions: exact polygons {(u, v) : T(u, v) ≤ (1+x)·T0}."""
 
 from __future__ import annotations
 

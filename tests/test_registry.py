@@ -93,3 +93,39 @@ def test_the_ui_stores_every_result_type(name):
     entry = ANALYSES[name]
     assert entry.result in entry.stored or entry.result in codec._NAMES
     assert all(cls in codec._NAMES for cls in entry.stored)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_ui_runner_runs_every_analysis_with_the_settings_it_is_given(name, monkeypatch):
+    """:func:`llamp.ui.controls.analysis` runs the registry's own function with the typed
+    settings a page gives it (the command line's by default) and keeps the result under the
+    entry's stored kind, keyed on those settings."""
+    from llamp.params import LogGPS
+    from llamp.ui import controls
+
+    entry = ANALYSES[name]
+    calls = []
+
+    def run(graph, inputs, settings):
+        calls.append((graph, inputs, settings))
+        return "result"
+
+    monkeypatch.setitem(ANALYSES, name, dataclasses.replace(entry, run=run))
+    started = {}
+
+    def background(sel, slot, label, compute, inputs=(), *, stored_as=None, **kw):
+        started.update(compute=compute, key=inputs, kind=stored_as)
+        return compute("graph", _Task())
+
+    monkeypatch.setattr(controls, "background", background)
+    sel = controls.Selection("run", "token", LogGPS())
+    assert controls.analysis(sel, name, "label") == "result"
+    ((graph, inputs, settings),) = calls
+    assert graph == "graph" and inputs.params == sel.params and inputs.report is not None
+    assert settings == entry.default_settings() == _cli_settings(name, [])
+    assert started["kind"] == entry.kind and started["key"][:2] == (name, settings)
+
+
+class _Task:
+    def report(self, fraction, text):
+        pass

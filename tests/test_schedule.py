@@ -343,6 +343,14 @@ def test_program_order_has_no_false_deadlock(progress):
     assert _check_engines(_graph(NOT_A_DEADLOCK), PROGRAM.with_(progress=progress)) == 8000.0
 
 
+@pytest.mark.parametrize("progress", ["async", "wait"])
+def test_program_order_does_not_hold_a_send_back_for_a_message_it_waits_for(progress):
+    """``s1`` waits for ``r``'s message, ``s2``, listed after it, for nothing: ``s1`` is no
+    step of the program to chain ``s2`` behind (it is sent when the message has arrived), so
+    ``s2`` goes at 0 and ``s1`` at 4,500 + o, as LogGOPSim's readiness order: 12,000 ns."""
+    assert _check_engines(_graph(TWO_SENDS), PROGRAM.with_(progress=progress)) == 12000.0
+
+
 def test_a_late_receive_pays_its_bytes_on_the_cpu_only_in_the_schedule_order():
     """Posted at 20,000 after its 1000 B message arrived: the program order charges o at the
     post (21,500 ns; the bytes were paid on the wire), the schedule order processes the

@@ -12,7 +12,7 @@ from hand_graphs import build
 from llamp.graph import CALC, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp import evaluate, predict
 from llamp.lp.engine import engine_for
-from llamp.lp.events import build_event_graph, program_position
+from llamp.lp.event_graph import build_event_graph, program_position
 from llamp.lp.model import LinearProgram
 from llamp.params import LogGPS
 

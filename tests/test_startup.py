@@ -1,4 +1,4 @@
-"""A ``llamp`` process starts lean and ends at once (issue 15 item 3): what ``--help`` and
+"""A ``llamp`` process starts lean and ends at once: what ``--help`` and
 ``predict`` import, numba's set-up in the background (:mod:`llamp.lp.jit`), and the fast exit
 of the entry point (same output, same exit codes)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import cli_process
 import numpy as np
 import pytest
 from store_graphs import BACKENDS, SWEEP3D
@@ -38,7 +39,7 @@ def stored(store_uri, sweep3d) -> str:
 def test_runs_list_show_and_delete(capsys, stored, sweep3d):
     code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
     assert code == 0
-    runs = json.loads(out)
+    runs = json.loads(out)["runs"]
     assert [(r["name"], r["vertices"], r["bytes"]) for r in runs] == [
         ("sweep3d", sweep3d.num_vertices, sweep3d.summary().bytes)
     ]
@@ -54,7 +55,7 @@ def test_runs_list_show_and_delete(capsys, stored, sweep3d):
     code, out, _ = llamp(capsys, "--store", stored, "runs", "delete", "sweep3d", "--yes")
     assert code == 0 and "deleted run 'sweep3d'" in out
     code, out, _ = llamp(capsys, "--store", stored, "runs", "--json")
-    assert json.loads(out) == []
+    assert json.loads(out)["runs"] == []
 
 
 def test_cypher_reads_refuses_writes_and_reports_syntax_errors(capsys, stored):
@@ -135,6 +136,28 @@ def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
 def test_unreachable_server_exits_1(capsys):
     code, _, err = llamp(capsys, "--store", "bolt://neo4j:pw@127.0.0.1:1", "runs")
     assert code == 1 and "cannot reach the graph server" in err
+
+
+@pytest.mark.parametrize(
+    ("uri", "reason"),
+    [
+        ("neo4j://127.0.0.1:1", "Unable to retrieve routing information"),
+        ("bolt://someone:secret@127.0.0.1:1", "[Errno 111] Connection refused"),
+    ],
+)
+def test_an_unreachable_server_is_one_line_naming_it_and_exit_1(uri, reason, tmp_path):
+    """A server that does not answer is a failure of the environment, not of the input: exit
+    1 (the runtime-failure code), one line naming the URI (without its password), no driver
+    noise and no traceback, for every command that opens the store."""
+    for command in (("runs", "--json"), ("cypher", "RETURN 1")):
+        done = cli_process.llamp("--store", uri, *command, home=tmp_path, check=False)
+        shown = uri.replace("someone:secret@", "someone@").replace("//127", "//neo4j@127")
+        assert done.returncode == 1, done.stderr
+        assert done.stdout == ""
+        assert done.stderr.splitlines() == [
+            f"llamp: error: cannot reach the graph server at {shown}: {reason}. Is it "
+            "running? (docker compose -f docker/compose.yaml up -d neo4j)"
+        ]
 
 
 @pytest.mark.slow

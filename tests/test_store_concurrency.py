@@ -1,4 +1,4 @@
-"""Concurrency of the embedded store (issue 16): many readers, readers during an ingest, two
+"""Concurrency of the embedded store: many readers, readers during an ingest, two
 ingests serialised, crash clean-up by writers only. Real processes, small graphs."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ on disk. Files are counted before and after."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,11 @@ def test_runs_shows_the_size_on_disk(tmp_path, small):
     llamp("ingest", str(small), "--name", "a", home=home)
     out = llamp("runs", home=home).stdout
     assert "on disk:" in out and "database" in out and "graph files" in out
+    listed = json.loads(llamp("runs", "--json", home=home).stdout)
+    assert [r["name"] for r in listed["runs"]] == ["a"]
+    on_disk = listed["disk_bytes"]
+    graph_files = sum(p.stat().st_blocks * 512 for p in (home / "lowered").rglob("*.npz"))
+    assert on_disk["graph_files"] == graph_files > small.stat().st_size // 2
+    assert on_disk["database"] > 0
+    assert on_disk["total"] == on_disk["graph_files"] + on_disk["database"]
+    assert listed["store"] == str(home / "store")

@@ -10,6 +10,7 @@ give a clean refusal or the identical graph, never a changed number.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,71 @@ def test_runs_check_rebuilds_a_damaged_event_graph(stored, tmp_path):
     assert json.loads(again.stdout)[0]["graph_file"] == "ok"
     predicted = llamp("--store", stored, "predict", "sweep3d", "--json", home=tmp_path / "home")
     assert json.loads(predicted.stdout)["runtime_ns"] > 0
+
+
+def test_a_damaged_event_graph_is_lowered_again_once_and_written_back(stored, sweep3d, tmp_path):
+    """The first analysis that finds the stored event graph damaged lowers again and writes
+    the file back (one note); the next process maps the new one, with no note and the same T."""
+    with open_store(stored, read_only=True) as store:
+        path = store.lowered_path(store.run_info("sweep3d"))
+    data = bytearray(path.read_bytes())
+    data[-(len(data) // 20)] ^= 0x01  # near the end: the lowering's members
+    path.write_bytes(bytes(data))
+    damaged = path.stat().st_ino
+    first = llamp("--store", stored, "predict", "sweep3d", "--json", home=tmp_path / "home")
+    (line,) = first.stderr.splitlines()
+    assert re.fullmatch(
+        r"llamp: note: the graph file kept for run 'sweep3d': its event graph is damaged "
+        r"\(lowering_0_\w+\.npy: CRC mismatch\); lowered it again and wrote it back",
+        line,
+    ), line
+    assert path.stat().st_ino != damaged  # renamed over the damaged one
+    again = llamp("--store", stored, "predict", "sweep3d", "--json", home=tmp_path / "home")
+    assert again.stderr == ""
+    runtime = json.loads(first.stdout)["runtime_ns"]
+    assert json.loads(again.stdout)["runtime_ns"] == runtime
+    from llamp.lp.engine import engine_for
+    from llamp.params import LogGPS
+
+    assert runtime == engine_for(sweep3d).runtime(LogGPS())
+    listed = sorted(p.name for p in path.parent.iterdir())
+    assert listed == [path.name]  # no temporary left beside it
+    done = llamp("--store", stored, "runs", "check", "--json", home=tmp_path / "home")
+    assert [(c["status"], c["graph_file"]) for c in json.loads(done.stdout)] == [("ok", "ok")]
+
+
+def test_an_inconsistent_event_graph_in_a_store_file_is_lowered_again(stored, sweep3d, capsys):
+    """A sealed event graph that fails the structure checks (what only a bug could write) is,
+    in a store's graph file, one more cache to rebuild: lowered again and written back."""
+    import dataclasses
+
+    from llamp.ingest.npz import read_npz
+    from llamp.lp import lowered
+    from llamp.lp.engine import engine_for
+    from llamp.params import LogGPS
+    from llamp.seal import Sealer
+
+    params = LogGPS()
+    with open_store(stored, read_only=True) as store:
+        path = store.lowered_path(store.run_info("sweep3d"))
+    graph = read_npz(path, lazy=True)
+    key = lowered.lowering_key(lowered.rendezvous_count(graph, params.S), params)
+    ev = lowered.persisted(graph, key)
+    src = np.array(ev.src)
+    src[-1] = ev.num_events  # an in-edge from a position that does not exist
+    sizes, counts = lowered.message_sizes(graph)
+    sealer = Sealer()
+    graph.save(path, extra={lowered.SIZES: sizes, lowered.SIZE_COUNTS: counts}, sealer=sealer)
+    lowered._append_lowering(path, 0, dataclasses.replace(ev, src=src), sealer)
+    lowered._append_index(path, [lowered._entry(key[0], ev)], sealer)
+    want = engine_for(sweep3d).runtime(params)
+    for note in (True, False):
+        with open_store(stored, read_only=True) as store:
+            assert engine_for(store.load_run("sweep3d")).runtime(params) == want
+        err = capsys.readouterr().err
+        assert (
+            "its event graph is inconsistent; lowered it again and wrote it back" in err
+        ) == note
 
 
 #: Reads run ``sweep3d`` of the store argv[1] and compares it with the graph file argv[2]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llamp.ingest.trace import _count_records
+from llamp.ingest.tracing import _count_records
 
 
 def test_records_split_across_read_boundaries_are_counted_once(tmp_path):

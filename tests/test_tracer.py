@@ -1,4 +1,4 @@
-"""The PMPI tracer (``ingest/tracer/``, :mod:`llamp.ingest.trace`, ``llamp trace``).
+"""The PMPI tracer (``ingest/tracer/``, :mod:`llamp.ingest.tracing`, ``llamp trace``).
 
 Programs of ours with a known number of MPI calls per rank (``tests/data/tracer/mpi_program.c``,
 ``tests/data/fortran/ring.f90``) are traced with 4 ranks; the trace is counted line by line,
@@ -23,7 +23,7 @@ import pytest
 from llamp.errors import InputError
 from llamp.graph import CALC, IREQUIRES, RECV, REQUIRES, SEND
 from llamp.ingest import read
-from llamp.ingest import trace as tracer
+from llamp.ingest import tracing as tracer
 from llamp.ingest.build import COLL_TAG_BASE
 from llamp.ingest.liballprof import read_liballprof
 
@@ -382,6 +382,56 @@ def test_every_collective_is_recorded_and_read(mpi_name, tmp_path):
     assert "lenient" not in warned
     _, _, coll = _p2p_counts(graph)
     assert coll.tolist() == [2 * sum(COLLECTIVES.values())] * RANKS
+
+
+#: Every non-blocking collective, once per rank in tests/data/tracer/nonblocking_collectives.c.
+NONBLOCKING = ["MPI_I" + name[4].lower() + name[5:] for name in COLLECTIVES]
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_nonblocking_collectives_are_recorded_and_modelled(mpi_name, tmp_path):
+    """Each I-collective is the blocking record plus its request; the reader expands it and the
+    wait, test, Waitany, Waitsome or Testall that completes the request waits for it."""
+    mpi = _mpi(mpi_name)
+    source = DATA / "tracer" / "nonblocking_collectives.c"
+    program = _compile(mpi, source, tmp_path / "nonblocking")
+    run = _trace(mpi, program, tmp_path / "trace")
+    for path in run.files:
+        calls = _calls(path)
+        assert {name: calls[name] for name in NONBLOCKING} == dict.fromkeys(NONBLOCKING, 1)
+        records = _records(path)
+        iallreduce = next(rec for rec in records if rec[0] == "MPI_Iallreduce")
+        wait = next(rec for rec in records if rec[0] == "MPI_Wait")
+        assert iallreduce[-2] == wait[2]  # the request, printed before t_end
+        _check_times(path)
+    graph, warned = _read(run.directory)
+    assert warned == ""  # nothing absorbed, every wait entry found its request
+    _, _, coll = _p2p_counts(graph)
+    assert coll.tolist() == [len(NONBLOCKING)] * RANKS
+    assert _never_completed(graph).tolist() == [0] * RANKS
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_fortran_nonblocking_collectives(mpi_name, tmp_path):
+    """Open MPI's Fortran I-collectives (mpi_iallreduce_, …) hand a C request back as a Fortran
+    handle; the record prints the program's own INTEGER request, which its wait names."""
+    mpi = _mpi(mpi_name)
+    source = DATA / "fortran" / "nonblocking.f90"
+    program = _compile(mpi, source, tmp_path / "nonblocking", fortran=True)
+    run = _trace(mpi, program, tmp_path / "trace")
+    expected = ["MPI_Iallreduce", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Ialltoall", "MPI_Igatherv"]
+    expected.append("MPI_Iscan")
+    for path in run.files:
+        records = _records(path)
+        calls = _calls(path)
+        assert {name: calls[name] for name in expected} == dict.fromkeys(expected, 1)
+        iallreduce = next(rec for rec in records if rec[0] == "MPI_Iallreduce")
+        wait = next(rec for rec in records if rec[0] == "MPI_Wait")
+        assert iallreduce[-2] == wait[2]
+    graph, warned = _read(run.directory)
+    assert warned == ""
+    _, _, coll = _p2p_counts(graph)
+    assert coll.tolist() == [6] * RANKS
 
 
 @pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])

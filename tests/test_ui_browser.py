@@ -578,7 +578,7 @@ def _ensure_run(server) -> None:
 
 def test_long_analysis_can_be_cancelled(server, browser):
     """A Monte Carlo of a million samples runs in the background with a progress bar; Cancel
-    stops it and the page says so (issue 17)."""
+    stops it and the page says so."""
     _ensure_run(server)
     driver = browser
     driver.get(server.url)
@@ -666,7 +666,7 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
     """A click on a cell (i, j) of the λ_L^ij heatmap itself (not the pair picker below it)
     offers the link to rank pair (i, j), and the link opens the critical-path page at that
     pair: ``pair=i,j`` in the URL and the pair's first critical message marked on the
-    timeline (issue 17). Costs: the sidebar's uniform L and G, so a cell with λ_L^ij > 0 has
+    timeline. Costs: the sidebar's uniform L and G, so a cell with λ_L^ij > 0 has
     a critical message on the critical-path page's path."""
     from selenium.webdriver.common.actions.action_builder import ActionBuilder
 

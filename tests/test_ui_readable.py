@@ -137,7 +137,7 @@ def views() -> list[str]:
 #: The button that starts a page's work where it does not start on its own.
 START = {"variability": "mc_run", "placement": "place_run", "cypher": "cypher_run_button"}
 #: Vertices of the larger run (a 16-rank stencil).
-LARGE = 20_000
+LARGE = 100_000
 
 
 @pytest.fixture(scope="module")

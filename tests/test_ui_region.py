@@ -1,4 +1,4 @@
-"""The Design space page under AppTest (issue 19): the exact joint L–G tolerance regions of the
+"""The Design space page under AppTest: the exact joint L–G tolerance regions of the
 Sweep3D trace drawn over a heat map of T, with designs marked, equal to the Python API.
 
 The store is a temporary embedded store (``LLAMP_HOME``) holding Sweep3D as run ``sweep3d``.

@@ -1,4 +1,4 @@
-"""UI safety (issue 16): upload and unpacked-size limits, file counts, paths confined to the
+"""UI safety: upload and unpacked-size limits, file counts, paths confined to the
 upload or to the configured server roots, read-only and admin settings, no password shown."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Analyses of every page kept as Analysis nodes and reused across sessions and restarts
-(issue 17): the design space, classification, topology, matrices, compared runs and the
+"""Analyses of every page kept as Analysis nodes and reused across sessions and restarts:
+the design space, classification, topology, matrices, compared runs and the
 collectives what-if compute once; a fresh session on the same store, after everything this
 process kept is dropped, shows the same numbers without starting a task or calling the
 analysis. The stored shapes (:mod:`llamp.ui.codec`) round-trip exactly and read nothing else.
@@ -25,7 +25,7 @@ from llamp.lp import compare as lp_compare
 from llamp.lp.classify import NETWORKS, Classification, Network, Thresholds
 from llamp.lp.region import Axis, RegionEdge, RegionLevel
 from llamp.params import LogGPS
-from llamp.ui import analyses, codec, run_comparison, stored, tasks
+from llamp.ui import analyses, codec, stored, tasks
 from llamp.ui import store as ui_store
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
@@ -125,7 +125,6 @@ def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     stored.forget()
-    run_comparison.forget()
     with analyses._WHATIFS_LOCK:
         analyses._WHATIFS.clear()
     st.cache_data.clear()

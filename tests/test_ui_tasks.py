@@ -1,4 +1,4 @@
-"""Background work in the UI (issue 17): progress and Cancel, the end of work nobody watches,
+"""Background work in the UI: progress and Cancel, the end of work nobody watches,
 results stored with the run and reused, display-only controls that never recompute, the page
 state in the URL and the links between views. On Sweep3D (run ``sweep3d``) under AppTest.
 """

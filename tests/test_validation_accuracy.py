@@ -232,7 +232,7 @@ def test_overhead_per_call_costs():
 
 
 def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path):
-    import llamp.ingest.trace as trace_mod
+    import llamp.ingest.tracing as trace_mod
 
     seen = {"plain": 0, "traced": 0, "loaded": 0, "injected": 0}
 

@@ -2,9 +2,12 @@
 registered analysis (:data:`llamp.lp.registry.ANALYSES`: those run through
 :func:`llamp.ui.controls.analysis`).
 
-Every cached function takes ``run`` (a string naming the store, the run and its identity, from
+A page runs these through :func:`llamp.ui.controls.background`, which keeps their results as
+stored analyses. The few cached here (``st.cache_*``) are inputs several results share — a
+topology read once, a trace read once, one topology's analysis among the page's several —
+keyed on ``run`` (a string naming the store, the run and its identity, from
 :func:`llamp.ui.store.cache_key`), the graph (not hashed: ``_graph``) and the parameters as
-plain tuples, so changing a plot option reruns the page without recomputing an analysis.
+plain tuples.
 """
 
 from __future__ import annotations
@@ -489,7 +492,6 @@ class RegionMap:
     runtime_ns: np.ndarray  # (len(vs), len(us))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
 def region_map(
     run: str,
     _graph: ExecutionGraph,
@@ -507,7 +509,6 @@ def region_map(
     return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
 def region_preview_map(
     run: str,
     _graph: ExecutionGraph,

@@ -36,16 +36,14 @@ def _timeline(graph: ExecutionGraph, params: LogGPS, critical_only: bool):
 def _report(graph: ExecutionGraph, params: LogGPS):
     def build() -> str:
         from llamp.lp.critical import evaluation_budget
-        from llamp.lp.html_report import build_report, render_report
+        from llamp.lp.html_report import render_report
+        from llamp.lp.registry import ANALYSES, Inputs, ReportSettings
 
-        data = build_report(
-            graph,
-            params,
-            lo=0.0,
-            hi=max(100_000.0, 2.0 * params.L),
+        settings = ReportSettings(
+            hi=f"{max(100_000.0, 2.0 * params.L)!r}ns",
             max_evaluations=min(evaluation_budget(graph, params), QUICK_EVALUATIONS),
-            engine="graph",
         )
+        data = ANALYSES["report"].run(graph, Inputs(params, engine="graph"), settings)
         return render_report(data)
 
     return build
@@ -122,7 +120,8 @@ def _latency_report(
 ):
     def build() -> str:
         from llamp.lp import critical_path
-        from llamp.lp.html_report import ReportData, render_report, report_curve
+        from llamp.lp.html_report import render_report
+        from llamp.lp.report import ReportData, report_curve
 
         graph = store.load_graph(name, token)
         table = sampled(curve, crit.lo, crit.hi)

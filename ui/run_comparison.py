@@ -1,26 +1,23 @@
 """The Compare runs page's work, in the background (:mod:`llamp.ui.tasks`): each run's figures
 (:func:`llamp.lp.compare.run_figures`: prediction, tolerances, critical-path composition) and
-its curve over the shared latencies (:func:`llamp.lp.compare.run_curve`), kept per run in this
-process so adding a run to a comparison computes only that run (and a cancelled comparison
-keeps the runs it finished).
+its curve over the shared latencies (:func:`llamp.lp.compare.run_curve`), kept per run so
+adding a run to a comparison computes only that run (and a cancelled comparison keeps the runs
+it finished).
 
 The curves share one L grid; with the automatic range it reaches 1.25 × the largest tolerance
 of any run, so a run whose tolerance is larger than all the others' moves the grid and the
 other curves are swept again (their figures are not). A curve is swept in chunks of latencies,
 so the progress bar moves and Cancel takes effect between two chunks.
 
-Each run's figures and curve are also stored as Analysis nodes of that run
-(:mod:`llamp.ui.stored`, kinds ``ui_run_figures`` and ``ui_run_curve``), so another session or a
-restarted server reuses them; when all of them are stored, :func:`ready` assembles the
-comparison without a background task.
+Each run's figures and curve are kept as Analysis nodes of that run and in the UI's one
+in-process memo (:mod:`llamp.ui.stored`, kinds ``ui_run_figures`` and ``ui_run_curve``), so
+another session or a restarted server reuses them; when all of them are kept, :func:`ready`
+assembles the comparison without a background task.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,44 +26,10 @@ from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
 from llamp.params import LogGPS
 from llamp.ui import store, stored
-from llamp.ui.analyses import param_key
 from llamp.ui.tasks import Task
 
 #: Latencies swept per step of a curve (one progress report and cancellation point each).
 CHUNK = 8
-#: Results kept in this process, per kind (the oldest go first).
-KEEP = 64
-
-_FIGURES: OrderedDict[tuple, RunFigures] = OrderedDict()
-_CURVES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _get(memo: OrderedDict, key: tuple) -> Any | None:
-    with _LOCK:
-        return memo.get(key)
-
-
-def _put(memo: OrderedDict, key: tuple, value: Any) -> None:
-    with _LOCK:
-        memo[key] = value
-        while len(memo) > KEEP:
-            memo.popitem(last=False)
-
-
-def forget() -> None:
-    """Drop the per-run results kept in this process (tests)."""
-    with _LOCK:
-        _FIGURES.clear()
-        _CURVES.clear()
-
-
-def figures_key(token: str, params: LogGPS, levels: Sequence[float]) -> tuple:
-    return (store.cache_key(token), param_key(params), tuple(levels))
-
-
-def curve_key(token: str, params: LogGPS, grid: np.ndarray) -> tuple:
-    return (store.cache_key(token), param_key(params), tuple(grid.tolist()))
 
 
 def _stored_figures(name: str, token: str, params: LogGPS, levels: tuple) -> tuple:
@@ -80,25 +43,11 @@ def _stored_curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> tu
 
 
 def _figures(name: str, token: str, params: LogGPS, levels: tuple) -> RunFigures | None:
-    key = figures_key(token, params, levels)
-    found = _get(_FIGURES, key)
-    if found is None:
-        found = stored.find(
-            store.cache_key(token), name, *_stored_figures(name, token, params, levels)
-        )
-        if found is not None:
-            _put(_FIGURES, key, found)
-    return found
+    return stored.find(store.cache_key(token), name, *_stored_figures(name, token, params, levels))
 
 
 def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFrame | None:
-    key = curve_key(token, params, grid)
-    found = _get(_CURVES, key)
-    if found is None:
-        found = stored.find(store.cache_key(token), name, *_stored_curve(name, token, params, grid))
-        if found is not None:
-            _put(_CURVES, key, found)
-    return found
+    return stored.find(store.cache_key(token), name, *_stored_curve(name, token, params, grid))
 
 
 def ready(
@@ -155,7 +104,6 @@ def work(
                 graph = store.load_graph(name, token)
                 step(f"analysing {name} ({i + 1}/{len(runs)})")
                 found = compare.run_figures(graph, params, levels, name=name)
-                _put(_FIGURES, figures_key(token, params, levels), found)
                 with task.steady():
                     stored.save(
                         store.cache_key(token),
@@ -178,7 +126,6 @@ def work(
                     pieces.append(compare.run_curve(graph, params, chunk, name))
                     done += 1
                 frame = pd.concat(pieces, ignore_index=True)
-                _put(_CURVES, curve_key(token, params, shared), frame)
                 with task.steady():
                     stored.save(
                         store.cache_key(token),
@@ -195,4 +142,4 @@ def work(
     return run
 
 
-__all__ = ["CHUNK", "figures_key", "curve_key", "forget", "ready", "work"]
+__all__ = ["CHUNK", "ready", "work"]

@@ -30,13 +30,11 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from llamp import config
-from llamp.graph import ExecutionGraph
 from llamp.lp import CriticalLatencies, Prediction, Tolerance, ToleranceLevel
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, VariantCurve
 from llamp.lp.compare import RunFigures
@@ -45,9 +43,8 @@ from llamp.lp.region import Region, RegionPreview
 from llamp.lp.registry import ANALYSES
 from llamp.lp.topology import TopologyAnalysis
 from llamp.params import LogGPS
-from llamp.ui import codec, store, tasks
+from llamp.ui import codec, store
 from llamp.ui.analyses import RegionMap
-from llamp.ui.tasks import Task
 
 log = logging.getLogger("llamp.ui")
 
@@ -247,38 +244,3 @@ def _load_value(d: dict[str, Any], params: LogGPS) -> Any:
 
 _DUMP = {"predict": _dump_prediction, "tolerance": _dump_tolerance, "critical": _dump_critical}
 _LOAD = {"predict": _load_prediction, "tolerance": _load_tolerance, "critical": _load_critical}
-
-
-def obtain(
-    run_key: str,
-    run: str,
-    token: str,
-    kinds: tuple[str, ...],
-    params: dict[str, Any],
-    label: str,
-    compute: Callable[[ExecutionGraph, Task], dict[str, Any]],
-    *,
-    key: str,
-) -> dict[str, Any] | None:
-    """The ``kinds`` results of run ``run`` for ``params``: stored ones at once; otherwise
-    computed in the background (:mod:`llamp.ui.tasks`: the graph is loaded, then
-    ``compute(graph, task)`` returns ``{kind: result}``), stored, and returned on the rerun that
-    follows. ``None`` while the work runs (its progress panel is on the page) or after it was
-    cancelled; a failure is raised."""
-    found = {kind: find(run_key, run, kind, params) for kind in kinds}
-    if all(v is not None for v in found.values()):
-        return found
-
-    def work(task: Task) -> dict[str, Any]:
-        task.report(None, f"loading run {run!r}")
-        graph = store.load_graph(run, token)
-        task.report(None, "computing")
-        results = compute(graph, task)
-        with task.steady():
-            for kind, result in results.items():
-                save(run_key, run, kind, params, result)
-        return results
-
-    task_key = f"{key}|{run_key}|{_memo_key(run_key, ','.join(kinds), params)[2]}"
-    task = tasks.start(task_key, label, work, slot=key)
-    return tasks.show(task, key=key)

@@ -68,6 +68,8 @@ typedef int (*lt_send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
 typedef int (*lt_isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*lt_irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*lt_reduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+typedef int (*lt_ireduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                             MPI_Request *);
 
 LT_HIDDEN int lt_init(int *argc, char ***argv);
 LT_HIDDEN int lt_init_thread(int *argc, char ***argv, int required, int *provided);
@@ -122,37 +124,46 @@ LT_HIDDEN int lt_probe(int source, int tag, MPI_Comm comm, MPI_Status *status,
 LT_HIDDEN int lt_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status,
                         const void *flag_log, const void *status_log);
 
-LT_HIDDEN int lt_barrier(MPI_Comm comm);
-LT_HIDDEN int lt_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+/* collectives: req NULL for the blocking call, else the non-blocking version's request */
+LT_HIDDEN int lt_barrier(MPI_Comm comm, MPI_Request *req, const void *req_log);
+LT_HIDDEN int lt_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                       MPI_Request *req, const void *req_log);
 LT_HIDDEN int lt_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                        int root, MPI_Comm comm);
-LT_HIDDEN int lt_allreduce(const char *name, lt_reduce_fn fn, const void *sbuf, void *rbuf,
-                           int count, MPI_Datatype type, MPI_Op op,
-                           MPI_Comm comm); /* also Scan, Exscan */
+                        int root, MPI_Comm comm, MPI_Request *req, const void *req_log);
+LT_HIDDEN int lt_allreduce(const char *name, lt_reduce_fn fn, lt_ireduce_fn ifn, const void *sbuf,
+                           void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                           MPI_Request *req, const void *req_log); /* also Scan, Exscan */
 LT_HIDDEN int lt_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                           int rcount, MPI_Datatype rtype, MPI_Comm comm);
-LT_HIDDEN int lt_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                          int rcount, MPI_Datatype rtype, MPI_Comm comm);
+                           int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                           const void *req_log);
+LT_HIDDEN int lt_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                          const void *req_log);
 LT_HIDDEN int lt_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                        MPI_Datatype rtype, int root, MPI_Comm comm);
+                        MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                        const void *req_log);
 LT_HIDDEN int lt_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                         MPI_Datatype rtype, int root, MPI_Comm comm);
+                         MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                         const void *req_log);
 LT_HIDDEN int lt_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                             const int *rcounts, const int *displs, MPI_Datatype rtype,
-                            MPI_Comm comm);
+                            MPI_Comm comm, MPI_Request *req, const void *req_log);
 LT_HIDDEN int lt_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                          const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                         MPI_Comm comm);
+                         MPI_Comm comm, MPI_Request *req, const void *req_log);
 LT_HIDDEN int lt_scatterv(const void *sbuf, const int *scounts, const int *displs,
-                          MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                          int root, MPI_Comm comm);
+                          MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                          MPI_Comm comm, MPI_Request *req, const void *req_log);
 LT_HIDDEN int lt_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                           MPI_Datatype stype, void *rbuf, const int *rcounts,
-                           const int *rdispls, MPI_Datatype rtype, MPI_Comm comm);
+                           MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                           MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                           const void *req_log);
 LT_HIDDEN int lt_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                MPI_Datatype type, MPI_Op op, MPI_Comm comm);
-LT_HIDDEN int lt_reduce_scatter_block(const void *sbuf, void *rbuf, int count,
-                                      MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+                                MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req,
+                                const void *req_log);
+LT_HIDDEN int lt_reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                                      MPI_Op op, MPI_Comm comm, MPI_Request *req,
+                                      const void *req_log);
 
 LT_HIDDEN int lt_comm_rank(MPI_Comm comm, int *rank, const void *rank_log);
 LT_HIDDEN int lt_comm_size(MPI_Comm comm, int *size, const void *size_log);

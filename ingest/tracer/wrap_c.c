@@ -18,13 +18,13 @@
  * Ssend, Rsend, Bsend, Recv, Isend, Issend, Irsend, Ibsend, Irecv, the five *_init, Start,
  * Startall, Request_free, Cancel, Sendrecv, Sendrecv_replace, Probe, Iprobe; Wait, Waitall,
  * Waitany, Waitsome, Test, Testall, Testany, Testsome; Barrier, Bcast, Reduce, Allreduce, Scan,
- * Exscan, Allgather(v), Alltoall(v), Gather(v), Scatter(v), Reduce_scatter(_block), Ibarrier,
- * Ibcast, Ireduce, Iallreduce, Iallgather, Ialltoall; Comm_rank, Comm_size, Comm_split,
- * Comm_split_type, Comm_dup, Comm_dup_with_info, Comm_idup, Comm_create, Comm_create_group,
- * Comm_free, Cart_create, Cart_sub, Graph_create, Dist_graph_create(_adjacent),
- * Intercomm_merge.
- * Fortran (wrap_f.c, Open MPI): the same without the non-blocking collectives, Comm_idup,
- * Comm_dup_with_info, Comm_create_group, the graph topologies and Intercomm_merge.
+ * Exscan, Allgather(v), Alltoall(v), Gather(v), Scatter(v), Reduce_scatter(_block), and the
+ * non-blocking version of each (Ibarrier, Ibcast, …, Ireduce_scatter_block: the blocking record
+ * plus the request); Comm_rank, Comm_size, Comm_split, Comm_split_type, Comm_dup,
+ * Comm_dup_with_info, Comm_idup, Comm_create, Comm_create_group, Comm_free, Cart_create,
+ * Cart_sub, Graph_create, Dist_graph_create(_adjacent), Intercomm_merge.
+ * Fortran (wrap_f.c, Open MPI): the same without Comm_idup, Comm_dup_with_info,
+ * Comm_create_group, the graph topologies and Intercomm_merge.
  */
 #include <stdlib.h>
 
@@ -430,39 +430,49 @@ LT_HIDDEN int lt_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Statu
     return rc;
 }
 
-/* ================================================================== cores: collectives */
-LT_HIDDEN int lt_barrier(MPI_Comm comm)
+/* ================================================================== cores: collectives
+ * Each core serves the blocking call (req NULL) and its non-blocking version, whose record is
+ * the blocking one plus the request (req_log) before t_end. */
+LT_HIDDEN int lt_barrier(MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Barrier(comm));
+    TIMED(req ? PMPI_Ibarrier(comm, req)
+              : PMPI_Barrier(comm));
     if (lt_on) {
-        lt_begin("MPI_Barrier", t0);
+        lt_begin(req ? "MPI_Ibarrier" : "MPI_Barrier", t0);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
-LT_HIDDEN int lt_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+LT_HIDDEN int lt_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                       MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Bcast(buf, count, type, root, comm));
+    TIMED(req ? PMPI_Ibcast(buf, count, type, root, comm, req)
+              : PMPI_Bcast(buf, count, type, root, comm));
     if (lt_on) {
-        lt_begin("MPI_Bcast", t0);
+        lt_begin(req ? "MPI_Ibcast" : "MPI_Bcast", t0);
         lt_ptr(buf);
         lt_int(count);
         lt_dtype(type);
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                        int root, MPI_Comm comm)
+                        int root, MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
+    TIMED(req ? PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, req)
+              : PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
     if (lt_on) {
-        lt_begin("MPI_Reduce", t0);
+        lt_begin(req ? "MPI_Ireduce" : "MPI_Reduce", t0);
         lt_ptr(sbuf);
         lt_ptr(rbuf);
         lt_int(count);
@@ -470,15 +480,19 @@ LT_HIDDEN int lt_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype ty
         lt_op(op);
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
-LT_HIDDEN int lt_allreduce(const char *name, lt_reduce_fn fn, const void *sbuf, void *rbuf,
-                           int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+LT_HIDDEN int lt_allreduce(const char *name, lt_reduce_fn fn, lt_ireduce_fn ifn, const void *sbuf,
+                           void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                           MPI_Request *req, const void *req_log)
 {
-    TIMED(fn(sbuf, rbuf, count, type, op, comm));
+    TIMED(req ? ifn(sbuf, rbuf, count, type, op, comm, req)
+              : fn(sbuf, rbuf, count, type, op, comm));
     if (lt_on) {
         lt_begin(name, t0);
         lt_ptr(sbuf);
@@ -487,18 +501,23 @@ LT_HIDDEN int lt_allreduce(const char *name, lt_reduce_fn fn, const void *sbuf, 
         lt_dtype(type);
         lt_op(op);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 typedef int (*gather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+typedef int (*igather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                          MPI_Request *);
 
-static int all_to_all(const char *name, gather_fn fn, const void *sbuf, int scount,
+static int all_to_all(const char *name, gather_fn fn, igather_fn ifn, const void *sbuf, int scount,
                       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                      MPI_Comm comm)
+                      MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(fn(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    TIMED(req ? ifn(sbuf, scount, stype, rbuf, rcount, rtype, comm, req)
+              : fn(sbuf, scount, stype, rbuf, rcount, rtype, comm));
     if (lt_on) {
         lt_begin(name, t0);
         lt_ptr(sbuf);
@@ -507,32 +526,38 @@ static int all_to_all(const char *name, gather_fn fn, const void *sbuf, int scou
         lt_int(rcount);
         lt_dtype(rtype);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                           int rcount, MPI_Datatype rtype, MPI_Comm comm)
+                           int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                           const void *req_log)
 {
-    return all_to_all("MPI_Allgather", PMPI_Allgather, sbuf, scount, stype, rbuf, rcount, rtype,
-                      comm);
+    return all_to_all(req ? "MPI_Iallgather" : "MPI_Allgather", PMPI_Allgather, PMPI_Iallgather,
+                      sbuf, scount, stype, rbuf, rcount, rtype, comm, req, req_log);
 }
 
-LT_HIDDEN int lt_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                          int rcount, MPI_Datatype rtype, MPI_Comm comm)
+LT_HIDDEN int lt_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                          const void *req_log)
 {
-    return all_to_all("MPI_Alltoall", PMPI_Alltoall, sbuf, scount, stype, rbuf, rcount, rtype,
-                      comm);
+    return all_to_all(req ? "MPI_Ialltoall" : "MPI_Alltoall", PMPI_Alltoall, PMPI_Ialltoall,
+                      sbuf, scount, stype, rbuf, rcount, rtype, comm, req, req_log);
 }
 
 LT_HIDDEN int lt_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                        MPI_Datatype rtype, int root, MPI_Comm comm)
+                        MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                        const void *req_log)
 {
-    TIMED(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    TIMED(req ? PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
+              : PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
     if (lt_on) {
         int at_root = is_root(comm, root);
-        lt_begin("MPI_Gather", t0);
+        lt_begin(req ? "MPI_Igather" : "MPI_Gather", t0);
         lt_ptr(sbuf);
         counted_side(sbuf, scount, stype);
         lt_ptr(rbuf);
@@ -543,18 +568,22 @@ LT_HIDDEN int lt_gather(const void *sbuf, int scount, MPI_Datatype stype, void *
             lt_dtype_unused();
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                         MPI_Datatype rtype, int root, MPI_Comm comm)
+                         MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                         const void *req_log)
 {
-    TIMED(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    TIMED(req ? PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
+              : PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
     if (lt_on) {
         int at_root = is_root(comm, root);
-        lt_begin("MPI_Scatter", t0);
+        lt_begin(req ? "MPI_Iscatter" : "MPI_Scatter", t0);
         lt_ptr(sbuf);
         lt_int(at_root ? scount : 0);
         if (at_root)
@@ -565,6 +594,8 @@ LT_HIDDEN int lt_scatter(const void *sbuf, int scount, MPI_Datatype stype, void 
         counted_side(rbuf, rcount, rtype);
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
@@ -572,12 +603,13 @@ LT_HIDDEN int lt_scatter(const void *sbuf, int scount, MPI_Datatype stype, void 
 
 LT_HIDDEN int lt_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                             const int *rcounts, const int *displs, MPI_Datatype rtype,
-                            MPI_Comm comm)
+                            MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
+    TIMED(req ? PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req)
+              : PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
     if (lt_on) {
         int n = comm_size(comm);
-        lt_begin("MPI_Allgatherv", t0);
+        lt_begin(req ? "MPI_Iallgatherv" : "MPI_Allgatherv", t0);
         lt_ptr(sbuf);
         counted_side(sbuf, scount, stype);
         lt_ptr(rbuf);
@@ -585,6 +617,8 @@ LT_HIDDEN int lt_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, vo
         lt_counts(displs, displs, n);
         lt_dtype(rtype);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
@@ -592,12 +626,13 @@ LT_HIDDEN int lt_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, vo
 
 LT_HIDDEN int lt_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                          const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                         MPI_Comm comm)
+                         MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
+    TIMED(req ? PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req)
+              : PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
     if (lt_on) {
         int n = is_root(comm, root) ? comm_size(comm) : 0;
-        lt_begin("MPI_Gatherv", t0);
+        lt_begin(req ? "MPI_Igatherv" : "MPI_Gatherv", t0);
         lt_ptr(sbuf);
         counted_side(sbuf, scount, stype);
         lt_ptr(rbuf);
@@ -609,19 +644,22 @@ LT_HIDDEN int lt_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void 
             lt_dtype_unused();
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_scatterv(const void *sbuf, const int *scounts, const int *displs,
-                          MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                          int root, MPI_Comm comm)
+                          MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                          MPI_Comm comm, MPI_Request *req, const void *req_log)
 {
-    TIMED(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
+    TIMED(req ? PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req)
+              : PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
     if (lt_on) {
         int n = is_root(comm, root) ? comm_size(comm) : 0;
-        lt_begin("MPI_Scatterv", t0);
+        lt_begin(req ? "MPI_Iscatterv" : "MPI_Scatterv", t0);
         lt_ptr(sbuf);
         lt_counts(scounts, scounts, n);
         lt_counts(displs, displs, n);
@@ -633,20 +671,25 @@ LT_HIDDEN int lt_scatterv(const void *sbuf, const int *scounts, const int *displ
         counted_side(rbuf, rcount, rtype);
         lt_int(root);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                           MPI_Datatype stype, void *rbuf, const int *rcounts,
-                           const int *rdispls, MPI_Datatype rtype, MPI_Comm comm)
+                           MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                           MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                           const void *req_log)
 {
-    TIMED(PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
+    TIMED(req ? PMPI_Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
+                                req)
+              : PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
     if (lt_on) {
         int n = comm_size(comm);
         int in_place = sbuf == MPI_IN_PLACE;
-        lt_begin("MPI_Alltoallv", t0);
+        lt_begin(req ? "MPI_Ialltoallv" : "MPI_Alltoallv", t0);
         lt_ptr(sbuf);
         lt_counts(scounts, in_place ? rcounts : scounts, n);
         lt_counts(sdispls, in_place ? rdispls : sdispls, n);
@@ -656,40 +699,50 @@ LT_HIDDEN int lt_alltoallv(const void *sbuf, const int *scounts, const int *sdis
         lt_counts(rdispls, rdispls, n);
         lt_dtype(rtype);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
 LT_HIDDEN int lt_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+                                MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req,
+                                const void *req_log)
 {
-    TIMED(PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm));
+    TIMED(req ? PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req)
+              : PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm));
     if (lt_on) {
-        lt_begin("MPI_Reduce_scatter", t0);
+        lt_begin(req ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter", t0);
         lt_ptr(sbuf);
         lt_ptr(rbuf);
         lt_counts(rcounts, rcounts, comm_size(comm));
         lt_dtype(type);
         lt_op(op);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
 }
 
-LT_HIDDEN int lt_reduce_scatter_block(const void *sbuf, void *rbuf, int count,
-                                      MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+LT_HIDDEN int lt_reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                                      MPI_Op op, MPI_Comm comm, MPI_Request *req,
+                                      const void *req_log)
 {
-    TIMED(PMPI_Reduce_scatter_block(sbuf, rbuf, count, type, op, comm));
+    TIMED(req ? PMPI_Ireduce_scatter_block(sbuf, rbuf, count, type, op, comm, req)
+              : PMPI_Reduce_scatter_block(sbuf, rbuf, count, type, op, comm));
     if (lt_on) {
-        lt_begin("MPI_Reduce_scatter_block", t0);
+        lt_begin(req ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block", t0);
         lt_ptr(sbuf);
         lt_ptr(rbuf);
         lt_int(count);
         lt_dtype(type);
         lt_op(op);
         lt_comm(comm);
+        if (req)
+            lt_ptr(req_log);
         lt_end(t1);
     }
     return rc;
@@ -987,97 +1040,101 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
     return lt_iprobe(source, tag, comm, flag, status, flag, status);
 }
 
-int MPI_Barrier(MPI_Comm comm) { return lt_barrier(comm); }
+int MPI_Barrier(MPI_Comm comm) { return lt_barrier(comm, NULL, NULL); }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
-    return lt_bcast(buf, count, type, root, comm);
+    return lt_bcast(buf, count, type, root, comm, NULL, NULL);
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    return lt_reduce(sbuf, rbuf, count, type, op, root, comm);
+    return lt_reduce(sbuf, rbuf, count, type, op, root, comm, NULL, NULL);
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm)
 {
-    return lt_allreduce("MPI_Allreduce", PMPI_Allreduce, sbuf, rbuf, count, type, op, comm);
+    return lt_allreduce("MPI_Allreduce", PMPI_Allreduce, PMPI_Iallreduce, sbuf, rbuf, count, type,
+                        op, comm, NULL, NULL);
 }
 
 int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
              MPI_Comm comm)
 {
-    return lt_allreduce("MPI_Scan", PMPI_Scan, sbuf, rbuf, count, type, op, comm);
+    return lt_allreduce("MPI_Scan", PMPI_Scan, PMPI_Iscan, sbuf, rbuf, count, type, op, comm,
+                        NULL, NULL);
 }
 
 int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm)
 {
-    return lt_allreduce("MPI_Exscan", PMPI_Exscan, sbuf, rbuf, count, type, op, comm);
+    return lt_allreduce("MPI_Exscan", PMPI_Exscan, PMPI_Iexscan, sbuf, rbuf, count, type, op,
+                        comm, NULL, NULL);
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm)
 {
-    return lt_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    return lt_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, NULL, NULL);
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                  MPI_Datatype rtype, MPI_Comm comm)
 {
-    return lt_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    return lt_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, NULL, NULL);
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    return lt_gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    return lt_gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, NULL, NULL);
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                 MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    return lt_scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    return lt_scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, NULL, NULL);
 }
 
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
-    return lt_allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+    return lt_allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, NULL, NULL);
 }
 
 int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                 const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
                 MPI_Comm comm)
 {
-    return lt_gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+    return lt_gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, NULL, NULL);
 }
 
 int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    return lt_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+    return lt_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, NULL, NULL);
 }
 
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
                   MPI_Comm comm)
 {
-    return lt_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
+    return lt_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, NULL,
+                        NULL);
 }
 
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type,
                        MPI_Op op, MPI_Comm comm)
 {
-    return lt_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
+    return lt_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, NULL, NULL);
 }
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
                              MPI_Op op, MPI_Comm comm)
 {
-    return lt_reduce_scatter_block(sbuf, rbuf, count, type, op, comm);
+    return lt_reduce_scatter_block(sbuf, rbuf, count, type, op, comm, NULL, NULL);
 }
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) { return lt_comm_rank(comm, rank, rank); }
@@ -1114,8 +1171,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     return lt_cart_sub(comm, remain_dims, newcomm, remain_dims, newcomm);
 }
 
-/* C-only: communicator creators without a Fortran wrapper, and non-blocking collectives
- * (recorded so that their time is visible; the reader absorbs them). */
+/* C-only: communicator creators without a Fortran wrapper */
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
     TIMED(PMPI_Comm_dup_with_info(comm, info, newcomm));
@@ -1245,104 +1301,109 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
     return rc;
 }
 
+/* non-blocking collectives: the blocking record plus the request */
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    TIMED(PMPI_Ibarrier(comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Ibarrier", t0);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
+    return lt_barrier(comm, request, request);
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    TIMED(PMPI_Ibcast(buf, count, type, root, comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Ibcast", t0);
-        lt_ptr(buf);
-        lt_int(count);
-        lt_dtype(type);
-        lt_int(root);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
-}
-
-int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm, MPI_Request *request)
-{
-    TIMED(PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Iallreduce", t0);
-        lt_ptr(sbuf);
-        lt_ptr(rbuf);
-        lt_int(count);
-        lt_dtype(type);
-        lt_op(op);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
+    return lt_bcast(buf, count, type, root, comm, request, request);
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
-    TIMED(PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Ireduce", t0);
-        lt_ptr(sbuf);
-        lt_ptr(rbuf);
-        lt_int(count);
-        lt_dtype(type);
-        lt_op(op);
-        lt_int(root);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
+    return lt_reduce(sbuf, rbuf, count, type, op, root, comm, request, request);
+}
+
+int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    return lt_allreduce("MPI_Iallreduce", PMPI_Allreduce, PMPI_Iallreduce, sbuf, rbuf, count,
+                        type, op, comm, request, request);
+}
+
+int MPI_Iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+              MPI_Comm comm, MPI_Request *request)
+{
+    return lt_allreduce("MPI_Iscan", PMPI_Scan, PMPI_Iscan, sbuf, rbuf, count, type, op, comm,
+                        request, request);
+}
+
+int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                MPI_Comm comm, MPI_Request *request)
+{
+    return lt_allreduce("MPI_Iexscan", PMPI_Exscan, PMPI_Iexscan, sbuf, rbuf, count, type, op,
+                        comm, request, request);
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                    MPI_Datatype rtype, MPI_Comm comm, MPI_Request *request)
 {
-    TIMED(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Iallgather", t0);
-        lt_ptr(sbuf);
-        counted_side(sbuf, scount, stype);
-        lt_ptr(rbuf);
-        lt_int(rcount);
-        lt_dtype(rtype);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
+    return lt_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, request, request);
 }
 
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *request)
 {
-    TIMED(PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, request));
-    if (lt_on) {
-        lt_begin("MPI_Ialltoall", t0);
-        lt_ptr(sbuf);
-        counted_side(sbuf, scount, stype);
-        lt_ptr(rbuf);
-        lt_int(rcount);
-        lt_dtype(rtype);
-        lt_comm(comm);
-        lt_ptr(request);
-        lt_end(t1);
-    }
-    return rc;
+    return lt_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, request, request);
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return lt_gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, request, request);
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return lt_scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, request, request);
+}
+
+int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    return lt_allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, request,
+                         request);
+}
+
+int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                 const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    return lt_gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, request,
+                      request);
+}
+
+int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                  MPI_Request *request)
+{
+    return lt_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, request,
+                       request);
+}
+
+int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+                   MPI_Datatype stype, void *rbuf, const int rcounts[], const int rdispls[],
+                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *request)
+{
+    return lt_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
+                        request, request);
+}
+
+int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type,
+                        MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return lt_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, request, request);
+}
+
+int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return lt_reduce_scatter_block(sbuf, rbuf, count, type, op, comm, request, request);
 }

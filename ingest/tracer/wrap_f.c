@@ -552,14 +552,14 @@ F_ENTRY(mpi_cancel, MPI_CANCEL, (MPI_Fint *request, MPI_Fint *ierr))
 /* ================================================================== collectives */
 F_ENTRY(mpi_barrier, MPI_BARRIER, (MPI_Fint *comm, MPI_Fint *ierr))
 {
-    SET_IERR(ierr, lt_barrier(COMM(comm)));
+    SET_IERR(ierr, lt_barrier(COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_bcast, MPI_BCAST,
         (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, MPI_Fint *comm,
          MPI_Fint *ierr))
 {
-    SET_IERR(ierr, lt_bcast(cbuf(buf), *count, TYPE(type), *root, COMM(comm)));
+    SET_IERR(ierr, lt_bcast(cbuf(buf), *count, TYPE(type), *root, COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_reduce, MPI_REDUCE,
@@ -567,28 +567,29 @@ F_ENTRY(mpi_reduce, MPI_REDUCE,
          MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_reduce(cbuf(sbuf), cbuf(rbuf), *count, TYPE(type), OP(op), *root,
-                             COMM(comm)));
+                             COMM(comm), NULL, NULL));
 }
 
-#define F_ALLREDUCE(lower, UPPER, Name)                                                       \
+#define F_ALLREDUCE(lower, UPPER, Name, Lname)                                                \
     F_ENTRY(lower, UPPER,                                                                     \
             (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op,           \
              MPI_Fint *comm, MPI_Fint *ierr))                                                 \
     {                                                                                         \
-        SET_IERR(ierr, lt_allreduce("MPI_" #Name, PMPI_##Name, cbuf(sbuf), cbuf(rbuf),       \
-                                    *count, TYPE(type), OP(op), COMM(comm)));                 \
+        SET_IERR(ierr, lt_allreduce("MPI_" #Name, PMPI_##Name, PMPI_I##Lname, cbuf(sbuf),    \
+                                    cbuf(rbuf), *count, TYPE(type), OP(op), COMM(comm), NULL, \
+                                    NULL));                                                   \
     }
 
-F_ALLREDUCE(mpi_allreduce, MPI_ALLREDUCE, Allreduce)
-F_ALLREDUCE(mpi_scan, MPI_SCAN, Scan)
-F_ALLREDUCE(mpi_exscan, MPI_EXSCAN, Exscan)
+F_ALLREDUCE(mpi_allreduce, MPI_ALLREDUCE, Allreduce, allreduce)
+F_ALLREDUCE(mpi_scan, MPI_SCAN, Scan, scan)
+F_ALLREDUCE(mpi_exscan, MPI_EXSCAN, Exscan, exscan)
 
 F_ENTRY(mpi_allgather, MPI_ALLGATHER,
         (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount,
          MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_allgather(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
-                                TYPE(rtype), COMM(comm)));
+                                TYPE(rtype), COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_alltoall, MPI_ALLTOALL,
@@ -596,7 +597,7 @@ F_ENTRY(mpi_alltoall, MPI_ALLTOALL,
          MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_alltoall(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
-                               TYPE(rtype), COMM(comm)));
+                               TYPE(rtype), COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_gather, MPI_GATHER,
@@ -604,7 +605,7 @@ F_ENTRY(mpi_gather, MPI_GATHER,
          MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_gather(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount, TYPE(rtype),
-                             *root, COMM(comm)));
+                             *root, COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_scatter, MPI_SCATTER,
@@ -612,7 +613,7 @@ F_ENTRY(mpi_scatter, MPI_SCATTER,
          MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_scatter(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
-                              TYPE(rtype), *root, COMM(comm)));
+                              TYPE(rtype), *root, COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_allgatherv, MPI_ALLGATHERV,
@@ -620,7 +621,7 @@ F_ENTRY(mpi_allgatherv, MPI_ALLGATHERV,
          MPI_Fint *displs, MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_allgatherv(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), rcounts, displs,
-                                 TYPE(rtype), COMM(comm)));
+                                 TYPE(rtype), COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_gatherv, MPI_GATHERV,
@@ -628,7 +629,7 @@ F_ENTRY(mpi_gatherv, MPI_GATHERV,
          MPI_Fint *displs, MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_gatherv(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), rcounts, displs,
-                              TYPE(rtype), *root, COMM(comm)));
+                              TYPE(rtype), *root, COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_scatterv, MPI_SCATTERV,
@@ -636,7 +637,7 @@ F_ENTRY(mpi_scatterv, MPI_SCATTERV,
          MPI_Fint *rcount, MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_scatterv(cbuf(sbuf), scounts, displs, TYPE(stype), cbuf(rbuf), *rcount,
-                               TYPE(rtype), *root, COMM(comm)));
+                               TYPE(rtype), *root, COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_alltoallv, MPI_ALLTOALLV,
@@ -644,7 +645,7 @@ F_ENTRY(mpi_alltoallv, MPI_ALLTOALLV,
          MPI_Fint *rcounts, MPI_Fint *rdispls, MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_alltoallv(cbuf(sbuf), scounts, sdispls, TYPE(stype), cbuf(rbuf), rcounts,
-                                rdispls, TYPE(rtype), COMM(comm)));
+                                rdispls, TYPE(rtype), COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
@@ -652,7 +653,7 @@ F_ENTRY(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
          MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_reduce_scatter(cbuf(sbuf), cbuf(rbuf), rcounts, TYPE(type), OP(op),
-                                     COMM(comm)));
+                                     COMM(comm), NULL, NULL));
 }
 
 F_ENTRY(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
@@ -660,7 +661,132 @@ F_ENTRY(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
          MPI_Fint *ierr))
 {
     SET_IERR(ierr, lt_reduce_scatter_block(cbuf(sbuf), cbuf(rbuf), *count, TYPE(type), OP(op),
-                                           COMM(comm)));
+                                           COMM(comm), NULL, NULL));
+}
+
+/* non-blocking collectives: the core with a C request, handed back as a Fortran handle */
+#define F_NONBLOCKING(call)                \
+    MPI_Request r = MPI_REQUEST_NULL;      \
+    int rc = (call);                       \
+    if (rc == MPI_SUCCESS)                 \
+        *request = MPI_Request_c2f(r);     \
+    SET_IERR(ierr, rc)
+
+F_ENTRY(mpi_ibarrier, MPI_IBARRIER, (MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_barrier(COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ibcast, MPI_IBCAST,
+        (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, MPI_Fint *comm,
+         MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_bcast(cbuf(buf), *count, TYPE(type), *root, COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ireduce, MPI_IREDUCE,
+        (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, MPI_Fint *root,
+         MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_reduce(cbuf(sbuf), cbuf(rbuf), *count, TYPE(type), OP(op), *root,
+                            COMM(comm), &r, request));
+}
+
+#define F_IALLREDUCE(lower, UPPER, Name, Blocking)                                            \
+    F_ENTRY(lower, UPPER,                                                                     \
+            (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op,           \
+             MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))                              \
+    {                                                                                         \
+        F_NONBLOCKING(lt_allreduce("MPI_" #Name, PMPI_##Blocking, PMPI_##Name, cbuf(sbuf),   \
+                                   cbuf(rbuf), *count, TYPE(type), OP(op), COMM(comm), &r,   \
+                                   request));                                                 \
+    }
+
+F_IALLREDUCE(mpi_iallreduce, MPI_IALLREDUCE, Iallreduce, Allreduce)
+F_IALLREDUCE(mpi_iscan, MPI_ISCAN, Iscan, Scan)
+F_IALLREDUCE(mpi_iexscan, MPI_IEXSCAN, Iexscan, Exscan)
+
+F_ENTRY(mpi_iallgather, MPI_IALLGATHER,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount,
+         MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_allgather(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
+                               TYPE(rtype), COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ialltoall, MPI_IALLTOALL,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount,
+         MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_alltoall(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
+                              TYPE(rtype), COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_igather, MPI_IGATHER,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount,
+         MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_gather(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount, TYPE(rtype),
+                            *root, COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_iscatter, MPI_ISCATTER,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount,
+         MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_scatter(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), *rcount,
+                             TYPE(rtype), *root, COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_iallgatherv, MPI_IALLGATHERV,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcounts,
+         MPI_Fint *displs, MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_allgatherv(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), rcounts, displs,
+                                TYPE(rtype), COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_igatherv, MPI_IGATHERV,
+        (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcounts,
+         MPI_Fint *displs, MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+         MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_gatherv(cbuf(sbuf), *scount, TYPE(stype), cbuf(rbuf), rcounts, displs,
+                             TYPE(rtype), *root, COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_iscatterv, MPI_ISCATTERV,
+        (void *sbuf, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *stype, void *rbuf,
+         MPI_Fint *rcount, MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+         MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_scatterv(cbuf(sbuf), scounts, displs, TYPE(stype), cbuf(rbuf), *rcount,
+                              TYPE(rtype), *root, COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ialltoallv, MPI_IALLTOALLV,
+        (void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *stype, void *rbuf,
+         MPI_Fint *rcounts, MPI_Fint *rdispls, MPI_Fint *rtype, MPI_Fint *comm,
+         MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_alltoallv(cbuf(sbuf), scounts, sdispls, TYPE(stype), cbuf(rbuf), rcounts,
+                               rdispls, TYPE(rtype), COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ireduce_scatter, MPI_IREDUCE_SCATTER,
+        (void *sbuf, void *rbuf, MPI_Fint *rcounts, MPI_Fint *type, MPI_Fint *op, MPI_Fint *comm,
+         MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_reduce_scatter(cbuf(sbuf), cbuf(rbuf), rcounts, TYPE(type), OP(op),
+                                    COMM(comm), &r, request));
+}
+
+F_ENTRY(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK,
+        (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, MPI_Fint *comm,
+         MPI_Fint *request, MPI_Fint *ierr))
+{
+    F_NONBLOCKING(lt_reduce_scatter_block(cbuf(sbuf), cbuf(rbuf), *count, TYPE(type), OP(op),
+                                          COMM(comm), &r, request));
 }
 
 #else

@@ -1,8 +1,9 @@
 """The ``llamp`` command line: one entry point, one module per group of subcommands.
 
 Exit codes: 0 success, 2 bad input (:class:`llamp.errors.InputError`, or a path that cannot be
-read or written), 1 internal error (a line saying so and where to report it, never a
-traceback unless ``LLAMP_DEBUG=1``). Every diagnostic goes through one channel
+read or written), 1 a failure at run time: of the environment (a graph server that does not
+answer, out of memory, interrupted) or internal (a line saying so and where to report it, never
+a traceback unless ``LLAMP_DEBUG=1``). Every diagnostic goes through one channel
 (:func:`llamp.cli.base.message`): one line ``llamp: error: …`` or ``llamp: warning: …`` on
 stderr, without passwords, with control characters escaped and long quoted input cut; Python
 warnings raised by the library (``IngestWarning``) are relayed the same way.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from dataclasses import replace
 
 import click
@@ -20,7 +19,6 @@ import numpy as np
 from llamp import config
 from llamp.cli.base import (
     analysis_settings,
-    budget_option,
     cli,
     emit_json,
     engine_option,
@@ -35,10 +33,9 @@ from llamp.cli.base import (
     table,
     write_back,
 )
-from llamp.config import format_ns, format_percent, parse_range
+from llamp.config import format_ns, format_percent
 from llamp.graph import ExecutionGraph
-from llamp.lp.registry import ANALYSES, Inputs, critical_search, resolve_budget
-from llamp.lp.registry import levels as levels_of
+from llamp.lp.registry import ANALYSES, Inputs
 from llamp.params import LogGPS
 
 
@@ -57,9 +54,7 @@ def predict(
     result, payload = _run("predict", graph, Inputs(params, engine))
     payload["engine_note"] = choice.note
     if save:
-        payload["analysis_id"] = write_back(
-            graph_spec, "predict", params, result.as_dict(), _schedule(graph, params), graph
-        )
+        payload["analysis_id"] = _save("predict", graph_spec, graph, params, payload, per_op=True)
     if as_json:
         emit_json(payload)
         return
@@ -82,6 +77,21 @@ def _run(name: str, graph: ExecutionGraph, inputs: Inputs, settings=None):
     settings = entry.default_settings() if settings is None else settings
     result = entry.run(graph, inputs, settings)
     return result, entry.payload(result, settings, inputs)
+
+
+def _save(
+    name: str,
+    graph_spec: str,
+    graph: ExecutionGraph,
+    params: LogGPS,
+    payload: dict,
+    per_op: bool = False,
+) -> str:
+    """``--save``: analysis ``name``'s scalars (the registry's, as a study cell stores them)
+    as an Analysis node of the stored run, with each op's schedule when ``per_op``."""
+    scalars = ANALYSES[name].scalars(payload)
+    per_vertex = _schedule(graph, params) if per_op else None
+    return write_back(graph_spec, name, params, scalars, per_vertex, graph)
 
 
 def _schedule(graph: ExecutionGraph, params: LogGPS):
@@ -288,12 +298,7 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, settings) -> Non
     result, payload = _run("tolerance", graph, Inputs(params, engine), settings)
     payload["engine_note"] = choice.note
     if save:
-        scalars = {"baseline_ns": result.baseline_ns}
-        for t in result.latency:
-            scalars[f"latency_{t.x:g}_ns"] = t.value
-        for t in result.bandwidth:
-            scalars[f"G_{t.x:g}_ns_per_byte"] = t.value
-        payload["analysis_id"] = write_back(graph_spec, "tolerance", params, scalars)
+        payload["analysis_id"] = _save("tolerance", graph_spec, graph, params, payload)
     if as_json:
         emit_json(payload)
         return
@@ -446,15 +451,9 @@ def _print_region(result, frame) -> None:
 @click.option("--top", default=10, show_default=True, help="Messages to list.")
 def path(graph, graph_spec, params, as_json, save, top) -> None:
     """The critical path: its messages and where its time goes, per rank."""
-    from llamp.lp import critical_path
-
-    cp = critical_path(graph, params)
-    payload = cp.as_dict()
+    cp, payload = _run("path", graph, Inputs(params))
     if save:
-        scalars = cp.totals | {"runtime_ns": cp.runtime_ns}
-        payload["analysis_id"] = write_back(
-            graph_spec, "path", params, scalars, _schedule(graph, params), graph
-        )
+        payload["analysis_id"] = _save("path", graph_spec, graph, params, payload, per_op=True)
     if as_json:
         emit_json(payload)
         return
@@ -503,44 +502,6 @@ def _print_path(graph: ExecutionGraph, cp, top: int, engine: str | None = None) 
 
 
 # ---------------------------------------------------------------------- report
-def _sweep_from_segments(graph, params, crit, values: np.ndarray, engine: str):
-    """The report's sweep of L: ``T`` and ``λ_L`` read from the exact segments of ``crit``
-    (same range), evaluated only at the points inside unresolved intervals. Rows from the
-    segments have ``source`` ``"segments"`` and no ``lambda_G``/``lambda_o`` (null)."""
-    import pandas as pd
-
-    from llamp.lp import sweep as run_sweep
-
-    if crit.hi <= crit.lo:  # a range of zero width has no segments
-        return run_sweep(graph, params, values, engine=engine).assign(source="sweep")
-    inside = np.zeros(values.size, dtype=bool)
-    for u in crit.unresolved:
-        inside |= (values > u.start) & (values < u.end)
-    known = values[~inside]
-    T = crit.runtime_at(known) if known.size else np.zeros(0)
-    lam = crit.slope_at(known) if known.size else np.zeros(0)
-    rows = pd.DataFrame(
-        {
-            "L_ns": known,
-            "runtime_ns": T,
-            "lambda_L": lam,
-            "lambda_G": None,
-            "lambda_o": None,
-            "rho_L": np.where(T > 0, known * lam / np.where(T > 0, T, 1.0), 0.0),
-            "engine": crit.engine,
-            "source": "segments",
-        }
-    )
-    if inside.any():
-        swept = run_sweep(graph, params, values[inside], engine=engine).assign(source="sweep")
-        rows = pd.concat([rows, swept], ignore_index=True).sort_values("L_ns", kind="stable")
-    return rows.reset_index(drop=True)
-
-
-#: The stages of ``llamp report``, in order (its stage bar and its ``seconds``).
-_REPORT_STAGES = ("predict", "critical", "sweep", "tolerance", "path")
-
-
 @contextlib.contextmanager
 def _interrupt_exits():
     """Ctrl-C ends the report at once: the one line and exit status of every llamp command
@@ -561,78 +522,38 @@ def _interrupt_exits():
 @params_options
 @engine_option
 @json_option
-@click.option("--from", "lo", default="0", show_default=True, help="Sweep/critical interval start.")
-@click.option("--to", "hi", default="100us", show_default=True, help="Sweep/critical interval end.")
-@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-@click.option(
-    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
-)
-@budget_option("auto")
-def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, budget) -> None:
+@settings_options("report")
+@analysis_settings("report")
+def report(graph, graph_spec, params, engine, as_json, settings) -> None:
     """Everything at once: summary, prediction, sweep, critical latencies, tolerance, path."""
-    from llamp.lp import critical_path
-    from llamp.lp import predict as run_predict
-    from llamp.lp import tolerance as run_tolerance
-    from llamp.lp.lowered import release_pages
+    from llamp.lp.report import STAGES
     from llamp.progress import StepBar
 
-    a, b = parse_range("L", lo, hi)
-    choice = _engine_choice(engine, graph)
-    timings: dict[str, float] = {}
-    stages = StepBar(len(_REPORT_STAGES), "report", show=None if not as_json else False)
+    stages = StepBar(len(STAGES), "report", show=None if not as_json else False)
+    bars: list = []
 
-    def timed(name, fn):
-        stages.step(name)
-        start = time.perf_counter()
-        out = fn()
-        timings[name] = time.perf_counter() - start
-        # Each stage maps what it reads; what the next one needs it maps again (page cache).
-        release_pages(graph)
-        return out
+    def report_(fraction: float | None, text: str) -> None:
+        """A stage begins (the stage bar) or the critical-latency search advances (its bar)."""
+        if fraction is None and text in STAGES:
+            while bars:
+                bars.pop()[0].close()
+            stages.step(text)
+            return
+        if not bars:
+            bars.append(progress_bar(show=not as_json))
+        bars[-1][1](fraction, text)
 
     with stages, _interrupt_exits():
-        pred = timed("predict", lambda: run_predict(graph, params, engine=engine))
-        max_evaluations = resolve_budget(config.parse_budget(budget), graph, params)
-        bar, report_ = progress_bar(show=not as_json)
-        with bar:
-            crit = timed(
-                "critical",
-                lambda: critical_search(
-                    graph,
-                    params,
-                    a,
-                    b,
-                    report=report_,
-                    engine=engine,
-                    max_evaluations=max_evaluations,
-                ),
-            )
-        frame = timed(
-            "sweep",
-            lambda: _sweep_from_segments(graph, params, crit, np.linspace(a, b, points), engine),
-        )
-        tol = timed(
-            "tolerance",
-            lambda: run_tolerance(graph, params, levels_of(levels, "--x"), engine=engine),
-        )
-        cp = timed("path", lambda: critical_path(graph, params))
+        try:
+            data, payload = _run("report", graph, Inputs(params, engine, report=report_), settings)
+        finally:
+            while bars:
+                bars.pop()[0].close()
     if as_json:
-        emit_json(
-            {
-                "graph": graph.summary().as_dict(),
-                "predict": pred.as_dict(),
-                "sweep": frame.to_dict(orient="records"),
-                "critical": crit.as_dict(),
-                "tolerance": tol.as_dict(),
-                # The critical path always comes from the graph engine.
-                "path": {k: v for k, v in cp.as_dict().items() if k != "vertices"}
-                | {"engine": "graph"},
-                "engine": choice.as_dict(),
-                "seconds": timings,
-            }
-        )
+        emit_json(payload)
         return
-    s = graph.summary()
+    choice, pred, frame = data.engine, data.prediction, data.sweep
+    s = data.summary
     click.echo(
         f"{s.name}: {s.ranks} ranks, {s.vertices} vertices ({s.calcs} calc, {s.sends} send, "
         f"{s.recvs} recv), {s.messages} messages, {s.bytes} bytes"
@@ -656,9 +577,9 @@ def report(graph, graph_spec, params, engine, as_json, lo, hi, points, levels, b
     ]
     click.echo(table(rows, ("L", "T", "λ_L", "ρ_L")))
     click.echo("")
-    _print_critical(crit)
+    _print_critical(data.critical)
     click.echo("")
-    _print_tolerance(tol)
+    _print_tolerance(data.tolerance)
     click.echo("")
-    _print_path(graph, cp, 5, engine="graph")
-    click.echo("\n" + "  ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
+    _print_path(graph, data.path, 5, engine="graph")
+    click.echo("\n" + "  ".join(f"{k} {v:.2f}s" for k, v in data.seconds.items()))

@@ -6,10 +6,8 @@ UI and study specs); they are re-exported here for the commands."""
 
 from __future__ import annotations
 
-import decimal
 import functools
 import json
-import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +22,7 @@ from llamp.config import format_table as table
 from llamp.config import parse_collectives, parse_duration_ns
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
+from llamp.json_values import json_value
 from llamp.params import LogGPS
 
 
@@ -285,12 +284,7 @@ def latency_options(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args, wire, switch, intra_node, links, **kw):
         from llamp.lp.topology import LinkLatencies
 
-        per_class = {}
-        for item in links:
-            if "=" not in item:
-                raise InputError(f"--link: {item!r} is not CLASS=VALUE (e.g. core=500ns)")
-            name, value = (p.strip() for p in item.split("=", 1))
-            per_class[name] = parse_duration_ns(value)
+        per_class = config.parse_class_latencies(links, what="--link")
         given = {
             key: parse_duration_ns(value)
             for key, value in (
@@ -367,41 +361,9 @@ def host_speed_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def _clean(value: Any) -> Any:
-    """``value`` as JSON can hold it, numbers unchanged: what analyses return and whatever a
-    Cypher query returns (a ``sum`` is a Decimal, a ``date()`` a date, a list an array)."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-        return value
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((_clean(v) for v in value), key=repr)
-    if isinstance(value, decimal.Decimal):  # exact: an integer, a float that is the value, or text
-        if not value.is_finite():
-            return _clean(float(value))
-        if value == value.to_integral_value():
-            return int(value)
-        return float(value) if decimal.Decimal(float(value)) == value else str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, np.ndarray):
-        return [_clean(v) for v in value.tolist()]
-    if hasattr(value, "isoformat"):  # dates, times (also pandas' and the drivers')
-        return value.isoformat()
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _clean(value.item())
-    return str(value)  # durations, points, ids: their text
-
-
 def json_text(payload: Any) -> str:
     """``payload`` as stable JSON text (sorted keys, infinities as the string "inf")."""
-    return json.dumps(_clean(payload), indent=2, sort_keys=True)
+    return json.dumps(json_value(payload), indent=2, sort_keys=True)
 
 
 def emit_json(payload: Any) -> None:
@@ -459,7 +421,6 @@ def refuse_host_speed_for_run(spec: str) -> None:
 # ---------------------------------------------------------------------- GRAPH and selections
 def select(graph: ExecutionGraph, ranks: str | None, window: str | None) -> ExecutionGraph:
     """The subgraph of ``ranks`` and trace-time ``window`` (``None`` keeps everything)."""
-    import numpy as np
 
     if not ranks and not window:
         return graph
@@ -659,17 +620,6 @@ def analysis_settings(name: str) -> Callable[[Callable[..., Any]], Callable[...,
         return wrapper
 
     return decorate
-
-
-def budget_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--max-evaluations`` of the critical-value search with another default (``auto`` in
-    the commands that run several analyses); the command receives the text as ``budget``."""
-    from dataclasses import replace
-
-    from llamp.lp.registry import ANALYSES
-
-    opt = ANALYSES["critical"].option("max_evaluations")
-    return _click_option(replace(opt, field="budget", default=default))
 
 
 def progress_bar(unit: str = "%", show: bool = True):

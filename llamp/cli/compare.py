@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from llamp.cli.base import (
-    budget_option,
+    analysis_settings,
     check_output,
     cli,
     emit_json,
@@ -23,12 +23,12 @@ from llamp.cli.base import (
     json_option,
     load_graph_spec,
     params_options,
+    settings_options,
     table,
 )
-from llamp.config import format_ns, parse_budget, parse_duration_ns, parse_range
+from llamp.config import format_ns, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.registry import levels as parse_levels
-from llamp.lp.registry import resolve_budget
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -210,31 +210,15 @@ def export_timeline(graph, graph_spec, params, as_json, output, critical_only) -
     type=click.Path(dir_okay=False, path_type=Path),
     help="Output file (.html): self-contained, no network access needed to view it.",
 )
-@click.option("--from", "lo", default="0", show_default=True, help="Sweep/critical interval start.")
-@click.option("--to", "hi", default="100us", show_default=True, help="Sweep/critical interval end.")
-@click.option("--points", default=11, show_default=True, type=click.IntRange(2, 100000))
-@click.option(
-    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
-)
-@budget_option("auto")
-def export_report(
-    graph, graph_spec, params, as_json, output, lo, hi, points, levels, budget
-) -> None:
+@settings_options("report")
+@analysis_settings("report")
+def export_report(graph, graph_spec, params, as_json, output, settings) -> None:
     """The report of llamp report as one self-contained HTML file (inline CSS and SVG plots)."""
-    from llamp.lp.html_report import build_report, render_report
+    from llamp.lp.html_report import render_report
+    from llamp.lp.registry import ANALYSES, Inputs
 
     check_output(output, (".html", ".htm"))
-    a, b = parse_range("L", lo, hi)
-    data = build_report(
-        graph,
-        params,
-        lo=a,
-        hi=b,
-        points=points,
-        levels=parse_levels(levels, "--x"),
-        max_evaluations=resolve_budget(parse_budget(budget), graph, params),
-        engine="graph",
-    )
+    data = ANALYSES["report"].run(graph, Inputs(params, engine="graph"), settings)
     _write_text(output, render_report(data))
     if as_json:
         emit_json(

@@ -57,28 +57,22 @@ def _shift(value: float) -> str:
     default=None,
     help="Node of every rank, one node index or name per line (default: dense).",
 )
-@click.option(
-    "--ranks-per-node",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Dense mapping: consecutive ranks fill a node.",
-)
+@settings_options("topology", "ranks_per_node")
 @latency_options
 @params_options
 @json_option
-@levels_option()
+@settings_options("topology", "levels")
+@analysis_settings("topology")
 def topology(
     graph: ExecutionGraph,
     graph_spec: str,
     specs,
     compare,
     mapping_file,
-    ranks_per_node,
     latencies,
     params: LogGPS,
     as_json: bool,
-    levels: str,
+    settings,
 ) -> None:
     """T, λ and x% tolerance per link class on each topology SPEC (LLAMP §IV-2, App. H).
 
@@ -86,22 +80,14 @@ def topology(
     file (.graphml, .gml, edge list). A message between nodes costs Σ wires·l_class +
     h·d_switch (h = switches traversed); --L is not used, --o/--G/--S are.
     """
-    from llamp.lp.topology import compare_topologies
-
-    if not specs:
-        raise InputError("give at least one topology, e.g. fattree:k=16 dragonfly:g=8,a=4,p=8")
-    x = parse_levels(levels, "--x")
+    inputs = Inputs(params, topology=tuple(specs), mapping=mapping_file, latencies=latencies)
+    x = settings.levels
     with _bar(len(specs), "topologies") as bar:
-        result = compare_topologies(
-            graph,
-            params,
-            list(specs),
-            ranks_per_node=ranks_per_node,
-            mapping_file=mapping_file,
-            latencies=latencies,
-            levels=x,
-            progress=lambda spec: bar.update(1),
-        )
+
+        def report(fraction: float | None, spec: str) -> None:
+            bar.update(round((fraction or 0.0) * len(specs)) - bar.n)
+
+        result = ANALYSES["topology"].run(graph, replace(inputs, report=report), settings)
     if as_json:
         emit_json(result.as_dict())
         return

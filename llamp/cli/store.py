@@ -136,7 +136,8 @@ param_option = click.option(
 @json_option
 @click.pass_context
 def runs_group(ctx: click.Context, as_json: bool) -> None:
-    """List the stored runs (or: runs show NAME, runs delete NAME, runs check [NAME])."""
+    """List the stored runs and the store's size on disk (or: runs show NAME, runs delete
+    NAME, runs check [NAME])."""
     if ctx.invoked_subcommand is not None:
         return
     with _open(ctx) as store:
@@ -144,7 +145,13 @@ def runs_group(ctx: click.Context, as_json: bool) -> None:
         location = store.location
         disk = store.disk_bytes()
     if as_json:
-        emit_json([{k: v for k, v in r.as_dict().items() if k != "meta"} for r in runs])
+        emit_json(
+            {
+                "store": location,
+                "runs": [{k: v for k, v in r.as_dict().items() if k != "meta"} for r in runs],
+                "disk_bytes": {**disk, "total": sum(disk.values())},
+            }
+        )
         return
     if not runs:
         click.echo(f"no runs in {location} (store one with: llamp ingest TRACE --name NAME)")

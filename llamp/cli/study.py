@@ -1,5 +1,5 @@
 """``llamp study SPEC.yaml``: runs × networks × what-ifs × analyses on all cores, a Dask
-cluster or Slurm (issue 18; the spec format is in :mod:`llamp.study.spec`)."""
+cluster or Slurm (the spec format is in :mod:`llamp.study.spec`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Builds the PMPI tracer on first use with the ``mpicc`` on PATH (cached per MPI l
 ``$LLAMP_HOME/tracer/``), runs the command with the tracer preloaded into every rank, checks
 that each rank left a complete ``pmpi-trace-rank-<N>.txt`` (liballprof format) in DIR, and with
 ``--ingest NAME`` turns the trace into an execution graph stored as run NAME. See
-:mod:`llamp.ingest.trace`.
+:mod:`llamp.ingest.tracing`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def trace_cmd(
     DIR/pmpi-trace-rank-N.txt (liballprof format); the run must exit with 0 and leave a
     complete file per rank.
     """
-    from llamp.ingest.trace import run_traced
+    from llamp.ingest.tracing import run_traced
 
     algorithms = parse_collectives(collectives)
     if algorithms:

@@ -1,4 +1,4 @@
-"""Compare runs: two or more stored runs side by side at one configuration (issue 17) — T(L)
+"""Compare runs: two or more stored runs side by side at one configuration — T(L)
 and λ_L on one plot each (a line per run), tolerances, critical-path composition, and what
 changed against the first run (:func:`llamp.lp.compare.compare_runs`, computed per run in the
 background by :mod:`llamp.ui.run_comparison`: progress, Cancel, and adding a run computes only

@@ -9,8 +9,9 @@ import streamlit as st
 
 from llamp.config import COLL_TAG_BASE, COMM_TAG_STRIDE, parse_duration_ns
 from llamp.errors import InputError
-from llamp.lp import critical_path, evaluate, rank_time_split
-from llamp.ui import controls, display, exports, plots, store, tasks
+from llamp.lp import evaluate, rank_time_split
+from llamp.lp.registry import ANALYSES, Inputs
+from llamp.ui import controls, display, exports, plots
 
 st.title("Critical path")
 sel = controls.selection("critical_path")
@@ -20,24 +21,19 @@ st.caption(f"Run **{sel.name}** · {controls.describe(sel.params)}")
 AUTO_OPS = 3000
 
 
-def _work(task):
-    task.report(None, f"loading run {sel.name!r}")
-    graph = store.load_graph(sel.name, sel.token)
+def _work(graph, task):
     task.report(0.1, "evaluating the schedule")
     ev = evaluate(graph, sel.params)
     task.report(0.4, "tracing the critical path")
-    cp = critical_path(graph, sel.params)
+    cp = ANALYSES["path"].compute(graph, Inputs(sel.params))
     task.report(0.9, "splitting each rank's time")
     return graph, ev, cp, rank_time_split(graph, ev), np.sort(ev.start_ns)
 
 
 found = None
 with controls.readable_errors("Critical-path analysis"):
-    found = tasks.result(
-        f"critical_path|{sel.run}|{sel.key}",
-        "Evaluating the schedule and the critical path",
-        _work,
-        slot="critical-path",
+    found = controls.background(
+        sel, "critical-path", "Evaluating the schedule and the critical path", _work
     )
 if found is None:
     st.stop()

@@ -17,8 +17,8 @@ import streamlit as st
 from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.critical import exact_curve
-from llamp.lp.registry import ANALYSES, CriticalSettings, Inputs, ToleranceSettings
-from llamp.ui import analyses, controls, display, exports, plots, stored
+from llamp.lp.registry import CriticalSettings, ToleranceSettings
+from llamp.ui import analyses, controls, display, exports, plots
 
 st.title("Latency sensitivity and tolerance")
 sel = controls.selection("latency")
@@ -82,32 +82,19 @@ with st.expander("Display", expanded=False):
     )
 
 
-def _head(graph, task, levels: tuple[float, ...]) -> dict:
-    """``T``, λ at the sidebar's parameters and the x% L and G tolerances."""
-    inputs = Inputs(sel.params)
-    task.report(None, "predicting T(L0)")
-    pred = ANALYSES["predict"].compute(graph, inputs)
-    task.report(0.3, "finding the x% tolerances")
-    tol = ANALYSES["tolerance"].run(graph, inputs, ToleranceSettings(levels))
-    return {"predict": pred, "tolerance": tol}
-
-
-head = crit = None
+pred = tol = crit = None
 with controls.readable_errors("Latency analysis"):
     levels = controls.levels(levels_text)
-    head = stored.obtain(
-        sel.run,
-        sel.name,
-        sel.token,
-        ("predict", "tolerance"),
-        stored.key_of(sel.params, levels=levels),
-        "Predicting T(L0) and the tolerances",
-        lambda graph, task: _head(graph, task, levels),
-        key="latency-head",
+    pred = controls.analysis(sel, "predict", "Predicting T(L0)", slot="latency-predict")
+    tol = controls.analysis(
+        sel,
+        "tolerance",
+        "Finding the x% tolerances",
+        ToleranceSettings(levels),
+        slot="latency-tolerance",
     )
-if head is None:
+if pred is None or tol is None:
     st.stop()
-pred, tol = head["predict"], head["tolerance"]
 L0 = sel.params.L
 
 # ---------------------------------------------------------------------- headline numbers

@@ -14,6 +14,7 @@ from llamp.config import (
     DEFAULT_SWITCH_NS,
     DEFAULT_TOLERANCES,
     DEFAULT_WIRE_NS,
+    parse_class_latencies,
     parse_duration_ns,
 )
 from llamp.errors import InputError
@@ -27,19 +28,6 @@ st.caption(
     "a message between two nodes costs Σ wires·l_class + h·d_switch (h switches on its "
     "route), one between ranks on the same node l_intra_node: the sidebar's L is not used."
 )
-
-
-def _class_latencies(text: str) -> dict[str, float]:
-    """``"core=500ns, inter=1us"`` → ``{"core": 500.0, "inter": 1000.0}``."""
-    out: dict[str, float] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise InputError(f"link class latencies: {item.strip()!r} is not CLASS=VALUE")
-        name, value = (p.strip() for p in item.split("=", 1))
-        out[name] = parse_duration_ns(value, default_unit=None)
-    return out
 
 
 def _pct(x: float) -> str:
@@ -151,7 +139,9 @@ with controls.readable_errors("Topology inputs"):
             wire_ns=parse_duration_ns(wire_text, default_unit=None),
             switch_ns=parse_duration_ns(switch_text, default_unit=None),
             intra_node_ns=parse_duration_ns(intra_text, default_unit=None),
-            per_class_ns=_class_latencies(classes_text),
+            per_class_ns=parse_class_latencies(
+                classes_text.split(","), what="link class latencies"
+            ),
         )
     )
     analyses.check_link_classes(topologies, latencies)

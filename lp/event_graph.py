@@ -47,10 +47,15 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
   (the stable topological order of the rank's requires/irequires edges, ties by vertex id).
 - **CPU.** The calcs and send overheads of one (rank, cpu) take turns in program order (a
   pair that a dependency already orders as strongly adds no edge: in a trace, none does).
-  The receives completed by one wait — the receives a ``calc`` requires: the calc after a
-  ``Wait``/``Waitall``; a receive belongs to the first calc that requires it — are processed
-  one after another in program (posting) order. Receives joined by another kind of vertex
-  are not a wait and are not chained.
+  Members are the operations that hold the CPU and that the program issues in that order: a
+  zero-cost calc (a join) is none, and neither is a send that waits for a message the next
+  member does not wait for — progress the MPI library makes when the message arrives (a
+  later round of a non-blocking collective), not a step of the program
+  (:func:`_program_line`). The receives completed by one wait — the receives a ``calc``
+  requires: the calc after a ``Wait``/``Waitall``; a receive belongs to the first calc that
+  requires it, a join of such progress rounds aside — are processed one after another in
+  program (posting) order. Receives joined by another kind of vertex are not a wait and are
+  not chained.
 - **Receive progress** (``params.progress``). ``async``: a receive's ``o`` is charged at
   ``max(post, arrival)``, overlapping what the rank computes meanwhile. ``wait``: no
   asynchronous progress: the receives of a wait are processed no earlier than the wait starts,
@@ -59,7 +64,9 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
 - **NIC** (``params.nic``). ``overlap``: concurrent transfers overlap completely (the paper's
   model). ``serial``: G is LogGP's gap: the NIC of a (rank, nic) injects one message after
   another, a send starting no earlier than the previous send's start + g + B·G (LogGOPSim
-  books the NIC when the send starts, for eager and rendezvous messages alike), and accepts
+  books the NIC when the send starts, for eager and rendezvous messages alike; the sends of
+  the CPU chain, in program order: a send that is progress is injected when it is made), and
+  accepts
   one after another: a receive finishes no earlier than the previous one's finish + g + its
   own B·G. The receiving CPU is charged B·G too (LogGOPSim: "message is only received after
   G is charged"): the receives of one wait are ``o + B·G`` apart. The NIC accepts messages
@@ -501,17 +508,19 @@ def _serialisation_chains(
     position = program_position(graph)
     empty = _Chain(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
-    sends = np.flatnonzero(kind == SEND)
-    sends = sends[_group_by(position[sends], V)]  # program order
-    cpu_ops = np.flatnonzero((kind == SEND) | (kind == CALC))
-    cpu_ops = cpu_ops[_group_by(position[cpu_ops], V)]
-    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"))
+    out = _OutEdges.of(graph)
+    cpu_ops, progress_calc = _program_line(graph, position, out)
+    send_cpu = _without_direct_edges(graph, _stream_chain(graph, cpu_ops, "cpu"), out)
+    del out
+    # the NIC injects the sends the program issues in program order; a send that is progress
+    # (not a member of the CPU chain) is injected when it is made
+    sends = cpu_ops[kind[cpu_ops] == SEND]  # program order
     send_nic = _stream_chain(graph, sends, "nic") if nic == "serial" else empty
 
     # Waits: the receives a calc requires (the calc after a Wait/Waitall), in program order.
     ek = graph.edge_kind
     req = ek == REQUIRES
-    into_calc = req & (kind[graph.edge_dst] == CALC)
+    into_calc = req & (kind[graph.edge_dst] == CALC) & ~progress_calc[graph.edge_dst]
     r = graph.edge_src[into_calc & (kind[graph.edge_src] == RECV)]
     w = graph.edge_dst[into_calc & (kind[graph.edge_src] == RECV)]
     if r.size:
@@ -554,46 +563,165 @@ def _serialisation_chains(
     return send_cpu, wait_chain, wait_start, send_nic, recv_nic
 
 
-def _without_direct_edges(graph: ExecutionGraph, chain: _Chain) -> _Chain:
+@dataclass(frozen=True)
+class _OutEdges:
+    """The graph's edges grouped by source: ``edge[ptr[v]:ptr[v+1]]`` are ``v``'s edge ids
+    (the graph's index type)."""
+
+    ptr: np.ndarray
+    edge: np.ndarray
+
+    @classmethod
+    def of(cls, graph: ExecutionGraph) -> _OutEdges:
+        V = graph.num_vertices
+        index = graph.edge_src.dtype
+        return cls(_ptr(graph.edge_src, V, index), _group_by(graph.edge_src, V, index))
+
+
+def _program_line(
+    graph: ExecutionGraph, position: np.ndarray, out: _OutEdges
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the CPU ops chained in program order, in that order; a mask of the calcs that are
+    progress, not waits).
+
+    The chain holds the calcs that take CPU time and the sends the program issues in program
+    order. A zero-cost calc holds no CPU and is no member. A send that waits for a message the
+    next op of its stream's chain does not wait for is no step of the program but progress
+    the MPI library makes when the message arrives (a later round of a non-blocking
+    collective): the program went on past it, and chaining it would hold the program back for
+    a message it does not wait for, or close a cycle where the program only waits for the
+    round in a later call. A zero-cost calc in that position that something requires (the
+    join of such a round) is progress too, not a wait: its receives are processed as they
+    arrive. "Waits for" is taken through the rank's ``requires`` edges (an ``irequires``
+    waits for a start, not a message); of the receives an op waits for, the one latest in
+    program order stands for the set (an op that waits for a later-posted receive than the
+    next op waits for one the next op does not)."""
+    V = graph.num_vertices
+    kind = graph.kind
+    ops = np.flatnonzero((kind == SEND) | (kind == CALC))
+    ops = ops[_group_by(position[ops], V)]
+    progress = np.zeros(V, dtype=bool)
+    if ops.size == 0:
+        return ops, progress
+    in_program_order = np.empty(V, dtype=position.dtype)
+    in_program_order[position] = np.arange(V, dtype=position.dtype)
+    awaited = _awaited_receive(
+        in_program_order, out.ptr, out.edge, graph.edge_dst, graph.edge_kind, kind, position
+    )
+    del in_program_order
+    stream = graph.streams("cpu")[ops].astype(np.int64)
+    key = graph.rank[ops].astype(np.int64) * (int(stream.max()) + 1) + stream
+    regroup = np.argsort(key, kind="stable")  # each stream's ops together, in program order
+    chained, ahead = _in_order(ops[regroup], key[regroup], awaited, kind, graph.cost_ns)
+    keep = np.empty(ops.size, dtype=bool)
+    keep[regroup] = chained
+    progress[ops[regroup][ahead]] = True
+    progress &= out.ptr[1:] > out.ptr[:-1]  # a join something requires (or a message leaves)
+    return ops[keep], progress
+
+
+@numba.njit(cache=True)
+def _awaited_receive(order, out_ptr, out_edge, dst, ek, kind, position):  # pragma: no cover
+    """Per vertex, the program position of the latest receive it waits for through its
+    rank's ``requires`` edges (−1: none): ``order`` lists the vertices in program order (a
+    topological order of the rank-local edges), each passing its value on along its
+    out-edges."""
+    awaited = np.full(order.shape[0], -1, dtype=position.dtype)
+    for i in range(order.shape[0]):
+        v = order[i]
+        d = awaited[v]
+        if kind[v] == RECV:
+            mine = max(d, position[v])  # what a ``requires`` successor waits for
+        else:
+            mine = d
+        for k in range(out_ptr[v], out_ptr[v + 1]):
+            e = out_edge[k]
+            if ek[e] == MESSAGE:
+                continue
+            u = dst[e]
+            awaited[u] = max(awaited[u], mine if ek[e] == REQUIRES else d)
+    return awaited
+
+
+@numba.njit(cache=True)
+def _in_order(ops, key, awaited, kind, cost):  # pragma: no cover - compiled
+    """Each stream's ``ops`` walked backwards: (chained, waits ahead of the chain). A calc
+    with a cost is chained; a send when it waits for no later receive than the next op
+    chained; a zero-cost calc never. "Ahead": a zero-cost calc that waits for a later
+    receive than the next op chained."""
+    chained = np.zeros(ops.shape[0], dtype=np.bool_)
+    ahead = np.zeros(ops.shape[0], dtype=np.bool_)
+    limit = np.int64(-1)
+    for i in range(ops.shape[0] - 1, -1, -1):
+        if i == ops.shape[0] - 1 or key[i] != key[i + 1]:
+            limit = np.iinfo(np.int64).max
+        v = ops[i]
+        if kind[v] == CALC and cost[v] == 0.0:
+            ahead[i] = awaited[v] > limit
+        elif kind[v] == CALC or awaited[v] <= limit:
+            chained[i] = True
+            limit = awaited[v]
+    return chained, ahead
+
+
+def _without_direct_edges(graph: ExecutionGraph, chain: _Chain, out: _OutEdges) -> _Chain:
     """``chain`` without the pairs the dependencies already order as strongly: ``a requires
-    b`` or ``b irequires a`` from a send, directly or through one receive (``a → r → b``: the
-    calc, Irecv/Recv, calc of a trace). In a trace every pair is such a dependency: the chain
-    then adds no edge (and no LP row). One pass over the out-edges of each pair's ``a`` (and
-    of its receives): the graph's index type, no per-edge key table."""
+    b`` or ``b irequires a`` from a send, directly or through receives and zero-cost calcs
+    (``a → r → b``: the calc, Irecv/Recv, calc of a trace; ``a → join → b``: the rounds of
+    a collective; at most :data:`_THROUGH` such vertices). In a trace every pair is such a
+    dependency: the chain then adds no edge (and no LP row). A walk over the out-edges of
+    each pair's ``a`` (bounded: :data:`_BUDGET`): the graph's index type, no per-edge key
+    table."""
     if chain.size == 0:
         return chain
-    V = graph.num_vertices
-    index = graph.edge_src.dtype
-    order = _group_by(graph.edge_src, V, index)
-    out_ptr = _ptr(graph.edge_src, V, index)
     keep = _not_ordered(
-        chain.a, chain.b, out_ptr, order, graph.edge_dst, graph.edge_kind, graph.kind
+        chain.a,
+        chain.b,
+        out.ptr,
+        out.edge,
+        graph.edge_dst,
+        graph.edge_kind,
+        graph.kind,
+        graph.cost_ns,
     )
     return _Chain(chain.a[keep], chain.b[keep])
 
 
+#: Receives and zero-cost calcs a dependency may pass through and still order a chain's pair,
+#: and the out-edges looked at per pair (past them the pair stays: an edge too many, never one
+#: too few).
+_THROUGH = 3
+_BUDGET = 4096
+
+
 @numba.njit(cache=True)
-def _not_ordered(a, b, out_ptr, order, dst, ek, kind):  # pragma: no cover - compiled
+def _not_ordered(a, b, out_ptr, order, dst, ek, kind, cost):  # pragma: no cover - compiled
     keep = np.ones(a.shape[0], dtype=np.bool_)
+    stack = np.empty((_THROUGH + 1, 2), dtype=np.int64)  # (vertex, next out-edge slot)
     for i in range(a.shape[0]):
         u, w = a[i], b[i]
-        for k in range(out_ptr[u], out_ptr[u + 1]):
-            e = order[k]
-            x = dst[e]
-            strong = ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)
-            if not strong:
+        stack[0, 0], stack[0, 1] = u, out_ptr[u]
+        top = 0
+        budget = _BUDGET
+        while top >= 0 and keep[i] and budget > 0:
+            budget -= 1
+            x = stack[top, 0]
+            k = stack[top, 1]
+            if k == out_ptr[x + 1]:
+                top -= 1
                 continue
-            if x == w:
+            stack[top, 1] = k + 1
+            e = order[k]
+            y = dst[e]
+            if ek[e] == MESSAGE:
+                continue
+            if top == 0 and not (ek[e] == REQUIRES or (ek[e] == IREQUIRES and kind[u] == SEND)):
+                continue  # the first step waits for a's finish (a send's o at least)
+            if y == w:
                 keep[i] = False
-                break
-            if kind[x] == RECV:
-                for k2 in range(out_ptr[x], out_ptr[x + 1]):
-                    e2 = order[k2]
-                    if ek[e2] != MESSAGE and dst[e2] == w:
-                        keep[i] = False
-                        break
-                if not keep[i]:
-                    break
+            elif top < _THROUGH and (kind[y] == RECV or (kind[y] == CALC and cost[y] == 0.0)):
+                top += 1
+                stack[top, 0], stack[top, 1] = y, out_ptr[y]
     return keep
 
 

@@ -1,0 +1,158 @@
+"""Single-pass checks of the columns of a graph file (docs/SECURITY.md §Graph files).
+
+What a kernel later indexes or adds up without looking must be checked once on load: an
+index out of range would make it read outside an array, a NaN cost would give T = NaN.
+numpy's reductions check one property per pass (``min``, then ``max``) and its elementwise
+tests build a temporary as large as the column (``np.diff``, ``a < b``, ``np.repeat``); at
+10^7 vertices those passes were most of the load (``benchmarks/bench_seal.py``). The compiled
+checks here read each column once, in place (a memory-mapped column is not copied), and stop
+at the first defect. Columns below :data:`COMPILED_MIN` elements take numpy's reductions
+instead: loading a compiled kernel costs more than they do.
+
+Each function answers a question (bounds, the first bad index, a yes/no); the caller raises
+the error naming the vertex or the file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Columns with at least this many elements are checked by a compiled kernel.
+COMPILED_MIN = 1 << 21
+
+_BLOCK = 1 << 12  # elements per vectorised step of a compiled check that stops early
+
+
+def bounds(column: np.ndarray) -> tuple[int | float, int | float]:
+    """(min, max) of a non-empty numeric column, in one pass for a big integer column (a float
+    column takes numpy's reductions, which keep a NaN: then both bounds are NaN)."""
+    if column.size < COMPILED_MIN or column.dtype.kind not in "iu":
+        return column.min(), column.max()
+    return _kernels().bounds(column)
+
+
+def first_descent(column: np.ndarray) -> int:
+    """The first index ``i`` with ``column[i] < column[i-1]``, or -1 (nondecreasing)."""
+    if column.size < 2:
+        return -1
+    if column.size < COMPILED_MIN:
+        down = np.flatnonzero(column[1:] < column[:-1])
+        return int(down[0]) + 1 if down.size else -1
+    return int(_kernels().first_descent(column))
+
+
+def first_not_finite_nonnegative(column: np.ndarray) -> int:
+    """The first index whose value is negative, infinite or NaN, or -1."""
+    if column.size == 0:
+        return -1
+    if column.size < COMPILED_MIN:
+        if column.min() >= 0.0 and column.max() < np.inf:  # NaN fails both comparisons
+            return -1
+        return int(np.flatnonzero(~((column >= 0.0) & (column < np.inf)))[0])
+    return int(_kernels().first_not_finite_nonnegative(column))
+
+
+def forward_csr(in_ptr: np.ndarray, src: np.ndarray) -> bool:
+    """Whether ``in_ptr`` runs from 0 to ``len(src)`` without going back and every in-edge
+    ``src[in_ptr[p]:in_ptr[p+1]]`` of position ``p`` comes from a position in ``0..p-1``."""
+    edges = src.shape[0]
+    if in_ptr.ndim != 1 or in_ptr.shape[0] < 1 or in_ptr[0] != 0 or in_ptr[-1] != edges:
+        return False
+    if edges == 0:
+        return bool(first_descent(in_ptr) == -1)
+    if in_ptr.size + edges < COMPILED_MIN:
+        counts = np.diff(in_ptr)
+        if counts.min() < 0:
+            return False
+        dst = np.repeat(np.arange(in_ptr.size - 1, dtype=np.int64), counts)
+        return bool(np.all((src >= 0) & (src < dst)))
+    return bool(_kernels().forward_csr(in_ptr, src))
+
+
+_compiled = None
+
+
+def _kernels():
+    """The compiled kernels (numba, cached on disk), defined on first use: a process that
+    only checks small columns never imports numba for them."""
+    global _compiled
+    if _compiled is None:
+        _compiled = _define()
+    return _compiled
+
+
+def _define():
+    import types
+
+    import numba
+
+    # Each loop is written so that LLVM vectorises it: a count over a block (no branch
+    # inside), then a search within the block only when the count says it holds a defect.
+    @numba.njit(cache=True, nogil=True)
+    def bounds_kernel(x):
+        lo = x[0]
+        hi = x[0]
+        for i in range(x.size):
+            lo = min(lo, x[i])
+            hi = max(hi, x[i])
+        return lo, hi
+
+    @numba.njit(cache=True, nogil=True)
+    def first_descent_kernel(x):
+        n = x.size
+        for start in range(1, n, _BLOCK):
+            stop = min(start + _BLOCK, n)
+            before, after = x[start - 1 : stop - 1], x[start:stop]
+            down = 0
+            for i in range(after.size):
+                down += np.int32(after[i] < before[i])
+            if down:
+                for i in range(after.size):
+                    if after[i] < before[i]:
+                        return start + i
+        return -1
+
+    @numba.njit(cache=True, nogil=True)
+    def first_not_finite_nonnegative_kernel(x):
+        n = x.size
+        for start in range(0, n, _BLOCK):
+            block = x[start : min(start + _BLOCK, n)]
+            good = 0
+            for i in range(block.size):  # NaN fails both comparisons
+                good += np.int32(block[i] >= 0.0) & np.int32(block[i] < np.inf)
+            if good != block.size:
+                for i in range(block.size):
+                    if not (block[i] >= 0.0 and block[i] < np.inf):
+                        return start + i
+        return -1
+
+    @numba.njit(cache=True, nogil=True)
+    def forward_csr_kernel(in_ptr, src):
+        edges = src.size
+        lo = 0
+        for p in range(in_ptr.size - 1):
+            hi = in_ptr[p + 1]
+            if hi < lo or hi > edges:
+                return False
+            for e in range(lo, hi):
+                s = src[e]
+                if s < 0 or s >= p:
+                    return False
+            lo = hi
+        return True
+
+    return types.SimpleNamespace(
+        bounds=bounds_kernel,
+        first_descent=first_descent_kernel,
+        first_not_finite_nonnegative=first_not_finite_nonnegative_kernel,
+        forward_csr=forward_csr_kernel,
+    )
+
+
+__all__ = [
+    "COMPILED_MIN",
+    "bounds",
+    "first_descent",
+    "first_not_finite_nonnegative",
+    "forward_csr",
+]
