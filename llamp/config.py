@@ -246,14 +246,19 @@ _DURATION_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-zA-Zµμ]*)\s*$")
 _GAP_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-zA-Zµμ]*)\s*/\s*([a-zA-Z]+)\s*$")
 
 
-def parse_duration_ns(text: str | float | int, *, default_unit: str = "ns") -> float:
-    """``"3us"`` → 3000.0. A bare number is read in ``default_unit``."""
+def parse_duration_ns(text: str | float | int, *, default_unit: str | None = "ns") -> float:
+    """``"3us"`` → 3000.0. A bare number is read in ``default_unit``; with
+    ``default_unit=None`` a unit is required (a form where ``3`` could mean 3 ns or 3 µs)."""
     if isinstance(text, int | float):
+        if default_unit is None:
+            raise ParameterError(f"duration {text!r} has no unit: give a unit (e.g. 3us)")
         return float(text) * _TIME_UNITS_NS[default_unit]
     match = _DURATION_RE.match(text)
     if not match:
-        raise ParameterError(f"cannot read duration {text!r}: expected e.g. 3us, 1.5ms, 250ns")
-    value, unit = float(match.group(1)), match.group(2) or default_unit
+        raise ParameterError(f"cannot read duration {text[:40]!r}: expected e.g. 3us, 1.5ms, 250ns")
+    if not match.group(2) and default_unit is None:
+        raise ParameterError(f"duration {text[:40]!r} has no unit: give a unit (e.g. 3us)")
+    value, unit = float(match.group(1)), match.group(2) or default_unit or "ns"
     if unit not in _TIME_UNITS_NS:
         raise ParameterError(
             f"unknown time unit {unit!r} in {text!r}: use one of ps, ns, us, ms, s"

@@ -43,9 +43,11 @@ class LogGPS:
         for name in ("L", "o", "G", "g"):
             value = getattr(self, name)
             if not value >= 0.0 or value == float("inf"):
-                raise ParameterError(f"LogGPS {name} must be finite and ≥ 0, got {value!r}")
+                raise ParameterError(
+                    f"LogGPS {name} must be finite and ≥ 0, got {config.format_value(name, value)}"
+                )
         if self.S < 0:
-            raise ParameterError(f"LogGPS S must be ≥ 0 bytes, got {self.S!r}")
+            raise ParameterError(f"LogGPS S must be ≥ 0 bytes, got {self.S!r} B")
         if self.progress not in config.PROGRESS_MODELS:
             raise ParameterError(
                 f"unknown progress model {self.progress!r}: use one of "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from llamp.ui import APP_PATH, tasks
+from llamp.ui import APP_PATH, display, tasks
 
 #: The trace the UI suites store as run :data:`RUN`.
 SWEEP3D = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
@@ -82,26 +83,65 @@ def keyed(at: AppTest, key: str):
 
 
 def exact_ns(block) -> float:
-    """The exact value a metric's caption shows, ``"2936850.544516 ns"`` → float."""
+    """The exact value a metric's caption shows, ``"exact: 2.936850544516 ms"`` → ns."""
     text = block.caption[0].value
-    assert text.endswith(" ns"), text
-    return float(text.removesuffix(" ns"))
+    assert text.startswith("exact: "), text
+    return display.parse_exact(text.removeprefix("exact: "))
 
 
-#: Units of the time columns a page shows (``"wait (ms)"``), in ns.
-UNITS = {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1.0}
+#: Units of the columns a page shows (``"wait (ms)"``, ``"size (KiB)"``, ``"share (%)"``):
+#: (the analysis' column suffix, the unit's size in it).
+UNITS = {
+    "s": ("_ns", 1e9),
+    "ms": ("_ns", 1e6),
+    "µs": ("_ns", 1e3),
+    "ns": ("_ns", 1.0),
+    "B": ("_bytes", 1.0),
+    "KiB": ("_bytes", 1024.0),
+    "MiB": ("_bytes", 1024.0**2),
+    "GiB": ("_bytes", 1024.0**3),
+    "%": ("_share", 0.01),
+    "ns/B": ("_ns_per_byte", 1.0),
+    "Gb/s": ("_Gb_per_s", 1.0),
+}
+#: Headers in words back to the analysis' names (``"λ_L"`` → ``lambda_L``).
+NAMES = {words: name for name, words in display.WORDS.items()}
+
+
+def _code(words: str) -> str:
+    """A header in words back to its code name: ``"slack 1%"`` → ``slack_1pct``."""
+    return re.sub(r"(\d)%", r"\1pct", words.replace(" ", "_"))
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column as numbers: a text column's ``unbounded`` is ∞, ``—`` is NaN."""
+    if pd.api.types.is_numeric_dtype(column):
+        return column
+    words = {display.UNBOUNDED: np.inf, f"−{display.UNBOUNDED}": -np.inf, display.MISSING: np.nan}
+    return column.map(lambda v: words[v] if v in words else float(str(v).replace(",", "")))
 
 
 def raw(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table as :func:`llamp.ui.controls.with_units` shows it, back in the analysis' own
-    names and nanoseconds: ``"wait (ms)"`` → ``wait_ns``, ``"vs block"`` → ``vs_block``."""
+    """A table as :func:`llamp.ui.display.frame` shows it, back in the analysis' own names
+    and units: ``"wait (ms)"`` → ``wait_ns``, ``"vs block"`` → ``vs_block``, ``"λ_L"`` →
+    ``lambda_L``."""
     out = {}
     for column in frame.columns:
         base, _, unit = column.rpartition(" (")
         if base and unit.endswith(")") and unit[:-1] in UNITS:
-            out[base.replace(" ", "_") + "_ns"] = frame[column] * UNITS[unit[:-1]]
+            suffix, scale = UNITS[unit[:-1]]
+            name = NAMES.get(base, _code(base))
+            if display.kind_of(name)[1] == "percent_value":  # x_percent: a number of %
+                out[name] = _numbers(frame[column])
+                continue
+            values = _numbers(frame[column]) * scale
+            if base in NAMES:  # a word of display.WORDS: its code name, with or without unit
+                out[name] = values
+            if name.endswith(suffix) or name in ("bytes", "nbytes", "size"):
+                suffix = ""
+            out[name + suffix] = values
         else:
-            out[column.replace(" ", "_")] = frame[column]
+            out[NAMES.get(column, _code(column))] = frame[column]
     return pd.DataFrame(out, index=frame.index)
 
 
@@ -111,7 +151,10 @@ def table(at: AppTest, column: str) -> pd.DataFrame:
     for element in at.dataframe:
         frame = element.value
         restored = raw(frame)
-        if column in restored.columns and any(c.endswith("_ns") for c in restored.columns):
+        if column in restored.columns and any(
+            c.endswith(("_ns", "_bytes", "_share", "_percent")) or c in NAMES.values()
+            for c in restored.columns
+        ):
             return restored
         if column in frame.columns:
             return frame

@@ -25,6 +25,7 @@ from apptest_pages import (
     keyed,
     metric,
     page,
+    raw,
     table,
 )
 
@@ -54,15 +55,16 @@ def test_runs_page_lists_the_stored_run(store_env, graph):
     at = page()
     assert_clean(at)
     assert at.title[0].value == "Runs"
-    runs = at.dataframe[0].value
+    runs = raw(at.dataframe[0].value)
     row = runs.loc[runs["name"] == RUN].iloc[0]
     summary = graph.summary()
-    assert (row["ranks"], row["vertices"], row["messages"], row["bytes"]) == (
+    assert (row["ranks"], row["vertices"], row["messages"]) == (
         summary.ranks,
         summary.vertices,
         summary.messages,
-        summary.bytes,
     )
+    assert row["sent_bytes"] == pytest.approx(summary.bytes, rel=1e-12)  # shown in KiB
+    assert not [c for c in at.dataframe[0].value.columns if c == "id" or c.startswith("has")]
     assert at.file_uploader(key="ingest_files") is not None
     assert at.button(key="ingest_button").label == "Ingest"
     assert at.get("download_button"), "the runs table has a CSV download"
@@ -363,6 +365,11 @@ def test_cypher_syntax_error_is_readable(store_env):
     at.button(key="cypher_run_button").click().run()
     assert not at.exception
     assert at.error and at.error[0].value.startswith("Query")
+    message = at.error[0].value
+    assert "line 1, column" in message, message
+    assert "\\n" not in message and "oC_" not in message and "expecting" not in message
+    assert at.code and at.code[0].value.splitlines()[0] == "MATCH (o:Op RETURN o"
+    assert at.code[0].value.splitlines()[1].strip() == "^"
 
 
 # ---------------------------------------------------------------------- empty / unreachable store

@@ -770,3 +770,39 @@ def test_heatmap_cell_click_opens_the_timeline_at_that_pair(server, browser):
     assert "No critical message between" not in _page_text(driver)
     _no_traceback(driver)
     _shot(driver, "critical_path_from_cell")
+
+
+def test_every_page_opened_by_url_stays_on_this_machine(server, browser):
+    """Every page opened by its URL (``?page=…&run=…``) shows that run, asks nothing of
+    another machine (the tab's icon is drawn in the page, not fetched from fonts.gstatic.com)
+    and shows no ``NaN``, ``Infinity`` or ``None``."""
+    from llamp.ui.navigation import PAGES
+
+    _ensure_run(server)
+    driver = browser
+    for spec in PAGES:
+        name = Path(spec.path).stem
+        driver.get(f"{server.url}/?page={name}&run=sweep3d-links")
+        _css(driver, '[data-testid="stSidebarNav"]', f"the {name} page")
+        _idle(driver)
+        favicon = driver.execute_script(
+            "const l = document.querySelector(\"link[rel='shortcut icon']\"); "
+            "return l ? l.href : ''"
+        )
+        assert favicon.startswith(("data:", server.url)), (name, favicon[:120])
+        fetched = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        away = [u for u in fetched if not u.startswith((server.url, "data:", "blob:"))]
+        assert away == [], (name, away[:5])
+        text = _page_text(driver)
+        for word in ("NaN", "Infinity", "None"):
+            assert f" {word}" not in text and f"\n{word}" not in text, (name, word)
+        if name not in ("runs", "compare", "study", "cypher", "validation"):  # no run picker
+            _wait(
+                driver,
+                lambda d: "sweep3d-links" in _page_text(d),
+                60,
+                f"the URL's run on the {name} page",
+            )
+        _no_traceback(driver)

@@ -137,8 +137,9 @@ def test_topology_page_shows_the_api_numbers(store_env, graph):
         tol = expected.tolerances[np.isclose(expected.tolerances["x"], x)]
         tol = tol.set_index(["topology", "variable"]).loc[shown.index]
         pct = f"{x * 100:g}pct"
-        np.testing.assert_allclose(shown[f"tolerance_{pct}_ns"], tol["tolerance_ns"], rtol=1e-12)
-        np.testing.assert_allclose(shown[f"headroom_{pct}_ns"], tol["headroom_ns"], rtol=1e-12)
+        # A column with an unbounded tolerance is text, in six significant digits.
+        np.testing.assert_allclose(shown[f"tolerance_{pct}_ns"], tol["tolerance_ns"], rtol=1e-5)
+        np.testing.assert_allclose(shown[f"headroom_{pct}_ns"], tol["headroom_ns"], rtol=1e-5)
     # Sweep3D's critical path crosses only edge / terminal wires, so core and inter-group
     # latencies are free: ∞ tolerance.
     assert shown.loc[("fattree:k=16,tiers=3", "core"), "tolerance_1pct_ns"] == np.inf
@@ -314,13 +315,11 @@ def test_matrices_page_two_level(store_env, graph):
     assert lam_L["layout"]["xaxis"]["title"]["text"] == "receiver rank j"
     np.testing.assert_array_equal(grid(costs_L["data"][0]["z"]), expected.costs.latency_ns)
 
-    pairs = table(at, "latency share").reset_index(drop=True)
+    pairs = table(at, "latency_share").reset_index(drop=True)
     want = expected.frame().head(10).reset_index(drop=True)
-    np.testing.assert_allclose(pairs["latency share"], want["latency_share"], rtol=1e-12)
+    np.testing.assert_allclose(pairs["latency_share"], want["latency_share"], rtol=1e-12)
     np.testing.assert_array_equal(pairs["src"], want["src"])
-    L_col = next(c for c in pairs.columns if c.startswith("L_ij ("))
-    scale = {"(s)": 1e9, "(ms)": 1e6, "(µs)": 1e3, "(ns)": 1.0}[L_col.split(" ", 1)[1]]
-    np.testing.assert_allclose(pairs[L_col] * scale, want["latency_ns"], rtol=1e-12)
+    np.testing.assert_allclose(pairs["latency_ns"], want["latency_ns"], rtol=1e-12)
     assert {"csv_pairs", "csv_lambda_L", "csv_lambda_G"} <= download_keys(at)
 
 

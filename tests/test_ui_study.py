@@ -94,7 +94,7 @@ def test_opening_a_cell_carries_run_and_parameters_to_the_latency_page(env):
     at.button(key="study_open").click().run()
     assert not at.exception
     assert at.session_state["_keep_run"] == "sweep3d"
-    assert at.session_state["_keep_param_L"] == "1000.0ns"
+    assert at.session_state["_keep_param_L"] == "1us"  # normalised as the sidebar shows it
     assert at.session_state["_keep_param_G"] == "0.04ns/B"
     assert at.title[0].value == "Latency sensitivity and tolerance"
     assert any("Run **sweep3d**" in c.value and "L = 1 µs" in c.value for c in at.caption)

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from llamp.ui import tasks
+from llamp.ui import controls, tasks
 from llamp.ui.navigation import PAGES
 
-st.set_page_config(page_title="llamp", page_icon=":material/network_check:", layout="wide")
+#: The browser tab's icon: an emoji, which the page draws itself.
+FAVICON = "📶"
+
 
 sections: dict[str, list] = {}
 by_name: dict[str, st.Page] = {}
@@ -22,12 +24,16 @@ for spec in PAGES:
     by_name[Path(spec.path).stem] = page  # runs, latency, critical_path, …
 
 current = st.navigation(sections, expanded=True)  # every page visible (more than the default 10)
+# After the navigation, whose page icons would otherwise be the tab's icon: a Material icon as a
+# favicon is fetched from fonts.gstatic.com, an emoji is drawn in the page (no request leaves).
+st.set_page_config(page_title="llamp", page_icon=FAVICON, layout="wide")
 name = next((n for n, p in by_name.items() if p.url_path == current.url_path), "")
 seen = st.session_state.setdefault("_url_seen", {})
 wanted = st.query_params.get("page")
 if wanted in by_name and wanted != name and wanted != seen.get("page"):
     seen["page"] = wanted  # ?page=critical_path&… (a link, a bookmark) opens that page once
     st.switch_page(by_name[wanted], query_params=st.query_params.to_dict())
+controls.take_url()  # ?run=…&L=… holds on whichever page it opened
 tasks.visit(name)  # the work of the page this session left stops
 seen["page"] = name
 if st.query_params.get("page") != name:

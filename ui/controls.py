@@ -8,22 +8,20 @@ the sidebar; their values are kept in the session so they survive switching page
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from llamp import config
-from llamp.errors import LlampError
+from llamp.errors import LlampError, ParameterError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import store, stored, tasks
+from llamp.ui import display, store, stored, tasks
 from llamp.ui.analyses import ParamKey, param_key
 from llamp.ui.profiles import profile_picker
 
@@ -163,12 +161,32 @@ URL_KEYS = {
 }
 
 
-def _from_url(page: str, names: list[str]) -> None:
+#: The sidebar inputs that hold a duration (a unit is required: "3" could be ns or µs).
+DURATION_INPUTS = {"param_L": "L", "param_o": "o", "param_g": "g"}
+
+
+def normalised(symbol: str, text: str) -> str:
+    """A parameter's text as the sidebar shows it: ``L = "4999.909997161899ns"`` →
+    ``"4.99991us"`` (six significant digits of its best unit; the value computed with is the
+    value shown). A text that cannot be read is left as it is, for the sidebar to refuse."""
+    if symbol not in ("L", "o", "g", "G"):
+        return text
+    try:
+        if symbol == "G":
+            return display.parameter("G", config.parse_gap_ns_per_byte(text))
+        value = config.parse_duration_ns(text, default_unit=None)
+    except LlampError:
+        return text
+    return display.parameter(symbol, value) if value >= 0 else text
+
+
+def take_url() -> None:
     """Take the run and parameters a URL names (a bookmark, a shared link, a link from another
-    view) as this page's inputs; a value the URL held already is not taken again, so the
-    sidebar stays editable."""
+    view) as the inputs every page opens with, whichever page the URL opened; a value the URL
+    held already is not taken again, so the sidebar stays editable. The app calls this on
+    every run, before the page."""
     seen = st.session_state.setdefault("_url_seen", {})
-    choices = {"run": names} | {key: list(options) for key, _, options, _, _ in MODEL_INPUTS}
+    choices = {key: list(options) for key, _, options, _, _ in MODEL_INPUTS}
     for key, name in URL_KEYS.items():
         value = st.query_params.get(name)
         if value is None or value == seen.get(name):
@@ -176,11 +194,22 @@ def _from_url(page: str, names: list[str]) -> None:
         seen[name] = value
         if key in choices and value not in choices[key]:
             st.toast(
-                f"The link's {name}={value!r} is not available here", icon=":material/link_off:"
+                f"The link's {name}={value[:40]!r} is not available here",
+                icon=":material/link_off:",
             )
             continue
-        _keep(key, value)
-        st.session_state[f"{key}::{page}"] = value
+        _keep(key, normalised(name, value))
+        st.session_state["_url_run"] = value if key == "run" else st.session_state.get("_url_run")
+        for state in [k for k in st.session_state if str(k).startswith(f"{key}::")]:
+            del st.session_state[state]  # each page's input opens on the link's value
+
+
+def _from_url(names: list[str]) -> None:
+    """:func:`take_url`, and a word if the run the URL names is not in the store."""
+    take_url()
+    wanted = st.session_state.pop("_url_run", None)
+    if wanted is not None and wanted not in names:
+        st.toast(f"The link's run={wanted[:40]!r} is not in this store", icon=":material/link_off:")
 
 
 def _to_url(values: dict[str, str]) -> None:
@@ -201,7 +230,7 @@ def link_params(page: str, **extra: object) -> dict[str, str]:
     """The query parameters of a link to ``page`` (``critical_path``) showing the current run
     and parameters, changed by ``extra`` (``L="3000ns"``, ``focus=17``, ``pair="3,4"``)."""
     current = {k: v for k, v in st.query_params.to_dict().items() if k not in LINK_KEYS}
-    return current | {"page": page} | {k: str(v) for k, v in extra.items()}
+    return current | {"page": page} | {k: normalised(k, str(v)) for k, v in extra.items()}
 
 
 def _kept(key: str, default: str) -> str:
@@ -230,7 +259,7 @@ def _sidebar(page: str) -> Selection | None:
             st.info("The store holds no run yet: ingest a trace on the Runs page.")
             return None
         names = list(runs["name"])
-        _from_url(page, names)
+        _from_url(names)
         kept = _kept("run", names[0])
         name = st.selectbox(
             "Run",
@@ -259,6 +288,11 @@ def _sidebar(page: str) -> Selection | None:
             )
             _keep(key, values[key])
         try:
+            for key, symbol in DURATION_INPUTS.items():
+                try:
+                    config.parse_duration_ns(values[key], default_unit=None)
+                except LlampError as err:
+                    raise ParameterError(f"{symbol}: {err}") from None
             params = LogGPS.parse(
                 L=values["param_L"],
                 o=values["param_o"],
@@ -286,11 +320,12 @@ def choose_run(name: str) -> None:
 
 
 def choose_params(params: LogGPS) -> None:
-    """Make ``params`` the LogGPS inputs the analysis pages open with (exact, in ns)."""
-    _keep("param_L", f"{params.L!r}ns")
-    _keep("param_o", f"{params.o!r}ns")
-    _keep("param_G", f"{params.G!r}ns/B")
-    _keep("param_S", str(int(params.S)))
+    """Make ``params`` the LogGPS inputs the analysis pages open with (as the sidebar shows
+    them: six significant digits in the best unit)."""
+    _keep("param_L", display.parameter("L", params.L))
+    _keep("param_o", display.parameter("o", params.o))
+    _keep("param_G", display.parameter("G", params.G))
+    _keep("param_S", display.parameter("S", params.S))
 
 
 def selection(page: str) -> Selection:
@@ -321,47 +356,37 @@ def csv_download(
     )
 
 
-#: Column-name endings that hold nanoseconds.
-_NS_SUFFIX = "_ns"
-
-
 def time_unit(max_ns: float) -> tuple[str, float]:
     """The unit (and its size in ns) that shows durations up to ``max_ns`` best."""
-    magnitude = abs(max_ns) if math.isfinite(max_ns) else 0.0
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if magnitude >= scale:
-            return unit, scale
-    return "ns", 1.0
+    return display.time_unit(max_ns)
 
 
 def with_units(frame: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """``frame`` as a person reads it: every ``*_ns`` column in the unit that suits its values
-    (µs, ms, s), named ``"latency (ms)"``; other columns named by ``labels`` or with spaces for
-    underscores. The numbers stay numbers, so the table still sorts by value."""
-    labels = labels or {}
-    out = {}
-    for column in frame.columns:
-        values = frame[column]
-        name = labels.get(column)
-        if column.endswith(_NS_SUFFIX) and pd.api.types.is_numeric_dtype(values):
-            finite = values[np.isfinite(values.to_numpy(float))]
-            unit, scale = time_unit(float(finite.abs().max()) if len(finite) else 0.0)
-            base = name or column.removesuffix(_NS_SUFFIX).replace("_", " ")
-            out[f"{base} ({unit})"] = values / scale
-        else:
-            out[name or column.replace("_", " ")] = values
-    return pd.DataFrame(out, index=frame.index)
+    """``frame`` as a person reads it (:func:`llamp.ui.display.frame`): headers in words,
+    durations, sizes and shares in the unit that suits each column, internal columns left
+    out, ``—`` for a missing value and ``unbounded`` for an infinite one."""
+    return display.frame(frame, labels)
+
+
+#: Header endings of the columns :func:`table` shows in six significant digits.
+_UNIT_HEADERS = ("(s)", "(ms)", "(µs)", "(ns)", "(B)", "(KiB)", "(MiB)", "(GiB)", "(%)", "(ns/B)")
 
 
 def table(
-    frame: pd.DataFrame, *, key: str, labels: dict[str, str] | None = None, **kwargs: Any
+    frame: pd.DataFrame,
+    *,
+    key: str,
+    labels: dict[str, str] | None = None,
+    kinds: dict[str, str] | None = None,
+    **kwargs: Any,
 ) -> Any:
-    """``st.dataframe`` of :func:`with_units` (``frame``), times with six significant digits."""
-    shown = with_units(frame, labels)
+    """``st.dataframe`` of :func:`with_units` (``frame``), numbers with six significant
+    digits."""
+    shown = display.frame(frame, labels, kinds=kinds)
     config = {
         c: st.column_config.NumberColumn(c, format="%.6g")
         for c in shown.columns
-        if c.endswith(("(s)", "(ms)", "(µs)", "(ns)"))
+        if c.endswith(_UNIT_HEADERS) and pd.api.types.is_numeric_dtype(shown[c])
     }
     return st.dataframe(
         shown,

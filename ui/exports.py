@@ -17,7 +17,7 @@ from llamp.lp import CriticalLatencies, Prediction, Tolerance
 from llamp.lp.html_report import QUICK_EVALUATIONS
 from llamp.lp.timeline import MAX_SLICES
 from llamp.params import LogGPS
-from llamp.ui import controls, store
+from llamp.ui import display, store
 
 #: Above this many vertices the trace is offered for the critical path only by default: a
 #: browser download of a whole 10^6-vertex schedule is ~200 MB of JSON.
@@ -49,9 +49,11 @@ def _report(graph: ExecutionGraph, params: LogGPS):
     return build
 
 
-def export_buttons(graph: ExecutionGraph, params: LogGPS, name: str, *, key: str) -> None:
-    """A Perfetto trace and an HTML report of ``graph`` at ``params`` as downloads."""
-    slug = controls.slug(name)
+def export_buttons(
+    graph: ExecutionGraph, params: LogGPS, name: str, *, key: str, page: str = "critical-path"
+) -> None:
+    """A Perfetto trace and an HTML report of ``graph`` at ``params`` as downloads, named
+    ``<run>-<page>-<parameters>`` (:func:`llamp.ui.display.download_name`)."""
     whole_allowed = graph.num_vertices <= MAX_SLICES
     c1, c2, c3 = st.columns([2, 2, 3])
     with c3:
@@ -67,7 +69,7 @@ def export_buttons(graph: ExecutionGraph, params: LogGPS, name: str, *, key: str
         st.download_button(
             "Perfetto trace (JSON)",
             data=_timeline(graph, params, critical_only),
-            file_name=f"{slug}-timeline.json",
+            file_name=display.download_name(name, page, params, "json", "timeline"),
             mime="application/json",
             key=f"{key}-perfetto",
             icon=":material/download:",
@@ -80,7 +82,7 @@ def export_buttons(graph: ExecutionGraph, params: LogGPS, name: str, *, key: str
         st.download_button(
             "Report (HTML)",
             data=_report(graph, params),
-            file_name=f"{slug}-report.html",
+            file_name=display.download_name(name, page, params, "html"),
             mime="text/html",
             key=f"{key}-report",
             icon=":material/download:",
@@ -154,7 +156,7 @@ def latency_report_button(
     st.download_button(
         "Report (HTML)",
         data=_latency_report(name, token, params, prediction, tol, crit, curve),
-        file_name=f"{controls.slug(name)}-report.html",
+        file_name=display.download_name(name, "latency", params, "html"),
         mime="text/html",
         key=key,
         icon=":material/download:",

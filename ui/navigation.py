@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PageSpec:
-    """One page: its script (relative to ``app.py``), title, Material icon and menu section."""
+    """One page: its script (relative to ``app.py``), title, icon and menu section.
+
+    Icons are emoji: the browser draws a page's icon as the tab's icon, and a Material icon
+    there is fetched from fonts.gstatic.com (the UI asks nothing of another machine)."""
 
     path: str
     title: str
@@ -21,18 +24,18 @@ class PageSpec:
 
 
 PAGES: tuple[PageSpec, ...] = (
-    PageSpec("views/runs.py", "Runs", ":material/database:", "Data", default=True),
-    PageSpec("views/latency.py", "Latency", ":material/timeline:", "Analyses"),
-    PageSpec("views/critical_path.py", "Critical path", ":material/route:", "Analyses"),
-    PageSpec("views/compare.py", "Compare runs", ":material/compare_arrows:", "Analyses"),
-    PageSpec("views/region.py", "Design space", ":material/stacked_line_chart:", "Network"),
-    PageSpec("views/collectives.py", "Collectives what-if", ":material/call_split:", "Application"),
-    PageSpec("views/classification.py", "Classification", ":material/category:", "Application"),
-    PageSpec("views/variability.py", "Variability", ":material/scatter_plot:", "Application"),
-    PageSpec("views/topology.py", "Topology what-if", ":material/hub:", "Network"),
-    PageSpec("views/matrices.py", "Sensitivity matrices", ":material/grid_on:", "Network"),
-    PageSpec("views/placement.py", "Placement", ":material/swap_horiz:", "Network"),
-    PageSpec("views/study.py", "Studies", ":material/table_chart:", "Analyses"),
-    PageSpec("views/cypher.py", "Cypher console", ":material/terminal:", "Query"),
-    PageSpec("views/validation.py", "Validation", ":material/fact_check:", "Analyses"),
+    PageSpec("views/runs.py", "Runs", "🗄️", "Data", default=True),
+    PageSpec("views/latency.py", "Latency", "⏱️", "Analyses"),
+    PageSpec("views/critical_path.py", "Critical path", "🛤️", "Analyses"),
+    PageSpec("views/compare.py", "Compare runs", "⚖️", "Analyses"),
+    PageSpec("views/region.py", "Design space", "🗺️", "Network"),
+    PageSpec("views/collectives.py", "Collectives what-if", "🔀", "Application"),
+    PageSpec("views/classification.py", "Classification", "🏷️", "Application"),
+    PageSpec("views/variability.py", "Variability", "🎲", "Application"),
+    PageSpec("views/topology.py", "Topology what-if", "🕸️", "Network"),
+    PageSpec("views/matrices.py", "Sensitivity matrices", "🔢", "Network"),
+    PageSpec("views/placement.py", "Placement", "🔁", "Network"),
+    PageSpec("views/study.py", "Studies", "📋", "Analyses"),
+    PageSpec("views/cypher.py", "Cypher console", "⌨️", "Query"),
+    PageSpec("views/validation.py", "Validation", "✅", "Analyses"),
 )

@@ -16,10 +16,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from llamp.config import format_ns
 from llamp.graph import CALC, COLL, KIND_NAMES, RECV, SEND, ExecutionGraph
 from llamp.lp import CriticalLatencies, Evaluation, Tolerance
 from llamp.lp.region import Region, RegionPreview, level_key
+from llamp.ui import display
 
 #: Tolerance zones, as in the LLAMP paper's Fig. 1: ≤1% green, 1–2% orange, 2–5% red.
 ZONE_COLORS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b")
@@ -31,24 +31,16 @@ SPLIT_COLORS = {
     "bandwidth": "#31a354",
     "blocked": "#bdbdbd",
 }
-_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 
 
 def time_unit(max_ns: float) -> tuple[str, float]:
     """The display unit for durations up to ``max_ns``: (``"ms"``, 1e6) for 2.5e6 ns."""
-    magnitude = abs(max_ns) if math.isfinite(max_ns) else 0.0
-    for unit, scale in _UNITS:
-        if magnitude >= scale:
-            return unit, scale
-    return "ns", 1.0
+    return display.time_unit(max_ns)
 
 
 def short_ns(value_ns: float, digits: int = 4) -> str:
     """A duration in ``digits`` significant digits and a fitting unit: ``46.66 µs``."""
-    if not math.isfinite(value_ns):
-        return "∞" if value_ns > 0 else str(value_ns)
-    unit, scale = time_unit(value_ns)
-    return f"{value_ns / scale:.{digits}g} {unit}"
+    return display.duration(value_ns, digits)
 
 
 def dense_curve(sweep: pd.DataFrame, *, log_x: bool = False, points: int = 600) -> pd.DataFrame:
@@ -160,7 +152,7 @@ def latency_figure(
             x=[L0 / xs],
             y=[base / ys],
             mode="markers",
-            name=f"L0 = {format_ns(L0)}",
+            name=f"L0 = {display.duration(L0)}",
             marker={"color": "black", "size": 9, "symbol": "circle"},
             hovertemplate=f"L0 = %{{x:.6g}} {xu}<br>T(L0) = %{{y:.7g}} {yu}<extra></extra>",
         )

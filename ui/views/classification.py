@@ -8,11 +8,11 @@ import dataclasses
 
 import streamlit as st
 
-from llamp.config import format_ns, parse_duration_ns, parse_gap_ns_per_byte
+from llamp.config import parse_duration_ns, parse_gap_ns_per_byte
 from llamp.errors import InputError
 from llamp.lp.classify import NETWORKS, SETS, Network, Thresholds
 from llamp.lp.registry import ClassifySettings, Inputs
-from llamp.ui import controls, plots
+from llamp.ui import controls, display, plots
 
 st.title("Classification")
 sel = controls.selection("classification")
@@ -23,7 +23,7 @@ st.caption(
 
 CUSTOM = "custom…"
 HOCKNEY = "0 (Tong et al.'s Hockney model)"
-SIDEBAR = f"the sidebar's o ({format_ns(sel.params.o)})"
+SIDEBAR = f"the sidebar's o ({display.duration(sel.params.o)})"
 defaults = Thresholds()
 
 # ---------------------------------------------------------------------- inputs
@@ -126,7 +126,7 @@ if result is None:
 net = result.network
 st.caption(
     f"**{net.name}**: {net.bandwidth_gbps:g} Gb/s (G = {net.gap_ns_per_byte:.6g} ns/B), "
-    f"L = {format_ns(net.latency_ns)}; o = {format_ns(result.params.o)}, S = {result.params.S} B"
+    f"L = {display.duration(net.latency_ns)}; o = {display.duration(result.params.o)}, S = {result.params.S} B"
     + (f" · source: {net.source}" if net.source else "")
 )
 
@@ -138,12 +138,12 @@ with top[0].container(key="class-label"):
     st.metric("Class", result.label, help="The first rule that holds, in the order C1–C5, C2s–C5s")
     st.caption(f"rule {result.rule}" if result.rule else "no rule holds")
 with top[1].container(key="class-runtime"):
-    st.metric(f"T on {net.name}", format_ns(float(target["runtime_ns"])))
-    st.caption(f"{float(target['runtime_ns']):.6f} ns")
+    st.metric(f"T on {net.name}", display.duration(float(target["runtime_ns"])))
+    st.caption(f"exact: {display.exact_duration(float(target['runtime_ns']))}")
 for col, part in zip(st.columns(4), ("compute", "wait", "latency", "bandwidth"), strict=True):
     with col.container(key=f"class-share-{part}"):
         st.metric(f"{part.capitalize()} share of T", f"{float(target[f'{part}_share']):.2%}")
-        st.caption(f"mean {format_ns(float(target[f'{part}_ns']))} per rank")
+        st.caption(f"mean {display.duration(float(target[f'{part}_ns']))} per rank")
 if result.rule:
     st.success(f"**{result.rule} · {result.label}** because {result.reason}.")
 else:
@@ -176,7 +176,6 @@ st.caption(
 st.plotly_chart(
     plots.configurations_figure(configs, shares=shares), key="plot_configs", width="stretch"
 )
-share_format = st.column_config.NumberColumn(format="percent")
 for tab, name in zip(st.tabs([f"{s} set" for s in SETS]), SETS, strict=True):
     with tab:
         frame = configs[configs["set"] == name].drop(columns="set")
@@ -184,12 +183,7 @@ for tab, name in zip(st.tabs([f"{s} set" for s in SETS]), SETS, strict=True):
             frame,
             key=f"table_configs_{name}",
             labels={"speedup": "speed-up", "L_ns": "L", "runtime_ns": "T"},
-            column_config={
-                "speed-up": st.column_config.NumberColumn("speed-up", format="%g"),
-                **{
-                    c.replace("_", " "): share_format for c in frame.columns if c.endswith("_share")
-                },
-            },
+            column_config={"speed-up": st.column_config.NumberColumn("speed-up", format="%g")},
         )
 controls.csv_download(
     configs, f"{controls.slug(sel.name)}-configurations-{net.name}.csv", key="csv_configs"
@@ -202,18 +196,12 @@ st.caption(
     "change: largest relative deviation over the set; ratio: how much the communication time "
     "falls from the ×1/2 to the ×2 configuration."
 )
-st.dataframe(
+controls.table(
     result.rules,
-    hide_index=True,
     key="table_rules",
+    kinds={c: "share" for c in ("share", "share_needed", "change", "change_limit")},
     column_config={
         "holds": st.column_config.CheckboxColumn("holds"),
-        "share": share_format,
-        "share_needed": share_format,
-        "change": share_format,
-        "change_limit": share_format,
-        "ratio": st.column_config.NumberColumn(format="%.4g"),
-        "ratio_needed": st.column_config.NumberColumn(format="%g"),
         "reason": st.column_config.TextColumn("reason", width="large"),
     },
 )

@@ -16,13 +16,13 @@ import time
 import pandas as pd
 import streamlit as st
 
-from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
+from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns
 from llamp.errors import InputError
 from llamp.ingest import FORMATS
 from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
 from llamp.lp import collectives_whatif as whatif
-from llamp.ui import analyses, controls, plots, stored
+from llamp.ui import analyses, controls, display, plots, stored
 
 try:  # the UI's background runner (progress, Cancel, stops when the page is left)
     from llamp.ui import tasks
@@ -226,33 +226,13 @@ def _analytic_costs() -> None:
         lambda s: bool(s.isna().any())
     )
     totals["total_thakur_gropp_ns"] = totals["total_thakur_gropp_ns"].where(~missing)
-    st.dataframe(
+    controls.table(
         totals.reset_index(),
-        hide_index=True,
         key="table_model_totals",
-        column_config={
-            "instances": st.column_config.NumberColumn("collective instances", format="%d"),
-            "total_dimemas_ns": st.column_config.NumberColumn(
-                "Dimemas, all instances (ns)", format="%.1f"
-            ),
-            "total_thakur_gropp_ns": st.column_config.NumberColumn(
-                "Thakur–Gropp, all instances (ns)",
-                format="%.1f",
-                help="Empty where an algorithm has no Thakur–Gropp formula.",
-            ),
-        },
     )
-    st.dataframe(
+    controls.table(
         costs,
-        hide_index=True,
         key="table_model_costs",
-        column_config={
-            "n_bytes": st.column_config.NumberColumn("n (bytes)", format="%d"),
-            "thakur_gropp_ns": st.column_config.NumberColumn(
-                "Thakur–Gropp per instance (ns)", format="%.1f"
-            ),
-            "dimemas_ns": st.column_config.NumberColumn("Dimemas per instance (ns)", format="%.1f"),
-        },
     )
     controls.csv_download(
         costs, f"{controls.slug(sel.name)}-collective-costs.csv", key="csv_model_costs"
@@ -337,7 +317,10 @@ if found is None and not estimate.within_target and not confirmed:
 def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
     if auto:
         return whatif.comparison_range(result.summary, levels, sel.params.L)
-    a, b = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+    a, b = (
+        parse_duration_ns(lo_text, default_unit=None),
+        parse_duration_ns(hi_text, default_unit=None),
+    )
     if not 0 <= a < b:
         raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
     return a, b
@@ -437,8 +420,8 @@ for first in range(0, len(records), PER_ROW):
             st.markdown(f"**{i + 1}. {row['variant']}**")
             a, b = st.columns(2)
             with a:
-                st.metric("T(L0) predicted", format_ns(row["runtime_ns"]))
-                st.caption(f"{row['runtime_ns']:.6f} ns")
+                st.metric("T(L0) predicted", display.duration(row["runtime_ns"]))
+                st.caption(f"exact: {display.exact_duration(row['runtime_ns'])}")
             with b:
                 st.metric(
                     "λ_L at L0",
@@ -450,8 +433,8 @@ for first in range(0, len(records), PER_ROW):
             lines = []
             for x in levels:
                 value = row[f"tolerance_{x * 100:g}pct_L_ns"]
-                extra = f" (L0 + {format_ns(value - L0)})" if math.isfinite(value) else ""
-                lines.append(f"- {x * 100:g}% L tolerance: **{format_ns(value)}**{extra}")
+                extra = f" (L0 + {display.duration(value - L0)})" if math.isfinite(value) else ""
+                lines.append(f"- {x * 100:g}% L tolerance: **{display.duration(value)}**{extra}")
             st.markdown("\n".join(lines))
 
 # ---------------------------------------------------------------------- plots
@@ -494,31 +477,12 @@ else:
 # ---------------------------------------------------------------------- tables
 st.subheader("Summary")
 st.caption(
-    f"At L0 = {format_ns(L0)}; differences to variant 1 ({labels[0]}). A tolerance is the "
+    f"At L0 = {display.duration(L0)}; differences to variant 1 ({labels[0]}). A tolerance is the "
     "largest L whose runtime stays within x% of that variant's own T(L0)."
 )
-tolerance_columns = {
-    f"tolerance_{x * 100:g}pct_L_ns": st.column_config.NumberColumn(
-        f"{x * 100:g}% L tolerance (ns)", format="%.3f"
-    )
-    for x in levels
-}
-st.dataframe(
+controls.table(
     summary,
-    hide_index=True,
     key="table_variants",
-    column_config={
-        "variant": "variant",
-        "algorithms": "algorithms",
-        "runtime_ns": st.column_config.NumberColumn("T(L0) (ns)", format="%.3f"),
-        "lambda_L": st.column_config.NumberColumn("λ_L", format="%g"),
-        "lambda_G": st.column_config.NumberColumn("λ_G (bytes)", format="%g"),
-        "rho_L": st.column_config.NumberColumn("ρ_L", format="%.4g"),
-        **tolerance_columns,
-        "messages_vs_first": st.column_config.NumberColumn("Δ messages", format="%+d"),
-        "runtime_vs_first": st.column_config.NumberColumn("ΔT / T₁", format="%+.4g"),
-        "lambda_L_vs_first": st.column_config.NumberColumn("Δλ_L", format="%+g"),
-    },
 )
 controls.csv_download(summary, f"{controls.slug(sel.name)}-collectives.csv", key="csv_variants")
 
@@ -539,7 +503,7 @@ with st.expander(
     f"Curve table ({len(sweep_table)} rows: the ends of T's linear pieces, every critical "
     "latency with λ_L on its left and right)"
 ):
-    st.dataframe(sweep_table, hide_index=True, key="table_variant_sweep")
+    controls.table(sweep_table, key="table_variant_sweep")
     controls.csv_download(
         sweep_table, f"{controls.slug(sel.name)}-collectives-sweep.csv", key="csv_variant_sweep"
     )

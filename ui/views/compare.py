@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.compare import PARTS
-from llamp.ui import controls, plots, run_comparison, store, tasks
+from llamp.ui import controls, display, plots, run_comparison, store, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -61,7 +61,7 @@ with controls.readable_errors("Comparison"):
     levels = controls.levels(levels_text)
     fixed = None
     if hi_text.strip():
-        top = parse_duration_ns(hi_text)
+        top = parse_duration_ns(hi_text, default_unit=None)
         if not top > 0:
             raise InputError(f"largest L {hi_text!r}: must be > 0")
         fixed = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
@@ -78,6 +78,24 @@ if found is None:
     st.stop()
 comparison, grid = found
 
+
+def _change(c) -> str:
+    """A change with its direction: ``↓ 7,500× faster`` for a runtime, ``↑ +30%`` for a
+    small increase of another quantity, ``=`` when it is not significant."""
+    relative = c.relative()
+    if relative == "=" or c.unit == "share" or c.value == c.baseline:
+        return relative
+    sign, words = (
+        display.change(c.value, c.baseline)
+        if c.quantity == "runtime T"
+        else display.change(c.value, c.baseline, "less", "more")
+    )
+    ratio = c.value / c.baseline if c.baseline else math.inf
+    if relative.startswith(("+", "-")) and 0.1 < ratio < 10:
+        return f"{sign} {relative}"
+    return f"{sign} {words}"
+
+
 # ---------------------------------------------------------------------- what changed
 st.subheader("What changed")
 with st.container(key="cmp-summary"):
@@ -88,12 +106,12 @@ overview = pd.DataFrame(
     {
         "run": [r.name for r in comparison.runs],
         "ranks": [r.ranks for r in comparison.runs],
-        "messages": [f"{r.messages:,}" for r in comparison.runs],
-        "bytes": [f"{r.bytes:,}" for r in comparison.runs],
+        "messages": [display.count(r.messages) for r in comparison.runs],
+        "sent": [display.size(r.bytes) for r in comparison.runs],
         "collectives": [r.collective_instances for r in comparison.runs],
         "T": [plots.short_ns(r.runtime_ns, 6) for r in comparison.runs],
-        "λ_L": [r.prediction.lambda_L for r in comparison.runs],
-        "λ_G": [r.prediction.lambda_G for r in comparison.runs],
+        "λ_L": [display.number(r.prediction.lambda_L, 6) for r in comparison.runs],
+        "λ_G (bytes on the path)": [display.size(r.prediction.lambda_G) for r in comparison.runs],
         "ρ_L": [f"{r.prediction.rho_L:.3%}" for r in comparison.runs],
     }
 )
@@ -102,12 +120,22 @@ with st.container(key="cmp-overview"):
 cols = st.columns(len(comparison.runs))
 for i, (col, r) in enumerate(zip(cols, comparison.runs, strict=True)):
     with col.container(key=f"cmp-runtime-{i}"):
-        delta = None
+        delta, arrow = None, "off"
         if i:
-            (change,) = [c for c in comparison.changes[i - 1] if c.quantity == "runtime T"]
-            delta = f"{change.relative()} vs {comparison.runs[0].name}"
-        st.metric(f"T of {r.name}", plots.short_ns(r.runtime_ns), delta=delta, delta_color="off")
-        st.caption(f"{r.runtime_ns:.6f} ns")
+            first = comparison.runs[0]
+            sign, words = display.change(r.runtime_ns, first.runtime_ns)
+            delta = (
+                f"{words} than {first.name}" if sign in ("↓", "↑") else f"{words} as {first.name}"
+            )
+            arrow = {"↓": "down", "↑": "up"}.get(sign, "off")
+        st.metric(
+            f"T of {r.name}",
+            plots.short_ns(r.runtime_ns),
+            delta=delta,
+            delta_color="off",
+            delta_arrow=arrow,
+        )
+        st.caption(f"exact: {display.exact_duration(r.runtime_ns)}")
 
 # ---------------------------------------------------------------------- curves
 st.subheader("T(L) and λ_L")
@@ -118,6 +146,12 @@ mode = st.radio(
     key="cmp_mode",
     help="Runs of different sizes have runtimes far apart: the slowdown puts them on one scale "
     "(each run's x% L tolerance is where its curve crosses x%).",
+)
+log_x = st.toggle(
+    "Log L axis",
+    key="cmp_log_x",
+    help="Runs whose tolerances lie decades apart (µs against ms) each keep their shape on a "
+    "logarithmic L axis (L = 0 is left out).",
 )
 groups = list(comparison.curves.groupby("run", sort=False))
 L0 = sel.params.L
@@ -172,6 +206,8 @@ if slowdown:
         fig_T.add_hline(y=100 * x, line_dash="dot", line_color="#7f7f7f", line_width=1)
 for fig in (fig_T, fig_l):
     fig.add_vline(x=L0 / xs, line_dash="dash", line_color="#7f7f7f", line_width=1)
+    if log_x:
+        fig.update_xaxes(type="log")
     fig.update_layout(
         xaxis_title=f"network latency L ({xu})",
         legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
@@ -189,7 +225,7 @@ left, right = st.columns(2)
 left.plotly_chart(fig_T, width="stretch", key="cmp-fig-T")
 right.plotly_chart(fig_l, width="stretch", key="cmp-fig-lambda")
 st.caption(
-    f"{len(grid)} latencies from 0 to {format_ns(float(grid.max()))}, the same for every run "
+    f"{len(grid)} latencies from 0 to {display.duration(float(grid.max()))}, the same for every run "
     "(exact T and right derivative λ_L at each; dashed: L0)."
 )
 
@@ -202,11 +238,8 @@ table = pd.DataFrame(
         "x": [f"{100 * x:g}%" for x in tol["x"]],
         "T bound": [plots.short_ns(v, 6) for v in tol["bound_ns"]],
         "L tolerance": [plots.short_ns(v, 6) for v in tol["latency_ns"]],
-        "G tolerance": [f"{g:.6g} ns/B" if math.isfinite(g) else "∞" for g in tol["G_ns_per_byte"]],
-        "as bandwidth": [
-            f"{8.0 / g:.4g} Gb/s" if math.isfinite(g) and g > 0 else "0"
-            for g in tol["G_ns_per_byte"]
-        ],
+        "G tolerance": [display.gap(g, 6) for g in tol["G_ns_per_byte"]],
+        "as bandwidth": [display.bandwidth(g) for g in tol["G_ns_per_byte"]],
     }
 )
 with st.container(key="cmp-tolerances"):
@@ -246,12 +279,12 @@ parts_table = pd.DataFrame(
         "run": [r.name for r in comparison.runs],
         **{
             part: [
-                f"{plots.short_ns(r.path_ns[part])} ({r.path_share(part):.1%})"
+                f"{plots.short_ns(r.path_ns[part])} ({display.percent(r.path_share(part), 3)})"
                 for r in comparison.runs
             ]
             for part in PARTS
         },
-        "messages on the path": [r.path_messages for r in comparison.runs],
+        "messages on the path": [display.count(r.path_messages) for r in comparison.runs],
     }
 )
 st.dataframe(parts_table, hide_index=True, width="stretch")
@@ -266,7 +299,7 @@ with st.expander("Every quantity against the baseline"):
                     "quantity": [c.quantity for c in changes],
                     comparison.runs[0].name: [c.shown(c.baseline) for c in changes],
                     run.name: [c.shown(c.value) for c in changes],
-                    "change": [c.relative() for c in changes],
+                    "change": [_change(c) for c in changes],
                 }
             ),
             hide_index=True,

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import COLL_TAG_BASE, COMM_TAG_STRIDE, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp import evaluate, rank_time_split
 from llamp.lp.registry import ANALYSES, Inputs
-from llamp.ui import controls, exports, plots
+from llamp.ui import controls, display, exports, plots
 
 st.title("Critical path")
 sel = controls.selection("critical_path")
@@ -75,12 +75,22 @@ def _linked() -> list[int]:
 
 
 linked = _linked()
+
+
+def _mpi_tags(tags: np.ndarray) -> list[str]:
+    """The MPI tags of graph tags as a user wrote them: a point-to-point message's tag without
+    its communicator (``tag + c · 2^32``), ``collective`` for a collective's messages."""
+    tags = np.asarray(tags, dtype=np.int64)
+    user = tags % COMM_TAG_STRIDE
+    return ["collective" if t >= COLL_TAG_BASE else str(u) for t, u in zip(tags, user, strict=True)]
+
+
 # ---------------------------------------------------------------------- headline numbers
 totals = cp.totals
 cols = st.columns(6)
 with cols[0].container(key="path-runtime"):
-    st.metric("T predicted", format_ns(ev.runtime_ns))
-    st.caption(f"{ev.runtime_ns:.6f} ns")
+    st.metric("T predicted", display.duration(ev.runtime_ns))
+    st.caption(f"exact: {display.exact_duration(ev.runtime_ns)}")
 cols[1].metric("Ops on the path", f"{len(cp.vertices):,}")
 cols[2].metric(
     "Messages on the path", f"{len(cp.messages):,}", help="λ_L counts a rendezvous message 3 times"
@@ -106,29 +116,33 @@ if linked and link_seen != link_id:
     at = int(np.searchsorted(starts, ev.start_ns[linked[0]]))
     first = starts[max(at - AUTO_OPS // 2, 0)]
     last = starts[min(at + AUTO_OPS // 2, starts.size - 1)]
-    st.session_state["cp_from"] = format_ns(float(first))
-    st.session_state["cp_to"] = format_ns(max(float(last), float(first) + 1.0))
+    st.session_state["cp_from"] = display.duration(float(first))
+    st.session_state["cp_to"] = display.duration(max(float(last), float(first) + 1.0))
 if linked:
     st.info(
         f"Linked op {linked[0]:,}: rank {int(graph.rank[linked[0]])}, starts at "
-        f"{format_ns(float(ev.start_ns[linked[0]]))} (marked ★ on the timeline)."
+        f"{display.duration(float(ev.start_ns[linked[0]]))} (marked ★ on the timeline)."
     )
 c1, c2, c3 = st.columns(3)
 lo_text = c1.text_input("Window from", "", key="cp_from", placeholder="0 (e.g. 10ms)")
-hi_text = c2.text_input("Window to", "", key="cp_to", placeholder=f"auto: {format_ns(auto_hi)}")
+hi_text = c2.text_input(
+    "Window to", "", key="cp_to", placeholder=f"auto: {display.duration(auto_hi)}"
+)
 max_bars = c3.number_input("Most ops drawn", 100, 50_000, 5000, step=500, key="cp_max_bars")
 show_messages = st.toggle("Draw critical messages", value=True, key="cp_messages")
 with controls.readable_errors("Timeline"):
-    lo = parse_duration_ns(lo_text) if lo_text.strip() else 0.0
-    hi = parse_duration_ns(hi_text) if hi_text.strip() else max(auto_hi, lo + 1.0)
+    lo = parse_duration_ns(lo_text, default_unit=None) if lo_text.strip() else 0.0
+    hi = (
+        parse_duration_ns(hi_text, default_unit=None) if hi_text.strip() else max(auto_hi, lo + 1.0)
+    )
     if hi <= lo:
         raise InputError(
-            f"the window end ({format_ns(hi)}) must be after its start ({format_ns(lo)})"
+            f"the window end ({display.duration(hi)}) must be after its start ({display.duration(lo)})"
         )
     if not hi_text.strip() and starts.size > AUTO_OPS:
         st.caption(
             f"Automatic window: the first {AUTO_OPS:,} of {starts.size:,} ops "
-            f"(T = {format_ns(T)}); set the window to look elsewhere."
+            f"(T = {display.duration(T)}); set the window to look elsewhere."
         )
     fig, in_window, drawn = plots.timeline_figure(
         graph,
@@ -200,7 +214,7 @@ if len(cp.messages):
             "src": graph.rank[s],
             "dst": graph.rank[r],
             "bytes": size,
-            "tag": graph.tag[s],
+            "tag": _mpi_tags(graph.tag[s]),
             "protocol": np.where(rendezvous, "rendezvous", "eager"),
             "wire_ns": latency_terms * p.L + np.maximum(size - 1, 0) * p.G,
             "send_start_ns": ev.start_ns[s],
@@ -221,7 +235,7 @@ if len(cp.messages):
             "recv_vid": "receive op",
             "src": "from rank",
             "dst": "to rank",
-            "tag": "MPI tag",
+            "tag": "MPI tag",  # the user's tag, not the graph's (communicator folded in)
             "wire_ns": "wire time",
             "send_start_ns": "send starts",
             "recv_finish_ns": "receive ends",
@@ -232,7 +246,7 @@ if len(cp.messages):
         range(len(shown)),
         format_func=lambda i: (
             f"#{i + 1}: rank {shown['src'].iloc[i]} → {shown['dst'].iloc[i]}, "
-            f"{shown['bytes'].iloc[i]:,} B, sent at {format_ns(shown['send_start_ns'].iloc[i])}"
+            f"{shown['bytes'].iloc[i]:,} B, sent at {display.duration(shown['send_start_ns'].iloc[i])}"
         ),
         key="cp_open_message",
     )

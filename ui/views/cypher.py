@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from llamp import config
+from llamp.errors import QueryError
 from llamp.graphdb.readonly import write_clauses
 from llamp.ui import controls, store
 
@@ -61,12 +62,40 @@ def displayable(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: Where a store's parser says a syntax error is: LadybugDB ``(line: 3, offset: 0)``, Neo4j
+#: ``(line 1, column 13 (offset: 12))``.
+_WHERE = re.compile(r"\(line:? (\d+), (?:offset: (\d+)|column (\d+))")
+
+
+def syntax_error(message: str, query: str) -> tuple[str, str] | None:
+    """A store's Cypher syntax error as a person reads it: (what, the query's line with a caret
+    under the column), without the parser's expected-token list or grammar rule names; None
+    for another error."""
+    where = _WHERE.search(message)
+    lines = query.splitlines() or [""]
+    if where is None or not 1 <= int(where.group(1)) <= len(lines):
+        return None
+    number = int(where.group(1))
+    column = int(where.group(2)) + 1 if where.group(2) is not None else int(where.group(3))
+    what = message[: where.start()]
+    for prefix in ("Cypher error:", "Parser exception:", "Binder exception:"):
+        what = what.replace(prefix, "")
+    what = re.split(r"\s+expecting\b|:\s+expected\b", what)[0]
+    what = re.sub(r"\boC_\w+", "", what).strip(" :;") or "cannot read the query"
+    line = lines[number - 1]
+    column = max(1, min(column, len(line) + 1))
+    return (
+        f"syntax error at line {number}, column {column}: {what}",
+        f"{line}\n{' ' * (column - 1)}^",
+    )
+
+
 st.title("Cypher console")
 with controls.readable_errors("Query limits"):
     limits = config.query_limits()
     st.caption(
-        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (run, vid, rank, seq, "
-        "kind, cost_ns, size, peer, tag), `Analysis`; relationships `NEXT`, `ISTART`, "
+        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
+        "`seq`, `kind`, `cost_ns`, `size`, `peer`, `tag`), `Analysis`; relationships `NEXT`, `ISTART`, "
         "`MSG {size}`, `RESULT`. `$run_name` is bound to the run chosen below. Each query runs "
         f"in a worker process limited to {limits.memory_bytes / (1 << 30):g} GiB and "
         f"{limits.timeout_s:g} s (the server's LLAMP_CYPHER_MEMORY and LLAMP_CYPHER_TIMEOUT)."
@@ -131,10 +160,16 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
             st.error(f"Unbound parameter(s): {', '.join('$' + m for m in missing)}.")
         else:
             with controls.readable_errors("Query"), st.spinner("Running the query…"):
-                st.session_state["_cypher_result"] = (
-                    cypher,
-                    displayable(store.query(cypher, params, write=allow_write)),
-                )
+                try:
+                    found = store.query(cypher, params, write=allow_write)
+                except QueryError as err:
+                    readable = syntax_error(str(err), cypher)
+                    if readable is None:
+                        raise
+                    st.error(f"Query: {readable[0]}")
+                    st.code(readable[1], language=None)
+                else:
+                    st.session_state["_cypher_result"] = (cypher, displayable(found))
 
 result = st.session_state.get("_cypher_result")
 if result is not None:

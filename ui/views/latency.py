@@ -14,11 +14,11 @@ import math
 import pandas as pd
 import streamlit as st
 
-from llamp.config import DEFAULT_TOLERANCES, format_ns, parse_duration_ns
+from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.critical import exact_curve
 from llamp.lp.registry import CriticalSettings, ToleranceSettings
-from llamp.ui import analyses, controls, exports, plots
+from llamp.ui import analyses, controls, display, exports, plots
 
 st.title("Latency sensitivity and tolerance")
 sel = controls.selection("latency")
@@ -100,8 +100,8 @@ L0 = sel.params.L
 # ---------------------------------------------------------------------- headline numbers
 cols = st.columns(2 + len(tol.latency))
 with cols[0].container(key="runtime-L0"):
-    st.metric("T(L0) predicted", format_ns(tol.baseline_ns))
-    st.caption(f"{tol.baseline_ns:.6f} ns")
+    st.metric("T(L0) predicted", display.duration(tol.baseline_ns))
+    st.caption(f"exact: {display.exact_duration(tol.baseline_ns)}")
 with cols[1].container(key="lambda-L0"):
     st.metric("λ_L at L0", f"{pred.lambda_L:g}")
     st.caption(f"ρ_L = {pred.rho_L:.4%} of T")
@@ -109,12 +109,14 @@ for col, level in zip(cols[2:], tol.latency, strict=True):
     with col.container(key=tolerance_key(level.x)):
         st.metric(
             f"{_pct(level.x)} L tolerance",
-            format_ns(level.value),
-            delta=f"L0 + {format_ns(level.value - L0)}" if math.isfinite(level.value) else None,
+            display.duration(level.value),
+            delta=f"L0 + {display.duration(level.value - L0)}"
+            if math.isfinite(level.value)
+            else None,
             delta_color="off",
-            help=f"Largest L with T ≤ (1 + {_pct(level.x)})·T(L0) = {format_ns(level.bound_ns)}",
+            help=f"Largest L with T ≤ (1 + {_pct(level.x)})·T(L0) = {display.duration(level.bound_ns)}",
         )
-        st.caption(f"{level.value:.6f} ns")
+        st.caption(f"exact: {display.exact_duration(level.value)}")
 
 st.subheader("Tolerances")
 tol_rows = [
@@ -133,9 +135,9 @@ st.dataframe(
     pd.DataFrame(
         {
             "x": [_pct(r["x_percent"] / 100) for r in tol_rows],
-            "T bound": [format_ns(r["T_bound_ns"]) for r in tol_rows],
-            "max L": [format_ns(r["max_L_ns"]) for r in tol_rows],
-            "max ΔL = L − L0": [format_ns(r["max_delta_L_ns"]) for r in tol_rows],
+            "T bound": [display.duration(r["T_bound_ns"]) for r in tol_rows],
+            "max L": [display.duration(r["max_L_ns"]) for r in tol_rows],
+            "max ΔL = L − L0": [display.duration(r["max_delta_L_ns"]) for r in tol_rows],
             "max G (ns/B)": [f"{r['max_G_ns_per_byte']:.6g}" for r in tol_rows],
             "min bandwidth 8/G": [f"{r['min_bandwidth_Gb_per_s']:.4g} Gb/s" for r in tol_rows],
         }
@@ -150,10 +152,13 @@ with controls.readable_errors("Critical-latency search"):
     if auto:
         lo, hi = analyses.auto_range(tol, L0)
     else:
-        lo, hi = parse_duration_ns(lo_text), parse_duration_ns(hi_text)
+        lo, hi = (
+            parse_duration_ns(lo_text, default_unit=None),
+            parse_duration_ns(hi_text, default_unit=None),
+        )
         if not 0 <= lo < hi:
             raise InputError(f"the L range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
-    st.subheader(f"T(L) over [{format_ns(lo)}, {format_ns(hi)}]")
+    st.subheader(f"T(L) over [{display.duration(lo)}, {display.duration(hi)}]")
     search = CriticalSettings(
         lo=f"{lo!r}ns", hi=f"{hi!r}ns", max_evaluations=None if exhaustive else "auto"
     )
@@ -195,20 +200,20 @@ if not crit.complete:
 
 st.subheader("Critical latencies that matter")
 st.caption(
-    f"{len(crit.critical):,} exact critical latencies in [{format_ns(crit.lo)}, "
-    f"{format_ns(crit.hi)}] ({crit.evaluations:,} evaluations); {len(ranked):,} where λ_L "
+    f"{len(crit.critical):,} exact critical latencies in [{display.duration(crit.lo)}, "
+    f"{display.duration(crit.hi)}] ({crit.evaluations:,} evaluations); {len(ranked):,} where λ_L "
     f"jumps by at least {min_jump_pct:g}%, largest jump first."
 )
 shown = pd.DataFrame(
     {
         "#": ranked["rank"],
-        "critical L": [format_ns(v) for v in ranked["at_ns"]],
+        "critical L": [display.duration(v) for v in ranked["at_ns"]],
         "merged from": [
-            format_ns(a) if m > 1 else ""
+            display.duration(a) if m > 1 else ""
             for a, m in zip(ranked["lo_ns"], ranked["merged"], strict=True)
         ],
         "merged to": [
-            format_ns(b) if m > 1 else ""
+            display.duration(b) if m > 1 else ""
             for b, m in zip(ranked["hi_ns"], ranked["merged"], strict=True)
         ],
         "λ_L before": ranked["slope_before"],
@@ -223,13 +228,13 @@ if len(ranked):
     choice = st.selectbox(
         "Open a critical latency on the critical-path page",
         range(len(ranked)),
-        format_func=lambda i: f"#{i + 1}: L = {format_ns(ranked['at_ns'].iloc[i])}",
+        format_func=lambda i: f"#{i + 1}: L = {display.duration(ranked['at_ns'].iloc[i])}",
         key="lat_open",
     )
     at = float(ranked["at_ns"].iloc[choice])
     st.page_link(
         "views/critical_path.py",
-        label=f"Critical path at L = {format_ns(at)}",
+        label=f"Critical path at L = {display.duration(at)}",
         icon=":material/route:",
         query_params=controls.link_params("critical_path", L=f"{at!r}ns"),
     )

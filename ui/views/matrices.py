@@ -13,13 +13,12 @@ from llamp.config import (
     DEFAULT_INTRA_NODE_NS,
     DEFAULT_SWITCH_NS,
     DEFAULT_WIRE_NS,
-    format_ns,
     parse_duration_ns,
     parse_gap_ns_per_byte,
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, display, plots
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -33,7 +32,7 @@ SOURCES = {
 
 
 def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
-    L, G = parse_duration_ns(L_text), parse_gap_ns_per_byte(G_text)
+    L, G = parse_duration_ns(L_text, default_unit=None), parse_gap_ns_per_byte(G_text)
     if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
         raise InputError(f"{what}: L and G must be finite and ≥ 0")
     return L, G
@@ -88,9 +87,11 @@ with controls.readable_errors("Matrix inputs"):
         )
         rpn = c1.number_input("Ranks per node", 1, 65536, 1, key="mx_topo_rpn")
         c2, c3, c4 = st.columns(3)
-        wire = c2.text_input("l_wire", format_ns(DEFAULT_WIRE_NS), key="mx_wire")
-        switch = c3.text_input("d_switch", format_ns(DEFAULT_SWITCH_NS), key="mx_switch")
-        intra = c4.text_input("l_intra_node", format_ns(DEFAULT_INTRA_NODE_NS), key="mx_intra")
+        wire = c2.text_input("l_wire", display.duration(DEFAULT_WIRE_NS), key="mx_wire")
+        switch = c3.text_input("d_switch", display.duration(DEFAULT_SWITCH_NS), key="mx_switch")
+        intra = c4.text_input(
+            "l_intra_node", display.duration(DEFAULT_INTRA_NODE_NS), key="mx_intra"
+        )
         if not spec.strip():
             raise InputError("enter a topology, e.g. fattree:k=16")
         source = (
@@ -99,9 +100,9 @@ with controls.readable_errors("Matrix inputs"):
             int(rpn),
             analyses.latency_key(
                 LinkLatencies(
-                    wire_ns=parse_duration_ns(wire),
-                    switch_ns=parse_duration_ns(switch),
-                    intra_node_ns=parse_duration_ns(intra),
+                    wire_ns=parse_duration_ns(wire, default_unit=None),
+                    switch_ns=parse_duration_ns(switch, default_unit=None),
+                    intra_node_ns=parse_duration_ns(intra, default_unit=None),
                 )
             ),
         )
@@ -139,8 +140,8 @@ if result is None:
 st.caption(f"L_ij, G_ij: {result.costs.source}")
 cols = st.columns(4)
 with cols[0].container(key="mx-runtime"):
-    st.metric("T predicted", format_ns(result.runtime_ns))
-    st.caption(f"{result.runtime_ns:.6f} ns")
+    st.metric("T predicted", display.duration(result.runtime_ns))
+    st.caption(f"exact: {display.exact_duration(result.runtime_ns)}")
 cols[1].metric("λ_L = Σ λ_L^ij", f"{result.lambda_L.sum():g}")
 cols[2].metric("λ_G = Σ λ_G^ij (bytes)", f"{result.lambda_G.sum():g}")
 cols[3].metric(
@@ -269,19 +270,5 @@ st.caption(
     f"{len(pairs):,} ordered pairs exchange messages or lie on the critical path; sorted by "
     "L_ij·λ_L^ij / T, the share of T spent in that pair's latency."
 )
-st.dataframe(
-    controls.with_units(pairs.head(int(top)), {"latency_ns": "L_ij"}),
-    hide_index=True,
-    key="table_pairs",
-    column_config={
-        "src": "i (sender)",
-        "dst": "j (receiver)",
-        "gap ns per byte": st.column_config.NumberColumn("G_ij (ns/B)", format="%g"),
-        "lambda L": st.column_config.NumberColumn("λ_L^ij", format="%g"),
-        "lambda G": st.column_config.NumberColumn("λ_G^ij (bytes)", format="%g"),
-        "messages": st.column_config.NumberColumn("messages i → j"),
-        "bytes": st.column_config.NumberColumn("bytes i → j"),
-        "latency share": st.column_config.NumberColumn("L_ij·λ_L^ij / T", format="%.3e"),
-    },
-)
+controls.table(pairs.head(int(top)), key="table_pairs")
 controls.csv_download(pairs, f"{controls.slug(sel.name)}-pairs.csv", key="csv_pairs")

@@ -14,14 +14,13 @@ from llamp.config import (
     DEFAULT_INTRA_NODE_NS,
     DEFAULT_SWITCH_NS,
     DEFAULT_WIRE_NS,
-    format_ns,
     parse_duration_ns,
     parse_gap_ns_per_byte,
 )
 from llamp.errors import InputError
 from llamp.lp.placement import format_mapping
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, display, plots
 
 st.title("Rank placement")
 sel = controls.selection("placement")
@@ -46,7 +45,7 @@ FILES = (
 
 
 def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
-    L, G = parse_duration_ns(L_text), parse_gap_ns_per_byte(G_text)
+    L, G = parse_duration_ns(L_text, default_unit=None), parse_gap_ns_per_byte(G_text)
     if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
         raise InputError(f"{what}: L and G must be finite and ≥ 0")
     return L, G
@@ -82,9 +81,11 @@ else:
         help="fattree:k=16[,tiers=2], dragonfly:g=8,a=4,p=8, torus:dims=4x4x4[,p=1], or the "
         "path of a graph file on the server; the machine is its first nodes.",
     )
-    wire = t2.text_input("l_wire", format_ns(DEFAULT_WIRE_NS), key="place_wire")
-    switch = t3.text_input("d_switch", format_ns(DEFAULT_SWITCH_NS), key="place_switch")
-    intra = t4.text_input("l_intra_node", format_ns(DEFAULT_INTRA_NODE_NS), key="place_intra")
+    wire = t2.text_input("l_wire", display.duration(DEFAULT_WIRE_NS), key="place_wire")
+    switch = t3.text_input("d_switch", display.duration(DEFAULT_SWITCH_NS), key="place_switch")
+    intra = t4.text_input(
+        "l_intra_node", display.duration(DEFAULT_INTRA_NODE_NS), key="place_intra"
+    )
 
 st.subheader("Heuristic")
 b1, b2, b3, b4, b5 = st.columns(5)
@@ -127,9 +128,9 @@ with controls.readable_errors("Placement inputs"):
         if not spec.strip():
             raise InputError("enter a topology, e.g. fattree:k=16")
         latencies = LinkLatencies(
-            wire_ns=parse_duration_ns(wire),
-            switch_ns=parse_duration_ns(switch),
-            intra_node_ns=parse_duration_ns(intra),
+            wire_ns=parse_duration_ns(wire, default_unit=None),
+            switch_ns=parse_duration_ns(switch, default_unit=None),
+            intra_node_ns=parse_duration_ns(intra, default_unit=None),
         )
         machine = (
             "topology",
@@ -185,11 +186,11 @@ cols = st.columns(4)
 with cols[0].container(key="place-runtime-llamp"):
     st.metric(
         "Heuristic (llamp) T",
-        format_ns(llamp_T),
+        display.duration(llamp_T),
         delta=f"{(llamp_T / block_T - 1) * 100:+.4g}% vs block" if block_T > 0 else None,
         delta_color="inverse",
     )
-    st.caption(f"{llamp_T:.6f} ns")
+    st.caption(f"exact: {display.exact_duration(llamp_T)}")
 cols[1].metric("Best mapping", result.best)
 cols[2].metric("Swaps applied", f"{len(result.history) - 1:,}")
 cols[3].metric("Heuristic time", f"{result.elapsed_s:.3g} s")

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from llamp.config import DEFAULT_TOLERANCES, format_ns
+from llamp.config import DEFAULT_TOLERANCES
 from llamp.injector.profiles import list_profiles
 from llamp.lp.region import level_key, network_designs, parameter_axis, parse_design
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, display, plots
 
 #: The variable pairs offered, as the CLI's ``--axes``.
 AXES = {"L and G": ("L", "G"), "L and o": ("L", "o"), "G and o": ("G", "o")}
@@ -101,7 +101,7 @@ with controls.readable_errors("Design space"):
         )
         if preview is not None:
             with st.container(key="region-preview"):
-                st.metric("T0 (baseline)", format_ns(preview.baseline_ns))
+                st.metric("T0 (baseline)", display.duration(preview.baseline_ns))
                 st.caption(
                     "T on the grid (exact at each grid point) and, dotted, where it crosses each "
                     "level; the exact polygons follow when the computation above finishes."
@@ -131,8 +131,8 @@ if rmap is None:
 region = rmap.region
 cols = st.columns(2 + len(region.levels))
 with cols[0].container(key="region-T0"):
-    st.metric("T0 (baseline)", format_ns(region.baseline_ns))
-    st.caption(f"{region.baseline_ns:.6f} ns")
+    st.metric("T0 (baseline)", display.duration(region.baseline_ns))
+    st.caption(f"exact: {display.exact_duration(region.baseline_ns)}")
 with cols[1].container(key="region-evaluations"):
     st.metric("Evaluations", f"{region.evaluations}")
     st.caption(f"{region.pieces} critical paths found")
@@ -142,7 +142,7 @@ for col, level in zip(cols[2:], region.levels, strict=True):
         beyond = (
             f", goes on beyond the box in {', '.join(level.unbounded)}" if level.unbounded else ""
         )
-        st.caption(f"T ≤ {format_ns(level.bound_ns)}{beyond}")
+        st.caption(f"T ≤ {display.duration(level.bound_ns)}{beyond}")
 
 st.plotly_chart(
     plots.region_figure(region, rmap.us, rmap.vs, rmap.runtime_ns, frame),
@@ -173,9 +173,9 @@ st.caption(
     f"Counter-clockwise from the origin. λ_{au.name}, λ_{av.name}: the critical path along the "
     "edge to the next vertex (messages and bytes on it for L and G)."
 )
-st.dataframe(vertices, hide_index=True, key="table_region")
+controls.table(vertices, key="table_region")
 controls.csv_download(vertices, f"{controls.slug(sel.name)}-region.csv", key="csv_region")
 if frame is not None:
     st.subheader("Designs")
-    st.dataframe(frame, hide_index=True, key="table_designs")
+    controls.table(frame, key="table_designs")
     controls.csv_download(frame, f"{controls.slug(sel.name)}-designs.csv", key="csv_designs")

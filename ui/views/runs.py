@@ -13,7 +13,7 @@ from llamp import config
 from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, LlampError
 from llamp.ingest import confine
-from llamp.ui import controls, store, uploads
+from llamp.ui import controls, display, store, uploads
 
 settings = config.ui_settings()
 st.title("Runs")
@@ -32,15 +32,13 @@ with controls.readable_errors("Reading the graph store"):
     if runs.empty:
         st.info("The store holds no run yet: ingest a trace below.")
     else:
-        st.dataframe(
-            runs,
-            hide_index=True,
+        controls.table(
+            runs[[c for c in runs.columns if c != "id" and not c.startswith("has_")]],
+            labels={"bytes": "sent", "created": "stored"},
             width="stretch",
             column_config={
-                "bytes": st.column_config.NumberColumn("bytes", help="Bytes sent in all messages"),
-                "vertices": st.column_config.NumberColumn(
-                    "vertices", help="calc + send + recv ops"
-                ),
+                "sent (B)": st.column_config.NumberColumn(help="Bytes sent in all messages"),
+                "vertices": st.column_config.NumberColumn(help="calc + send + recv ops"),
             },
             key="runs_table",
         )
@@ -90,6 +88,7 @@ def _ingest(
     replace: bool,
     bar,
     staging: str | None = None,
+    hidden: str | None = None,
 ) -> None:
     from llamp.ingest import read
     from llamp.ingest.events import IngestWarning
@@ -106,6 +105,8 @@ def _ingest(
         )
     lines = [str(w.message) for w in caught if not issubclass(w.category, IngestWarning)]
     lines += list(graph.meta.get("warnings", []) or [])
+    for folder in (f for f in (staging, hidden) if f):  # files as uploaded, not where staged
+        lines = [line.replace(folder + os.sep, "").replace(folder, ".") for line in lines]
     if staging and isinstance(graph.meta.get("files"), list):  # as uploaded, not staged
         graph.meta["files"] = [str(f).replace(staging + os.sep, "") for f in graph.meta["files"]]
     summary = graph.summary()
@@ -114,7 +115,7 @@ def _ingest(
     bar.progress(100, text="Stored.")
     st.session_state["_runs_notice"] = (
         f"Stored run {name!r}: {summary.ranks} ranks, {summary.vertices:,} vertices, "
-        f"{summary.messages:,} messages ({summary.bytes:,} bytes).",
+        f"{summary.messages:,} messages ({display.size(summary.bytes)}).",
         lines[:20] + ([f"… and {len(lines) - 20} more warnings"] if len(lines) > 20 else []),
     )
     controls.choose_run(name)  # the analysis pages open on the new run
@@ -220,7 +221,15 @@ else:
                     upload_dir = source if Path(source).is_dir() else Path(source).parent
                     staging = str(upload_dir) if source_kind == "Upload files" else None
                     _ingest(
-                        source, run_name, collectives, host_speed, lenient, replace, bar, staging
+                        source,
+                        run_name,
+                        collectives,
+                        host_speed,
+                        lenient,
+                        replace,
+                        bar,
+                        staging,
+                        tmp if source_kind == "Upload files" else None,
                     )
             except LlampError as err:
                 # Name uploaded files as the user knows them, not by the staging directory.

@@ -14,13 +14,12 @@ from llamp.config import (
     DEFAULT_SWITCH_NS,
     DEFAULT_TOLERANCES,
     DEFAULT_WIRE_NS,
-    format_ns,
     parse_class_latencies,
     parse_duration_ns,
 )
 from llamp.errors import InputError
 from llamp.lp.topology import INTRA_NODE, SWITCH, WIRE, LinkLatencies, variable_names
-from llamp.ui import analyses, controls, plots
+from llamp.ui import analyses, controls, display, plots
 
 st.title("Topology what-if")
 sel = controls.selection("topology")
@@ -100,15 +99,15 @@ levels_text = m3.text_input(
 l1, l2, l3, l4 = st.columns(4)
 wire_text = l1.text_input(
     "l_wire — every wire",
-    format_ns(DEFAULT_WIRE_NS),
+    display.duration(DEFAULT_WIRE_NS),
     key="topo_wire",
     help="Latency of every wire (the paper's 274 ns, Zambre et al.).",
 )
 switch_text = l2.text_input(
-    "d_switch — per switch", format_ns(DEFAULT_SWITCH_NS), key="topo_switch"
+    "d_switch — per switch", display.duration(DEFAULT_SWITCH_NS), key="topo_switch"
 )
 intra_text = l3.text_input(
-    "l_intra_node — same node", format_ns(DEFAULT_INTRA_NODE_NS), key="topo_intra"
+    "l_intra_node — same node", display.duration(DEFAULT_INTRA_NODE_NS), key="topo_intra"
 )
 classes_text = l4.text_input(
     "Per-class wire latencies",
@@ -137,9 +136,9 @@ with controls.readable_errors("Topology inputs"):
         topologies = [analyses.topology_of(s) for s in sources]
     latencies = analyses.latency_key(
         LinkLatencies(
-            wire_ns=parse_duration_ns(wire_text),
-            switch_ns=parse_duration_ns(switch_text),
-            intra_node_ns=parse_duration_ns(intra_text),
+            wire_ns=parse_duration_ns(wire_text, default_unit=None),
+            switch_ns=parse_duration_ns(switch_text, default_unit=None),
+            intra_node_ns=parse_duration_ns(intra_text, default_unit=None),
             per_class_ns=parse_class_latencies(
                 classes_text.split(","), what="link class latencies"
             ),
@@ -208,15 +207,15 @@ st.subheader("Predicted runtime at the base latencies")
 cols = st.columns(min(len(results), 4))
 for i, (_, _, res) in enumerate(results):
     with cols[i % len(cols)].container(key=f"topo-runtime-{i}", border=True):
-        st.metric(res.topology, format_ns(res.runtime_ns))
-        st.caption(f"{res.runtime_ns:.6f} ns")
+        st.metric(res.topology, display.duration(res.runtime_ns))
+        st.caption(f"exact: {display.exact_duration(res.runtime_ns)}")
 summary = pd.DataFrame(
     [
         {
             "topology": res.topology,
             "mapping": res.mapping,
             "runtime_ns": res.runtime_ns,
-            "runtime": format_ns(res.runtime_ns),
+            "runtime": display.duration(res.runtime_ns),
             "nodes_used": res.nodes_used,
             "num_nodes": res.num_nodes,
             "mean_switches": res.mean_switches,
@@ -267,19 +266,11 @@ for _, _, res in results:
             row[f"headroom_{_pct(level.x)}_ns"] = level.headroom_ns
         rows.append(row)
 per_class = pd.DataFrame(rows)
-config = {
-    "value_ns": st.column_config.NumberColumn("base (ns)", format="%.6g"),
-    "lambda": st.column_config.NumberColumn("λ", format="%g"),
-    "lambda_share": st.column_config.NumberColumn("value·λ/T", format="%.3e"),
-}
-for x in levels:
-    config[f"tolerance_{_pct(x)}_ns"] = st.column_config.NumberColumn(
-        f"{x * 100:g}% tolerance (ns)", format="%.6g"
-    )
-    config[f"headroom_{_pct(x)}_ns"] = st.column_config.NumberColumn(
-        f"{x * 100:g}% headroom (ns)", format="%.6g"
-    )
-st.dataframe(per_class, hide_index=True, key="table_topo_classes", column_config=config)
+controls.table(
+    per_class,
+    key="table_topo_classes",
+    kinds={"lambda_share": "share"},
+)
 controls.csv_download(
     per_class, f"{controls.slug(sel.name)}-topology-tolerance.csv", key="csv_topo_classes"
 )
@@ -300,12 +291,14 @@ wire, switch, intra, per_class_ns = latencies
 base = {WIRE: wire, SWITCH: switch, INTRA_NODE: intra}.get(
     variable, dict(per_class_ns).get(variable, wire)
 )
-from_text = s2.text_input("From", "", key="topo_sweep_from", placeholder=f"base: {format_ns(base)}")
+from_text = s2.text_input(
+    "From", "", key="topo_sweep_from", placeholder=f"base: {display.duration(base)}"
+)
 to_text = s3.text_input(
     "To",
     "",
     key="topo_sweep_to",
-    placeholder=f"base + 150 ns: {format_ns(base + 150.0)}",
+    placeholder=f"base + 150 ns: {display.duration(base + 150.0)}",
     help="The paper's Fig. 11 window: 274 ns to 424 ns, i.e. 150 ns more per wire (FEC).",
 )
 points = s4.number_input("Sweep points", 2, 2000, 61, key="topo_sweep_points")
@@ -313,10 +306,12 @@ slowdown = st.toggle("Show the slowdown T / T(base) − 1 instead of T", key="to
 
 sweeps, marks, skipped = [], [], []
 with controls.readable_errors("Sweep"):
-    lo = parse_duration_ns(from_text) if from_text.strip() else base
-    hi = parse_duration_ns(to_text) if to_text.strip() else base + 150.0
+    lo = parse_duration_ns(from_text, default_unit=None) if from_text.strip() else base
+    hi = parse_duration_ns(to_text, default_unit=None) if to_text.strip() else base + 150.0
     if not 0 <= lo < hi:
-        raise InputError(f"the sweep needs 0 ≤ From < To (got {format_ns(lo)} to {format_ns(hi)})")
+        raise InputError(
+            f"the sweep needs 0 ≤ From < To (got {display.duration(lo)} to {display.duration(hi)})"
+        )
     grid = np.union1d(np.linspace(lo, hi, int(points)), [base])
     values = tuple(float(v) for v in grid[(grid >= lo) & (grid <= hi)])
     swept = [
@@ -349,7 +344,7 @@ with controls.readable_errors("Sweep"):
     frames = controls.background(
         sel,
         "topology-sweep",
-        f"Sweeping {variable} from {format_ns(lo)} to {format_ns(hi)}",
+        f"Sweeping {variable} from {display.duration(lo)} to {display.duration(hi)}",
         _sweep_all,
         (tuple(s for s, _, _ in swept), int(ranks_per_node), mapping, latencies, variable, values),
         stored_as="ui_topology_sweep",

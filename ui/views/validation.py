@@ -11,9 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llamp.config import format_ns
 from llamp.injector.validate import KIND, Validation
-from llamp.ui import controls, plots, store
+from llamp.ui import controls, display, plots, store
 
 st.title("Validation: predicted vs measured")
 st.caption(
@@ -112,13 +111,13 @@ with cols[0].container(key="validation-rrmse"):
         "RRMSE", f"{result.rrmse * 100:.2f}%", help="sqrt(mean((T_pred − T_meas)²)) / mean(T_meas)"
     )
 with cols[1].container(key="validation-predicted-0"):
-    st.metric("T(L0) predicted", format_ns(float(frame["predicted_ns"].iloc[0])))
+    st.metric("T(L0) predicted", display.duration(float(frame["predicted_ns"].iloc[0])))
 with cols[2].container(key="validation-measured-0"):
     st.metric(
         "T measured at ΔL = 0"
         if not zero.empty
-        else f"T measured at ΔL = {format_ns(frame['delta_L_ns'].iloc[0])}",
-        format_ns(float((zero if not zero.empty else frame)["measured_mean_ns"].iloc[0])),
+        else f"T measured at ΔL = {display.duration(frame['delta_L_ns'].iloc[0])}",
+        display.duration(float((zero if not zero.empty else frame)["measured_mean_ns"].iloc[0])),
     )
 with cols[3].container(key="validation-load"):
     load = result.load.get("other_load_cores_mean", math.nan)
@@ -155,7 +154,7 @@ with st.expander("How it was measured", expanded=False):
         f"- **Command** `{' '.join(result.command)}`\n"
         f"- **Base network** {controls.describe(result.params)}; engine {result.engine}\n"
         f"- **Repetitions** {result.repeat} per ΔL, shuffled order per repetition\n"
-        f"- **Traced run** (ΔL = 0, tracer): {format_ns(result.traced_runtime_ns)}"
+        f"- **Traced run** (ΔL = 0, tracer): {display.duration(result.traced_runtime_ns)}"
     )
     if result.load:
         st.dataframe(pd.DataFrame([result.load]), hide_index=True, key="table_load")

@@ -8,10 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from llamp import config
-from llamp.config import format_ns
 from llamp.lp.registry import MonteCarloSettings
 from llamp.lp.variability import DISTRIBUTIONS, VariabilitySpec
-from llamp.ui import controls, plots
+from llamp.ui import controls, display, plots
 
 st.title("Compute variability")
 sel = controls.selection("variability")
@@ -135,11 +134,11 @@ for col, (key, label, value) in zip(
         delta = value / T["baseline"] - 1.0 if key != "mc-T-baseline" and T["baseline"] else None
         st.metric(
             label,
-            format_ns(value),
+            display.duration(value),
             delta=f"{delta:+.3%} vs no noise" if delta is not None else None,
             delta_color="inverse",
         )
-        st.caption(f"{value:.6f} ns")
+        st.caption(f"exact: {display.exact_duration(value)}")
 if sensitivity:
     cols = st.columns(1 + len(result.tolerances))
     lam = stats.loc["lambda_L"]
@@ -149,10 +148,10 @@ if sensitivity:
     for col, x in zip(cols[1:], result.tolerances, strict=True):
         row = stats.loc[f"tolerance_{x * 100:g}pct_L_ns"]
         with col.container(key=f"mc-tolerance-{x * 100:g}pct".replace(".", "_")):
-            st.metric(f"{x * 100:g}% L tolerance P50", format_ns(row["p50"]))
+            st.metric(f"{x * 100:g}% L tolerance P50", display.duration(row["p50"]))
             st.caption(
-                f"P5 {format_ns(row['p5'])} · P95 {format_ns(row['p95'])} · "
-                f"no noise {format_ns(row['baseline'])}"
+                f"P5 {display.duration(row['p5'])} · P95 {display.duration(row['p95'])} · "
+                f"no noise {display.duration(row['baseline'])}"
             )
 
 # ---------------------------------------------------------------------- histograms
@@ -200,7 +199,7 @@ def _quantity(name: str) -> str:
 def _shown(name: str, value: float) -> str:
     if name == "rho_L":
         return f"{value:.4%}"
-    return format_ns(value) if name.endswith("_ns") else f"{value:.6g}"
+    return display.duration(value) if name.endswith("_ns") else f"{value:.6g}"
 
 
 st.dataframe(
