@@ -12,6 +12,10 @@ Memory: the JVM heap (``-Xmx``) and the page cache are arguments, 2 GiB and 1 Gi
 (transaction state of one 20 000-row ``UNWIND`` batch fits in a few hundred MiB; the page
 cache holds a 10^6-vertex run, ~0.5 GiB of store files, whole).
 
+:func:`admin_import` runs Neo4j's offline importer (``neo4j-admin database import full``, from
+the same jars) on the CSV files of :mod:`llamp.graphdb.neo4jimport` into a home that a
+:class:`Neo4jServer` then serves.
+
 ``python -m llamp.graphdb.neo4jserver`` runs one in the foreground and prints its URI.
 """
 
