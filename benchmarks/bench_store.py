@@ -4,14 +4,17 @@ LadybugDB: load (``put_run``) and read-back (``load_run``) throughput at 10^5 an
 vertices, every catalogue query and selection on the 10^6-vertex run, and deleting a run. The
 Neo4j backend over Bolt: load, read-back and delete throughput against a local Neo4j
 Community server (:mod:`llamp.graphdb.neo4jserver`, heap 4 GiB, page cache 2 GiB) at the same
-sizes and, with ``--full``, 10^7 vertices; each Neo4j row records the machine's load average. Synthetic graphs come from a small generator private
-to this module: ranks on a ring, each repeating (calc, send to the next rank, recv from the
+sizes and, with ``--full``, 10^7 vertices, and Neo4j's offline path at the same sizes (CSV
+files, ``neo4j-admin database import full``, server start, constraints, read-back: one row per
+phase); each Neo4j row records the machine's load average. Synthetic graphs come from a small
+generator private to this module: ranks on a ring, each repeating (calc, send to the next rank, recv from the
 previous one) with matched messages.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -274,24 +277,104 @@ def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
     return out
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the importer's JVM)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _neo4j_import(graph: ExecutionGraph, label: str) -> list[dict[str, Any]]:
+    """Neo4j's offline bulk path for one run: CSV files (:mod:`llamp.graphdb.neo4jimport`),
+    ``neo4j-admin database import full`` into a new DBMS home, the server started on it, the
+    first writable open (which creates the constraints and indexes over the imported rows),
+    and the read-back, checked equal to the graph. Each phase is one row with its seconds."""
+    from llamp.errors import StoreError
+    from llamp.graphdb import open_store
+    from llamp.graphdb.neo4jimport import write_import_files
+    from llamp.graphdb.neo4jserver import Neo4jServer, admin_import, unavailable
+
+    case = f"neo4j-admin import {label}"
+    why = unavailable()
+    if why is not None:
+        return [row(BENCH, case, "import", float("nan"), "vertices/s", note=why)]
+    n = graph.num_vertices
+    root = Path(tempfile.mkdtemp(prefix="llamp-bench-import-"))
+    out: list[dict[str, Any]] = []
+
+    def phase(metric: str, seconds: float, **extra: Any) -> None:
+        out.append(
+            row(
+                BENCH,
+                case,
+                metric,
+                n / seconds,
+                "vertices/s",
+                [seconds],
+                seconds=seconds,
+                load_avg=os.getloadavg()[0],
+                **extra,
+            )
+        )
+
+    server = None
+    try:
+        start = time.perf_counter()
+        files = write_import_files([(graph, "bench")], root / "csv")
+        phase("write CSV", time.perf_counter() - start, edges=graph.num_edges)
+        start, cpu = time.perf_counter(), _children_cpu()
+        admin_import(root / "home", files, heap="4g")
+        phase("neo4j-admin import", time.perf_counter() - start, import_cpu_s=_children_cpu() - cpu)
+        shutil.rmtree(root / "csv")
+        start = time.perf_counter()
+        server = Neo4jServer(home=root / "home", heap="4g", pagecache="2g").start()
+        phase("server start", time.perf_counter() - start)
+        start, cpu = time.perf_counter(), _cpu_seconds(server.pid)
+        with open_store(server.uri) as store:
+            store.query("CALL db.awaitIndexes(3600)", write=True)
+            phase("open (constraints, indexes online)", time.perf_counter() - start)
+            os.environ["LLAMP_HOME"] = str(root / "llamp-home")
+            start, cpu = time.perf_counter(), _cpu_seconds(server.pid)
+            back = store._read_back(store.run_info("bench"))
+            phase(
+                "read-back",
+                time.perf_counter() - start,
+                server_cpu_s=_cpu_seconds(server.pid) - cpu,
+            )
+            assert back.equals(graph)
+    except StoreError as err:
+        out.append(row(BENCH, case, "import", float("nan"), "vertices/s", note=str(err)[:200]))
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 def _label(graph: ExecutionGraph) -> str:
     return f"{graph.num_vertices:.0e} vertices".replace("e+0", "e")
 
 
 def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
-    """LadybugDB at 10^5 and 10^6 vertices; Neo4j at the same sizes and, with ``full``, at
-    10^7 (``LLAMP_BENCH_STORE=neo4j`` runs the Neo4j rows alone)."""
+    """LadybugDB at 10^5 and 10^6 vertices; Neo4j over Bolt and through ``neo4j-admin
+    database import`` at the same sizes and, with ``full``, at 10^7 (``LLAMP_BENCH_STORE``:
+    ``neo4j`` runs the Neo4j rows alone, ``neo4j-import`` the importer's alone)."""
     sizes = [10_000, 100_000] if quick else [100_000, 1_000_000]
-    only_neo4j = os.environ.get("LLAMP_BENCH_STORE") == "neo4j"
+    only = os.environ.get("LLAMP_BENCH_STORE", "")
     rows: list[dict[str, Any]] = []
-    if not only_neo4j:
+    if not only:
         for i, size in enumerate(sizes):
             graph = _ring_graph(size)
             rows.extend(_ladybug(graph, _label(graph), repeat, queries=i == len(sizes) - 1))
             if i == 0:
                 rows.append(_ladybug_delete(graph, _label(graph)))
     neo4j_sizes = sizes + ([10_000_000] if full and not quick else [])
-    graphs = [_ring_graph(size) for size in neo4j_sizes]
-    rows.extend(_neo4j([(g, _label(g)) for g in graphs]))
+    if only != "neo4j-import":
+        graphs = [_ring_graph(size) for size in neo4j_sizes]
+        rows.extend(_neo4j([(g, _label(g)) for g in graphs]))
+        del graphs
+    for size in neo4j_sizes:
+        graph = _ring_graph(size)
+        rows.extend(_neo4j_import(graph, _label(graph)))
+        del graph
     rows.append(row(BENCH, "process", "peak RSS", peak_rss_mb(), "MB"))
     return rows

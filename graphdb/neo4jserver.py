@@ -12,6 +12,10 @@ Memory: the JVM heap (``-Xmx``) and the page cache are arguments, 2 GiB and 1 Gi
 (transaction state of one 20 000-row ``UNWIND`` batch fits in a few hundred MiB; the page
 cache holds a 10^6-vertex run, ~0.5 GiB of store files, whole).
 
+:func:`admin_import` runs Neo4j's offline importer (``neo4j-admin database import full``, from
+the same jars) on the CSV files of :mod:`llamp.graphdb.neo4jimport` into a home that a
+:class:`Neo4jServer` then serves.
+
 ``python -m llamp.graphdb.neo4jserver`` runs one in the foreground and prints its URI.
 """
 
@@ -27,12 +31,18 @@ import tempfile
 import threading
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from llamp.errors import StoreError
+
+if TYPE_CHECKING:
+    from llamp.graphdb.neo4jimport import ImportFiles
 
 #: The launcher's Maven project.
 PROJECT = Path(__file__).resolve().parent / "neo4j_server"
 MAIN_CLASS = "org.llamp.Neo4jServer"
+#: ``neo4j-admin`` (org.neo4j:neo4j-command-line, a dependency of the DBMS).
+ADMIN_CLASS = "org.neo4j.cli.AdminTool"
 
 
 def launcher_classpath() -> str | None:
@@ -199,6 +209,37 @@ class Neo4jServer:
         self.stop()
 
 
+def admin_import(home: Path, files: ImportFiles, *, heap: str = "2g") -> str:
+    """Run ``neo4j-admin database import full`` (the launcher's jars hold Neo4j's admin tool)
+    on ``files`` into database ``neo4j`` of the DBMS home ``home``, which no server may be
+    running on; a :class:`Neo4jServer` with that ``home`` then serves it. Returns the
+    importer's summary (its last lines); a failed import is a StoreError with them."""
+    why = unavailable()
+    if why is not None:
+        raise StoreError(f"no local Neo4j tools: {why}")
+    home.mkdir(parents=True, exist_ok=True)
+    command = [
+        shutil.which("java") or "java",
+        f"-Xmx{heap}",
+        "-cp",
+        launcher_classpath() or "",
+        ADMIN_CLASS,
+        *files.admin_args(),
+    ]
+    done = subprocess.run(
+        command,
+        env={**os.environ, "NEO4J_HOME": str(home)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    summary = "\n".join((done.stdout + done.stderr).strip().splitlines()[-8:])
+    if done.returncode != 0:
+        raise StoreError(f"neo4j-admin import failed (exit {done.returncode}):\n{summary}")
+    return summary
+
+
 def main() -> int:
     """Run a local Neo4j until Ctrl-C or SIGTERM; print its URI."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the server on the way out
@@ -217,4 +258,4 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["Neo4jServer", "launcher_classpath", "unavailable"]
+__all__ = ["Neo4jServer", "admin_import", "launcher_classpath", "unavailable"]

@@ -394,30 +394,7 @@ class GraphStore(ABC):
                 f"run {name!r} already exists in {self.location}: pass replace=True "
                 "(llamp ingest --replace) to overwrite it, or choose another name"
             )
-        summary = graph.summary()
-        meta = dict(graph.meta)
-        meta["name"] = name
-        streams = encode_streams(graph)
-        if streams:
-            meta[STREAMS] = streams
-            meta["vertices_total"] = graph.num_vertices
-        row = {
-            "name": name,
-            "ranks": graph.num_ranks,
-            "vertices": graph.num_vertices,
-            "edges": graph.num_edges,
-            "messages": summary.messages,
-            "bytes": summary.bytes,
-            "format": str(graph.meta.get("format", "")),
-            "created": _now(),
-            "meta": _json(meta),
-            "has_t_trace": graph.t_trace_ns is not None,
-            "has_label": graph.label is not None,
-        }
-        from llamp.graphdb.checksum import run_checksum  # numba: only when a run is stored
-
-        meta["checksum"] = run_checksum(graph, row, row["meta"])
-        row["meta"] = _json(meta)
+        row = run_row(graph, name)
         saved = self._save_graph_file(graph, row, progress) if graph_file else None
         kept: Path | None = None
         run_id: int | None = None
@@ -980,6 +957,37 @@ def _result_table(info: RunInfo, per_vertex: pd.DataFrame | None) -> pa.Table:
     )
 
 
+def run_row(graph: ExecutionGraph, name: str) -> dict[str, Any]:
+    """The ``Run`` properties of ``graph`` stored as ``name`` (all but ``id``): its size, its
+    metadata as JSON with the CPU/NIC streams and the content checksum its read-back must
+    match."""
+    summary = graph.summary()
+    meta = dict(graph.meta)
+    meta["name"] = name
+    streams = encode_streams(graph)
+    if streams:
+        meta[STREAMS] = streams
+        meta["vertices_total"] = graph.num_vertices
+    row = {
+        "name": name,
+        "ranks": graph.num_ranks,
+        "vertices": graph.num_vertices,
+        "edges": graph.num_edges,
+        "messages": summary.messages,
+        "bytes": summary.bytes,
+        "format": str(graph.meta.get("format", "")),
+        "created": _now(),
+        "meta": _json(meta),
+        "has_t_trace": graph.t_trace_ns is not None,
+        "has_label": graph.label is not None,
+    }
+    from llamp.graphdb.checksum import run_checksum  # numba: only when a run is stored
+
+    meta["checksum"] = run_checksum(graph, row, row["meta"])
+    row["meta"] = _json(meta)
+    return row
+
+
 def open_store(
     uri: str | None = None, *, read_only: bool = False, notify: Any = None
 ) -> GraphStore:
@@ -1008,7 +1016,7 @@ def open_store(
     return LadybugStore(Path(uri), read_only=read_only, notify=notify)
 
 
-__all__ = ["AnalysisInfo", "GraphStore", "RunCheck", "RunInfo", "coerce", "open_store"]
+__all__ = ["AnalysisInfo", "GraphStore", "RunCheck", "RunInfo", "coerce", "open_store", "run_row"]
 
 
 #: ``run-<id>-<digest>.npz``: a run's graph file (:meth:`GraphStore.lowered_path`).

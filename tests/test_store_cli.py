@@ -133,6 +133,28 @@ def test_export_writes_npz_and_goal(capsys, stored, sweep3d, tmp_path):
     assert code == 2 and ".npz or .goal" in err
 
 
+def test_neo4j_import_files_from_a_trace_and_a_stored_run(capsys, stored, sweep3d, tmp_path):
+    out_dir = tmp_path / "csv"
+    code, out, _ = llamp(
+        capsys,
+        "--store",
+        stored,
+        "neo4j-import-files",
+        str(SWEEP3D),
+        "sweep3d=again",
+        "-o",
+        str(out_dir),
+    )
+    assert code == 0 and "run 'sweep3d-2x2': 24084 ops" in out and "run 'again'" in out
+    assert "neo4j-admin database import full --id-type=INTEGER" in out
+    ops = (out_dir / "op-2.csv").read_text().splitlines()
+    assert len(ops) == 1 + sweep3d.num_vertices and ops[0].startswith("key:ID,")
+    code, out, _ = llamp(capsys, "neo4j-import-files", str(SWEEP3D), "-o", str(out_dir), "--json")
+    assert code == 0 and json.loads(out)["runs"] == ["sweep3d-2x2"]
+    code, _, err = llamp(capsys, "neo4j-import-files", "no-such-run", "-o", str(out_dir))
+    assert code == 2 and "no-such-run: no such file, directory or stored run" in err
+
+
 def test_unreachable_server_exits_1(capsys):
     code, _, err = llamp(capsys, "--store", "bolt://neo4j:pw@127.0.0.1:1", "runs")
     assert code == 1 and "cannot reach the graph server" in err

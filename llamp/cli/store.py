@@ -1,5 +1,6 @@
 """Graph-store subcommands: ``llamp runs`` (list, show, delete), ``llamp cypher``, ``llamp query``
-(the named catalogue) and ``llamp export``.
+(the named catalogue), ``llamp export`` and ``llamp neo4j-import-files`` (CSV for Neo4j's
+offline importer).
 
 The store is ``--store`` / ``$LLAMP_STORE`` (default: the embedded store in
 ``$LLAMP_HOME/store``). Ad hoc Cypher is read-only unless ``--write``.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -440,3 +442,47 @@ def export_cmd(ctx: click.Context, run: str, output: Path, as_json: bool) -> Non
         click.echo(f"run {run!r}: {graph.num_vertices} vertices → {output}")
         if rounding is not None:
             click.echo(f"{output}: {rounding['note']}")
+
+
+# ---------------------------------------------------------------------------- neo4j-import
+@cli.command("neo4j-import-files")
+@click.argument("graphs", nargs=-1, required=True, metavar="GRAPH[=NAME]...")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the CSV files (created).",
+)
+@json_option
+@click.pass_context
+def neo4j_import_files_cmd(
+    ctx: click.Context, graphs: tuple[str, ...], output: Path, as_json: bool
+) -> None:
+    """Write GRAPHs (trace, .npz, .goal or stored run) as CSV files for Neo4j's offline importer.
+
+    Each becomes a run named NAME (default: the trace's name), stored as an ingest over Bolt
+    stores it. The printed ``neo4j-admin database import full`` command builds a new database
+    from them (the DBMS stopped); the first writable ``llamp --store bolt://…`` creates the
+    constraints. Faster than ingesting millions of ops over Bolt (benchmarks/RESULTS.md).
+    """
+    from llamp.cli.base import load_graph_spec
+    from llamp.graphdb.neo4jimport import write_import_files
+    from llamp.ingest import default_name
+
+    runs = []
+    for spec in graphs:
+        path, sep, name = spec.rpartition("=")
+        if not sep or Path(spec).exists():
+            path, name = spec, ""
+        graph = load_graph_spec(path, store_uri=ctx.obj.get("store_uri"))
+        runs.append((graph, name or (default_name(path) if Path(path).exists() else path)))
+    files = write_import_files(runs, output)
+    command = ["neo4j-admin", *files.admin_args()]
+    if as_json:
+        emit_json({"runs": list(files.runs), "output": str(output), "command": command})
+        return
+    for (graph, name), (_, path) in zip(runs, files.nodes[1:], strict=True):
+        click.echo(f"run {name!r}: {graph.num_vertices} ops, {graph.num_edges} edges → {path}")
+    click.echo("import them into a new database (the DBMS stopped, database neo4j replaced):")
+    click.echo("  " + shlex.join(command))
