@@ -128,7 +128,7 @@ NUM_COEFS = 5
 
 #: Version of the lowered form written into graph files (:mod:`llamp.lp.lowered`); a file of
 #: another version is lowered again, never misread.
-LOWERING_VERSION = 3
+LOWERING_VERSION = 4
 
 #: The steps of :func:`build_event_graph`, in order (for its ``on_step`` callback).
 LOWERING_STEPS = ("serialisation chains", "event edges", "event depths", "sort", "reorder")
