@@ -560,6 +560,7 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     from apptest_pages import SettledAppTest
 
     from llamp.ui import APP_PATH, analyses
+    from llamp.ui.display import header
 
     monkeypatch.setattr(analyses, "engine_throughput", lambda run, graph, params: 6e4)
     at = SettledAppTest(APP_PATH, default_timeout=180)
@@ -572,8 +573,8 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     assert gate and "min" in gate[0], [w.value for w in at.warning]
     assert not at.metric, "nothing is expanded before the user agrees"
     assert any(c.value.startswith("Expands to 24,084, 25,620 vertices") for c in at.caption)
-    costs = next(d.value for d in at.dataframe if "thakur_gropp_formula" in d.value.columns)
-    assert set(costs["variant"]) == {"allreduce=recursive_doubling", "allreduce=ring"}
+    costs = next(d.value for d in at.dataframe if "Thakur–Gropp formula" in d.value.columns)
+    assert set(costs[header("variant")]) == {"allreduce=recursive_doubling", "allreduce=ring"}
 
     at.button(key="coll_use_analytic").click().run()
     assert at.selectbox(key="coll_v0_allreduce").value == "thakur_gropp:recursive_doubling"
