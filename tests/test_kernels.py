@@ -32,11 +32,31 @@ def _names_subscripted(node: ast.AST) -> set[str]:
 
 
 def _running_max(node: ast.AST) -> bool:
-    """A strict comparison of two computed values (``cand > best``): keeping a maximum."""
+    """A strict comparison of two computed values that decides an assignment (``if cand >
+    best: best = cand``, ``take = cand > best``, ``x if cand > best else y``), or a ``max``:
+    keeping a maximum (a check that only returns on a comparison, such as a CSR validation,
+    keeps none)."""
+
+    def strict(test: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Compare)
+            and any(isinstance(op, ast.Gt | ast.Lt) for op in n.ops)
+            and not any(isinstance(x, ast.Constant) for x in [n.left, *n.comparators])
+            for n in ast.walk(test)
+        )
+
+    def assigns(body: list[ast.stmt]) -> bool:
+        return any(
+            isinstance(n, ast.Assign | ast.AugAssign) for stmt in body for n in ast.walk(stmt)
+        )
+
     return any(
-        isinstance(n, ast.Compare)
-        and any(isinstance(op, ast.Gt | ast.Lt) for op in n.ops)
-        and not any(isinstance(x, ast.Constant) for x in [n.left, *n.comparators])
+        (isinstance(n, ast.If) and strict(n.test) and assigns(n.body))
+        or (isinstance(n, ast.IfExp | ast.Assign) and strict(getattr(n, "test", n.value)))
+        or (
+            isinstance(n, ast.Call)
+            and ast.unparse(n.func) in ("max", "np.maximum", "numpy.maximum")
+        )
         for n in ast.walk(node)
     )
 
