@@ -409,7 +409,9 @@ def test_placement_page_shows_the_api_numbers(store_env, graph, downloads, monke
         graph, params, machine, expected.node_of_rank["llamp"]
     )
     pd.testing.assert_frame_equal(
-        table(at, "vs_block").reset_index(drop=True), expected.mappings, check_dtype=False
+        table(at, "vs_block")[list(expected.mappings.columns)].reset_index(drop=True),
+        expected.mappings,
+        check_dtype=False,
     )
     llamp_T = float(expected.mappings.set_index("mapping").loc["llamp", "runtime_ns"])
     assert exact_ns(keyed(at, "place-runtime-llamp")) == pytest.approx(llamp_T, abs=1e-5)
