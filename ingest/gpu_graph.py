@@ -103,16 +103,7 @@ class GpuGraphBuilder:
         self._last_rank = int(columns["rank"][-1])
         self._count += n
         self._at.frombytes(np.arange(first, first + n, dtype=np.int64).tobytes())
-        for name, buf, dtype in (
-            ("rank", self._rank, np.int32),
-            ("kind", self._kind, np.int8),
-            ("cost_ns", self._cost, np.float64),
-            ("size", self._size, np.int64),
-            ("peer", self._peer, np.int32),
-            ("tag", self._tag, np.int64),
-            ("cpu", self._cpu, np.int16),
-            ("nic", self._nic, np.int16),
-        ):
+        for name, buf, dtype in self._buffers():
             buf.frombytes(np.ascontiguousarray(columns[name], dtype=dtype).tobytes())
         self._matched.frombytes(np.ascontiguousarray(matched, dtype=np.int8).tobytes())
         return first
@@ -173,12 +164,9 @@ class GpuGraphBuilder:
         blocks.cpu.append(cpu)
         return first, self._count - 1
 
-    def _columns(self) -> dict[str, np.ndarray]:
-        """Every vertex column, single operations and collective blocks in place."""
-        N = self._count
-        at = np.frombuffer(self._at, np.int64)
-        cols = {}
-        for name, buf, dtype in (
+    def _buffers(self) -> tuple[tuple[str, array, type], ...]:
+        """The vertex columns a block appends to: (name, buffer, dtype)."""
+        return (
             ("rank", self._rank, np.int32),
             ("kind", self._kind, np.int8),
             ("cost_ns", self._cost, np.float64),
@@ -187,8 +175,14 @@ class GpuGraphBuilder:
             ("tag", self._tag, np.int64),
             ("cpu", self._cpu, np.int16),
             ("nic", self._nic, np.int16),
-            ("matched", self._matched, np.int8),
-        ):
+        )
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """Every vertex column, single operations and collective blocks in place."""
+        N = self._count
+        at = np.frombuffer(self._at, np.int64)
+        cols = {}
+        for name, buf, dtype in (*self._buffers(), ("matched", self._matched, np.int8)):
             col = np.zeros(N, dtype) if name == "matched" else np.empty(N, dtype)
             col[at] = np.frombuffer(buf, dtype)
             cols[name] = col
