@@ -27,16 +27,15 @@ CPU times say what the work itself costs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.memprofile import run_stages
 from benchmarks.timing import row
 
 BENCH = "training"
@@ -92,20 +91,7 @@ def write_step(directory: Path, gpus: int) -> dict[str, Any]:
 
 def profile_step(trace: Path) -> dict[str, Any]:
     """The stages of one fresh process on ``trace`` (module docstring)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(trace)],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parent.parent,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"training step child failed:\n{proc.stderr[-4000:]}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    failed = [s for s in data["stages"] if "error" in s]
-    if failed:
-        raise RuntimeError(f"stage {failed[0]['stage']!r} failed: {failed[0]['error']}")
-    return data
+    return run_stages(_CHILD, [str(trace)], "training step")
 
 
 def case_rows(gpus: int, written: dict[str, Any], runs: list[dict[str, Any]], load) -> list[dict]:

@@ -140,19 +140,26 @@ def run_part(trace: Path, store: Path, part: str) -> dict[str, Any]:
     """
     if part == "ingest":
         shutil.rmtree(store, ignore_errors=True)
+    return run_stages(_CHILD, [str(trace), str(store), part], part)
+
+
+def run_stages(child: str, args: list[str], what: str) -> dict[str, Any]:
+    """Run ``child`` (Python source printing :meth:`Stages.as_dict` as its last line) in a fresh
+    interpreter from the repository root with ``args``; its stage rows, or RuntimeError naming
+    ``what`` and the stage that failed."""
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(trace), str(store), part],
+        [sys.executable, "-c", child, *args],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parent.parent,
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{part} child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"{what} child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     failed = [s for s in data["stages"] if "error" in s]
     if failed:
-        raise RuntimeError(f"{part}: stage {failed[0]['stage']!r} failed: {failed[0]['error']}")
+        raise RuntimeError(f"{what}: stage {failed[0]['stage']!r} failed: {failed[0]['error']}")
     return data
 
 
