@@ -10,10 +10,17 @@ at the first defect. Columns below :data:`COMPILED_MIN` elements take numpy's re
 instead: loading a compiled kernel costs more than they do.
 
 Each function answers a question (bounds, the first bad index, a yes/no); the caller raises
-the error naming the vertex or the file.
+the error naming the vertex or the file. The kernels release the GIL: :func:`together` runs a
+file's independent checks on every core, and :func:`forward_csr` splits its positions among
+them.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +28,25 @@ import numpy as np
 COMPILED_MIN = 1 << 21
 
 _BLOCK = 1 << 12  # elements per vectorised step of a compiled check that stops early
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def together(jobs: list[Callable[[], Any]], elements: int) -> list[Any]:
+    """The results of independent checks, in order: run on a thread per core when they read
+    ``elements`` values or more in all (:data:`COMPILED_MIN`; below it a thread costs more than
+    the check). Put the longest first."""
+    workers = min(len(jobs), cores())
+    if workers <= 1 or elements < COMPILED_MIN:
+        return [job() for job in jobs]
+    with ThreadPoolExecutor(workers, thread_name_prefix="llamp-check") as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [future.result() for future in futures]
 
 
 def bounds(column: np.ndarray) -> tuple[int | float, int | float]:
@@ -66,7 +92,18 @@ def forward_csr(in_ptr: np.ndarray, src: np.ndarray) -> bool:
             return False
         dst = np.repeat(np.arange(in_ptr.size - 1, dtype=np.int64), counts)
         return bool(np.all((src >= 0) & (src < dst)))
-    return bool(_kernels().forward_csr(in_ptr, src))
+    # Chunks of positions compose: each checks its pointers from in_ptr[first] on, which the
+    # chunk before it checked as its last (the first chunk starts at in_ptr[0] = 0).
+    kernel = _kernels().forward_csr
+    positions = in_ptr.size - 1
+    parts = max(1, min(cores(), positions, (in_ptr.size + edges) // max(COMPILED_MIN, 1)))
+    cuts = [positions * k // parts for k in range(parts + 1)]
+    return all(
+        together(
+            [lambda a=a, b=b: bool(kernel(in_ptr, src, a, b)) for a, b in zip(cuts, cuts[1:])],
+            in_ptr.size + edges,
+        )
+    )
 
 
 _compiled = None
@@ -127,10 +164,12 @@ def _define():
         return -1
 
     @numba.njit(cache=True, nogil=True)
-    def forward_csr_kernel(in_ptr, src):
+    def forward_csr_kernel(in_ptr, src, first, stop):
         edges = src.size
-        lo = 0
-        for p in range(in_ptr.size - 1):
+        lo = in_ptr[first]
+        if lo < 0 or lo > edges:  # a chunk after a bad one: never index with it
+            return False
+        for p in range(first, stop):
             hi = in_ptr[p + 1]
             if hi < lo or hi > edges:
                 return False
@@ -152,7 +191,9 @@ def _define():
 __all__ = [
     "COMPILED_MIN",
     "bounds",
+    "cores",
     "first_descent",
     "first_not_finite_nonnegative",
     "forward_csr",
+    "together",
 ]

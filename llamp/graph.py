@@ -571,8 +571,18 @@ class ExecutionGraph:
                 raise GraphError(f"negative {name} number {column[v]}: {self.describe_vertex(v)}")
         if n == 0:
             return
-        rank = self.rank
-        descent = checks.first_descent(rank)
+        rank, cost, size, peer = self.rank, self.cost_ns, self.size, self.peer
+        ends = (self.edge_src, self.edge_dst) if m else ()
+        jobs = [
+            lambda: checks.first_descent(rank),
+            lambda: checks.bounds(self.kind),
+            lambda: checks.first_not_finite_nonnegative(cost),
+            lambda: checks.bounds(size),
+            lambda: checks.bounds(peer),
+            *(lambda end=end: checks.bounds(end) for end in ends),
+            *([lambda: checks.bounds(self.edge_kind)] if m else []),
+        ]
+        descent, kinds, not_finite, sizes, peers, *edges = checks.together(jobs, 5 * n + 3 * m)
         # nondecreasing: the first and last rank are its bounds
         if descent != -1 or rank[0] < 0 or rank[-1] >= self.num_ranks:
             bad = np.flatnonzero((rank < 0) | (rank >= self.num_ranks))
@@ -584,21 +594,20 @@ class ExecutionGraph:
             raise GraphError(
                 f"vertices of each rank must be contiguous: {self.describe_vertex(descent)}"
             )
-        low, high = checks.bounds(self.kind)
+        low, high = kinds
         if low < CALC or high > COLL:
             bad = np.flatnonzero((self.kind < CALC) | (self.kind > COLL))
             raise GraphError(f"vertex {bad[0]} has unknown kind {self.kind[bad[0]]}")
-        cost, size, peer = self.cost_ns, self.size, self.peer
-        if checks.first_not_finite_nonnegative(cost) != -1:
+        if not_finite != -1:
             costly = (self.kind == CALC) | (self.kind == COLL)
             bad = np.flatnonzero(costly & ~((cost >= 0.0) & (cost < np.inf)))
             if bad.size:
                 raise GraphError(f"negative, infinite or NaN cost: {self.describe_vertex(bad[0])}")
-        if checks.bounds(size)[0] < 0:
+        if sizes[0] < 0:
             bad = np.flatnonzero((self.kind != CALC) & (size < 0))
             if bad.size:
                 raise GraphError(f"negative message size: {self.describe_vertex(bad[0])}")
-        low, high = checks.bounds(peer)
+        low, high = peers
         if low < 0 or high >= self.num_ranks:
             bad = np.flatnonzero((self.kind != CALC) & ((peer < 0) | (peer >= self.num_ranks)))
             if bad.size:
@@ -607,12 +616,11 @@ class ExecutionGraph:
                     f"{self.describe_vertex(bad[0])}"
                 )
         if m:
-            for end in (self.edge_src, self.edge_dst):
-                low, high = checks.bounds(end)
+            for end, (low, high) in zip(ends, edges, strict=False):
                 if low < 0 or high >= n:
                     bad = np.flatnonzero((end < 0) | (end >= n))
                     raise GraphError(f"edge {bad[0]} refers to vertex {end[bad[0]]} of {n}")
-            low, high = checks.bounds(self.edge_kind)
+            low, high = edges[-1]
             if low < REQUIRES or high > MESSAGE:
                 bad = np.flatnonzero((self.edge_kind < REQUIRES) | (self.edge_kind > MESSAGE))
                 raise GraphError(f"edge {bad[0]} has unknown kind {self.edge_kind[bad[0]]}")

@@ -458,14 +458,31 @@ def _check(ev: EventGraph, path: Path, messages: int, checked=lambda *names: Non
         and ev.fixed.shape[1] == 5
         and ev.rendezvous.shape == (messages,)
     )
-    ok = ok and _within(ev.msg, -1, messages)
-    checked("msg")
-    ok = ok and _within(ev.pattern, 0, K) and _within(ev.out_edge, 0, E)
-    checked("pattern", "out_edge")
-    ok = ok and _within(ev.event_of_pos, 0, n) and _within(ev.pos_of_event, 0, n)
-    checked("event_of_pos", "pos_of_event")
-    ok = ok and _pointers(ev.out_ptr, E) and checks.forward_csr(ev.in_ptr, ev.src)
-    checked("src", "in_ptr", "out_ptr")
+    if not ok:
+        raise InputError(f"{path}: damaged llamp graph file (its event graph is inconsistent)")
+
+    def job(test, *names):
+        def run():
+            passed = test()
+            checked(*names)
+            return passed
+
+        return run
+
+    ok = all(
+        checks.together(
+            [  # independent passes, the longest first
+                job(lambda: checks.forward_csr(ev.in_ptr, ev.src), "src", "in_ptr"),
+                job(lambda: _within(ev.msg, -1, messages), "msg"),
+                job(lambda: _within(ev.out_edge, 0, E), "out_edge"),
+                job(lambda: _pointers(ev.out_ptr, E), "out_ptr"),
+                job(lambda: _within(ev.event_of_pos, 0, n), "event_of_pos"),
+                job(lambda: _within(ev.pos_of_event, 0, n), "pos_of_event"),
+                job(lambda: _within(ev.pattern, 0, K), "pattern"),
+            ],
+            n + E,
+        )
+    )
     if not ok:
         raise InputError(f"{path}: damaged llamp graph file (its event graph is inconsistent)")
 
