@@ -45,7 +45,7 @@ from tqdm import tqdm
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.lp.critical import WAVE_WIDTH, CriticalLatencies, critical_latencies
+from llamp.lp.critical import CriticalLatencies, critical_latencies
 from llamp.lp.engine import engine_for
 from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within
 from llamp.params import LogGPS
@@ -614,7 +614,7 @@ def variant_curves(
 
     Each variant's critical latencies come from one search over [lo, hi]
     (:func:`llamp.lp.critical_latencies`), whose waves probe many latencies per pass over the
-    graph (the engine's lanes: :data:`~llamp.lp.critical.WAVE_WIDTH` per pass); ``progress``
+    graph (the engine's lanes: :meth:`~llamp.lp.engine.GraphEngine.wave_width`); ``progress``
     and ``cancel`` are called after each wave. ``seconds``: a time budget shared by the
     variants (``None``: find every breakpoint), turned into evaluations at the time of one
     full wave measured on the variant's graph, so a spent budget leaves intervals unresolved
@@ -636,8 +636,9 @@ def variant_curves(
             # what is left of the budget, this variant's part of it by size, in full waves
             left_s = seconds - (started - started_all)
             mine = left_s * sizes[label] / sum(sizes[m] for m in labels[k:])
-            wave_s = _wave_seconds(graph, params, lo, hi)  # itself a wave of the budget
-            budget = max(2, int((mine - wave_s) / max(wave_s, 1e-9) * WAVE_WIDTH))
+            width = engine_for(graph).wave_width(params)
+            wave_s = _wave_seconds(graph, params, lo, hi, width)  # itself a wave of the budget
+            budget = max(2, int((mine - wave_s) / max(wave_s, 1e-9) * width))
         base = steps.done
 
         def wave(done: float, waves: int, calls: int, pending: int, label=label, base=base):
@@ -658,11 +659,13 @@ def variant_curves(
     return out
 
 
-def _wave_seconds(graph: ExecutionGraph, params: LogGPS, lo: float, hi: float) -> float:
-    """Seconds of one wave of the critical-latency search on ``graph``: ``WAVE_WIDTH``
-    latencies in [lo, hi] through the engine's lanes."""
+def _wave_seconds(
+    graph: ExecutionGraph, params: LogGPS, lo: float, hi: float, width: int
+) -> float:
+    """Seconds of one wave of the critical-latency search on ``graph``: ``width`` latencies
+    in [lo, hi] through the engine's lanes."""
     start = time.perf_counter()
-    engine_for(graph).probe_many(params, "L", list(np.linspace(lo, hi, WAVE_WIDTH)))
+    engine_for(graph).probe_many(params, "L", list(np.linspace(lo, hi, width)))
     return time.perf_counter() - start
 
 

@@ -10,7 +10,8 @@ The search runs in **waves**: the probes of all open intervals go to the engine 
 ``probe_many`` call, which sweeps the graph once for many values (lanes, both cores), so its
 cost is set by the number of waves and of evaluations. Every open interval is probed at its
 tangent intersection, which keeps the result exact; the wave is filled up to a multiple of
-:data:`WAVE_WIDTH` probes (the lanes a pass evaluates anyway) with points shared among the
+the probes a pass evaluates anyway (:meth:`~llamp.lp.engine.GraphEngine.wave_width`: up to
+:data:`WAVE_WIDTH`, fewer where the lane state is large) with points shared among the
 intervals in proportion to their λ jump, placed densest where the tangents bend. Pieces whose
 end slopes agree are linear; the breakpoints are the joints between linear pieces of
 different slope. λ_L counts messages (λ_G bytes), so when every edge coefficient is a whole
@@ -56,8 +57,9 @@ ProbeMany = Callable[[list[float]], tuple[np.ndarray, np.ndarray, np.ndarray]]
 #: intervals still open).
 Progress = Callable[[float, int, int, int], object]
 
-#: Probes per wave while few intervals are open: what one round of ``probe_many`` evaluates
-#: for about the cost of one pass (``LANES`` values per pass on each core). Measured on the
+#: Most probes per wave while few intervals are open: what one round of ``probe_many``
+#: evaluates for about the cost of one pass (``LANES`` values per pass on each core) where the
+#: lane state is small (:meth:`~llamp.lp.engine.GraphEngine.wave_width`). Measured on the
 #: 10^6-vertex noisy stencil (2 cores): 32 → 13 waves, 10.3 s; 64 → 12, 7.9 s; 128 → 11, 7.3 s.
 WAVE_WIDTH = LANES * WORKERS
 #: The default threshold of a significant breakpoint: λ rises by 1 % of its value.
@@ -610,9 +612,10 @@ def critical_latencies(
     ``max_evaluations`` bounds the search (at least 2; ``None``: find them all); with a budget,
     intervals that may hold a breakpoint whose relative λ jump is at least ``min_jump`` are
     refined first (module doc, :func:`evaluation_budget`). ``wave_width`` is the number of
-    probes per wave while few intervals are open (default :data:`WAVE_WIDTH` with the graph
-    engine, 1 with an LP, which solves one value at a time). ``progress`` is called after each
-    wave.
+    probes per wave while few intervals are open (default: what the graph engine's lanes
+    evaluate for the cost of one pass per core,
+    :meth:`~llamp.lp.engine.GraphEngine.wave_width`, at most :data:`WAVE_WIDTH`; 1 with an
+    LP, which solves one value at a time). ``progress`` is called after each wave.
     """
     if parameter not in PARAMETER_COLUMNS:
         raise InputError(f"cannot search critical values of {parameter!r}: choose L, G or o")
@@ -624,7 +627,7 @@ def critical_latencies(
         raise InputError(f"wave_width must be at least 1, got {wave_width}")
     chosen = resolve_engine(engine)
     if wave_width is None:
-        wave_width = WAVE_WIDTH if chosen == "graph" else 1
+        wave_width = engine_for(graph).wave_width(params) if chosen == "graph" else 1
     probe = _probe(graph, params, parameter, chosen)
     # one-sided slopes are exact only with the graph engine (an LP gives any subgradient)
     step = _least_step(graph, params, parameter) if chosen == "graph" else None

@@ -325,6 +325,20 @@ class GraphEngine:
             sides[sign] = {name: _round_slope(agg[i]) for i, name in enumerate(directions)}
         return Point(params, float(T), sides[1.0], sides.get(-1.0, {}))
 
+    def wave_width(self, params: LogGPS) -> int:
+        """Probes one round of :meth:`probe_many` evaluates for about the cost of one pass on
+        each core: :data:`LANES` per pass where the lane state fits :data:`LANE_BYTES`, fewer
+        on a graph whose edges reach far back (its ring is larger), one (the scalar kernel)
+        where lanes do not pay. On the 1,024-GPU training step (rings of ~10^6 events) that
+        is 2 per pass: probing 128 latencies at once costs 64 passes there, not one."""
+        ev = self.events(params)
+        if ev.num_events == 0:
+            return WORKERS
+        fit = LANE_BYTES // (8 * 3 * (self.mask(params) + 1))
+        per_pass = int(max(1, min(LANES, fit)))
+        least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
+        return (per_pass if per_pass >= least else 1) * WORKERS
+
     def _lane_width(self, count: int, mask: int, rows: int, least: int) -> int:
         """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
         of state, the passes a multiple of the cores and as even as can be (200 values on 2

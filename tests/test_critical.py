@@ -83,6 +83,26 @@ def test_the_breakpoints_and_slopes_are_exact(chains, wave_width):
         assert crit.waves < critical_latencies(chains, PARAMS, 0.0, 10_000.0, wave_width=1).waves
 
 
+def test_a_wave_is_as_wide_as_the_lanes_one_pass_holds(chains, monkeypatch):
+    """The default wave is what one pass per core evaluates: every lane where the lane state
+    is small, fewer where it is large (on the 1,024-GPU training step 2 lanes per pass: a
+    wave of 128 probes cost 64 passes there). Same breakpoints either way."""
+    from llamp.lp import engine as engine_module
+
+    eng = engine_module.engine_for(chains)
+    assert eng.wave_width(PARAMS) == engine_module.LANES * engine_module.WORKERS
+    ring = eng.mask(PARAMS) + 1
+    monkeypatch.setattr(engine_module, "LANE_BYTES", 8 * 3 * ring * 5)  # room for 5 lanes
+    assert eng.wave_width(PARAMS) == 5 * engine_module.WORKERS
+    narrow = critical_latencies(chains, PARAMS, 0.0, 10_000.0)
+    assert narrow.critical == pytest.approx(BREAKPOINTS, rel=1e-11)
+    assert narrow.evaluations < critical_latencies(
+        chains, PARAMS, 0.0, 10_000.0, wave_width=engine_module.LANES * engine_module.WORKERS
+    ).evaluations
+    monkeypatch.setattr(engine_module, "LANE_BYTES", 8 * 3 * ring)  # one lane: scalar kernel
+    assert eng.wave_width(PARAMS) == engine_module.WORKERS
+
+
 def test_significant_merges_runs_of_small_steps_and_ranks_by_jump(crit):
     # steps: 1000: 0→1 (100 %), 2000: 1→2 (100 %), 3000: 2→200 (9900 %),
     # 4000/5000/6000: +1 each (0.5 %, 0.498 %, 0.495 %), 8000: 203→250 (23 %).
