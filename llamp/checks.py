@@ -98,12 +98,9 @@ def forward_csr(in_ptr: np.ndarray, src: np.ndarray) -> bool:
     positions = in_ptr.size - 1
     parts = max(1, min(cores(), positions, (in_ptr.size + edges) // max(COMPILED_MIN, 1)))
     cuts = [positions * k // parts for k in range(parts + 1)]
-    return all(
-        together(
-            [lambda a=a, b=b: bool(kernel(in_ptr, src, a, b)) for a, b in zip(cuts, cuts[1:])],
-            in_ptr.size + edges,
-        )
-    )
+    chunks = zip(cuts[:-1], cuts[1:], strict=True)
+    jobs = [lambda a=a, b=b: bool(kernel(in_ptr, src, a, b)) for a, b in chunks]
+    return all(together(jobs, in_ptr.size + edges))
 
 
 _compiled = None

@@ -659,9 +659,7 @@ def variant_curves(
     return out
 
 
-def _wave_seconds(
-    graph: ExecutionGraph, params: LogGPS, lo: float, hi: float, width: int
-) -> float:
+def _wave_seconds(graph: ExecutionGraph, params: LogGPS, lo: float, hi: float, width: int) -> float:
     """Seconds of one wave of the critical-latency search on ``graph``: ``width`` latencies
     in [lo, hi] through the engine's lanes."""
     start = time.perf_counter()

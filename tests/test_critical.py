@@ -96,9 +96,12 @@ def test_a_wave_is_as_wide_as_the_lanes_one_pass_holds(chains, monkeypatch):
     assert eng.wave_width(PARAMS) == 5 * engine_module.WORKERS
     narrow = critical_latencies(chains, PARAMS, 0.0, 10_000.0)
     assert narrow.critical == pytest.approx(BREAKPOINTS, rel=1e-11)
-    assert narrow.evaluations < critical_latencies(
-        chains, PARAMS, 0.0, 10_000.0, wave_width=engine_module.LANES * engine_module.WORKERS
-    ).evaluations
+    assert (
+        narrow.evaluations
+        < critical_latencies(
+            chains, PARAMS, 0.0, 10_000.0, wave_width=engine_module.LANES * engine_module.WORKERS
+        ).evaluations
+    )
     monkeypatch.setattr(engine_module, "LANE_BYTES", 8 * 3 * ring)  # one lane: scalar kernel
     assert eng.wave_width(PARAMS) == engine_module.WORKERS
 
