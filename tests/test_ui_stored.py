@@ -139,9 +139,9 @@ def no_compute(monkeypatch):
         started: list[str] = []
         real = tasks.start
 
-        def start(key, label, work, *, slot=None, interruptible=True):
+        def start(key, label, work, *, slot=None, **options):
             started.append(f"{slot}: {label}")
-            return real(key, label, work, slot=slot, interruptible=interruptible)
+            return real(key, label, work, slot=slot, **options)
 
         monkeypatch.setattr(tasks, "start", start)
         for owner, name in names:

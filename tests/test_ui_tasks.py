@@ -31,18 +31,19 @@ def graph(sweep3d):
 
 @pytest.fixture
 def slow_search(monkeypatch):
-    """A critical-latency search that reports progress every 10 ms for up to a minute, then
-    answers as the real one: a long analysis to watch and cancel."""
-    state = {"calls": 0, "stopped": threading.Event()}
+    """A critical-latency search that reports progress every 10 ms for up to a minute
+    (``state["steps"]``), then answers as the real one: a long analysis to watch and cancel."""
+    state = {"calls": 0, "stopped": threading.Event(), "steps": 6000}
     real = critical.critical_latencies
 
     def slow(graph, params, lo, hi, *, progress=None, **options):
         if progress is None:  # not the Latency page's search (a module imported meanwhile)
             return real(graph, params, lo, hi, **options)
         state["calls"] += 1
+        steps = state["steps"]
         try:
-            for done in range(6000):
-                progress(done / 6000, 1, done, 1)
+            for done in range(steps):
+                progress(done / steps, 1, done, 1)
                 time.sleep(0.01)
         except BaseException:
             state["stopped"].set()
@@ -92,15 +93,29 @@ def test_long_analysis_shows_progress_and_stops_on_cancel(slow_search):
     assert exact_ns(keyed(at, "runtime-L0")) > 0
 
 
-def test_leaving_the_page_stops_its_work(slow_search):
+def test_an_analysis_is_a_job_that_outlives_its_page(slow_search):
+    """Leaving the page (or closing the tab) does not stop an analysis: it runs on, the sidebar
+    lists it on the other pages, its result is stored, and the page shows it on return."""
+    slow_search["steps"] = 300  # 3 s
     at = page("latency", settle=False)
     for task in tasks.running():
         task.wait(60)
     at.text_input(key="param_L::latency").set_value("3.2us").run()
     task = _critical_task(at)
+    assert task.job
     at.switch_page("views/runs.py").run()
-    assert task.wait(10) and task.state == tasks.CANCELLED
-    assert slow_search["stopped"].is_set()
+    assert task.state == tasks.RUNNING and not task.cancelled, "leaving the page keeps the job"
+    listed = [c.value for c in at.sidebar.caption]
+    assert any("Finding the critical latencies" in c for c in listed), listed
+    assert task.wait(60) and task.state == tasks.DONE
+    assert not slow_search["stopped"].is_set()
+    tasks.restart(task.key)  # forget the task: the page must find the stored result
+    calls = slow_search["calls"]
+    at.switch_page("views/latency.py").run()
+    assert not [t for t in tasks.running() if t.label == "Finding the critical latencies"]
+    assert slow_search["calls"] == calls, "stored, not computed again"
+    assert not at.exception
+    assert len(figures(at)) >= 2, "T(L) and λ_L drawn from the stored search"
 
 
 def test_work_without_a_hook_is_interrupted_and_unwatched_work_ends(monkeypatch):

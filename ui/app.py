@@ -34,7 +34,16 @@ if wanted in by_name and wanted != name and wanted != seen.get("page"):
     seen["page"] = wanted  # ?page=critical_path&… (a link, a bookmark) opens that page once
     st.switch_page(by_name[wanted], query_params=st.query_params.to_dict())
 controls.take_url()  # ?run=…&L=… holds on whichever page it opened
-tasks.visit(name)  # the work of the page this session left stops
+tasks.visit(name)  # the work of the page this session left stops, but for its jobs
+running = tasks.jobs()
+if running:
+    with st.sidebar.container(key="jobs"):
+        st.caption(
+            f"{len(running)} analysis job{'s' * (len(running) > 1)} running: each goes on when "
+            "you leave its page, and its result is stored for every session."
+        )
+        for job in running:
+            st.caption(tasks.describe(job))
 seen["page"] = name
 if st.query_params.get("page") != name:
     st.query_params["page"] = name

@@ -414,7 +414,8 @@ def background(
 
     ``stored_as``: the result is kept as an Analysis node of that kind (:mod:`llamp.ui.stored`)
     keyed on the run's token, the parameters and ``inputs``, and a stored one is returned at
-    once, without a task. ``shape``: (what to store of a result, ``None`` for nothing; the
+    once, without a task; the task is a job (:mod:`llamp.ui.tasks`): it runs on when the user
+    leaves the page, and its result is stored. ``shape``: (what to store of a result, ``None`` for nothing; the
     result from what was stored), for a result holding live objects. ``start=False``: only
     a stored result or one of a task already started (a page that computes on a button)."""
     to_store, from_store = shape or (lambda r: r, lambda r: r)
@@ -438,7 +439,7 @@ def background(
                 stored.save(sel.run, sel.name, stored_as, key, kept)
         return result
 
-    return tasks.result(task_key, label, work, slot=slot)
+    return tasks.result(task_key, label, work, slot=slot, job=stored_as is not None)
 
 
 def levels(text: str) -> tuple[float, ...]:

@@ -14,10 +14,14 @@ interrupted by an asynchronous :class:`Cancelled` in its thread, which Python de
 next bytecode after the kernel returns: the work stops between two passes over the graph.
 
 A task is watched by the (session, page) pairs that show it: each redraw of its progress
-fragment is a heartbeat. It is cancelled when the last watcher leaves: the session moves to
-another page (:func:`visit`), or no heartbeat came for :data:`IDLE_S` seconds (the tab was
-closed, the browser went away). Tasks are shared: two sessions asking for the same key watch
-one computation. Finished tasks are kept (at most :data:`KEEP` of them) so a rerun finds them.
+fragment is a heartbeat. A plain task is cancelled when the last watcher leaves: the session
+moves to another page (:func:`visit`), or no heartbeat came for :data:`IDLE_S` seconds (the tab
+was closed, the browser went away). A **job** (``job=True``: work whose result is stored when it
+ends, an analysis) outlives its page: leaving the page or closing the tab does not stop it, its
+result is stored and shown on return and to every other session; only Cancel, or the same page
+asking for other inputs, stops it. :func:`jobs` lists the running ones (the sidebar shows
+them). Tasks are shared: two sessions asking for the same key watch one computation. Finished
+tasks are kept (at most :data:`KEEP` of them) so a rerun finds them.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class Task:
     ended: float | None = None
     #: Interrupt the thread asynchronously on cancel (no cooperative hook in a long step).
     interruptible: bool = True
+    #: Runs on when nobody watches (its result is stored): module doc.
+    job: bool = False
     watchers: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
     #: The session whose Cancel button stopped it (``None``: stopped because nobody watched).
     cancelled_by: str | None = None
@@ -195,7 +201,7 @@ def _reap_forever() -> None:
                     task._interrupt()  # the last one may have been lost (Task._interrupt)
                 continue
             last = max(task.watchers.values(), default=task.started)
-            if now - last > IDLE_S:
+            if not task.job and now - last > IDLE_S:
                 log.info("cancelling %s: nobody watched it for %.0f s", task.label, now - last)
                 task.cancel()
 
@@ -233,6 +239,7 @@ def start(
     *,
     slot: str | None = None,
     interruptible: bool = True,
+    job: bool = False,
 ) -> Task:
     """The task computing ``key``: the running or finished one, or a new one running
     ``work(task)`` in its own thread. A failed task, or one this session cancelled, is not
@@ -241,14 +248,15 @@ def start(
 
     ``slot`` names the place on the page that shows the task: when the page's inputs change and
     the slot asks for another task, this session stops watching the previous one (which is
-    cancelled if nobody else watches it)."""
+    cancelled if nobody else watches it). ``job``: it runs on when its watchers leave (module
+    doc)."""
     session = _session()
     with _LOCK:
         task = _TASKS.get(key)
         if task is not None and task.state == CANCELLED and task.cancelled_by != session:
             task = None  # stopped because its watchers left, or by someone else: run it again
         if task is None:
-            task = Task(key, label, work, interruptible=interruptible)
+            task = Task(key, label, work, interruptible=interruptible, job=job)
             _TASKS[key] = task
             thread = threading.Thread(target=task._run, name=f"llamp-task-{label}", daemon=True)
             task._thread = thread
@@ -293,7 +301,7 @@ def watch(task: Task) -> None:
 
 def visit(page: str) -> None:
     """This session now shows ``page``: it stops watching the tasks of its other pages, and a
-    task nobody else watches is cancelled."""
+    task nobody else watches is cancelled (a job runs on)."""
     st.session_state["_llamp_page"] = page
     session = _session()
     with _LOCK:
@@ -302,7 +310,7 @@ def visit(page: str) -> None:
         gone = [w for w in list(task.watchers) if w[0] == session and w[1] != page]
         for w in gone:
             task.watchers.pop(w, None)
-        if gone and not task.watchers:
+        if gone and not task.watchers and not task.job:
             log.info("cancelling %s: its page was left", task.label)
             task.cancel()
 
@@ -310,6 +318,11 @@ def visit(page: str) -> None:
 def running() -> list[Task]:
     with _LOCK:
         return [t for t in _TASKS.values() if t.state == RUNNING]
+
+
+def jobs() -> list[Task]:
+    """The jobs still running, the oldest first."""
+    return sorted((t for t in running() if t.job), key=lambda t: t.started)
 
 
 def describe(task: Task) -> str:
@@ -330,9 +343,11 @@ def _seconds(s: float) -> str:
     return f"{s / 60:.0f} min"
 
 
-def result(key: str, label: str, work: Callable[[Task], Any], *, slot: str) -> Any:
+def result(
+    key: str, label: str, work: Callable[[Task], Any], *, slot: str, job: bool = False
+) -> Any:
     """:func:`start` then :func:`show`: the result, or ``None`` while the work runs."""
-    return show(start(key, label, work, slot=slot), key=slot)
+    return show(start(key, label, work, slot=slot, job=job), key=slot)
 
 
 def show(task: Task, *, key: str) -> Any:

@@ -388,7 +388,7 @@ with controls.readable_errors("Collective what-if"):
         stored.save(sel.run, sel.name, "ui_collectives", stored_key, (result, curves, (lo, hi)))
     else:
         # one slot: changing the inputs stops watching (and so cancels) the previous what-if
-        span = tasks.result(job_key, "Collective what-if", _work, slot="collectives")
+        span = tasks.result(job_key, "Collective what-if", _work, slot="collectives", job=True)
         if span is not None:
             lo, hi = span
             args = (trace_path, lenient, variants, sel.key, levels)

@@ -73,6 +73,7 @@ with controls.readable_errors("Comparison"):
         f"Comparing {len(chosen)} runs",
         run_comparison.work(pairs, sel.params, levels, fixed, points),
         slot="compare",
+        job=True,  # each run's figures and curve are stored as they are done
     )
 if found is None:
     st.stop()
