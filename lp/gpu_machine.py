@@ -141,11 +141,27 @@ class GpuMachine:
         )
 
 
-def gpu_variables(graph: ExecutionGraph, machine: GpuMachine) -> LinkVariables:
-    """The per-message model of ``machine`` for ``graph`` (ranks are GPUs, placed densely)."""
+def gpu_variables(
+    graph: ExecutionGraph, machine: GpuMachine, slot_of_rank: np.ndarray | None = None
+) -> LinkVariables:
+    """The per-message model of ``machine`` for ``graph``: rank ``r`` is the GPU in slot
+    ``slot_of_rank[r]`` (node ``slot // gpus_per_node``, local GPU ``slot mod gpus_per_node``);
+    default: placed densely, rank ``r`` in slot ``r``."""
     check_pairwise(graph)
     sends, recvs = graph.messages()
     a, b = graph.rank[sends].astype(np.int64), graph.rank[recvs].astype(np.int64)
+    if slot_of_rank is not None:
+        slot = np.asarray(slot_of_rank, dtype=np.int64)
+        if (
+            slot.shape != (graph.num_ranks,)
+            or np.unique(slot).size != slot.size
+            or (slot.size and slot.min() < 0)
+        ):
+            raise InputError(
+                f"a GPU placement gives every one of the {graph.num_ranks} ranks its own slot "
+                "(a non-negative GPU index)"
+            )
+        a, b = slot[a], slot[b]
     n = machine.gpus_per_node
     same = (a // n == b // n).astype(np.float64)
     other = 1.0 - same
@@ -192,15 +208,18 @@ def analyze_gpu_machine(
     params: LogGPS,
     machine: GpuMachine,
     x: Sequence[float] = DEFAULT_TOLERANCES,
+    *,
+    slot_of_rank: np.ndarray | None = None,
 ) -> GpuMachineAnalysis:
     """``T``, λ per link class (NVLink, network; latency and gap) and each one's x% tolerance:
     the largest value with ``T ≤ (1+x)·T0``, the others fixed (``inf``: ``T`` never reaches it).
-    ``params`` gives ``o`` and ``S``; ``L`` and ``G`` come from the machine."""
+    ``params`` gives ``o`` and ``S``; ``L`` and ``G`` come from the machine; ``slot_of_rank``
+    places the ranks (:func:`gpu_variables`)."""
     started = time.perf_counter()
     levels = sorted(float(v) for v in x)
     if any(v < 0 for v in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
-    variables = gpu_variables(graph, machine)
+    variables = gpu_variables(graph, machine, slot_of_rank)
     model = variables.model
     walk = ShiftWalk(graph, params, model)
     T0, slopes = walk.point()
