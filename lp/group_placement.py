@@ -118,7 +118,7 @@ def parallel_dims(graph: ExecutionGraph) -> tuple[tuple[ParallelDim, ...], dict[
     size = int(np.prod([d.size for d in dims])) if dims else 1
     if size < P:
         # the ranks with equal coordinates along the dimensions found form one more
-        key = _radix(dims, [d.name for d in dims])
+        key = _radix(dims, [d.name for d in dims], P)
         _, cls, counts = np.unique(key, return_inverse=True, return_counts=True)
         if P % size or (counts != P // size).any():
             raise InputError(
@@ -130,7 +130,7 @@ def parallel_dims(graph: ExecutionGraph) -> tuple[tuple[ParallelDim, ...], dict[
         coord[order] = np.arange(P) % (P // size)
         rest = tuple(tuple(order[k : k + P // size].tolist()) for k in range(0, P, P // size))
         dims.append(ParallelDim("rest", P // size, rest, coord))
-    if size > P or np.unique(_radix(dims, [d.name for d in dims])).size != P:
+    if size > P or np.unique(_radix(dims, [d.name for d in dims], P)).size != P:
         raise InputError(
             f"{graph.name}: the parallel dimensions ({_sizes(dims)}) are not orthogonal: two "
             "ranks have the same coordinates"
@@ -142,9 +142,9 @@ def _sizes(dims: Sequence[ParallelDim]) -> str:
     return " × ".join(f"{d.name} {d.size}" for d in dims)
 
 
-def _radix(dims: Sequence[ParallelDim], order: Sequence[str]) -> np.ndarray:
+def _radix(dims: Sequence[ParallelDim], order: Sequence[str], num_ranks: int) -> np.ndarray:
     by_name = {d.name: d for d in dims}
-    slot = np.zeros(dims[0].coord.size if dims else 0, dtype=np.int64)
+    slot = np.zeros(num_ranks, dtype=np.int64)
     stride = 1
     for name in order:
         d = by_name[name]
@@ -167,7 +167,7 @@ def order_slots(dims: Sequence[ParallelDim], order: Sequence[str]) -> np.ndarray
         raise InputError(
             f"order {','.join(order)!r}: name every dimension once ({', '.join(names)})"
         )
-    return _radix(dims, order)
+    return _radix(dims, order, dims[0].coord.size if dims else 1)
 
 
 @dataclass(frozen=True)

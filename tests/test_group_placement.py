@@ -182,3 +182,18 @@ def test_cli_place_groups(step, two_by_two, tmp_path):
         "place-groups", str(step), "gpus=2", "--layout", "tp,ep", home=tmp_path, check=False
     )
     assert bad.returncode == 2 and bad.stderr.startswith("llamp: error: order 'tp,ep'")
+
+
+def test_rank_placement_starts_from_every_layout(two_by_two):
+    """``llamp place`` on a training run: its layouts are baselines, with the same exact T."""
+    from llamp.lp.placement import place, two_level_machine
+
+    params = LogGPS.parse(o="1us", S="4MiB", nic="overlap")
+    machine = two_level_machine(2, 2, MACHINE.nvlink, MACHINE.network)
+    result = place(read(two_by_two), params, machine, max_iterations=5)
+    T = result.mappings.set_index("mapping")["runtime_ns"]
+    (Li, Gi), (Le, Ge) = MACHINE.nvlink, MACHINE.network
+    assert T["tp,dp"] == pytest.approx(2 * O_NS + Li + 2**21 * Gi, abs=1e-9)
+    assert T["dp,tp"] == pytest.approx(2 * O_NS + Le + 2**21 * Ge, abs=1e-9)
+    assert result.node_of_rank["dp,tp"].tolist() == [0, 1, 0, 1]
+    assert T[result.best] == T["tp,dp"]

@@ -457,7 +457,8 @@ def _mapping_formats() -> tuple[str, ...]:
     "which",
     default="best",
     show_default=True,
-    help="Mapping to write: best, llamp, block, round-robin, volume (random, given: the start).",
+    help="Mapping to write: best, llamp, block, round-robin, volume, a layout of a training "
+    "run (tp,dp,pp; llamp place-groups) (random, given: the start).",
 )
 @latency_options
 @params_options
