@@ -106,6 +106,28 @@ class GpuMachine:
             fields["nics_per_node"] = fields["gpus_per_node"]
         return cls(**fields)  # type: ignore[arg-type]
 
+    @classmethod
+    def from_parts(cls, parts: dict[str, object]) -> GpuMachine:
+        """A machine from a mapping of the :meth:`parse` parts (a study spec's
+        ``gpu_machine: {gpus: 8, nvlink: 500ns:0.0022ns/B, …}``; ``affinity`` also a list)."""
+        items = []
+        for key, value in parts.items():
+            if isinstance(value, list | tuple):
+                value = ":".join(str(v) for v in value)
+            items.append(f"{key}={value}")
+        return cls.parse(",".join(items))
+
+    def spec(self) -> str:
+        """The :meth:`parse` text of this machine, every number exact (``repr``)."""
+        (li, gi), (le, ge) = self.nvlink, self.network
+        text = (
+            f"gpus={self.gpus_per_node},nvlink={li!r}ns:{gi!r}ns/B,net={le!r}ns:{ge!r}ns/B,"
+            f"nics={self.nics_per_node}"
+        )
+        if self.affinity is not None:
+            text += ",affinity=" + ":".join(str(n) for n in self.affinity)
+        return text
+
     def nic_of_gpu(self) -> np.ndarray:
         """The NIC each local GPU uses."""
         if self.affinity is not None:
