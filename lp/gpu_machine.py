@@ -46,13 +46,16 @@ DEFAULT_NETWORK = (3000.0, 1 / 50.0)
 
 @dataclass(frozen=True)
 class GpuMachine:
-    """GPUs per node, NVLink (L ns, G ns/B), network per NIC (L ns, G ns/B), NICs and affinity."""
+    """GPUs per node, NVLink (L ns, G ns/B), network per NIC (L ns, G ns/B), NICs and affinity;
+    ``layout``: how a training run's ranks are placed (its parallel dimensions innermost first,
+    :mod:`llamp.lp.group_placement`; default: rank ``r`` on GPU ``r``)."""
 
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     nvlink: tuple[float, float] = DEFAULT_NVLINK
     network: tuple[float, float] = DEFAULT_NETWORK
     nics_per_node: int = DEFAULT_GPUS_PER_NODE
     affinity: tuple[int, ...] | None = None
+    layout: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.gpus_per_node < 1 or self.nics_per_node < 1:
@@ -92,15 +95,21 @@ class GpuMachine:
                     fields["nvlink" if key == "nvlink" else "network"] = level
                 elif key == "affinity":
                     fields["affinity"] = tuple(int(v) for v in value.split(":"))
+                elif key == "layout":
+                    names = tuple(v.strip() for v in value.split(":"))
+                    if not all(names):
+                        raise ValueError(value)
+                    fields["layout"] = names
                 else:
                     raise InputError(
                         f"GPU machine {text!r}: unknown part {key!r} (gpus, nvlink, net, nics, "
-                        "affinity)"
+                        "affinity, layout)"
                     )
             except ValueError:
                 raise InputError(
                     f"GPU machine {text!r}: cannot read {part!r} (e.g. gpus=8, "
-                    "nvlink=500ns:0.0022ns/B, net=3us:0.02ns/B, nics=4, affinity=0:0:1:1)"
+                    "nvlink=500ns:0.0022ns/B, net=3us:0.02ns/B, nics=4, affinity=0:0:1:1, "
+                    "layout=tp:dp:pp)"
                 ) from None
         if "nics_per_node" not in fields and "gpus_per_node" in fields:
             fields["nics_per_node"] = fields["gpus_per_node"]
@@ -126,6 +135,8 @@ class GpuMachine:
         )
         if self.affinity is not None:
             text += ",affinity=" + ":".join(str(n) for n in self.affinity)
+        if self.layout is not None:
+            text += ",layout=" + ":".join(self.layout)
         return text
 
     def nic_of_gpu(self) -> np.ndarray:
@@ -157,10 +168,11 @@ class GpuMachine:
 
     def describe(self) -> str:
         (li, gi), (le, ge) = self.nvlink, self.network
-        return (
+        text = (
             f"{self.gpus_per_node} GPUs per node, NVLink L={li:g} ns G={gi:g} ns/B, "
             f"{self.nics_per_node} NICs per node L={le:g} ns G={ge:g} ns/B"
         )
+        return text + (f", layout {','.join(self.layout)}" if self.layout else "")
 
 
 def gpu_variables(
@@ -168,8 +180,13 @@ def gpu_variables(
 ) -> LinkVariables:
     """The per-message model of ``machine`` for ``graph``: rank ``r`` is the GPU in slot
     ``slot_of_rank[r]`` (node ``slot // gpus_per_node``, local GPU ``slot mod gpus_per_node``);
-    default: placed densely, rank ``r`` in slot ``r``."""
+    default: the machine's layout of the run's parallel dimensions, else rank ``r`` in slot
+    ``r``."""
     check_pairwise(graph)
+    if slot_of_rank is None and machine.layout is not None:
+        from llamp.lp.group_placement import order_slots, parallel_dims
+
+        slot_of_rank = order_slots(parallel_dims(graph)[0], machine.layout)
     sends, recvs = graph.messages()
     a, b = graph.rank[sends].astype(np.int64), graph.rank[recvs].astype(np.int64)
     if slot_of_rank is not None:

@@ -1235,7 +1235,7 @@ ANALYSES: dict[str, Analysis] = {
                     _optional_text,
                     None,
                     help="GPU machine: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8"
-                    "[,affinity=…]; variables L_intra, L_inter, G_intra, G_inter.",
+                    "[,affinity=…][,layout=tp:dp:pp]; variables L_intra, L_inter, G_intra, G_inter.",
                     metavar="SPEC",
                     study_type=str | None,
                 ),

@@ -133,7 +133,7 @@ class NetworkSpec(BaseModel):
     switch: str | float | None = None
     intra_node: str | float | None = None
     links: dict[str, str | float] = Field(default_factory=dict)
-    gpu_machine: str | dict[str, str | int | float | list[int]] | None = None
+    gpu_machine: str | dict[str, str | int | float | list[int | str]] | None = None
 
     @property
     def loggps_keys(self) -> dict[str, Any]:

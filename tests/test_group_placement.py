@@ -197,3 +197,16 @@ def test_rank_placement_starts_from_every_layout(two_by_two):
     assert T["dp,tp"] == pytest.approx(2 * O_NS + Le + 2**21 * Ge, abs=1e-9)
     assert result.node_of_rank["dp,tp"].tolist() == [0, 1, 0, 1]
     assert T[result.best] == T["tp,dp"]
+
+
+def test_a_gpu_machine_spec_carries_the_layout(two_by_two, tmp_path):
+    """``layout=dp:tp`` in the machine: gpu-machine and region --gpu-machine place the ranks."""
+    params = LogGPS.parse(o="1us", S="4MiB", nic="overlap")
+    graph = read(two_by_two)
+    machine = GpuMachine.parse(MACHINE.spec() + ",layout=dp:tp")
+    assert machine.layout == ("dp", "tp") and GpuMachine.parse(machine.spec()) == machine
+    T = analyze_gpu_machine(graph, params, machine, []).runtime_ns
+    (_, _), (Le, Ge) = MACHINE.nvlink, MACHINE.network
+    assert T == pytest.approx(2 * O_NS + Le + 2**21 * Ge, abs=1e-9)
+    with pytest.raises(InputError, match="no dimension 'ep'"):
+        analyze_gpu_machine(graph, params, GpuMachine.parse("gpus=2,layout=ep:tp"), [])

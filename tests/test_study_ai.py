@@ -114,3 +114,35 @@ def test_a_gpu_machine_network_is_checked_with_its_line(tmp_path):
     (tmp_path / "s.yaml").write_text(both)
     with pytest.raises(SpecError, match=r"s.yaml:5: networks\[1\].L: .*nvlink and net"):
         load_spec(tmp_path / "s.yaml")
+
+
+def test_gpu_machines_with_the_groups_placed_differently(study_dir):
+    """The same machine with each tensor-parallel group inside a node (Megatron's layout, the
+    trace's own) or split over two (pipeline and data parallel innermost): a cell each, equal
+    to its command."""
+    from llamp.ingest import read
+    from llamp.study.analyses import ANALYSES, CellInput
+
+    machine = {"gpus": 8, "nvlink": "500ns:450GB/s", "net": "2us:400Gb/s"}
+    spec = {
+        "study": "layouts",
+        "runs": [{"name": "llama-16", "path": "llama-16"}],
+        "networks": [
+            {"name": "as-traced", "gpu_machine": machine},
+            {"name": "tp-first", "gpu_machine": machine | {"layout": ["tp", "dp", "pp"]}},
+            {"name": "tp-across", "gpu_machine": machine | {"layout": ["pp", "dp", "tp"]}},
+        ],
+        "analyses": ["predict"],
+    }
+    (study_dir / "layouts.yaml").write_text(yaml.safe_dump(spec))
+    study = load_spec(study_dir / "layouts.yaml")
+    graph = read(study_dir / "llama-16")
+    T = {}
+    for cell in study.cells:
+        inp = CellInput(graph, cell, str(study_dir / "llama-16"))
+        kind = ANALYSES[cell.analysis]
+        T[cell.network.name] = kind.scalars(kind.run(inp))["runtime_ns"]
+        assert "layout=" in cell.network.gpu_machine or cell.network.name == "as-traced"
+        theirs = kind.scalars(_invoke(kind.command(inp), study_dir))["runtime_ns"]
+        assert _close(T[cell.network.name], theirs)
+    assert T["as-traced"] == T["tp-first"] < T["tp-across"]

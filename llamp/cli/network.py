@@ -135,9 +135,10 @@ def gpu_machine_cmd(
 ) -> None:
     """T, λ and x% tolerance per link class (NVLink, network) of a GPU machine.
 
-    SPEC: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=0:0:1:1:…], every
-    part optional (defaults: an H100 node, one 400 Gb/s NIC per GPU). Ranks are GPUs, placed
-    densely; --L and --G are not used (the machine's are), --o and --S are.
+    SPEC: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=0:0:1:1:…]
+    [,layout=tp:dp:pp], every part optional (defaults: an H100 node, one 400 Gb/s NIC per GPU).
+    Ranks are GPUs, placed densely or by the layout of their parallel groups (llamp
+    place-groups); --L and --G are not used (the machine's are), --o and --S are.
     """
     from llamp.lp.gpu_machine import GpuMachine, analyze_gpu_machine
 
