@@ -11,8 +11,10 @@ placement of every *order* of them, and evaluates each exactly on a
 (:func:`~llamp.lp.gpu_machine.analyze_gpu_machine` with the ranks in their slots).
 
 Dimensions: process groups are grouped into families by the letters their names start with
-(``tp.0.1`` and ``tp.1.1`` → ``tp``; names without letters, e.g. PyTorch's numbered groups,
-by group size). A family whose groups are equal, pairwise disjoint and cover every rank is a
+(``tp.0.1`` and ``tp.1.1`` → ``tp``). Groups named by number only (PyTorch's process groups,
+GOAL communicators) are taken in number order, each joining the first family of its size
+whose groups it does not overlap — ``size8``, or ``size2.1``, ``size2.2`` for two families of
+one size. A family whose groups are equal, pairwise disjoint and cover every rank is a
 dimension; the world group (all ranks) and one-rank groups order nothing and are left out, and
 so is a family that is not a partition (listed in ``skipped`` with the reason). A rank's
 coordinate along a dimension is its position in its group (members in rank order). If the
@@ -75,10 +77,9 @@ class ParallelDim:
     coord: np.ndarray
 
 
-def _family(name: str, size: int) -> str:
-    m = _FAMILY.match(name)
-    letters = m.group(0).strip("_") if m else ""
-    return letters or f"groups of {size}"
+def _natural(name: str) -> tuple:
+    """Sort key: numbers by value (``"10"`` after ``"9"``)."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
 
 
 def parallel_dims(graph: ExecutionGraph) -> tuple[tuple[ParallelDim, ...], dict[str, str]]:
@@ -89,7 +90,8 @@ def parallel_dims(graph: ExecutionGraph) -> tuple[tuple[ParallelDim, ...], dict[
     if not isinstance(groups, dict):
         raise InputError(f"{graph.name}: meta 'process_groups' is not a table of groups")
     families: dict[str, list[tuple[int, ...]]] = {}
-    for name, members in groups.items():
+    unnamed: list[tuple[int, ...]] = []
+    for name, members in sorted(groups.items(), key=lambda kv: _natural(str(kv[0]))):
         try:
             ranks = tuple(sorted(int(r) for r in members))
         except (TypeError, ValueError):
@@ -98,7 +100,26 @@ def parallel_dims(graph: ExecutionGraph) -> tuple[tuple[ParallelDim, ...], dict[
             ) from None
         if len(ranks) <= 1 or len(ranks) >= P:
             continue
-        families.setdefault(_family(str(name), len(ranks)), []).append(ranks)
+        m = _FAMILY.match(str(name))
+        letters = m.group(0).strip("_") if m else ""
+        if letters:
+            families.setdefault(letters, []).append(ranks)
+        else:
+            unnamed.append(ranks)
+    # groups named by number only: in name order, each joins the first family of its size it
+    # does not overlap (communicators are created dimension by dimension)
+    by_size: dict[int, list[list[tuple[int, ...]]]] = {}
+    for ranks in unnamed:
+        fams = by_size.setdefault(len(ranks), [])
+        for fam in fams:
+            if not set(ranks) & {r for g in fam for r in g}:
+                fam.append(ranks)
+                break
+        else:
+            fams.append([ranks])
+    for size, fams in by_size.items():
+        for j, fam in enumerate(fams):
+            families[f"size{size}" + (f".{j + 1}" if len(fams) > 1 else "")] = fam
     dims: list[ParallelDim] = []
     skipped: dict[str, str] = {}
     for family in sorted(families):

@@ -210,3 +210,31 @@ def test_a_gpu_machine_spec_carries_the_layout(two_by_two, tmp_path):
     assert T == pytest.approx(2 * O_NS + Le + 2**21 * Ge, abs=1e-9)
     with pytest.raises(InputError, match="no dimension 'ep'"):
         analyze_gpu_machine(graph, params, GpuMachine.parse("gpus=2,layout=ep:tp"), [])
+
+
+def test_numbered_communicators_of_a_goal_trace_are_dimensions(tmp_path):
+    """ATLAHS GOAL: communicators 0, 1 pair ranks {0,1}, {2,3} (a tensor-parallel all-reduce
+    of 1 MiB), communicators 2, 3 pair {0,2}, {1,3} (a data-parallel one of 1 KiB)."""
+    comms = {0: (0, 1), 1: (2, 3), 2: (0, 2), 3: (1, 3)}
+    blocks = []
+    for r in range(4):
+        tp = next(c for c in (0, 1) if r in comms[c])
+        dp = next(c for c in (2, 3) if r in comms[c])
+        blocks.append(
+            f"rank {r} {{\nl1: calc 100\n"
+            f"l2: AllReduce 1048576 bytes comm {tp} gpu {r} stream 0 seq 0 end\nl2 requires l1\n"
+            f"l3: AllReduce 1024 bytes comm {dp} gpu {r} stream 0 seq 0 end\nl3 requires l2\n}}\n"
+        )
+    path = tmp_path / "ai.goal"
+    path.write_text("num_ranks 4\n\n" + "\n".join(blocks))
+    graph = read(path)
+    assert graph.meta["process_groups"] == {"0": [0, 1], "1": [2, 3], "2": [0, 2], "3": [1, 3]}
+    dims, _ = parallel_dims(graph)
+    assert [(d.name, [list(g) for g in d.groups]) for d in dims] == [
+        ("size2.1", [[0, 1], [2, 3]]),
+        ("size2.2", [[0, 2], [1, 3]]),
+    ]
+    result = compare_group_placements(graph, LogGPS(), MACHINE, x=[])
+    T = result.mappings.set_index("mapping")["runtime_ns"]
+    assert result.traced_layout == ("size2.1,size2.2",)
+    assert T["size2.1,size2.2"] < T["size2.2,size2.1"]  # the 1 MiB all-reduce on NVLink
