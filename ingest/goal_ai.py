@@ -17,7 +17,8 @@ and it names dependencies.
 Expansion: the members of communicator ``c`` are the ranks with a marker of ``comm c``, in rank
 order; the markers with the same ``(comm, seq)`` on every member form one instance (they must
 agree on the collective, its bytes and root), expanded by :mod:`llamp.ingest.nccl` (NCCL's
-algorithm and protocol choice unless ``collectives`` picks one). At each member the marker
+algorithm and protocol choice unless ``collectives`` picks one); ``meta["process_groups"]``
+lists the communicators (``"<c>"`` → members). At each member the marker
 becomes the instance's entry; what ``requires`` the marker waits for its exit, what
 ``irequires`` it starts with its entry (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`). The
 collective runs on cpu ``stream`` (or the marker's ``cpu``), its lanes on the cpus after it.
@@ -263,6 +264,10 @@ def _splice(path, base: ExecutionGraph, markers, plans, machine) -> ExecutionGra
             "format": "goal",
             "collective_markers": len(markers),
             "collectives": _used(plan for _, plan in plans.values()),
+            # communicators as Chakra's process groups (named by number), members in rank order
+            "process_groups": {
+                str(comm): list(members) for (comm, _), (members, _) in sorted(plans.items())
+            },
         }
     )
     return builder.finish(meta, where=str(path))

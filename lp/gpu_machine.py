@@ -46,13 +46,16 @@ DEFAULT_NETWORK = (3000.0, 1 / 50.0)
 
 @dataclass(frozen=True)
 class GpuMachine:
-    """GPUs per node, NVLink (L ns, G ns/B), network per NIC (L ns, G ns/B), NICs and affinity."""
+    """GPUs per node, NVLink (L ns, G ns/B), network per NIC (L ns, G ns/B), NICs and affinity;
+    ``layout``: how a training run's ranks are placed (its parallel dimensions innermost first,
+    :mod:`llamp.lp.group_placement`; default: rank ``r`` on GPU ``r``)."""
 
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     nvlink: tuple[float, float] = DEFAULT_NVLINK
     network: tuple[float, float] = DEFAULT_NETWORK
     nics_per_node: int = DEFAULT_GPUS_PER_NODE
     affinity: tuple[int, ...] | None = None
+    layout: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.gpus_per_node < 1 or self.nics_per_node < 1:
@@ -92,19 +95,49 @@ class GpuMachine:
                     fields["nvlink" if key == "nvlink" else "network"] = level
                 elif key == "affinity":
                     fields["affinity"] = tuple(int(v) for v in value.split(":"))
+                elif key == "layout":
+                    names = tuple(v.strip() for v in value.split(":"))
+                    if not all(names):
+                        raise ValueError(value)
+                    fields["layout"] = names
                 else:
                     raise InputError(
                         f"GPU machine {text!r}: unknown part {key!r} (gpus, nvlink, net, nics, "
-                        "affinity)"
+                        "affinity, layout)"
                     )
             except ValueError:
                 raise InputError(
                     f"GPU machine {text!r}: cannot read {part!r} (e.g. gpus=8, "
-                    "nvlink=500ns:0.0022ns/B, net=3us:0.02ns/B, nics=4, affinity=0:0:1:1)"
+                    "nvlink=500ns:0.0022ns/B, net=3us:0.02ns/B, nics=4, affinity=0:0:1:1, "
+                    "layout=tp:dp:pp)"
                 ) from None
         if "nics_per_node" not in fields and "gpus_per_node" in fields:
             fields["nics_per_node"] = fields["gpus_per_node"]
         return cls(**fields)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_parts(cls, parts: dict[str, object]) -> GpuMachine:
+        """A machine from a mapping of the :meth:`parse` parts (a study spec's
+        ``gpu_machine: {gpus: 8, nvlink: 500ns:0.0022ns/B, …}``; ``affinity`` also a list)."""
+        items = []
+        for key, value in parts.items():
+            if isinstance(value, list | tuple):
+                value = ":".join(str(v) for v in value)
+            items.append(f"{key}={value}")
+        return cls.parse(",".join(items))
+
+    def spec(self) -> str:
+        """The :meth:`parse` text of this machine, every number exact (``repr``)."""
+        (li, gi), (le, ge) = self.nvlink, self.network
+        text = (
+            f"gpus={self.gpus_per_node},nvlink={li!r}ns:{gi!r}ns/B,net={le!r}ns:{ge!r}ns/B,"
+            f"nics={self.nics_per_node}"
+        )
+        if self.affinity is not None:
+            text += ",affinity=" + ":".join(str(n) for n in self.affinity)
+        if self.layout is not None:
+            text += ",layout=" + ":".join(self.layout)
+        return text
 
     def nic_of_gpu(self) -> np.ndarray:
         """The NIC each local GPU uses."""
@@ -135,17 +168,39 @@ class GpuMachine:
 
     def describe(self) -> str:
         (li, gi), (le, ge) = self.nvlink, self.network
-        return (
+        text = (
             f"{self.gpus_per_node} GPUs per node, NVLink L={li:g} ns G={gi:g} ns/B, "
             f"{self.nics_per_node} NICs per node L={le:g} ns G={ge:g} ns/B"
         )
+        return text + (f", layout {','.join(self.layout)}" if self.layout else "")
 
 
-def gpu_variables(graph: ExecutionGraph, machine: GpuMachine) -> LinkVariables:
-    """The per-message model of ``machine`` for ``graph`` (ranks are GPUs, placed densely)."""
+def gpu_variables(
+    graph: ExecutionGraph, machine: GpuMachine, slot_of_rank: np.ndarray | None = None
+) -> LinkVariables:
+    """The per-message model of ``machine`` for ``graph``: rank ``r`` is the GPU in slot
+    ``slot_of_rank[r]`` (node ``slot // gpus_per_node``, local GPU ``slot mod gpus_per_node``);
+    default: the machine's layout of the run's parallel dimensions, else rank ``r`` in slot
+    ``r``."""
     check_pairwise(graph)
+    if slot_of_rank is None and machine.layout is not None:
+        from llamp.lp.group_placement import order_slots, parallel_dims
+
+        slot_of_rank = order_slots(parallel_dims(graph)[0], machine.layout)
     sends, recvs = graph.messages()
     a, b = graph.rank[sends].astype(np.int64), graph.rank[recvs].astype(np.int64)
+    if slot_of_rank is not None:
+        slot = np.asarray(slot_of_rank, dtype=np.int64)
+        if (
+            slot.shape != (graph.num_ranks,)
+            or np.unique(slot).size != slot.size
+            or (slot.size and slot.min() < 0)
+        ):
+            raise InputError(
+                f"a GPU placement gives every one of the {graph.num_ranks} ranks its own slot "
+                "(a non-negative GPU index)"
+            )
+        a, b = slot[a], slot[b]
     n = machine.gpus_per_node
     same = (a // n == b // n).astype(np.float64)
     other = 1.0 - same
@@ -192,15 +247,18 @@ def analyze_gpu_machine(
     params: LogGPS,
     machine: GpuMachine,
     x: Sequence[float] = DEFAULT_TOLERANCES,
+    *,
+    slot_of_rank: np.ndarray | None = None,
 ) -> GpuMachineAnalysis:
     """``T``, λ per link class (NVLink, network; latency and gap) and each one's x% tolerance:
     the largest value with ``T ≤ (1+x)·T0``, the others fixed (``inf``: ``T`` never reaches it).
-    ``params`` gives ``o`` and ``S``; ``L`` and ``G`` come from the machine."""
+    ``params`` gives ``o`` and ``S``; ``L`` and ``G`` come from the machine; ``slot_of_rank``
+    places the ranks (:func:`gpu_variables`)."""
     started = time.perf_counter()
     levels = sorted(float(v) for v in x)
     if any(v < 0 for v in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
-    variables = gpu_variables(graph, machine)
+    variables = gpu_variables(graph, machine, slot_of_rank)
     model = variables.model
     walk = ShiftWalk(graph, params, model)
     T0, slopes = walk.point()

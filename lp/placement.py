@@ -29,7 +29,9 @@ but shortens that path, and the next iteration's critical path is another one; w
 search would stop at the first plateau.
 
 Baselines: block (consecutive ranks fill a node), round-robin (rank ``r`` on node
-``r mod N``) and a communication-volume partitioner (recursive bisection of the byte matrix
+``r mod N``), on a training run every layout of its parallel dimensions (``tp,dp,pp``:
+tensor-parallel groups fill a node first, :mod:`llamp.lp.group_placement`) and a
+communication-volume partitioner (recursive bisection of the byte matrix
 with Kernighan–Lin, networkx, following the node order so halves map onto topology subtrees,
 as Scotch-style static mapping does). Mappings are written as an Open MPI rankfile, an MPICH
 (Hydra) machinefile or a Slurm ``SLURM_HOSTFILE`` for ``--distribution=arbitrary``.
@@ -37,6 +39,7 @@ as Scotch-style static mapping does). Mappings are written as an Open MPI rankfi
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,6 +178,27 @@ def round_robin_mapping(num_ranks: int, machine: Machine) -> np.ndarray:
     """Rank ``r`` on node ``r mod N`` over all ``N`` nodes (a cyclic distribution)."""
     machine.check(num_ranks)
     return np.arange(num_ranks, dtype=np.int64) % machine.num_nodes
+
+
+def layout_mappings(graph: ExecutionGraph, machine: Machine) -> dict[str, np.ndarray]:
+    """Node of every rank in each layout of a training run's parallel dimensions (its process
+    groups, :func:`llamp.lp.group_placement.parallel_dims`; named by the layout, innermost
+    first): consecutive slots of the layout fill a node. None for a run with fewer than two
+    dimensions (one layout: block), more than :data:`~llamp.lp.group_placement.MAX_DEFAULT_DIMS`
+    or process groups that are no regular layout (``llamp place-groups`` says why)."""
+    from llamp.lp.group_placement import MAX_DEFAULT_DIMS, order_slots, parallel_dims
+
+    machine.check(graph.num_ranks)
+    try:
+        dims, _ = parallel_dims(graph)
+    except InputError:
+        return {}
+    if not 2 <= len(dims) <= MAX_DEFAULT_DIMS:
+        return {}
+    out = {}
+    for order in itertools.permutations([d.name for d in dims]):
+        out[",".join(order)] = order_slots(dims, order) // machine.ranks_per_node
+    return out
 
 
 def volume_mapping(graph: ExecutionGraph, machine: Machine, *, seed: int = 0) -> np.ndarray:
@@ -356,7 +380,7 @@ def place(
 ) -> Placement:
     """Algorithm 3 (App. J) within ``budget_s`` seconds and ``max_iterations`` swaps; see the
     module docstring. ``start``: ``best`` of the baselines, one of them (``block``,
-    ``round-robin``, ``volume``), ``random`` (a seeded shuffle of block: the paper's random
+    ``round-robin``, ``volume``, a layout such as ``tp,dp,pp``), ``random`` (a seeded shuffle of block: the paper's random
     initial mapping) or a node per rank (a user's mapping, reported as ``given``). Every
     reported ``T`` is exact (graph engine). ``progress(iteration, T)`` is called after every
     applied swap."""
@@ -368,6 +392,7 @@ def place(
     baselines = {
         "block": block_mapping(P, machine),
         "round-robin": round_robin_mapping(P, machine),
+        **layout_mappings(graph, machine),
         "volume": volume_mapping(graph, machine, seed=seed),
     }
     if isinstance(start, np.ndarray):

@@ -1082,6 +1082,9 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
 
 
 _BOTH = frozenset({"loggps", "topology"})
+#: Study networks of the analyses that also run on a GPU machine (``llamp gpu-machine``,
+#: ``llamp region --gpu-machine``).
+_ALL = _BOTH | {"gpu"}
 _ENGINE = frozenset({"params", "engine"})
 
 #: Every analysis, by name: the command-line command of the same name, the study's analysis
@@ -1097,7 +1100,7 @@ ANALYSES: dict[str, Analysis] = {
             _predict,
             _as_dict,
             _predict_scalars,
-            _BOTH,
+            _ALL,
             uses=_ENGINE,
         ),
         Analysis(
@@ -1157,7 +1160,7 @@ ANALYSES: dict[str, Analysis] = {
             _tolerance,
             _as_dict,
             _tolerance_scalars,
-            _BOTH,
+            _ALL,
             uses=_ENGINE,
         ),
         Analysis(
@@ -1178,7 +1181,17 @@ ANALYSES: dict[str, Analysis] = {
                     "L_intra,L_inter).",
                     metavar="U,V",
                     study_default="L,G",
-                    study_type=Literal["L,G", "L,o", "G,o"],
+                    study_type=Literal[  # and any two link classes of a GPU machine
+                        "L,G",
+                        "L,o",
+                        "G,o",
+                        "L_intra,L_inter",
+                        "L_inter,G_inter",
+                        "L_intra,G_intra",
+                        "G_intra,G_inter",
+                        "L_intra,G_inter",
+                        "L_inter,G_intra",
+                    ],
                 ),
                 Option(
                     "L_max",
@@ -1222,7 +1235,7 @@ ANALYSES: dict[str, Analysis] = {
                     _optional_text,
                     None,
                     help="GPU machine: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8"
-                    "[,affinity=…]; variables L_intra, L_inter, G_intra, G_inter.",
+                    "[,affinity=…][,layout=tp:dp:pp]; variables L_intra, L_inter, G_intra, G_inter.",
                     metavar="SPEC",
                     study_type=str | None,
                 ),
@@ -1261,6 +1274,7 @@ ANALYSES: dict[str, Analysis] = {
             _region,
             _region_payload,
             _region_scalars,
+            frozenset({"loggps", "gpu"}),
             uses=frozenset({"params", "topology", "mapping", "latencies", "profiles"}),
         ),
         Analysis(

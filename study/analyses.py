@@ -9,8 +9,10 @@ the flat scalars that go into the study table and the store (units in the names)
 (1e-12).
 
 What is the study's own is how a cell becomes the inputs of an analysis: its network (LogGPS
-parameters, or a topology with its link latencies), its placement, its engine. On a topology
-network ``predict`` and ``tolerance`` are ``llamp topology``'s λ and tolerance per link class.
+parameters, a topology with its link latencies, or a GPU machine), its placement, its engine.
+On a topology network ``predict`` and ``tolerance`` are ``llamp topology``'s λ and tolerance
+per link class; on a GPU machine they are ``llamp gpu-machine``'s (``L_intra``, ``L_inter``,
+``G_intra``, ``G_inter``) and ``region`` is ``llamp region --gpu-machine``.
 """
 
 from __future__ import annotations
@@ -187,6 +189,10 @@ def _on_topology(inp: CellInput) -> bool:
     return inp.cell.network.kind == "topology"
 
 
+def _on_gpu(inp: CellInput) -> bool:
+    return inp.cell.network.kind == "gpu"
+
+
 def _inputs(entry: Analysis, inp: CellInput) -> Inputs:
     """The registry's inputs of the cell: its network's parameters, its engine; on a
     topology, the topology, the placement's mapping file and the link latencies."""
@@ -212,6 +218,11 @@ def _settings(
     placement's ranks per node and no two-level machine). ``own``: the cell's analysis when
     ``entry`` computes it for it (``predict``/``tolerance`` on a topology)."""
     raw = _topology_raw(own, inp) if own is not None and own is not entry else dict(inp.settings)
+    if _on_gpu(inp) and "gpu_machine" in {o.field for o in entry.options}:
+        raw[entry.option("gpu_machine").study_key] = inp.cell.network.gpu_machine
+        axes = entry.option("axes").study_key
+        if raw.get(axes) in (None, "L,G"):  # a GPU machine's network L and G
+            raw[axes] = "L_inter,G_inter"
     if _on_topology(inp):  # the network is the machine: its placement, not a two-level one
         fields = {o.field for o in entry.options}
         if "ranks_per_node" in fields:
@@ -244,13 +255,64 @@ def _topology_raw(entry: Analysis, inp: CellInput) -> dict[str, Any]:
     return {"x": raw.get("x", _PREDICT_LEVELS), "ranks_per_node": _ranks_per_node(inp.cell)}
 
 
+# ---------------------------------------------------------------------- GPU machines
+def _as_gpu_machine(entry: Analysis, inp: CellInput) -> bool:
+    return _on_gpu(inp) and entry.name in ("predict", "tolerance")
+
+
+def _gpu_levels(inp: CellInput) -> list[float]:
+    """The tolerance levels (percentages as written) of a GPU-machine cell."""
+    value = dict(inp.settings).get("x", _PREDICT_LEVELS)
+    return [float(v) for v in (value if isinstance(value, list) else [value])]
+
+
+def _gpu_machine_run(inp: CellInput) -> dict[str, Any]:
+    from llamp.lp.gpu_machine import GpuMachine, analyze_gpu_machine
+
+    machine = GpuMachine.parse(inp.cell.network.gpu_machine)
+    levels = registry.levels(_gpu_levels(inp), "x")
+    return analyze_gpu_machine(inp.graph, inp.params, machine, levels).as_dict()
+
+
+def gpu_machine_scalars(payload: dict[str, Any], with_tolerance: bool = True) -> dict[str, Any]:
+    """``runtime_ns``, ``intra_node_fraction``, ``lambda_VAR`` and (``with_tolerance``)
+    ``baseline_ns``, ``tolerance_Xpct_VAR_ns`` (latencies) or ``…_ns_per_byte`` (gaps) of a
+    ``llamp gpu-machine`` payload."""
+    out: dict[str, Any] = {
+        "runtime_ns": payload["runtime_ns"],
+        "intra_node_fraction": payload["intra_node_fraction"],
+    }
+    for var in payload["variables"]:
+        out[f"lambda_{var['variable']}"] = var["lambda"]
+    if with_tolerance:
+        out["baseline_ns"] = payload["runtime_ns"]
+        units = {v["variable"]: v["unit"] for v in payload["variables"]}
+        for row in payload["tolerances"]:
+            key = f"tolerance_{registry.pct(row['x'])}_{row['variable']}_{units[row['variable']]}"
+            out[key] = row["tolerance"]
+    return out
+
+
+def _gpu_machine_command(inp: CellInput) -> list[str]:
+    levels = ",".join(repr(v) for v in _gpu_levels(inp))
+    return [
+        "gpu-machine",
+        inp.graph_spec,
+        inp.cell.network.gpu_machine,
+        *param_args(inp.params, ("o", "S")),
+        "--x",
+        levels,
+        "--json",
+    ]
+
+
 # ---------------------------------------------------------------------- generated rows
 @dataclass(frozen=True)
 class AnalysisKind:
     """One analysis of a study: the registry's entry and what the study adds."""
 
     name: str
-    networks: frozenset[str]  # "loggps", "topology"
+    networks: frozenset[str]  # "loggps", "topology", "gpu"
     settings: type[BaseModel]
     run: Callable[[CellInput], dict[str, Any]]  # the CLI's --json payload
     scalars: Callable[[dict[str, Any]], dict[str, Any]]  # flat, units in the names
@@ -260,17 +322,23 @@ class AnalysisKind:
 
 def _kind(entry: Analysis) -> AnalysisKind:
     def run(inp: CellInput) -> dict[str, Any]:
+        if _as_gpu_machine(entry, inp):
+            return _gpu_machine_run(inp)
         target = _TOPOLOGY if _as_topology(entry, inp) else entry
         settings, _ = _settings(target, inp, entry)
         inputs = _inputs(target, inp)
         return target.payload(target.run(inp.graph, inputs, settings), settings, inputs)
 
     def scalars(payload: dict[str, Any]) -> dict[str, Any]:
+        if "intra_node_fraction" in payload and "variables" in payload:
+            return gpu_machine_scalars(payload, with_tolerance=entry.name != "predict")
         if "topologies" in payload:
             return registry.topology_scalars(payload, with_tolerance=entry.name != "predict")
         return entry.scalars(payload)
 
     def command(inp: CellInput) -> list[str]:
+        if _as_gpu_machine(entry, inp):
+            return _gpu_machine_command(inp)
         target = _TOPOLOGY if _as_topology(entry, inp) else entry
         _, raw = _settings(target, inp, entry)
         args = [target.name, inp.graph_spec, *_input_args(target, inp)]

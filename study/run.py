@@ -181,9 +181,18 @@ def _journal_rows(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
+def _network_columns(cell: Cell) -> dict[str, Any]:
+    """The cell's network as columns: its LogGPS parameters, topology and GPU machine; on a
+    GPU machine ``L`` and ``G`` are its own (``gpu_machine``), not LogGPS's: NaN."""
+    columns = cell.network.params.as_dict() | {"topology": cell.network.topology or ""}
+    columns["gpu_machine"] = cell.network.gpu_machine or ""
+    if cell.network.gpu_machine:
+        columns |= {"L_ns": float("nan"), "G_ns_per_byte": float("nan")}
+    return columns
+
+
 def _row(cell: Cell, result: CellResult | None, scalars: dict[str, Any]) -> dict[str, Any]:
-    params = cell.network.params.as_dict()
-    row = cell.labels() | params | {"topology": cell.network.topology or ""}
+    row = cell.labels() | _network_columns(cell)
     if result is not None:
         row |= {
             "status": "ok" if result.ok else "error",
@@ -295,8 +304,7 @@ def run_study(
                             store,
                             names[cell.graph_key],
                             cell.labels(),
-                            cell.network.params.as_dict()
-                            | {"topology": cell.network.topology or ""},
+                            _network_columns(cell),
                             result.scalars,
                         )
                         for old in replaced.pop(cell.id, []):

@@ -12,6 +12,7 @@ A spec (every path is relative to the spec's directory)::
       - {name: 10GbE, L: 5us, G: 10Gb/s}
       - {name: lab, profile: my-calibration, L: 2us}       # llamp calibrate --save NAME
       - {name: dragonfly, topology: "dragonfly:g=4,a=2,p=2", wire: 274ns, o: 1.5us}
+      - {name: dgx, gpu_machine: {gpus: 8, nvlink: "500ns:450GB/s", net: "3us:400Gb/s"}}
     collectives: [default, allreduce=ring]  # trace runs only (re-expanded per variant)
     placements:                             # topology networks only
       - {name: dense}
@@ -117,8 +118,11 @@ class RunSpec(_Strict):
 
 
 class NetworkSpec(BaseModel):
-    """LogGPS parameters (any key of ``LogGPS.parse``), a calibrated ``profile``, or a
-    ``topology`` with its link latencies (``wire``, ``switch``, ``intra_node``, ``links``)."""
+    """LogGPS parameters (any key of ``LogGPS.parse``), a calibrated ``profile``, a
+    ``topology`` with its link latencies (``wire``, ``switch``, ``intra_node``, ``links``), or a
+    ``gpu_machine`` (:class:`llamp.lp.gpu_machine.GpuMachine`: its spec text or a mapping of
+    its parts ``gpus``, ``nvlink``, ``net``, ``nics``, ``affinity``; the machine gives L and G,
+    the LogGPS keys the rest)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -129,6 +133,7 @@ class NetworkSpec(BaseModel):
     switch: str | float | None = None
     intra_node: str | float | None = None
     links: dict[str, str | float] = Field(default_factory=dict)
+    gpu_machine: str | dict[str, str | int | float | list[int | str]] | None = None
 
     @property
     def loggps_keys(self) -> dict[str, Any]:
@@ -136,7 +141,7 @@ class NetworkSpec(BaseModel):
 
     @property
     def kind(self) -> str:
-        return "topology" if self.topology else "loggps"
+        return "gpu" if self.gpu_machine is not None else "topology" if self.topology else "loggps"
 
 
 class PlacementSpec(_Strict):
@@ -223,10 +228,11 @@ class Network:
     topology: str | None = None
     latencies: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, Any] = field(default_factory=dict)  # as given: LogGPS keys, profile
+    gpu_machine: str | None = None  # GpuMachine.spec(): exact, as the command line takes it
 
     @property
     def kind(self) -> str:
-        return "topology" if self.topology else "loggps"
+        return "gpu" if self.gpu_machine else "topology" if self.topology else "loggps"
 
 
 @dataclass(frozen=True)
@@ -259,6 +265,7 @@ class Cell:
                 self.network.topology,
                 self.network.latencies,
                 self.network.keys,
+                *([self.network.gpu_machine] if self.network.gpu_machine else []),
             ],
             "placement": None if self.placement is None else self.placement.model_dump(),
             "analysis": self.analysis,
@@ -301,6 +308,21 @@ def _resolve_network(
     net: NetworkSpec, option: OptionSpec | None, base_dir: Path, home: Path | None
 ) -> Network:
     keys = net.loggps_keys | (option.loggps_keys if option else {})
+    gpu = None
+    if net.gpu_machine is not None:
+        from llamp.lp.gpu_machine import GpuMachine
+
+        if net.topology:
+            raise ValueError("gpu_machine: give a GPU machine or a topology, not both")
+        given = sorted(k for k in ("L", "G") if k in keys)
+        if given:
+            raise ValueError(f"{given[0]!r}: a GPU machine's L and G are its nvlink and net parts")
+        machine = (
+            GpuMachine.parse(net.gpu_machine)
+            if isinstance(net.gpu_machine, str)
+            else GpuMachine.from_parts(net.gpu_machine)
+        )
+        gpu = machine.spec()
     base = None
     if net.profile:
         from llamp.injector.profiles import load_profile
@@ -330,7 +352,7 @@ def _resolve_network(
             )
         latencies["per_class_ns"] = per_class
     given = {k: str(v) for k, v in keys.items()} | {"profile": net.profile}
-    return Network(net.name, params, net.topology, latencies, given)
+    return Network(net.name, params, net.topology, latencies, given, gpu)
 
 
 def _unique(items: list[Any], what: str, lines: dict, where: str) -> None:
@@ -506,8 +528,10 @@ def load_spec(path: str | Path, *, home: Path | None = None) -> Study:
 
 
 def _offending_key(message: str, net: NetworkSpec, option: OptionSpec | None) -> str | None:
+    if net.gpu_machine is not None and message.startswith(("GPU machine", "a GPU machine")):
+        return "gpu_machine"
     keys = list(net.loggps_keys) + (list(option.loggps_keys) if option else [])
-    keys += ["profile", "topology", "wire", "switch", "intra_node", "links"]
+    keys += ["profile", "topology", "wire", "switch", "intra_node", "links", "gpu_machine"]
     for key in keys:
         if repr(key) in message or f"{key} " in message.split(":")[0]:
             return key

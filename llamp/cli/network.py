@@ -1,6 +1,9 @@
-"""Network what-ifs: ``llamp topology``, ``llamp matrix``, ``llamp place`` (LLAMP App. H–J).
+"""Network what-ifs: ``llamp topology``, ``llamp gpu-machine``, ``llamp place-groups``,
+``llamp matrix``, ``llamp place`` (LLAMP App. H–J).
 
 ``topology`` compares topologies on one graph (λ and x% tolerance per link class);
+``gpu-machine`` does the same for a GPU machine's NVLink and network, ``place-groups`` for
+each placement of a training run's parallel groups onto its nodes;
 ``matrix`` prints the pairwise sensitivity matrices under per-pair ``L_ij``, ``G_ij``;
 ``place`` runs the rank-placement heuristic and writes a rankfile/machinefile/hostfile.
 """
@@ -132,9 +135,10 @@ def gpu_machine_cmd(
 ) -> None:
     """T, λ and x% tolerance per link class (NVLink, network) of a GPU machine.
 
-    SPEC: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=0:0:1:1:…], every
-    part optional (defaults: an H100 node, one 400 Gb/s NIC per GPU). Ranks are GPUs, placed
-    densely; --L and --G are not used (the machine's are), --o and --S are.
+    SPEC: gpus=8,nvlink=500ns:0.0022ns/B,net=3us:0.02ns/B,nics=8[,affinity=0:0:1:1:…]
+    [,layout=tp:dp:pp], every part optional (defaults: an H100 node, one 400 Gb/s NIC per GPU).
+    Ranks are GPUs, placed densely or by the layout of their parallel groups (llamp
+    place-groups); --L and --G are not used (the machine's are), --o and --S are.
     """
     from llamp.lp.gpu_machine import GpuMachine, analyze_gpu_machine
 
@@ -171,6 +175,107 @@ def gpu_machine_cmd(
         *(f"{format_percent(v)} tolerance" for v in x),
     )
     click.echo(table(rows, headers))
+
+
+# ---------------------------------------------------------------------- parallel groups
+@cli.command("place-groups")
+@graph_argument
+@click.argument("spec", default="", metavar="[SPEC]")
+@click.option(
+    "--layout",
+    "orders",
+    multiple=True,
+    metavar="D0,D1,…",
+    help="A placement: the parallel dimensions innermost first (e.g. tp,dp,pp: tensor-parallel "
+    "groups fill a node first); repeat to compare several. Default: every order.",
+)
+@params_options
+@json_option
+@levels_option()
+def place_groups_cmd(
+    graph: ExecutionGraph,
+    graph_spec: str,
+    spec: str,
+    orders: tuple[str, ...],
+    params: LogGPS,
+    as_json: bool,
+    levels: str,
+) -> None:
+    """T, λ and x% tolerance per link class when the run's parallel groups are placed onto
+    the nodes of a GPU machine in different orders.
+
+    The parallel dimensions (tp, dp, pp, …) are the trace's process groups (Chakra pg_name),
+    grouped by name; an order lists them innermost first, so its first dimension's groups fill
+    a node's GPUs first. The trace's own rank order is evaluated too ("as traced"). SPEC is a
+    GPU machine as for llamp gpu-machine; --L and --G are not used, --o and --S are.
+    """
+    from llamp.lp.gpu_machine import GpuMachine
+    from llamp.lp.group_placement import compare_group_placements
+
+    machine = GpuMachine.parse(spec)
+    x = parse_levels(levels, "--x")
+    chosen = [o.split(",") for o in orders] if orders else None
+    result = compare_group_placements(graph, params, machine, chosen, x)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    dims = result.dimensions.to_dict(orient="records")
+    click.echo(
+        f"{result.machine}; parallel dimensions: "
+        + (
+            ", ".join(f"{d['dimension']} {d['size']} ({d['groups']} groups)" for d in dims)
+            or "none"
+        )
+    )
+    if result.traced_layout:
+        click.echo(f"the trace's rank order is the layout {' = '.join(result.traced_layout)}")
+    for family, reason in result.skipped.items():
+        click.echo(f"not a dimension: {family}: {reason}")
+    rows = [
+        (
+            r["mapping"],
+            format_ns(r["runtime_ns"]),
+            f"{r['vs_traced']:+.2%}",
+            r["inter_node_bytes"],
+            *(f"{r[d['dimension'] + '_groups_in_one_node']:.0%}" for d in dims),
+        )
+        for r in result.mappings.to_dict(orient="records")
+    ]
+    headers = (
+        "placement",
+        "T",
+        "vs as traced",
+        "inter-node bytes",
+        *(f"{d['dimension']} groups in a node" for d in dims),
+    )
+    click.echo(table(rows, headers))
+    click.echo("")
+    tol = result.tolerances
+    rows = []
+    for var in result.variables.to_dict(orient="records"):
+        ns = var["unit"] == "ns"
+        show = (lambda v: _ns(v)) if ns else (lambda v: "∞" if math.isinf(v) else f"{v:.6g} ns/B")
+        mine = tol[(tol.mapping == var["mapping"]) & (tol.variable == var["variable"])]
+        rows.append(
+            (
+                var["mapping"],
+                var["variable"],
+                show(var["value"]),
+                f"{var['lambda']:g}",
+                f"{var['lambda_share']:.2%}",
+                *(show(v) for v in mine["tolerance"]),
+            )
+        )
+    headers = (
+        "placement",
+        "variable",
+        "value",
+        "λ",
+        "value·λ/T",
+        *(f"{format_percent(v)} tolerance" for v in x),
+    )
+    click.echo(table(rows, headers))
+    click.echo(f"\nfastest: {result.best}")
 
 
 # ---------------------------------------------------------------------- matrix
@@ -353,7 +458,8 @@ def _mapping_formats() -> tuple[str, ...]:
     "which",
     default="best",
     show_default=True,
-    help="Mapping to write: best, llamp, block, round-robin, volume (random, given: the start).",
+    help="Mapping to write: best, llamp, block, round-robin, volume, a layout of a training "
+    "run (tp,dp,pp; llamp place-groups) (random, given: the start).",
 )
 @latency_options
 @params_options
