@@ -23,7 +23,10 @@ def _command(name: str) -> click.Command:
 def _cli_settings(name: str, args: list[str]):
     """The settings the command ``llamp NAME GRAPH ARGS`` would run with."""
     command = _command(name)
-    with command.make_context(name, ["graph.npz", *args]) as ctx:
+    # under the group's context, as `llamp NAME` runs: a context of its own would make click
+    # keep the command's help option without `-h` for every later invocation in this process
+    parent = click.Context(cli, info_name="llamp", **cli.context_settings)
+    with command.make_context(name, ["graph.npz", *args], parent=parent) as ctx:
         values = ctx.params
     entry = ANALYSES[name]
     return entry.parse({o.field: values[o.field] for o in entry.options})
