@@ -125,8 +125,6 @@ def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     stored.forget()
-    with analyses._WHATIFS_LOCK:
-        analyses._WHATIFS.clear()
     st.cache_data.clear()
     st.cache_resource.clear()
 

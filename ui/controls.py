@@ -441,6 +441,47 @@ def background(
     return tasks.result(task_key, label, work, slot=slot)
 
 
+def background_each(
+    sel: Selection,
+    slot: str,
+    label: str,
+    compute: Callable[[ExecutionGraph, Any], Any],
+    items: list[Any],
+    *,
+    stored_as: str,
+    describe: Callable[[Any], str] = str,
+) -> list[Any] | None:
+    """``compute(graph, item)`` of the selected run for each of ``items`` (values naming
+    every input of one piece of a page's work: a topology and its latencies), each result kept
+    as an Analysis node of kind ``stored_as`` keyed on the run's token, the parameters and its
+    item: the stored results at once, else those not stored yet computed in one background
+    task (:func:`background`: progress per item, Cancel), so adding an item to a page computes
+    only that one. Their results in the order of ``items``, an item whose work raised an
+    error as that error (shown by the page, not stored), or ``None`` while the task runs."""
+    keys = [stored.page_key(sel.params, sel.token, inputs=item) for item in items]
+    found = [stored.find(sel.run, sel.name, stored_as, key) for key in keys]
+    if all(f is not None for f in found):
+        return found
+
+    def work(graph: ExecutionGraph, task: tasks.Task) -> list[Any]:
+        out = []
+        for i, (item, key) in enumerate(zip(items, keys, strict=True)):
+            result = stored.find(sel.run, sel.name, stored_as, key)
+            if result is None:
+                task.report(i / len(items), f"{describe(item)} ({i + 1}/{len(items)})")
+                try:
+                    result = compute(graph, item)
+                except Exception as err:  # noqa: BLE001 - shown per item by the page
+                    out.append(err)
+                    continue
+                with task.steady():
+                    stored.save(sel.run, sel.name, stored_as, key, result)
+            out.append(result)
+        return out
+
+    return background(sel, slot, label, work, tuple(items))
+
+
 def levels(text: str) -> tuple[float, ...]:
     """Tolerance levels typed on a page (``"1, 2, 5"``, percentages) as sorted fractions, read
     as ``--x`` reads them (:func:`llamp.lp.registry.levels`)."""
