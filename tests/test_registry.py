@@ -172,10 +172,10 @@ def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, monke
     from test_compare import PARAMS, longer_example
 
     from llamp.lp.registry import Inputs
-    from llamp.ui import run_comparison, store, stored
+    from llamp.ui import run_comparison, store_access, stored
 
     graphs = {"a": paper_example(), "b": longer_example()}
-    monkeypatch.setattr(store, "load_graph", lambda name, token: graphs[name])
+    monkeypatch.setattr(store_access, "load_graph", lambda name, token: graphs[name])
     monkeypatch.setattr(stored, "find", lambda *args: None)
     monkeypatch.setattr(stored, "save", lambda *args: None)
     params = PARAMS

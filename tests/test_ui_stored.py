@@ -25,8 +25,8 @@ from llamp.lp import compare as lp_compare
 from llamp.lp.classify import NETWORKS, Classification, Network, Thresholds
 from llamp.lp.region import Axis, RegionEdge, RegionLevel
 from llamp.params import LogGPS
-from llamp.ui import analyses, codec, stored, tasks
-from llamp.ui import store as ui_store
+from llamp.ui import codec, page_work, stored, tasks
+from llamp.ui import store_access as ui_store
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
 
@@ -174,7 +174,7 @@ def test_design_space_is_stored_and_shown_after_a_restart(no_compute):
     assert {"ui_region", "ui_region_preview"} <= _kinds()
 
     _restart()
-    started = no_compute((analyses, "tolerance_region"), (analyses, "region_preview"))
+    started = no_compute((page_work, "tolerance_region"), (page_work, "region_preview"))
     at = _open("region")
     assert_clean(at)
     assert exact_ns(keyed(at, "region-T0")) == t0
@@ -213,7 +213,7 @@ def test_topology_is_stored_and_shown_after_a_restart(no_compute):
     assert before and "ui_topology" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "analyze_topology"))
+    started = no_compute((page_work, "analyze_topology"))
     at = _open("topology")
     assert_clean(at)
     assert [s for s in started if s.startswith("topology:")] == []
@@ -265,7 +265,7 @@ def test_collectives_what_if_is_stored_and_shown_after_a_restart(no_compute):
     assert shown and "ui_collectives" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "compare_collectives"), (analyses.whatif, "variant_curves"))
+    started = no_compute((page_work, "compare_collectives"), (page_work.whatif, "variant_curves"))
     at = _open("collectives")
     assert_clean(at)
     assert started == []

@@ -21,9 +21,9 @@ from llamp import config
 from llamp.errors import LlampError, ParameterError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import display, store, stored, tasks
-from llamp.ui.analyses import ParamKey, param_key
-from llamp.ui.profiles import profile_picker
+from llamp.ui import display, store_access, stored, tasks
+from llamp.ui.page_work import ParamKey, param_key
+from llamp.ui.profile_picker import profile_picker
 
 log = logging.getLogger("llamp.ui")
 
@@ -101,7 +101,7 @@ class Selection:
     @property
     def run(self) -> str:
         """Cache key of the run (store location, name, identity)."""
-        return store.cache_key(self.token)
+        return store_access.cache_key(self.token)
 
     @property
     def key(self) -> ParamKey:
@@ -109,7 +109,7 @@ class Selection:
 
     def graph(self) -> ExecutionGraph:
         with st.spinner(f"Loading run {self.name!r} from the store…"):
-            return store.load_graph(self.name, self.token)
+            return store_access.load_graph(self.name, self.token)
 
 
 @contextmanager
@@ -248,11 +248,11 @@ def _sidebar(page: str) -> Selection | None:
     last values, so a choice made on one page carries over to the next one.
     """
     with st.sidebar:
-        st.caption(f"Store: {store.location()}")
+        st.caption(f"Store: {store_access.location()}")
         st.markdown("**Run**")
         runs = None
         with readable_errors("Cannot read the graph store"):
-            runs = store.list_runs()
+            runs = store_access.list_runs()
         if runs is None:
             return None
         if runs.empty:
@@ -311,7 +311,7 @@ def _sidebar(page: str) -> Selection | None:
         st.caption(describe(params))
         row = runs.loc[runs["name"] == name]
         ranks = int(row.iloc[0]["ranks"]) if "ranks" in row.columns and len(row) else 0
-        return Selection(name, store.run_token(runs, name), params, ranks)
+        return Selection(name, store_access.run_token(runs, name), params, ranks)
 
 
 def choose_run(name: str) -> None:
@@ -429,7 +429,7 @@ def background(
 
     def work(task: tasks.Task) -> Any:
         task.report(None, f"loading run {sel.name!r}")
-        graph = store.load_graph(sel.name, sel.token)
+        graph = store_access.load_graph(sel.name, sel.token)
         task.report(None, "")
         result = compute(graph, task)
         kept = to_store(result) if stored_as else None

@@ -28,7 +28,7 @@ from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
 from llamp.lp.registry import ANALYSES, CompareSettings
 from llamp.params import LogGPS
-from llamp.ui import store, stored
+from llamp.ui import store_access, stored
 from llamp.ui.tasks import Task
 
 #: Latencies swept per step of a curve (one progress report and cancellation point each).
@@ -46,11 +46,15 @@ def _stored_curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> tu
 
 
 def _figures(name: str, token: str, params: LogGPS, levels: tuple) -> RunFigures | None:
-    return stored.find(store.cache_key(token), name, *_stored_figures(name, token, params, levels))
+    return stored.find(
+        store_access.cache_key(token), name, *_stored_figures(name, token, params, levels)
+    )
 
 
 def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFrame | None:
-    return stored.find(store.cache_key(token), name, *_stored_curve(name, token, params, grid))
+    return stored.find(
+        store_access.cache_key(token), name, *_stored_curve(name, token, params, grid)
+    )
 
 
 def settings(levels: str, hi: str, points: int) -> CompareSettings:
@@ -107,12 +111,12 @@ def work(
             found = _figures(name, token, params, levels)
             if found is None:
                 step(f"loading {name} ({i + 1}/{len(runs)})")
-                graph = store.load_graph(name, token)
+                graph = store_access.load_graph(name, token)
                 step(f"analysing {name} ({i + 1}/{len(runs)})")
                 found = compare.run_figures(graph, params, levels, name=name)
                 with task.steady():
                     stored.save(
-                        store.cache_key(token),
+                        store_access.cache_key(token),
                         name,
                         *_stored_figures(name, token, params, levels),
                         found,
@@ -124,7 +128,7 @@ def work(
         for i, (name, token) in enumerate(runs):
             frame = _curve(name, token, params, shared)
             if frame is None:
-                graph = store.load_graph(name, token)
+                graph = store_access.load_graph(name, token)
                 pieces = []
                 for start in range(0, len(shared), CHUNK):
                     step(f"T(L) of {name} ({i + 1}/{len(runs)})")
@@ -134,7 +138,7 @@ def work(
                 frame = pd.concat(pieces, ignore_index=True)
                 with task.steady():
                     stored.save(
-                        store.cache_key(token),
+                        store_access.cache_key(token),
                         name,
                         *_stored_curve(name, token, params, shared),
                         frame,

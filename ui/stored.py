@@ -50,7 +50,7 @@ from llamp.lp.region import Region, RegionPreview
 from llamp.lp.registry import ANALYSES
 from llamp.lp.topology import TopologyAnalysis
 from llamp.params import LogGPS
-from llamp.ui import codec, store
+from llamp.ui import codec, store_access
 
 log = logging.getLogger("llamp.ui")
 
@@ -113,7 +113,7 @@ def find(run_key: str, run: str, kind: str, params: dict[str, Any]) -> Any | Non
         if memo in _MEMO:
             return _MEMO[memo]
     try:
-        with store.connect() as db:
+        with store_access.connect() as db:
             rows = [a for a in db.list_analyses(run) if a.kind == kind and a.params == params]
     except Exception as err:  # noqa: BLE001 - a lookup that fails only means computing again
         log.info("stored %s of %s not read: %s", kind, config.redact(run), err)
@@ -135,7 +135,7 @@ def save(run_key: str, run: str, kind: str, params: dict[str, Any], result: Any)
     if config.ui_settings().read_only:
         return
     try:
-        with store.connect(write=True) as db:
+        with store_access.connect(write=True) as db:
             if any(a.kind == kind and a.params == params for a in db.list_analyses(run)):
                 return
             db.write_analysis(run, kind, params, _DUMP.get(kind, _dump_value)(result))

@@ -24,7 +24,7 @@ from llamp.ingest import FORMATS
 from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
 from llamp.lp import collectives_whatif as whatif
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Collectives what-if")
 sel = controls.selection("collectives")
@@ -63,7 +63,7 @@ def _missing_trace(meta: dict) -> str:
     )
 
 
-found = analyses.trace_directory(graph.meta)
+found = page_work.trace_directory(graph.meta)
 if found is None:
     st.warning(_missing_trace(graph.meta))
 with st.expander("Trace", expanded=found is None):
@@ -90,10 +90,10 @@ with (
     controls.readable_errors("Reading the trace"),
     st.spinner(f"Reading the trace {trace_path}…"),
 ):
-    trace = analyses.trace_at(trace_path, lenient)
+    trace = page_work.trace_at(trace_path, lenient)
 if trace is None:
     st.stop()
-instances = analyses.collective_instances(trace_path, lenient)
+instances = page_work.collective_instances(trace_path, lenient)
 ingested = {**DEFAULTS, **(graph.meta.get("collectives") or {})}
 ops = sorted(set(instances["op"]) & set(ALGORITHMS))
 if not ops:
@@ -209,7 +209,7 @@ def _analytic_costs() -> None:
     )
     costs = None
     with controls.readable_errors("Analytic collective costs"):
-        costs = analyses.collective_costs(trace_path, lenient, variants, sel.key)
+        costs = page_work.collective_costs(trace_path, lenient, variants, sel.key)
     if costs is None or not len(costs):
         return
     totals = costs.groupby("variant", sort=False)[
@@ -252,8 +252,8 @@ def _seconds(s: float) -> str:
 estimate = levels = None
 with controls.readable_errors("Collective what-if"):
     levels = controls.levels(levels_text)
-    throughput = analyses.engine_throughput(sel.run, graph, sel.key)
-    estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
+    throughput = page_work.engine_throughput(sel.run, graph, sel.key)
+    estimate = page_work.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
     curve_budget = whatif.curve_budget(estimate.summary_seconds)
 if estimate is None or levels is None:
     _analytic_costs()
@@ -287,10 +287,10 @@ def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
 
 def _work(graph, task):
     """The what-if, reporting to ``task``: the comparison (its expanded graphs kept in the
-    process, :func:`analyses.collective_comparison`), its range and the exact curves."""
+    process, :func:`page_work.collective_comparison`), its range and the exact curves."""
     share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
     started = time.monotonic()
-    result = analyses.collective_comparison(
+    result = page_work.collective_comparison(
         trace_path,
         lenient,
         variants,

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llamp.lp.compare import PARTS
-from llamp.ui import controls, display, plots, run_comparison, store, tasks
+from llamp.ui import controls, display, plots, run_comparison, store_access, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -30,7 +30,7 @@ st.caption(controls.describe(sel.params))
 
 runs = None
 with controls.readable_errors("Cannot read the graph store"):
-    runs = store.list_runs()
+    runs = store_access.list_runs()
 if runs is None or len(runs) < 2:
     st.info("Comparing needs at least two stored runs: ingest another trace on the Runs page.")
     st.stop()
@@ -57,9 +57,9 @@ if len(chosen) < 2:
 found = None
 with controls.readable_errors("Comparison"):
     settings = run_comparison.settings(levels_text, hi_text, points)
-    pairs = [(name, store.run_token(runs, name)) for name in chosen]
+    pairs = [(name, store_access.run_token(runs, name)) for name in chosen]
     found = run_comparison.ready(pairs, sel.params, settings) or tasks.result(
-        f"compare|{[(n, store.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{settings!r}",
+        f"compare|{[(n, store_access.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{settings!r}",
         f"Comparing {len(chosen)} runs",
         run_comparison.work(pairs, sel.params, settings),
         slot="compare",

@@ -19,7 +19,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import INTRA_NODE, SWITCH, WIRE, LinkLatencies, variable_names
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Topology what-if")
 sel = controls.selection("topology")
@@ -117,7 +117,7 @@ classes_text = l4.text_input(
     "dragonfly: terminal, intra, inter; torus: link); the others keep l_wire.",
 )
 
-sources: list[analyses.TopologySource] = []
+sources: list[page_work.TopologySource] = []
 topologies = []
 latencies = levels = None
 with controls.readable_errors("Topology inputs"):
@@ -133,8 +133,8 @@ with controls.readable_errors("Topology inputs"):
     if not sources:
         raise InputError("choose at least one topology")
     with st.spinner("Reading the topologies…"):
-        topologies = [analyses.topology_of(s) for s in sources]
-    latencies = analyses.latency_key(
+        topologies = [page_work.topology_of(s) for s in sources]
+    latencies = page_work.latency_key(
         LinkLatencies(
             wire_ns=parse_duration_ns(wire_text, default_unit=None),
             switch_ns=parse_duration_ns(switch_text, default_unit=None),
@@ -144,7 +144,7 @@ with controls.readable_errors("Topology inputs"):
             ),
         )
     )
-    analyses.check_link_classes(topologies, latencies)
+    page_work.check_link_classes(topologies, latencies)
     levels = controls.levels(levels_text)
 if latencies is None or levels is None or not topologies:
     st.stop()
@@ -155,7 +155,7 @@ mapping = (mapping_file.name, mapping_file.getvalue()) if mapping_file is not No
 def _analyse(graph, item):
     """One topology's T, λ and tolerances per link class (stored per topology)."""
     source, rpn, mapping_, latencies_, levels_ = item
-    return analyses.topology_analysis(graph, sel.key, source, rpn, mapping_, latencies_, levels_)
+    return page_work.topology_analysis(graph, sel.key, source, rpn, mapping_, latencies_, levels_)
 
 
 by_source = dict(zip(sources, topologies, strict=True))
@@ -301,7 +301,7 @@ with controls.readable_errors("Sweep"):
 
     def _sweep(graph, item):
         source, rpn, mapping_, latencies_, variable_, values_ = item
-        return analyses.topology_sweep(
+        return page_work.topology_sweep(
             graph, sel.key, source, rpn, mapping_, latencies_, variable_, values_
         )
 

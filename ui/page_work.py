@@ -7,7 +7,7 @@ A page runs these through :func:`llamp.ui.controls.background` (or
 inputs several results share — a topology read once, a trace read once, the what-if's expanded
 graphs — are kept in the UI's one in-process memo (:func:`llamp.ui.stored.kept`), keyed on
 ``run`` (a string naming the store, the run and its identity, from
-:func:`llamp.ui.store.cache_key`) and the parameters as plain tuples, never on a graph.
+:func:`llamp.ui.store_access.cache_key`) and the parameters as plain tuples, never on a graph.
 """
 
 from __future__ import annotations
