@@ -165,20 +165,20 @@ def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
 
 
 @pytest.mark.parametrize("hi", ["", "4us"])
-def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, monkeypatch):
+def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny, monkeypatch):
     """The UI's Compare runner (figures and curve per run, kept per run) assembles the
     registry's ``compare`` of the same runs exactly, with the automatic or a fixed L grid."""
     from hand_graphs import paper_example
-    from test_compare import PARAMS, longer_example
 
     from llamp.lp.registry import Inputs
+    from llamp.params import LogGPS
     from llamp.ui import run_comparison, store_access, stored
 
-    graphs = {"a": paper_example(), "b": longer_example()}
+    graphs = {"a": paper_example(), "b": tiny}
     monkeypatch.setattr(store_access, "load_graph", lambda name, token: graphs[name])
     monkeypatch.setattr(stored, "find", lambda *args: None)
     monkeypatch.setattr(stored, "save", lambda *args: None)
-    params = PARAMS
+    params = LogGPS(L=500.0, o=0.0, G=5.0)
     settings = run_comparison.settings("1,5", hi, 7)
 
     ui, grid = run_comparison.work([("a", "ta"), ("b", "tb")], params, settings)(_Task())
