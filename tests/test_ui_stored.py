@@ -121,6 +121,47 @@ def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch
     assert stored.find("k", RUN, "ui_test_bad", key) is None
 
 
+def test_the_memo_keeps_a_value_once_per_key_and_within_its_bounds(monkeypatch):
+    """``stored.kept``: computed once per key (an upload by its bytes), at most ``most``
+    entries of a kind, and the expanded what-if graphs within ``MEMO_VERTICES`` together
+    (the least recently used go first)."""
+    from store_graphs import tiny_graph
+
+    from llamp.lp.collectives_whatif import CollectiveComparison
+
+    stored.forget()
+    calls = []
+
+    def compute(value):
+        calls.append(value)
+        return value
+
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 2"), lambda: compute(1)) == 1
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 2"), lambda: compute(2)) == 1
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 3"), lambda: compute(3)) == 3
+    assert calls == [1, 3]
+    for i in range(4):
+        stored.kept("ui_test_most", i, lambda i=i: compute(i), most=2)
+    stored.kept("ui_test_most", 2, lambda: compute("again"))  # 2 and 3 are kept
+    stored.kept("ui_test_most", 0, lambda: compute("recomputed"))
+    assert calls[-1] == "recomputed" and "again" not in calls
+
+    graph = tiny_graph()
+
+    def expansion(label: str) -> CollectiveComparison:
+        empty = pd.DataFrame()
+        return CollectiveComparison(LogGPS(), (), empty, empty, (), graphs={label: graph})
+
+    monkeypatch.setattr(stored, "MEMO_VERTICES", 2 * graph.num_vertices)
+    first = stored.kept("ui_test_graphs", "a", lambda: expansion("a"))
+    stored.kept("ui_test_graphs", "b", lambda: expansion("b"))
+    assert stored.kept("ui_test_graphs", "a", lambda: expansion("a2")) is first  # used last
+    stored.kept("ui_test_graphs", "c", lambda: expansion("c"))  # b makes room
+    assert list(stored.kept("ui_test_graphs", "a", lambda: expansion("x")).graphs) == ["a"]
+    assert list(stored.kept("ui_test_graphs", "b", lambda: expansion("b2")).graphs) == ["b2"]
+    stored.forget()
+
+
 # ---------------------------------------------------------------------- one page at a time
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""

@@ -24,8 +24,9 @@ the result either way).
 The same memo keeps what is worth keeping in this process only (:func:`kept`): an input several
 results share (a topology read once, a trace read once, the collective what-if's expanded
 graphs) and small figures a page shows while it decides what to compute (an estimate). It is
-the UI's one in-process cache: at most :data:`MEMO_MAX` entries, and the execution graphs its
-entries hold at most :data:`MEMO_VERTICES` vertices together (the oldest go first).
+the UI's one in-process cache: at most :data:`MEMO_MAX` entries, and the expanded what-if
+graphs its entries hold at most :data:`MEMO_VERTICES` vertices together (the least recently
+used go first).
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def find(run_key: str, run: str, kind: str, params: dict[str, Any]) -> Any | Non
     memo = _memo_key(run_key, kind, params)
     with _MEMO_LOCK:
         if memo in _MEMO:
+            _MEMO[memo] = _MEMO.pop(memo)  # the most recently used last
             return _MEMO[memo]
     try:
         with store_access.connect() as db:
@@ -151,6 +153,7 @@ def kept(kind: str, key: Any, compute: Callable[[], T], *, most: int | None = No
     memo = _memo_key("", kind, {"key": _plain(key)})
     with _MEMO_LOCK:
         if memo in _MEMO:
+            _MEMO[memo] = _MEMO.pop(memo)  # the most recently used last
             return _MEMO[memo]
     value = compute()
     _remember(memo, value)
