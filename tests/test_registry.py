@@ -11,7 +11,7 @@ import click
 import pytest
 
 from llamp.cli import cli
-from llamp.errors import InputError
+from llamp.errors import InputError, LlampError
 from llamp.lp.registry import ANALYSES
 from llamp.study.analyses import ANALYSES as STUDY
 
@@ -160,6 +160,8 @@ def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
     assert run_comparison.settings("1,2,5", "", 21) == ANALYSES["compare"].default_settings()
     with pytest.raises(InputError, match=r"^largest L 0us: must be > 0"):
         run_comparison.settings("1", "0us", 21)
+    with pytest.raises(LlampError, match=r"has no unit"):
+        run_comparison.settings("1", "20", 21)  # a page's duration needs a unit
     with pytest.raises(InputError, match=r"^--to 0us: must be > 0"):
         ANALYSES["compare"].parse({"hi": "0us"})
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from llamp.config import parse_duration_ns
 from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
 from llamp.lp.registry import ANALYSES, CompareSettings
@@ -60,7 +61,10 @@ def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFr
 def settings(levels: str, hi: str, points: int) -> CompareSettings:
     """The page's inputs (tolerance levels and largest L as typed, points per curve) as the
     settings of the registry's ``compare``, read by the parsers of ``llamp compare``'s ``--x``,
-    ``--to`` and ``--points``; an error names the page's input."""
+    ``--to`` and ``--points``; an error names the page's input. As every duration typed on a
+    page, the largest L needs a unit."""
+    if hi.strip():
+        parse_duration_ns(hi, default_unit=None)
     return ANALYSES["compare"].parse(
         {"levels": levels, "hi": hi, "points": points},
         labels={"levels": "tolerance levels", "hi": "largest L", "points": "points per curve"},
