@@ -68,7 +68,7 @@ def _launcher(mpirun: str, ranks: int = 2) -> list[str]:
 
 def _check(args: list[str], delta_ns: float | None, mpirun: str, mpicc: str) -> dict:
     """``llamp-injector-check ARGS`` under the injector at ΔL = ``delta_ns`` (None: without it)."""
-    from llamp.injector.build import build_check, build_library
+    from llamp.injector.compiled import build_check, build_library
     from llamp.injector.inject import injector_variables, launch_command, wait_for_quiet
 
     library, mpi = build_library(mpicc)

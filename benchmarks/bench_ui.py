@@ -75,13 +75,11 @@ def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     import streamlit as st
 
-    from llamp.ui import analyses, stored, tasks
+    from llamp.ui import stored, tasks
 
     st.cache_data.clear()
     st.cache_resource.clear()
     stored.forget()
-    with analyses._WHATIFS_LOCK:
-        analyses._WHATIFS.clear()
     for task in tasks.running():
         task.cancel()
         task.wait(30)
@@ -92,7 +90,7 @@ def _restart() -> None:
 def _cold(run: str) -> None:
     import streamlit as st
 
-    from llamp.ui import store, stored, tasks
+    from llamp.ui import store_access, stored, tasks
 
     st.cache_data.clear()
     st.cache_resource.clear()
@@ -102,7 +100,7 @@ def _cold(run: str) -> None:
         task.wait(30)
     with tasks._LOCK:
         tasks._TASKS.clear()
-    with store.connect(write=True) as db:
+    with store_access.connect(write=True) as db:
         for analysis in db.list_analyses(run):
             db.delete_analysis(analysis.id)
 

@@ -1,6 +1,6 @@
 """Software latency injector, LogGP calibration and validation harness (docs/architecture.md §Injector and validation).
 
-- :mod:`llamp.injector.build`: builds and caches the C programs with the ``mpicc`` found;
+- :mod:`llamp.injector.compiled`: builds and caches the C programs with the ``mpicc`` found;
 - :mod:`llamp.injector.inject`: runs an MPI command with ΔL added to every message at the
   receiver (a PMPI library, ``inject_*.c``; LLAMP §III-A, Fig. 8D);
 - :mod:`llamp.injector.calibrate`: a Netgauge-like LogGP(S) fit from a ping-pong;
@@ -12,8 +12,8 @@
 - :mod:`llamp.injector.validate`: predicted vs measured runtime over a list of ΔL, RRMSE.
 """
 
-from llamp.injector.build import InjectorError
 from llamp.injector.calibrate import Calibration, PingPongSample, calibrate, fit_loggp
+from llamp.injector.compiled import InjectorError
 from llamp.injector.inject import InjectedRun, run_injected
 from llamp.injector.profiles import (
     NetworkProfile,

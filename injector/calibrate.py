@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from llamp.errors import InputError
-from llamp.injector.build import InjectorError, build_library, build_pingpong
+from llamp.injector.compiled import InjectorError, build_library, build_pingpong
 from llamp.injector.inject import injector_variables, launch_command
 from llamp.params import LogGPS
 

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from llamp.errors import InputError
 from llamp.ingest.tracing import MPIInfo, preloaded_command
-from llamp.injector.build import InjectorError, build_library
+from llamp.injector.compiled import InjectorError, build_library
 from llamp.params import LogGPS
 
 REPORT_FILE = "inject-rank-{rank}.json"

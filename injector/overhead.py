@@ -59,7 +59,7 @@ import numpy as np
 from llamp.errors import InputError
 from llamp.graph import CALC, MESSAGE, ExecutionGraph
 from llamp.injector.accuracy import DEFAULT_WIDTH, interval_converged, mean_interval
-from llamp.injector.build import InjectorError, build_library
+from llamp.injector.compiled import InjectorError, build_library
 from llamp.injector.inject import LoadProbe, run_injected
 
 MODES = ("plain", "traced", "loaded", "injected")

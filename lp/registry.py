@@ -14,6 +14,10 @@ commands (:mod:`llamp.study.analyses`), the UI's background runner and its store
 the LogGPS parameters (every network and model option of :class:`~llamp.params.LogGPS` with
 them), the engine, and for the network what-ifs the topology and link latencies.
 
+Most analyses run on one graph; an entry whose ``input`` is ``"runs"`` (``compare``) runs on
+two or more, named by ``Inputs.names``: the command line takes several RUN arguments for it and
+the UI's Compare page computes it per run, and a study (one run per cell) has none of them.
+
 Adding an analysis is one module of :mod:`llamp.lp`, one entry here and its page's view code
 (docs/extending.md).
 """
@@ -108,6 +112,16 @@ def _seconds(value: Any, what: str) -> float:
 
 def _texts(value: Any, what: str) -> tuple[str, ...]:
     return tuple(str(v) for v in (value or ()))
+
+
+def _largest_latency(value: Any, what: str) -> float | None:
+    """A positive duration (``"200us"``; a bare number is in ns), or ``None``: automatic."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    top = config.parse_duration_ns(value)
+    if not top > 0:
+        raise InputError(f"{what} {value}: must be > 0")
+    return top
 
 
 @dataclass(frozen=True)
@@ -230,7 +244,9 @@ class Inputs:
     one of :data:`llamp.lp.ENGINES`; for the network what-ifs a ``topology`` spec, a rank
     ``mapping`` file and the link ``latencies``; for ``classify`` its target ``network``;
     ``profiles``: saved network profiles a region marks (name, LogGPS); ``report``: where
-    progress goes; ``threads``: the Monte Carlo's workers (``None``: every core)."""
+    progress goes; ``threads``: the Monte Carlo's workers (``None``: every core); ``names``:
+    the runs of an analysis of several runs, in the order of their graphs (``None``: each
+    graph's own name)."""
 
     params: LogGPS
     engine: str = "auto"
@@ -242,6 +258,7 @@ class Inputs:
     hostnames: tuple[str, ...] | None = None
     report: Report | None = None
     threads: int | None = None
+    names: tuple[str, ...] | None = None
 
     def progress(self, fraction: float | None, text: str) -> None:
         if self.report is not None:
@@ -349,6 +366,22 @@ class ReportSettings:
 
 
 @dataclass(frozen=True)
+class CompareSettings:
+    levels: tuple[float, ...] = config.DEFAULT_TOLERANCES
+    points: int = 21
+    hi: float | None = None
+
+    def latencies(self, params: LogGPS):
+        """The L grid of the curves: ``points`` latencies over [0, ``hi``] and L0 itself, or
+        ``None`` when ``hi`` is automatic (:func:`llamp.lp.compare.latency_grid`)."""
+        if self.hi is None:
+            return None
+        import numpy as np
+
+        return np.unique(np.append(np.linspace(0.0, self.hi, self.points), params.L))
+
+
+@dataclass(frozen=True)
 class PlaceSettings:
     intra: tuple[float, float] | None = None
     inter: tuple[float, float] | None = None
@@ -366,7 +399,8 @@ class PlaceSettings:
 class Analysis:
     """One analysis, described once (module docstring).
 
-    ``run(graph, inputs, settings)`` returns the ``result`` (a typed result of :mod:`llamp.lp`);
+    ``run(graph, inputs, settings)`` returns the ``result`` (a typed result of :mod:`llamp.lp`;
+    with ``input == "runs"`` its first argument is the sequence of the runs' graphs);
     ``payload(result, settings, inputs)`` its JSON; ``scalars(payload)`` flat values with units
     in their names; ``networks`` the kinds of study network it runs on; ``uses`` the fields of
     :class:`Inputs` it reads besides its settings; ``stored`` the result
@@ -382,6 +416,7 @@ class Analysis:
     scalars: Callable[[dict[str, Any]], dict[str, Any]]
     networks: frozenset[str] = frozenset({"loggps"})
     uses: frozenset[str] = frozenset({"params"})
+    input: Literal["graph", "runs"] = "graph"
 
     @property
     def kind(self) -> str:
@@ -398,15 +433,22 @@ class Analysis:
     def option(self, name: str) -> Option:
         return next(o for o in self.options if o.field == name)
 
-    def parse(self, values: Mapping[str, Any], *, study: bool = False) -> Any:
+    def parse(
+        self,
+        values: Mapping[str, Any],
+        *,
+        study: bool = False,
+        labels: Mapping[str, str] | None = None,
+    ) -> Any:
         """The settings of ``values`` (field or study key → what the user gave; a missing one
         takes its default), each read by its option's parser; an error names the flag (or
-        the study key)."""
+        the study key, or a UI input's label from ``labels``: field → label)."""
         parsed = {}
         for opt in self.options:
             key = opt.study_key if study else opt.field
             raw = values.get(key, opt.study_default_value() if study else opt.default)
-            parsed[opt.field] = opt.parse(raw, opt.study_key if study else opt.flag)
+            what = (labels or {}).get(opt.field) or (opt.study_key if study else opt.flag)
+            parsed[opt.field] = opt.parse(raw, what)
         return self.settings(**parsed)
 
     def default_settings(self) -> Any:
@@ -1046,10 +1088,41 @@ def _report_scalars(payload: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+# compare ---------------------------------------------------------------------
+def _compare(graphs, inputs: Inputs, settings: CompareSettings):
+    from llamp.lp.compare import compare_runs
+
+    return compare_runs(
+        graphs,
+        inputs.params,
+        names=inputs.names,
+        levels=settings.levels,
+        points=settings.points,
+        latencies=settings.latencies(inputs.params),
+        progress=lambda text, fraction: inputs.progress(fraction, text),
+    )
+
+
+def _compare_scalars(payload: dict[str, Any]) -> dict[str, Any]:
+    """Per run (its name first) ``runtime_ns``, ``lambda_L``, ``rho_L`` and the L
+    tolerances."""
+    out: dict[str, Any] = {"baseline": payload["baseline"]}
+    for run in payload["runs"]:
+        head = f"{run['name']}_"
+        predict = run["predict"]
+        out[f"{head}runtime_ns"] = predict["runtime_ns"]
+        out[f"{head}lambda_L"] = predict["lambda_L"]
+        out[f"{head}rho_L"] = predict["rho_L"]
+        for row in run["tolerance"]["latency"]:
+            out[f"{head}tolerance_{pct(row['x'])}_L_ns"] = row["latency_ns"]
+    return out
+
+
 def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
     """name → (result type, dataclasses its stored form holds), imported when needed."""
     from llamp.graph import GraphSummary
     from llamp.lp.classify import Classification, Network, Thresholds
+    from llamp.lp.compare import Change, Comparison, RunFigures
     from llamp.lp.critical import CriticalLatencies, Segment, Unresolved
     from llamp.lp.matrix import PairCosts, PairSensitivity
     from llamp.lp.path import CriticalPath
@@ -1073,6 +1146,10 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
         "place": (Placement, (Machine, Placement)),
         "path": (CriticalPath, (LogGPS, CriticalPath)),
         "topology": (TopologyComparison, (TopologyAnalysis, TopologyComparison)),
+        "compare": (
+            Comparison,
+            (LogGPS, Prediction, ToleranceLevel, Tolerance, RunFigures, Change, Comparison),
+        ),
         "report": (
             ReportData,
             (LogGPS, GraphSummary, EngineChoice, Prediction, Segment, Unresolved)
@@ -1571,6 +1648,41 @@ ANALYSES: dict[str, Analysis] = {
             _report_scalars,
             uses=_ENGINE,
         ),
+        Analysis(
+            "compare",
+            "two or more runs side by side: T(L), λ_L, tolerances, critical-path composition "
+            "and what changed against the first (llamp compare)",
+            CompareSettings,
+            (
+                levels_setting(_DEFAULT_X, "Tolerance levels"),
+                Option(
+                    "points",
+                    "--points",
+                    _int,
+                    21,
+                    help="L values.",
+                    kind="int",
+                    minimum=2,
+                    maximum=10000,
+                    study_type=int,
+                ),
+                Option(
+                    "hi",
+                    "--to",
+                    _largest_latency,
+                    None,
+                    help="Largest L of the curves (default: 1.25 × the largest L tolerance of "
+                    "any run).",
+                    key="to",
+                    study_type=str | None,
+                ),
+            ),
+            _compare,
+            _as_dict,
+            _compare_scalars,
+            frozenset(),
+            input="runs",
+        ),
     )
 }
 
@@ -1578,6 +1690,7 @@ ANALYSES: dict[str, Analysis] = {
 __all__ = [
     "ANALYSES",
     "Analysis",
+    "CompareSettings",
     "Inputs",
     "Option",
     "Report",

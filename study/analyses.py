@@ -387,7 +387,8 @@ def _input_args(entry: Analysis, inp: CellInput) -> list[str]:
     return args
 
 
-#: The registry: name → analysis, one per entry of :data:`llamp.lp.registry.ANALYSES`.
+#: The registry: name → analysis, one per entry of :data:`llamp.lp.registry.ANALYSES` that runs
+#: on one graph (a cell is one run; ``compare`` of several runs is not a cell's analysis).
 ANALYSES: dict[str, AnalysisKind] = {
-    name: _kind(entry) for name, entry in registry.ANALYSES.items()
+    name: _kind(entry) for name, entry in registry.ANALYSES.items() if entry.input == "graph"
 }

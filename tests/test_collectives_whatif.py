@@ -559,10 +559,10 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     the analytic models on request and runs them when asked to."""
     from apptest_pages import SettledAppTest
 
-    from llamp.ui import APP_PATH, analyses
+    from llamp.ui import APP_PATH, page_work
     from llamp.ui.display import header
 
-    monkeypatch.setattr(analyses, "engine_throughput", lambda run, graph, params: 6e4)
+    monkeypatch.setattr(page_work, "engine_throughput", lambda run, graph, params: 6e4)
     at = SettledAppTest(APP_PATH, default_timeout=180)
     at.run()
     at.switch_page("views/collectives.py")

@@ -253,10 +253,10 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     at.radio(key="cmp_mode").set_value("T(L)").run()  # display only
     assert calls == []
     # sweep3d as if never compared: putting it first computes it alone
-    from llamp.ui import store, stored
+    from llamp.ui import store_access, stored
 
     stored.forget()  # nothing kept in this process, and sweep3d not stored with the run
-    with store.connect(write=True) as db:
+    with store_access.connect(write=True) as db:
         for a in db.list_analyses("sweep3d"):
             if a.kind.startswith("ui_run_") and a.params["L_ns"] == 3400.0:
                 db.delete_analysis(a.id)
@@ -278,7 +278,7 @@ def test_latency_page_offers_the_report(store_env):
 def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
     from llamp.lp import critical_latencies, predict, sweep, tolerance
     from llamp.lp.critical import exact_curve
-    from llamp.ui import exports, store
+    from llamp.ui import exports, store_access
 
     crit = critical_latencies(sweep3d, SIDEBAR, 0.0, 20_000.0)
     assert crit.complete
@@ -287,7 +287,7 @@ def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
     swept = sweep(sweep3d, SIDEBAR, table["L_ns"].to_numpy(), engine="graph")
     assert list(table["runtime_ns"]) == pytest.approx(list(swept["runtime_ns"]), rel=1e-9)
     assert list(table["lambda_L"]) == list(swept["lambda_L"])
-    token = store.run_token(store.list_runs(), "sweep3d")
+    token = store_access.run_token(store_access.list_runs(), "sweep3d")
     build = exports._latency_report(
         "sweep3d",
         token,

@@ -182,6 +182,19 @@ def test_every_llamp_import_names_a_module():
     assert not missing, "\n".join(missing)
 
 
+def test_no_two_modules_share_a_name():
+    """A module's name says what it holds, once: ``store.py`` in two packages, or a UI module
+    named as a study module, makes a reader (and a traceback) guess which one. The page scripts
+    of ``ui/views/`` are named for their page, not imported, and are not counted."""
+    by_name: dict[str, list[str]] = {}
+    for path, module in _modules():
+        if path.name in ("__init__.py", "__main__.py") or path.parent.name == "views":
+            continue
+        by_name.setdefault(path.stem, []).append(module)
+    shared = {name: modules for name, modules in by_name.items() if len(modules) > 1}
+    assert not shared, shared
+
+
 @pytest.mark.parametrize(
     ("source", "code", "expected"),
     [

@@ -195,7 +195,7 @@ def mpi_env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def programs(mpi_env):
-    from llamp.injector.build import build_check, build_library
+    from llamp.injector.compiled import build_check, build_library
 
     library, mpi = build_library(MPICC)
     check, _ = build_check(MPICC)
@@ -227,7 +227,7 @@ def timing(programs, args: list[str], delta_ns: float) -> dict:
 @pytest.mark.integration
 @needs_mpi
 def test_library_builds_without_warnings(mpi_env):
-    from llamp.injector.build import LIBRARY, build
+    from llamp.injector.compiled import LIBRARY, build
 
     messages = []
     build(LIBRARY, MPICC, rebuild=True, log=messages.append)

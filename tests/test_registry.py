@@ -1,5 +1,7 @@
 """The analysis registry (lp/registry.py): every registered analysis is reachable from the
-command line, a study and the UI with the same parameters, read by the same parsers."""
+command line, a study and the UI with the same parameters, read by the same parsers (an
+analysis of several runs, ``compare``: the command line and the UI's Compare page; a study
+cell is one run)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ import click
 import pytest
 
 from llamp.cli import cli
-from llamp.errors import InputError
+from llamp.errors import InputError, LlampError
 from llamp.lp.registry import ANALYSES
 from llamp.study.analyses import ANALYSES as STUDY
 
 NAMES = sorted(ANALYSES)
+#: The analyses of one graph (a study's cells run them) and those of several runs.
+ONE_GRAPH = [n for n in NAMES if ANALYSES[n].input == "graph"]
+SEVERAL_RUNS = [n for n in NAMES if ANALYSES[n].input == "runs"]
 
 
 def _command(name: str) -> click.Command:
@@ -51,7 +56,12 @@ def test_every_option_is_a_command_line_option_with_its_default(name):
             assert param.default == opt.default, (name, opt.flag)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def test_the_study_runs_every_analysis_of_one_graph():
+    assert sorted(STUDY) == ONE_GRAPH
+    assert SEVERAL_RUNS == ["compare"]
+
+
+@pytest.mark.parametrize("name", ONE_GRAPH)
 def test_every_option_is_a_study_key_and_the_study_command_reads_back_the_same(name):
     """A study's settings (its own defaults included) are the settings its equivalent command
     runs with: the arguments each option writes parse back to the same typed values."""
@@ -98,7 +108,7 @@ def test_the_ui_stores_every_result_type(name):
     assert all(cls in codec._NAMES for cls in entry.stored)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ONE_GRAPH)
 def test_the_ui_runner_runs_every_analysis_with_the_settings_it_is_given(name, monkeypatch):
     """:func:`llamp.ui.controls.analysis` runs the registry's own function with the typed
     settings a page gives it (the command line's by default) and keeps the result under the
@@ -132,3 +142,51 @@ def test_the_ui_runner_runs_every_analysis_with_the_settings_it_is_given(name, m
 class _Task:
     def report(self, fraction, text):
         pass
+
+    def steady(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+# ---------------------------------------------------------------------- analyses of several runs
+def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
+    """The Compare page's tolerance levels, largest L and points are ``llamp compare``'s
+    ``--x``, ``--to`` and ``--points``, read by the same parsers."""
+    from llamp.ui import run_comparison
+
+    page = run_comparison.settings("0.5%, 2", "20us", 9)
+    assert page == _cli_settings(
+        "compare", ["b.npz", "--x", "0.5%,2", "--to", "20us", "--points", "9"]
+    )
+    assert page.levels == (0.005, 0.02) and page.hi == 20_000.0 and page.points == 9
+    assert run_comparison.settings("1,2,5", "", 21) == ANALYSES["compare"].default_settings()
+    with pytest.raises(InputError, match=r"^largest L 0us: must be > 0"):
+        run_comparison.settings("1", "0us", 21)
+    with pytest.raises(LlampError, match=r"has no unit"):
+        run_comparison.settings("1", "20", 21)  # a page's duration needs a unit
+    with pytest.raises(InputError, match=r"^--to 0us: must be > 0"):
+        ANALYSES["compare"].parse({"hi": "0us"})
+
+
+@pytest.mark.parametrize("hi", ["", "4us"])
+def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny, monkeypatch):
+    """The UI's Compare runner (figures and curve per run, kept per run) assembles the
+    registry's ``compare`` of the same runs exactly, with the automatic or a fixed L grid."""
+    from hand_graphs import paper_example
+
+    from llamp.lp.registry import Inputs
+    from llamp.params import LogGPS
+    from llamp.ui import run_comparison, store_access, stored
+
+    graphs = {"a": paper_example(), "b": tiny}
+    monkeypatch.setattr(store_access, "load_graph", lambda name, token: graphs[name])
+    monkeypatch.setattr(stored, "find", lambda *args: None)
+    monkeypatch.setattr(stored, "save", lambda *args: None)
+    params = LogGPS(L=500.0, o=0.0, G=5.0)
+    settings = run_comparison.settings("1,5", hi, 7)
+
+    ui, grid = run_comparison.work([("a", "ta"), ("b", "tb")], params, settings)(_Task())
+    cli = ANALYSES["compare"].run(list(graphs.values()), Inputs(params, names=("a", "b")), settings)
+    assert ui.as_dict() == cli.as_dict()
+    assert list(grid) == sorted(set(cli.curves["L_ns"]))

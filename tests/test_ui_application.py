@@ -36,7 +36,7 @@ from llamp.lp import compare_collectives
 from llamp.lp.classify import NETWORKS, Network, classify
 from llamp.lp.variability import monte_carlo
 from llamp.params import LogGPS
-from llamp.ui import APP_PATH, analyses
+from llamp.ui import APP_PATH, page_work
 
 GOAL = Path(__file__).parent / "data" / "traces" / "goal" / "binary_tree_32.goal"
 TIMEOUT = 180
@@ -130,13 +130,13 @@ def test_collectives_page_compares_recursive_doubling_and_ring(store_env):
 
 def test_collective_variant_choice_and_layout(store_env, monkeypatch):
     calls = []
-    real = analyses.compare_collectives
+    real = page_work.compare_collectives
 
     def counting(*args, **kw):
         calls.append(args[1])
         return real(*args, **kw)
 
-    monkeypatch.setattr(analyses, "compare_collectives", counting)
+    monkeypatch.setattr(page_work, "compare_collectives", counting)
     at = page("collectives")
     at.number_input(key="coll_count").set_value(3).run()
     at.selectbox(key="coll_v2_allreduce").set_value("rabenseifner").run()

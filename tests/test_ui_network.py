@@ -45,7 +45,7 @@ from llamp.lp.topology import (
     sweep_topologies,
 )
 from llamp.params import LogGPS
-from llamp.ui import analyses
+from llamp.ui import page_work
 
 #: The paper's Fig. 11 topologies, the page's default choice.
 PAPER_SPECS = ["fattree:k=16,tiers=3", "dragonfly:g=8,a=4,p=8"]
@@ -76,8 +76,8 @@ def downloads(monkeypatch) -> dict[str, bytes]:
     return files
 
 
-def counting(monkeypatch, name: str, module: object = analyses) -> list:
-    """Replace ``module.<name>`` (default ``llamp.ui.analyses``; a ``llamp.lp`` module for the
+def counting(monkeypatch, name: str, module: object = page_work) -> list:
+    """Replace ``module.<name>`` (default ``llamp.ui.page_work``; a ``llamp.lp`` module for the
     registered analyses, which import their function when they run) by a wrapper that records
     its calls."""
     calls: list = []

@@ -25,8 +25,8 @@ from llamp.lp import compare as lp_compare
 from llamp.lp.classify import NETWORKS, Classification, Network, Thresholds
 from llamp.lp.region import Axis, RegionEdge, RegionLevel
 from llamp.params import LogGPS
-from llamp.ui import analyses, codec, stored, tasks
-from llamp.ui import store as ui_store
+from llamp.ui import codec, page_work, stored, tasks
+from llamp.ui import store_access as ui_store
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
 
@@ -121,12 +121,51 @@ def test_a_result_of_an_older_schema_is_computed_again_never_misread(monkeypatch
     assert stored.find("k", RUN, "ui_test_bad", key) is None
 
 
+def test_the_memo_keeps_a_value_once_per_key_and_within_its_bounds(monkeypatch):
+    """``stored.kept``: computed once per key (an upload by its bytes), at most ``most``
+    entries of a kind, and the expanded what-if graphs within ``MEMO_VERTICES`` together
+    (the least recently used go first)."""
+    from store_graphs import tiny_graph
+
+    from llamp.lp.collectives_whatif import CollectiveComparison
+
+    stored.forget()
+    calls = []
+
+    def compute(value):
+        calls.append(value)
+        return value
+
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 2"), lambda: compute(1)) == 1
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 2"), lambda: compute(2)) == 1
+    assert stored.kept("ui_test_kept", ("a.graphml", b"1 3"), lambda: compute(3)) == 3
+    assert calls == [1, 3]
+    for i in range(4):
+        stored.kept("ui_test_most", i, lambda i=i: compute(i), most=2)
+    stored.kept("ui_test_most", 2, lambda: compute("again"))  # 2 and 3 are kept
+    stored.kept("ui_test_most", 0, lambda: compute("recomputed"))
+    assert calls[-1] == "recomputed" and "again" not in calls
+
+    graph = tiny_graph()
+
+    def expansion(label: str) -> CollectiveComparison:
+        empty = pd.DataFrame()
+        return CollectiveComparison(LogGPS(), (), empty, empty, (), graphs={label: graph})
+
+    monkeypatch.setattr(stored, "MEMO_VERTICES", 2 * graph.num_vertices)
+    first = stored.kept("ui_test_graphs", "a", lambda: expansion("a"))
+    stored.kept("ui_test_graphs", "b", lambda: expansion("b"))
+    assert stored.kept("ui_test_graphs", "a", lambda: expansion("a2")) is first  # used last
+    stored.kept("ui_test_graphs", "c", lambda: expansion("c"))  # b makes room
+    assert list(stored.kept("ui_test_graphs", "a", lambda: expansion("x")).graphs) == ["a"]
+    assert list(stored.kept("ui_test_graphs", "b", lambda: expansion("b2")).graphs) == ["b2"]
+    stored.forget()
+
+
 # ---------------------------------------------------------------------- one page at a time
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     stored.forget()
-    with analyses._WHATIFS_LOCK:
-        analyses._WHATIFS.clear()
     st.cache_data.clear()
     st.cache_resource.clear()
 
@@ -176,7 +215,7 @@ def test_design_space_is_stored_and_shown_after_a_restart(no_compute):
     assert {"ui_region", "ui_region_preview"} <= _kinds()
 
     _restart()
-    started = no_compute((analyses, "tolerance_region"), (analyses, "region_preview"))
+    started = no_compute((page_work, "tolerance_region"), (page_work, "region_preview"))
     at = _open("region")
     assert_clean(at)
     assert exact_ns(keyed(at, "region-T0")) == t0
@@ -215,7 +254,7 @@ def test_topology_is_stored_and_shown_after_a_restart(no_compute):
     assert before and "ui_topology" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "analyze_topology"))
+    started = no_compute((page_work, "analyze_topology"))
     at = _open("topology")
     assert_clean(at)
     assert [s for s in started if s.startswith("topology:")] == []
@@ -267,7 +306,7 @@ def test_collectives_what_if_is_stored_and_shown_after_a_restart(no_compute):
     assert shown and "ui_collectives" in _kinds()
 
     _restart()
-    started = no_compute((analyses, "compare_collectives"), (analyses.whatif, "variant_curves"))
+    started = no_compute((page_work, "compare_collectives"), (page_work.whatif, "variant_curves"))
     at = _open("collectives")
     assert_clean(at)
     assert started == []

@@ -2,8 +2,10 @@
 
 Pages are scripts under ``views/`` registered in :mod:`llamp.ui.navigation` (not ``pages/``,
 which Streamlit would also serve as legacy pages, bypassing the navigation); they share the
-store access (:mod:`llamp.ui.store`), cached analyses (:mod:`llamp.ui.analyses`), sidebar
-controls (:mod:`llamp.ui.controls`) and figures (:mod:`llamp.ui.plots`).
+store access (:mod:`llamp.ui.store_access`), the pages' inputs and own computations
+(:mod:`llamp.ui.page_work`), stored results and the in-process memo (:mod:`llamp.ui.stored`),
+sidebar controls and the runner of page work (:mod:`llamp.ui.controls`) and figures
+(:mod:`llamp.ui.plots`).
 """
 
 from pathlib import Path

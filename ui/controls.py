@@ -21,9 +21,9 @@ from llamp import config
 from llamp.errors import LlampError, ParameterError
 from llamp.graph import ExecutionGraph
 from llamp.params import LogGPS
-from llamp.ui import display, store, stored, tasks
-from llamp.ui.analyses import ParamKey, param_key
-from llamp.ui.profiles import profile_picker
+from llamp.ui import display, store_access, stored, tasks
+from llamp.ui.page_work import ParamKey, param_key
+from llamp.ui.profile_picker import profile_picker
 
 log = logging.getLogger("llamp.ui")
 
@@ -101,7 +101,7 @@ class Selection:
     @property
     def run(self) -> str:
         """Cache key of the run (store location, name, identity)."""
-        return store.cache_key(self.token)
+        return store_access.cache_key(self.token)
 
     @property
     def key(self) -> ParamKey:
@@ -109,7 +109,7 @@ class Selection:
 
     def graph(self) -> ExecutionGraph:
         with st.spinner(f"Loading run {self.name!r} from the store…"):
-            return store.load_graph(self.name, self.token)
+            return store_access.load_graph(self.name, self.token)
 
 
 @contextmanager
@@ -248,11 +248,11 @@ def _sidebar(page: str) -> Selection | None:
     last values, so a choice made on one page carries over to the next one.
     """
     with st.sidebar:
-        st.caption(f"Store: {store.location()}")
+        st.caption(f"Store: {store_access.location()}")
         st.markdown("**Run**")
         runs = None
         with readable_errors("Cannot read the graph store"):
-            runs = store.list_runs()
+            runs = store_access.list_runs()
         if runs is None:
             return None
         if runs.empty:
@@ -311,7 +311,7 @@ def _sidebar(page: str) -> Selection | None:
         st.caption(describe(params))
         row = runs.loc[runs["name"] == name]
         ranks = int(row.iloc[0]["ranks"]) if "ranks" in row.columns and len(row) else 0
-        return Selection(name, store.run_token(runs, name), params, ranks)
+        return Selection(name, store_access.run_token(runs, name), params, ranks)
 
 
 def choose_run(name: str) -> None:
@@ -430,7 +430,7 @@ def background(
 
     def work(task: tasks.Task) -> Any:
         task.report(None, f"loading run {sel.name!r}")
-        graph = store.load_graph(sel.name, sel.token)
+        graph = store_access.load_graph(sel.name, sel.token)
         task.report(None, "")
         result = compute(graph, task)
         kept = to_store(result) if stored_as else None
@@ -440,6 +440,47 @@ def background(
         return result
 
     return tasks.result(task_key, label, work, slot=slot, job=stored_as is not None)
+
+
+def background_each(
+    sel: Selection,
+    slot: str,
+    label: str,
+    compute: Callable[[ExecutionGraph, Any], Any],
+    items: list[Any],
+    *,
+    stored_as: str,
+    describe: Callable[[Any], str] = str,
+) -> list[Any] | None:
+    """``compute(graph, item)`` of the selected run for each of ``items`` (values naming
+    every input of one piece of a page's work: a topology and its latencies), each result kept
+    as an Analysis node of kind ``stored_as`` keyed on the run's token, the parameters and its
+    item: the stored results at once, else those not stored yet computed in one background
+    task (:func:`background`: progress per item, Cancel), so adding an item to a page computes
+    only that one. Their results in the order of ``items``, an item whose work raised an
+    error as that error (shown by the page, not stored), or ``None`` while the task runs."""
+    keys = [stored.page_key(sel.params, sel.token, inputs=item) for item in items]
+    found = [stored.find(sel.run, sel.name, stored_as, key) for key in keys]
+    if all(f is not None for f in found):
+        return found
+
+    def work(graph: ExecutionGraph, task: tasks.Task) -> list[Any]:
+        out = []
+        for i, (item, key) in enumerate(zip(items, keys, strict=True)):
+            result = stored.find(sel.run, sel.name, stored_as, key)
+            if result is None:
+                task.report(i / len(items), f"{describe(item)} ({i + 1}/{len(items)})")
+                try:
+                    result = compute(graph, item)
+                except Exception as err:  # noqa: BLE001 - shown per item by the page
+                    out.append(err)
+                    continue
+                with task.steady():
+                    stored.save(sel.run, sel.name, stored_as, key, result)
+            out.append(result)
+        return out
+
+    return background(sel, slot, label, work, tuple(items))
 
 
 def levels(text: str) -> tuple[float, ...]:

@@ -17,7 +17,7 @@ from llamp.lp import CriticalLatencies, Prediction, Tolerance
 from llamp.lp.html_report import QUICK_EVALUATIONS
 from llamp.lp.timeline import MAX_SLICES
 from llamp.params import LogGPS
-from llamp.ui import display, store
+from llamp.ui import display, store_access
 
 #: Above this many vertices the trace is offered for the critical path only by default: a
 #: browser download of a whole 10^6-vertex schedule is ~200 MB of JSON.
@@ -123,7 +123,7 @@ def _latency_report(
         from llamp.lp.html_report import render_report
         from llamp.lp.report import ReportData, report_curve
 
-        graph = store.load_graph(name, token)
+        graph = store_access.load_graph(name, token)
         table = sampled(curve, crit.lo, crit.hi)
         data = ReportData(
             summary=graph.summary(),

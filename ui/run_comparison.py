@@ -1,4 +1,6 @@
-"""The Compare runs page's work, in the background (:mod:`llamp.ui.tasks`): each run's figures
+"""The Compare runs page's work, in the background (:mod:`llamp.ui.tasks`): the registry's
+``compare`` (:data:`llamp.lp.registry.ANALYSES`, its settings read by the entry's parsers:
+:func:`settings`) computed per run, each run's figures
 (:func:`llamp.lp.compare.run_figures`: prediction, tolerances, critical-path composition) and
 its curve over the shared latencies (:func:`llamp.lp.compare.run_curve`), kept per run so
 adding a run to a comparison computes only that run (and a cancelled comparison keeps the runs
@@ -22,10 +24,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from llamp.config import parse_duration_ns
 from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
+from llamp.lp.registry import ANALYSES, CompareSettings
 from llamp.params import LogGPS
-from llamp.ui import store, stored
+from llamp.ui import store_access, stored
 from llamp.ui.tasks import Task
 
 #: Latencies swept per step of a curve (one progress report and cancellation point each).
@@ -43,23 +47,36 @@ def _stored_curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> tu
 
 
 def _figures(name: str, token: str, params: LogGPS, levels: tuple) -> RunFigures | None:
-    return stored.find(store.cache_key(token), name, *_stored_figures(name, token, params, levels))
+    return stored.find(
+        store_access.cache_key(token), name, *_stored_figures(name, token, params, levels)
+    )
 
 
 def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFrame | None:
-    return stored.find(store.cache_key(token), name, *_stored_curve(name, token, params, grid))
+    return stored.find(
+        store_access.cache_key(token), name, *_stored_curve(name, token, params, grid)
+    )
+
+
+def settings(levels: str, hi: str, points: int) -> CompareSettings:
+    """The page's inputs (tolerance levels and largest L as typed, points per curve) as the
+    settings of the registry's ``compare``, read by the parsers of ``llamp compare``'s ``--x``,
+    ``--to`` and ``--points``; an error names the page's input. As every duration typed on a
+    page, the largest L needs a unit."""
+    if hi.strip():
+        parse_duration_ns(hi, default_unit=None)
+    return ANALYSES["compare"].parse(
+        {"levels": levels, "hi": hi, "points": points},
+        labels={"levels": "tolerance levels", "hi": "largest L", "points": "points per curve"},
+    )
 
 
 def ready(
-    runs: Sequence[tuple[str, str]],
-    params: LogGPS,
-    levels: Sequence[float],
-    grid: np.ndarray | None,
-    points: int,
+    runs: Sequence[tuple[str, str]], params: LogGPS, settings: CompareSettings
 ) -> tuple[Comparison, np.ndarray] | None:
     """The comparison :func:`work` would compute, if every run's figures and curve are kept in
     this process or stored; else ``None``."""
-    levels = tuple(float(x) for x in levels)
+    levels, points, grid = settings.levels, settings.points, settings.latencies(params)
     figures = [_figures(name, token, params, levels) for name, token in runs]
     if any(f is None for f in figures):
         return None
@@ -72,17 +89,14 @@ def ready(
 
 
 def work(
-    runs: Sequence[tuple[str, str]],
-    params: LogGPS,
-    levels: Sequence[float],
-    grid: np.ndarray | None,
-    points: int,
+    runs: Sequence[tuple[str, str]], params: LogGPS, settings: CompareSettings
 ) -> Callable[[Task], tuple[Comparison, np.ndarray]]:
     """The task comparing ``runs`` (``(name, token)`` pairs, the first is the baseline) at
-    ``params``: the comparison and its L grid (``grid``, or :func:`llamp.lp.compare.latency_grid`
-    with ``points`` when ``None``). Only the runs (and curves) not kept from an earlier
-    comparison are computed; the progress fraction counts those."""
-    levels = tuple(float(x) for x in levels)
+    ``params``: the comparison ``llamp compare`` computes with ``settings`` and its L grid
+    (``settings.latencies``, or :func:`llamp.lp.compare.latency_grid` when automatic). Only the
+    runs (and curves) not kept from an earlier comparison are computed; the progress fraction
+    counts those."""
+    levels, points, grid = settings.levels, settings.points, settings.latencies(params)
 
     def run(task: Task) -> tuple[Comparison, np.ndarray]:
         todo = [_figures(name, token, params, levels) is None for name, token in runs]
@@ -101,12 +115,12 @@ def work(
             found = _figures(name, token, params, levels)
             if found is None:
                 step(f"loading {name} ({i + 1}/{len(runs)})")
-                graph = store.load_graph(name, token)
+                graph = store_access.load_graph(name, token)
                 step(f"analysing {name} ({i + 1}/{len(runs)})")
                 found = compare.run_figures(graph, params, levels, name=name)
                 with task.steady():
                     stored.save(
-                        store.cache_key(token),
+                        store_access.cache_key(token),
                         name,
                         *_stored_figures(name, token, params, levels),
                         found,
@@ -118,7 +132,7 @@ def work(
         for i, (name, token) in enumerate(runs):
             frame = _curve(name, token, params, shared)
             if frame is None:
-                graph = store.load_graph(name, token)
+                graph = store_access.load_graph(name, token)
                 pieces = []
                 for start in range(0, len(shared), CHUNK):
                     step(f"T(L) of {name} ({i + 1}/{len(runs)})")
@@ -128,7 +142,7 @@ def work(
                 frame = pd.concat(pieces, ignore_index=True)
                 with task.steady():
                     stored.save(
-                        store.cache_key(token),
+                        store_access.cache_key(token),
                         name,
                         *_stored_curve(name, token, params, shared),
                         frame,
@@ -142,4 +156,4 @@ def work(
     return run
 
 
-__all__ = ["CHUNK", "ready", "work"]
+__all__ = ["CHUNK", "ready", "settings", "work"]

@@ -20,6 +20,13 @@ cannot be read back is computed again too.
 Writes need a writable store: with ``LLAMP_UI_READ_ONLY`` set, or while the store cannot be
 opened for writing, the result stays in this process only (and the page says nothing: it has
 the result either way).
+
+The same memo keeps what is worth keeping in this process only (:func:`kept`): an input several
+results share (a topology read once, a trace read once, the collective what-if's expanded
+graphs) and small figures a page shows while it decides what to compute (an estimate). It is
+the UI's one in-process cache: at most :data:`MEMO_MAX` entries, and the expanded what-if
+graphs its entries hold at most :data:`MEMO_VERTICES` vertices together (the least recently
+used go first).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ import json
 import logging
 import math
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,8 +51,7 @@ from llamp.lp.region import Region, RegionPreview
 from llamp.lp.registry import ANALYSES
 from llamp.lp.topology import TopologyAnalysis
 from llamp.params import LogGPS
-from llamp.ui import codec, store
-from llamp.ui.analyses import RegionMap
+from llamp.ui import codec, store_access
 
 log = logging.getLogger("llamp.ui")
 
@@ -52,9 +59,16 @@ log = logging.getLogger("llamp.ui")
 #: 2: keys hold the run token; the other pages' results (:mod:`llamp.ui.codec`).
 SCHEMA = 2
 
+#: Most entries of the in-process memo …
+MEMO_MAX = 256
+#: … and most vertices of the execution graphs they hold together (an expanded what-if keeps
+#: ~350 B per vertex with its lowering: about 5 GB).
+MEMO_VERTICES = 15_000_000
+
 _MEMO: dict[tuple[str, str, str], Any] = {}
 _MEMO_LOCK = threading.Lock()
-_MEMO_MAX = 256
+
+T = TypeVar("T")
 
 
 def key_of(params: LogGPS, **inputs: Any) -> dict[str, Any]:
@@ -98,9 +112,10 @@ def find(run_key: str, run: str, kind: str, params: dict[str, Any]) -> Any | Non
     memo = _memo_key(run_key, kind, params)
     with _MEMO_LOCK:
         if memo in _MEMO:
+            _MEMO[memo] = _MEMO.pop(memo)  # the most recently used last
             return _MEMO[memo]
     try:
-        with store.connect() as db:
+        with store_access.connect() as db:
             rows = [a for a in db.list_analyses(run) if a.kind == kind and a.params == params]
     except Exception as err:  # noqa: BLE001 - a lookup that fails only means computing again
         log.info("stored %s of %s not read: %s", kind, config.redact(run), err)
@@ -122,12 +137,32 @@ def save(run_key: str, run: str, kind: str, params: dict[str, Any], result: Any)
     if config.ui_settings().read_only:
         return
     try:
-        with store.connect(write=True) as db:
+        with store_access.connect(write=True) as db:
             if any(a.kind == kind and a.params == params for a in db.list_analyses(run)):
                 return
             db.write_analysis(run, kind, params, _DUMP.get(kind, _dump_value)(result))
     except Exception as err:  # noqa: BLE001 - the result is on the page either way
         log.info("stored %s of %s not written: %s", kind, config.redact(run), err)
+
+
+def kept(kind: str, key: Any, compute: Callable[[], T], *, most: int | None = None) -> T:
+    """``compute()`` once in this process for ``kind`` and ``key`` (any value :func:`_plain`
+    names: uploads by their SHA-256), never written to the store; ``most``: at most that many
+    entries of ``kind`` are kept (the oldest go first). Computed outside the lock: two
+    sessions asking at once may both compute, and keep the same value."""
+    memo = _memo_key("", kind, {"key": _plain(key)})
+    with _MEMO_LOCK:
+        if memo in _MEMO:
+            _MEMO[memo] = _MEMO.pop(memo)  # the most recently used last
+            return _MEMO[memo]
+    value = compute()
+    _remember(memo, value)
+    if most is not None:
+        with _MEMO_LOCK:
+            mine = [k for k in _MEMO if k[:2] == ("", kind)]
+            for old in mine[: max(len(mine) - most, 0)]:
+                _MEMO.pop(old, None)
+    return value
 
 
 def forget() -> None:
@@ -138,9 +173,26 @@ def forget() -> None:
 
 def _remember(memo: tuple[str, str, str], result: Any) -> None:
     with _MEMO_LOCK:
+        _MEMO.pop(memo, None)  # the newest last
         _MEMO[memo] = result
-        while len(_MEMO) > _MEMO_MAX:
+        while len(_MEMO) > MEMO_MAX:
             _MEMO.pop(next(iter(_MEMO)))
+        if _vertices(result) > 0:  # older graphs make room for the new ones
+            held = [(k, _vertices(v)) for k, v in _MEMO.items() if k != memo]
+            total = sum(n for _, n in held) + _vertices(result)
+            for k, n in held:
+                if total <= MEMO_VERTICES:
+                    break
+                if n:
+                    del _MEMO[k]
+                    total -= n
+
+
+def _vertices(value: Any) -> int:
+    """Vertices of the execution graphs ``value`` holds (a what-if's expanded graphs)."""
+    if isinstance(value, CollectiveComparison):
+        return sum(g.num_vertices for g in value.graphs.values())
+    return 0
 
 
 def _params_of(params: dict[str, Any]) -> LogGPS:
@@ -228,7 +280,7 @@ def _load_critical(d: dict[str, Any], params: LogGPS) -> CriticalLatencies:
 for _entry in ANALYSES.values():
     for _cls in _entry.stored:
         codec.register(_cls)
-for _cls in (RegionPreview, RegionMap, TopologyAnalysis, RunFigures, Variant, VariantCurve):
+for _cls in (RegionPreview, TopologyAnalysis, RunFigures, Variant, VariantCurve):
     codec.register(_cls)
 codec.register(Region, plane=None)  # T at a design needs the graph: the page loads it then
 codec.register(CollectiveComparison, graphs={})  # the expanded graphs stay in the process

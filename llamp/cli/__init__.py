@@ -22,11 +22,11 @@ import click
 # Each module registers its subcommands on ``cli`` when imported.
 from llamp.cli import analyze as _analyze  # noqa: E402,F401
 from llamp.cli import application as _application  # noqa: E402,F401
-from llamp.cli import compare as _compare  # noqa: E402,F401
+from llamp.cli import compare_export as _compare_export  # noqa: E402,F401
 from llamp.cli import ingest as _ingest  # noqa: E402,F401
 from llamp.cli import injector as _injector  # noqa: E402,F401
 from llamp.cli import network as _network  # noqa: E402,F401
-from llamp.cli import store as _store  # noqa: E402,F401
+from llamp.cli import store_commands as _store_commands  # noqa: E402,F401
 from llamp.cli import study as _study  # noqa: E402,F401
 from llamp.cli import synth as _synth  # noqa: E402,F401
 from llamp.cli import trace as _trace  # noqa: E402,F401

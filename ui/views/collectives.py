@@ -4,12 +4,14 @@ a summary table, and the analytic Dimemas / Thakur–Gropp costs of the trace's 
 
 Before anything is expanded the page shows what the variants cost (exact vertex counts, time
 and memory from :func:`llamp.lp.collectives_whatif.estimate_whatif`); a what-if over the
-interactive target asks first and offers the analytic models, which expand nothing. A long one
-runs in the background (:mod:`llamp.ui.tasks`) with progress and Cancel; the exact curves have
-a time budget (:func:`llamp.lp.collectives_whatif.variant_curves`)."""
+interactive target asks first and offers the analytic models, which expand nothing. The
+what-if runs in the background (:func:`llamp.ui.controls.background`: progress, Cancel, the
+result stored with the run); the exact curves have a time budget
+(:func:`llamp.lp.collectives_whatif.variant_curves`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -22,12 +24,7 @@ from llamp.ingest import FORMATS
 from llamp.ingest.collective_models import analytic_choices
 from llamp.ingest.collectives import ALGORITHMS, DEFAULTS
 from llamp.lp import collectives_whatif as whatif
-from llamp.ui import analyses, controls, display, plots, stored
-
-try:  # the UI's background runner (progress, Cancel, stops when the page is left)
-    from llamp.ui import tasks
-except ImportError:  # pragma: no cover - a tree without it runs the what-if in the page
-    tasks = None
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Collectives what-if")
 sel = controls.selection("collectives")
@@ -66,7 +63,7 @@ def _missing_trace(meta: dict) -> str:
     )
 
 
-found = analyses.trace_directory(graph.meta)
+found = page_work.trace_directory(graph.meta)
 if found is None:
     st.warning(_missing_trace(graph.meta))
 with st.expander("Trace", expanded=found is None):
@@ -93,10 +90,10 @@ with (
     controls.readable_errors("Reading the trace"),
     st.spinner(f"Reading the trace {trace_path}…"),
 ):
-    trace = analyses.trace_at(trace_path, lenient)
+    trace = page_work.trace_at(trace_path, lenient)
 if trace is None:
     st.stop()
-instances = analyses.collective_instances(trace_path, lenient)
+instances = page_work.collective_instances(trace_path, lenient)
 ingested = {**DEFAULTS, **(graph.meta.get("collectives") or {})}
 ops = sorted(set(instances["op"]) & set(ALGORITHMS))
 if not ops:
@@ -197,10 +194,6 @@ show_critical = o4.toggle(
     help="In the one-row-per-variant layout.",
 )
 
-#: What-ifs whose summary is estimated below this run in the page itself (a progress bar, no
-#: background task): their curves take well under a second too.
-INLINE_SECONDS = 2.0
-
 
 def _analytic_costs() -> None:
     """The analytic Dimemas / Thakur–Gropp costs of the trace's collectives: nothing is
@@ -216,7 +209,7 @@ def _analytic_costs() -> None:
     )
     costs = None
     with controls.readable_errors("Analytic collective costs"):
-        costs = analyses.collective_costs(trace_path, lenient, variants, sel.key)
+        costs = page_work.collective_costs(trace_path, lenient, variants, sel.key)
     if costs is None or not len(costs):
         return
     totals = costs.groupby("variant", sort=False)[
@@ -259,8 +252,8 @@ def _seconds(s: float) -> str:
 estimate = levels = None
 with controls.readable_errors("Collective what-if"):
     levels = controls.levels(levels_text)
-    throughput = analyses.engine_throughput(sel.run, graph, sel.key)
-    estimate = analyses.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
+    throughput = page_work.engine_throughput(sel.run, graph, sel.key)
+    estimate = page_work.whatif_estimate(trace_path, lenient, variants, len(levels), throughput)
     curve_budget = whatif.curve_budget(estimate.summary_seconds)
 if estimate is None or levels is None:
     _analytic_costs()
@@ -276,21 +269,65 @@ st.caption(
 job_key = repr(
     ("collectives", trace_path, lenient, variants, sel.key, levels, auto, lo_text, hi_text)
 )
-# stored with the run: the trace by its path, the variants and the range as asked
-stored_key = stored.page_key(
-    sel.params,
-    sel.token,
-    trace=str(trace_path),
-    lenient=bool(lenient),
-    variants=variants,
-    levels=levels,
-    auto=bool(auto),
-    lo=lo_text,
-    hi=hi_text,
-)
-found = stored.find(sel.run, sel.name, "ui_collectives", stored_key)
+#: The what-if's inputs: the trace by its path, the variants, the levels and the range as asked.
+whatif_inputs = (str(trace_path), bool(lenient), variants, levels, bool(auto), lo_text, hi_text)
+
+
+def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
+    if auto:
+        return whatif.comparison_range(result.summary, levels, sel.params.L)
+    a, b = (
+        parse_duration_ns(lo_text, default_unit=None),
+        parse_duration_ns(hi_text, default_unit=None),
+    )
+    if not 0 <= a < b:
+        raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
+    return a, b
+
+
+def _work(graph, task):
+    """The what-if, reporting to ``task``: the comparison (its expanded graphs kept in the
+    process, :func:`page_work.collective_comparison`), its range and the exact curves."""
+    share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
+    started = time.monotonic()
+    result = page_work.collective_comparison(
+        trace_path,
+        lenient,
+        variants,
+        sel.key,
+        levels,
+        progress=lambda f, text: task.report(share * f, text),
+    )
+    span = _range(result)
+    curves = whatif.variant_curves(
+        result,
+        *span,
+        seconds=whatif.curve_budget(time.monotonic() - started),
+        progress=lambda f, text: task.report(share + (1 - share) * f, text),
+    )
+    return result, curves, span
+
+
+def _kept(done):
+    """What is stored of the what-if: not its expanded graphs (they stay in the process)."""
+    result, curves, span = done
+    return dataclasses.replace(result, graphs={}), curves, span
+
+
 confirmed = st.session_state.get("coll_confirmed") == job_key
-if found is None and not estimate.within_target and not confirmed:
+done = None
+with controls.readable_errors("Collective what-if"):
+    done = controls.background(
+        sel,
+        "collectives",
+        "Collective what-if",
+        _work,
+        whatif_inputs,
+        stored_as="ui_collectives",
+        shape=(_kept, lambda kept: kept),
+        start=estimate.within_target or confirmed,
+    )
+if done is None and not estimate.within_target and not confirmed:
     st.warning(
         f"Expanding these variants takes about {_seconds(estimate.summary_seconds)} before "
         "any T(L) curve is drawn "
@@ -311,92 +348,10 @@ if found is None and not estimate.within_target and not confirmed:
     )
     _analytic_costs()
     st.stop()
-
-
-# ---------------------------------------------------------------------- analysis
-def _range(result: whatif.CollectiveComparison) -> tuple[float, float]:
-    if auto:
-        return whatif.comparison_range(result.summary, levels, sel.params.L)
-    a, b = (
-        parse_duration_ns(lo_text, default_unit=None),
-        parse_duration_ns(hi_text, default_unit=None),
-    )
-    if not 0 <= a < b:
-        raise InputError(f"the sweep range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
-    return a, b
-
-
-def _work(task) -> tuple[float, float]:
-    """The what-if in a background task, reporting to ``task``: the comparison and curves
-    land in :func:`analyses.collective_comparison`'s memory, the range is returned."""
-    share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
-    started = time.monotonic()
-    result = analyses.collective_comparison(
-        trace_path,
-        lenient,
-        variants,
-        sel.key,
-        levels,
-        progress=lambda f, text: task.report(share * f, text),
-    )
-    span = _range(result)
-    curves = analyses.variant_curves(
-        trace_path,
-        lenient,
-        variants,
-        sel.key,
-        levels,
-        *span,
-        whatif.curve_budget(time.monotonic() - started),
-        progress=lambda f, text: task.report(share + (1 - share) * f, text),
-    )
-    with task.steady():
-        stored.save(sel.run, sel.name, "ui_collectives", stored_key, (result, curves, span))
-    return span
-
-
-result = curves = None
-lo = hi = 0.0
-with controls.readable_errors("Collective what-if"):
-    if found is not None:
-        result, curves, (lo, hi) = found
-    elif estimate.summary_seconds <= INLINE_SECONDS or tasks is None:
-        bar = st.progress(0.0, text="Expanding the trace's collectives…")
-        share = estimate.summary_seconds / (estimate.summary_seconds + curve_budget)
-        started = time.monotonic()
-        result = analyses.collective_comparison(
-            trace_path,
-            lenient,
-            variants,
-            sel.key,
-            levels,
-            progress=lambda f, text: bar.progress(share * f, text=text),
-        )
-        lo, hi = _range(result)
-        curves = analyses.variant_curves(
-            trace_path,
-            lenient,
-            variants,
-            sel.key,
-            levels,
-            lo,
-            hi,
-            whatif.curve_budget(time.monotonic() - started),
-            progress=lambda f, text: bar.progress(share + (1 - share) * f, text=text),
-        )
-        bar.empty()
-        stored.save(sel.run, sel.name, "ui_collectives", stored_key, (result, curves, (lo, hi)))
-    else:
-        # one slot: changing the inputs stops watching (and so cancels) the previous what-if
-        span = tasks.result(job_key, "Collective what-if", _work, slot="collectives", job=True)
-        if span is not None:
-            lo, hi = span
-            args = (trace_path, lenient, variants, sel.key, levels)
-            result = analyses.collective_comparison(*args)
-            curves = analyses.variant_curves(*args, lo, hi, curve_budget)
-if result is None or curves is None:
+if done is None:
     _analytic_costs()
     st.stop()
+result, curves, (lo, hi) = done
 
 summary = result.summary
 tolerances = {

@@ -14,10 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llamp.config import parse_duration_ns
-from llamp.errors import InputError
 from llamp.lp.compare import PARTS
-from llamp.ui import controls, display, plots, run_comparison, store, tasks
+from llamp.ui import controls, display, plots, run_comparison, store_access, tasks
 
 
 def markdown_text(text: str) -> str:
@@ -32,7 +30,7 @@ st.caption(controls.describe(sel.params))
 
 runs = None
 with controls.readable_errors("Cannot read the graph store"):
-    runs = store.list_runs()
+    runs = store_access.list_runs()
 if runs is None or len(runs) < 2:
     st.info("Comparing needs at least two stored runs: ingest another trace on the Runs page.")
     st.stop()
@@ -58,20 +56,12 @@ if len(chosen) < 2:
 
 found = None
 with controls.readable_errors("Comparison"):
-    levels = controls.levels(levels_text)
-    fixed = None
-    if hi_text.strip():
-        top = parse_duration_ns(hi_text, default_unit=None)
-        if not top > 0:
-            raise InputError(f"largest L {hi_text!r}: must be > 0")
-        fixed = np.unique(np.append(np.linspace(0.0, top, points), sel.params.L))
-    pairs = [(name, store.run_token(runs, name)) for name in chosen]
-    grid_key = "auto" if fixed is None else repr(float(fixed.max()))
-    found = run_comparison.ready(pairs, sel.params, levels, fixed, points) or tasks.result(
-        f"compare|{[(n, store.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{levels!r}"
-        f"|{grid_key}|{points}",
+    settings = run_comparison.settings(levels_text, hi_text, points)
+    pairs = [(name, store_access.run_token(runs, name)) for name in chosen]
+    found = run_comparison.ready(pairs, sel.params, settings) or tasks.result(
+        f"compare|{[(n, store_access.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{settings!r}",
         f"Comparing {len(chosen)} runs",
-        run_comparison.work(pairs, sel.params, levels, fixed, points),
+        run_comparison.work(pairs, sel.params, settings),
         slot="compare",
         job=True,  # each run's figures and curve are stored as they are done
     )

@@ -18,7 +18,7 @@ import streamlit as st
 from llamp import config
 from llamp.errors import QueryError
 from llamp.graphdb.readonly import write_clauses
-from llamp.ui import controls, store
+from llamp.ui import controls, store_access
 
 #: Example queries (title → Cypher); they run on LadybugDB and Neo4j alike.
 EXAMPLES = {
@@ -94,7 +94,7 @@ st.title("Cypher console")
 with controls.readable_errors("Query limits"):
     limits = config.query_limits()
     st.caption(
-        f"Read-only queries on {store.location()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
+        f"Read-only queries on {store_access.location()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
         "`seq`, `kind`, `cost_ns`, `size`, `peer`, `tag`), `Analysis`; relationships `NEXT`, `ISTART`, "
         "`MSG {size}`, `RESULT`. `$run_name` is bound to the run chosen below. Each query runs "
         f"in a worker process limited to {limits.memory_bytes / (1 << 30):g} GiB and "
@@ -103,7 +103,7 @@ with controls.readable_errors("Query limits"):
 
 runs = None
 with controls.readable_errors("Reading the graph store"):
-    runs = store.list_runs()
+    runs = store_access.list_runs()
 names = list(runs["name"]) if runs is not None and not runs.empty else []
 kept = st.session_state.get("_keep_run")
 run_name = (
@@ -161,7 +161,7 @@ if st.button("Run query", type="primary", key="cypher_run_button", icon=":materi
         else:
             with controls.readable_errors("Query"), st.spinner("Running the query…"):
                 try:
-                    found = store.query(cypher, params, write=allow_write)
+                    found = store_access.query(cypher, params, write=allow_write)
                 except QueryError as err:
                     readable = syntax_error(str(err), cypher)
                     if readable is None:

@@ -18,7 +18,7 @@ from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.critical import exact_curve
 from llamp.lp.registry import CriticalSettings, ToleranceSettings
-from llamp.ui import analyses, controls, display, exports, plots
+from llamp.ui import controls, display, exports, page_work, plots
 
 st.title("Latency sensitivity and tolerance")
 sel = controls.selection("latency")
@@ -150,7 +150,7 @@ controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key
 # ---------------------------------------------------------------------- critical latencies
 with controls.readable_errors("Critical-latency search"):
     if auto:
-        lo, hi = analyses.auto_range(tol, L0)
+        lo, hi = page_work.auto_range(tol, L0)
     else:
         lo, hi = (
             parse_duration_ns(lo_text, default_unit=None),
@@ -169,7 +169,7 @@ if crit is None:
     st.stop()
 
 curve = exact_curve(crit)
-ranked = analyses.breakpoints(crit, min_jump_pct / 100.0)
+ranked = page_work.breakpoints(crit, min_jump_pct / 100.0)
 marked = list(ranked["at_ns"]) if show_critical else []
 st.plotly_chart(
     plots.latency_figure(

@@ -18,7 +18,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -31,7 +31,7 @@ SOURCES = {
 }
 
 
-def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
+def _level(L_text: str, G_text: str, what: str) -> page_work.Level:
     L, G = parse_duration_ns(L_text, default_unit=None), parse_gap_ns_per_byte(G_text)
     if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
         raise InputError(f"{what}: L and G must be finite and ≥ 0")
@@ -98,7 +98,7 @@ with controls.readable_errors("Matrix inputs"):
             "topology",
             spec.strip(),
             int(rpn),
-            analyses.latency_key(
+            page_work.latency_key(
                 LinkLatencies(
                     wire_ns=parse_duration_ns(wire, default_unit=None),
                     switch_ns=parse_duration_ns(switch, default_unit=None),
@@ -123,7 +123,7 @@ annotate = o3.toggle("Write values in the cells", value=True, key="mx_annotate")
 result = None
 if source is not None:
     with controls.readable_errors("Sensitivity matrices"):
-        inputs, settings = analyses.matrix_of(sel.params, source)
+        inputs, settings = page_work.matrix_of(sel.params, source)
         result = controls.analysis(
             sel,
             "matrix",

@@ -20,7 +20,7 @@ from llamp.config import (
 from llamp.errors import InputError
 from llamp.lp.placement import format_mapping
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Rank placement")
 sel = controls.selection("placement")
@@ -44,7 +44,7 @@ FILES = (
 )
 
 
-def _level(L_text: str, G_text: str, what: str) -> analyses.Level:
+def _level(L_text: str, G_text: str, what: str) -> page_work.Level:
     L, G = parse_duration_ns(L_text, default_unit=None), parse_gap_ns_per_byte(G_text)
     if not (math.isfinite(L) and L >= 0 and math.isfinite(G) and G >= 0):
         raise InputError(f"{what}: L and G must be finite and ≥ 0")
@@ -137,10 +137,10 @@ with controls.readable_errors("Placement inputs"):
             spec.strip(),
             nodes,
             int(rpn),
-            analyses.latency_key(latencies),
+            page_work.latency_key(latencies),
             hosts,
         )
-    built = analyses.machine_of(sel.key, machine)
+    built = page_work.machine_of(sel.key, machine)
     built.check(P)
     budget_s = parse_duration_ns(budget_text, default_unit="s") / 1e9
     if not budget_s > 0:
@@ -161,7 +161,7 @@ if run_clicked:
     st.session_state["_place_requested"] = inputs
 result = None
 with controls.readable_errors("Placement"):
-    place_inputs, settings = analyses.placement_of(sel.key, machine, budget)
+    place_inputs, settings = page_work.placement_of(sel.key, machine, budget)
     result = controls.analysis(
         sel,
         "place",

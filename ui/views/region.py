@@ -11,7 +11,7 @@ import streamlit as st
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.injector.profiles import list_profiles
 from llamp.lp.region import level_key, network_designs, parameter_axis, parse_design
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 #: The variable pairs offered, as the CLI's ``--axes``.
 AXES = {"L and G": ("L", "G"), "L and o": ("L", "o"), "G and o": ("G", "o")}
@@ -82,7 +82,7 @@ with controls.readable_errors("Design space"):
         sel,
         "region",
         "Computing the exact regions and the heat map",
-        lambda graph, task: analyses.region_map(
+        lambda graph, task: page_work.region_map(
             sel.run, graph, sel.key, names, levels, box, int(cells)
         ),
         (names, levels, box, int(cells)),
@@ -93,7 +93,7 @@ with controls.readable_errors("Design space"):
             sel,
             "region-preview",
             "Computing T over the box",
-            lambda graph, task: analyses.region_preview_map(
+            lambda graph, task: page_work.region_preview_map(
                 sel.run, graph, sel.key, names, levels, box, int(cells)
             ),
             (names, levels, box, int(cells)),
@@ -115,10 +115,10 @@ with controls.readable_errors("Design space"):
             sel,
             "region-plane",
             "Evaluating the designs",
-            lambda graph, task: analyses.region_plane(sel.run, graph, sel.key, names),
+            lambda graph, task: page_work.region_plane(sel.run, graph, sel.key, names),
             (names,),
         )
-        rmap = analyses.with_plane(rmap, plane) if plane is not None else rmap
+        rmap = page_work.with_plane(rmap, plane) if plane is not None else rmap
     frame = (
         rmap.region.designs(designs)
         if designs and rmap is not None and rmap.region.plane is not None

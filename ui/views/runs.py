@@ -13,11 +13,11 @@ from llamp import config
 from llamp.config import DEFAULT_HOST_SPEED_FLOPS, format_flop_rate
 from llamp.errors import InputError, LlampError
 from llamp.ingest import confine
-from llamp.ui import controls, display, store, uploads
+from llamp.ui import controls, display, store_access, uploads
 
 settings = config.ui_settings()
 st.title("Runs")
-st.caption(f"Graph store: {store.location()}")
+st.caption(f"Graph store: {store_access.location()}")
 
 notice = st.session_state.pop("_runs_notice", None)
 if notice:
@@ -28,7 +28,7 @@ if notice:
 # ---------------------------------------------------------------------- stored runs
 runs = None
 with controls.readable_errors("Reading the graph store"):
-    runs = store.list_runs()
+    runs = store_access.list_runs()
     if runs.empty:
         st.info("The store holds no run yet: ingest a trace below.")
     else:
@@ -111,7 +111,7 @@ def _ingest(
         graph.meta["files"] = [str(f).replace(staging + os.sep, "") for f in graph.meta["files"]]
     summary = graph.summary()
     bar.progress(60, text=f"Storing {summary.vertices:,} vertices and {summary.edges:,} edges…")
-    store.put_run(graph, name, replace=replace)
+    store_access.put_run(graph, name, replace=replace)
     bar.progress(100, text="Stored.")
     st.session_state["_runs_notice"] = (
         f"Stored run {name!r}: {summary.ranks} ranks, {summary.vertices:,} vertices, "
@@ -257,7 +257,7 @@ if runs is not None and not runs.empty and not settings.read_only:
         if yes.button(f"Yes, delete {pending!r}", type="primary", key="delete_confirm"):
             st.session_state.pop("_delete_pending", None)
             with controls.readable_errors(f"Deleting {pending!r}"):
-                store.delete_run(pending)
+                store_access.delete_run(pending)
                 st.session_state["_runs_notice"] = (f"Deleted run {pending!r}.", [])
                 st.rerun()
         if no.button("Cancel", key="delete_cancel"):

@@ -9,7 +9,7 @@ import streamlit as st
 
 from llamp.graphdb.studies import LABELS, column_labels, studies, study_cells, study_matrix
 from llamp.params import LogGPS
-from llamp.ui import controls, plots, store
+from llamp.ui import controls, plots, store_access
 
 st.title("Studies")
 st.caption(
@@ -20,13 +20,13 @@ st.caption(
 
 @st.cache_data(ttl=30, show_spinner=False)
 def _cells(where: str, study: str | None) -> pd.DataFrame:
-    with store.connect() as s:
+    with store_access.connect() as s:
         return studies(s) if study is None else study_cells(s, study)
 
 
 listing = None
 with controls.readable_errors("Cannot read the graph store"):
-    listing = _cells(store.location(), None)
+    listing = _cells(store_access.location(), None)
 if listing is None:
     st.stop()
 if listing.empty:
@@ -38,7 +38,7 @@ if listing.empty:
 st.dataframe(listing, hide_index=True, width="stretch")
 
 name = st.selectbox("Study", listing["study"].tolist(), key="study_name")
-cells = _cells(store.location(), name)
+cells = _cells(store_access.location(), name)
 analyses = sorted(cells["analysis"].unique())
 c1, c2, c3, c4 = st.columns(4)
 analysis = c1.selectbox("Analysis", analyses, key="study_analysis")

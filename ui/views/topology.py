@@ -19,7 +19,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import INTRA_NODE, SWITCH, WIRE, LinkLatencies, variable_names
-from llamp.ui import analyses, controls, display, plots
+from llamp.ui import controls, display, page_work, plots
 
 st.title("Topology what-if")
 sel = controls.selection("topology")
@@ -117,7 +117,7 @@ classes_text = l4.text_input(
     "dragonfly: terminal, intra, inter; torus: link); the others keep l_wire.",
 )
 
-sources: list[analyses.TopologySource] = []
+sources: list[page_work.TopologySource] = []
 topologies = []
 latencies = levels = None
 with controls.readable_errors("Topology inputs"):
@@ -133,8 +133,8 @@ with controls.readable_errors("Topology inputs"):
     if not sources:
         raise InputError("choose at least one topology")
     with st.spinner("Reading the topologies…"):
-        topologies = [analyses.topology_of(s) for s in sources]
-    latencies = analyses.latency_key(
+        topologies = [page_work.topology_of(s) for s in sources]
+    latencies = page_work.latency_key(
         LinkLatencies(
             wire_ns=parse_duration_ns(wire_text, default_unit=None),
             switch_ns=parse_duration_ns(switch_text, default_unit=None),
@@ -144,7 +144,7 @@ with controls.readable_errors("Topology inputs"):
             ),
         )
     )
-    analyses.check_link_classes(topologies, latencies)
+    page_work.check_link_classes(topologies, latencies)
     levels = controls.levels(levels_text)
 if latencies is None or levels is None or not topologies:
     st.stop()
@@ -152,48 +152,28 @@ mapping = (mapping_file.name, mapping_file.getvalue()) if mapping_file is not No
 
 
 # ---------------------------------------------------------------------- analyses
-def _analyse_all(graph, task):
-    """Each topology's analysis, or the error it raised (shown under its name)."""
-    out = []
-    for i, (source, topo) in enumerate(zip(sources, topologies, strict=True)):
-        task.report(i / len(sources), f"{topo.spec} ({i + 1}/{len(sources)})")
-        try:
-            res = analyses.topology_analysis(
-                sel.run, graph, sel.key, source, int(ranks_per_node), mapping, latencies, levels
-            )
-        except Exception as err:  # noqa: BLE001 - shown per topology below
-            res = err
-        out.append((source, topo, res))
-    return out
+def _analyse(graph, item):
+    """One topology's T, λ and tolerances per link class (stored per topology)."""
+    source, rpn, mapping_, latencies_, levels_ = item
+    return page_work.topology_analysis(graph, sel.key, source, rpn, mapping_, latencies_, levels_)
 
 
-def _analyses_kept(out):
-    """What is stored of the analyses: all of them, or nothing when one failed."""
-    results = [res for _, _, res in out]
-    return None if any(isinstance(r, BaseException) for r in results) else results
-
-
-def _analyses_read(results):
-    return [
-        (source, topo, res) for source, topo, res in zip(sources, topologies, results, strict=True)
-    ]
-
-
+by_source = dict(zip(sources, topologies, strict=True))
 analysed = None
 with controls.readable_errors("Topology analysis"):
-    analysed = controls.background(
+    analysed = controls.background_each(
         sel,
         "topology",
         f"Analysing {len(sources)} topologies",
-        _analyse_all,
-        (tuple(sources), int(ranks_per_node), mapping, latencies, levels),
+        _analyse,
+        [(s, int(ranks_per_node), mapping, latencies, levels) for s in sources],
         stored_as="ui_topology",
-        shape=(_analyses_kept, _analyses_read),
+        describe=lambda item: by_source[item[0]].spec,
     )
 if analysed is None:
     st.stop()
 results = []  # (source, topology, analysis) of each topology analysed without error
-for source, topo, res in analysed:
+for source, topo, res in zip(sources, topologies, analysed, strict=True):
     if isinstance(res, BaseException):
         with controls.readable_errors(f"Topology {topo.spec}"):
             raise res
@@ -319,39 +299,20 @@ with controls.readable_errors("Sweep"):
     ]
     skipped = [res.topology for _, topo, res in results if variable not in variable_names(topo)]
 
-    def _sweep_all(graph, task):
-        out = []
-        for i, (source, _topo, res) in enumerate(swept):
-            task.report(i / max(len(swept), 1), f"{res.topology} ({i + 1}/{len(swept)})")
-            try:
-                out.append(
-                    analyses.topology_sweep(
-                        sel.run,
-                        graph,
-                        sel.key,
-                        source,
-                        int(ranks_per_node),
-                        mapping,
-                        latencies,
-                        variable,
-                        values,
-                    )
-                )
-            except Exception as err:  # noqa: BLE001 - shown per topology below
-                out.append(err)
-        return out
+    def _sweep(graph, item):
+        source, rpn, mapping_, latencies_, variable_, values_ = item
+        return page_work.topology_sweep(
+            graph, sel.key, source, rpn, mapping_, latencies_, variable_, values_
+        )
 
-    frames = controls.background(
+    frames = controls.background_each(
         sel,
         "topology-sweep",
         f"Sweeping {variable} from {display.duration(lo)} to {display.duration(hi)}",
-        _sweep_all,
-        (tuple(s for s, _, _ in swept), int(ranks_per_node), mapping, latencies, variable, values),
+        _sweep,
+        [(s, int(ranks_per_node), mapping, latencies, variable, values) for s, _, _ in swept],
         stored_as="ui_topology_sweep",
-        shape=(
-            lambda out: None if any(isinstance(f, BaseException) for f in out) else out,
-            lambda out: out,
-        ),
+        describe=lambda item: by_source[item[0]].spec,
     )
     for (_source, _topo, res), frame in zip(swept, frames or [], strict=False):
         with controls.readable_errors(f"Sweep on {res.topology}"):

@@ -12,18 +12,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llamp.injector.validate import KIND, Validation
-from llamp.ui import controls, display, plots, store
+from llamp.ui import controls, display, plots, store_access
 
 st.title("Validation: predicted vs measured")
 st.caption(
-    f"Store: {store.location()} · results of `llamp validate --deltas 0,10,20,50,100us "
+    f"Store: {store_access.location()} · results of `llamp validate --deltas 0,10,20,50,100us "
     "--network NAME -- mpirun …`"
 )
 
 
 def _stored() -> list[tuple[str, str, Validation]]:
     """(analysis id, created, result) of every stored validation, newest first."""
-    with store.connect() as db:
+    with store_access.connect() as db:
         infos = [a for a in db.list_analyses() if a.kind == KIND]
     out = [(a.id, a.created, Validation.from_dict(a.scalars)) for a in infos]
     return sorted(out, key=lambda item: item[1], reverse=True)

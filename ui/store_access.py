@@ -2,8 +2,9 @@
 
 The embedded LadybugDB store admits one writer process at a time, so the UI never holds a
 connection between reruns: the CLI (``llamp tolerance RUN`` …) can use the same store while
-the UI is open. Loaded graphs are cached per store location, run name and run identity
-(id and creation time), so a run replaced under the same name is loaded afresh.
+the UI is open. Loaded graphs are kept in the UI's in-process memo
+(:func:`llamp.ui.stored.kept`, the most recent eight) per store location, run name and run
+identity (id and creation time), so a run replaced under the same name is loaded afresh.
 """
 
 from __future__ import annotations
@@ -111,15 +112,19 @@ def cache_key(token: str) -> str:
     return f"{location()}|{token}"
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _load(where: str, name: str, token: str) -> ExecutionGraph:
-    with connect() as store:
-        return store.load_run(name)
+#: Loaded graphs kept in the process.
+GRAPHS_KEPT = 8
 
 
 def load_graph(name: str, token: str) -> ExecutionGraph:
-    """The graph of stored run ``name`` (cached per store, name and run identity)."""
-    return _load(location(), name, token)
+    """The graph of stored run ``name`` (kept per store, name and run identity)."""
+    from llamp.ui import stored  # stored reads and writes through this module
+
+    def load() -> ExecutionGraph:
+        with connect() as store:
+            return store.load_run(name)
+
+    return stored.kept("graph", (location(), name, token), load, most=GRAPHS_KEPT)
 
 
 def put_run(graph: ExecutionGraph, name: str, *, replace: bool) -> dict[str, Any]:

@@ -2,12 +2,12 @@
 registered analysis (:data:`llamp.lp.registry.ANALYSES`: those run through
 :func:`llamp.ui.controls.analysis`).
 
-A page runs these through :func:`llamp.ui.controls.background`, which keeps their results as
-stored analyses. The few cached here (``st.cache_*``) are inputs several results share — a
-topology read once, a trace read once, one topology's analysis among the page's several —
-keyed on ``run`` (a string naming the store, the run and its identity, from
-:func:`llamp.ui.store.cache_key`), the graph (not hashed: ``_graph``) and the parameters as
-plain tuples.
+A page runs these through :func:`llamp.ui.controls.background` (or
+:func:`llamp.ui.controls.background_each`), which keeps their results as stored analyses. The
+inputs several results share — a topology read once, a trace read once, the what-if's expanded
+graphs — are kept in the UI's one in-process memo (:func:`llamp.ui.stored.kept`), keyed on
+``run`` (a string naming the store, the run and its identity, from
+:func:`llamp.ui.store_access.cache_key`) and the parameters as plain tuples, never on a graph.
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ import dataclasses
 import math
 import os
 import tempfile
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
@@ -50,6 +48,7 @@ from llamp.lp.topology import (
     topology_model,
 )
 from llamp.params import LogGPS
+from llamp.ui import codec, stored
 
 #: Every field of :class:`LogGPS` in its order (L ns, o ns, G ns/B, S bytes, g ns and the model
 #: options): a hashable LogGPS.
@@ -147,16 +146,19 @@ def _staged(upload: Upload, read: Callable[[Path], object]):
             raise InputError(str(err).replace(str(path), name)) from None
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
 def topology_of(source: TopologySource) -> Topology:
     """The topology of a spec (:func:`parse_topology`) or of an uploaded graph file
-    (:func:`read_topology`, format by suffix), built once: a graph file's routes between all
-    compute nodes are computed when it is read."""
-    if isinstance(source, str):
-        return parse_topology(source)
-    topo = _staged(source, read_topology)
-    topo.name = source[0]  # its spec becomes graph:<file name>
-    return topo
+    (:func:`read_topology`, format by suffix), built once per process: a graph file's routes
+    between all compute nodes are computed when it is read."""
+
+    def read() -> Topology:
+        if isinstance(source, str):
+            return parse_topology(source)
+        topo = _staged(source, read_topology)
+        topo.name = source[0]  # its spec becomes graph:<file name>
+        return topo
+
+    return stored.kept("topology", source, read, most=16)
 
 
 def rank_mapping(
@@ -170,10 +172,8 @@ def rank_mapping(
     return RankMapping(read.node_of_rank, mapping[0])
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def topology_analysis(
-    run: str,
-    _graph: ExecutionGraph,
+    graph: ExecutionGraph,
     params: ParamKey,
     source: TopologySource,
     ranks_per_node: int,
@@ -184,19 +184,17 @@ def topology_analysis(
     """``T``, λ and x% tolerance per link class, switch and same-node latency (App. H)."""
     topo = topology_of(source)
     return analyze_topology(
-        _graph,
+        graph,
         params_of(params),
         topo,
-        rank_mapping(topo, _graph.num_ranks, ranks_per_node, mapping),
+        rank_mapping(topo, graph.num_ranks, ranks_per_node, mapping),
         latencies_of(latencies, topo),
         levels,
     )
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def topology_sweep(
-    run: str,
-    _graph: ExecutionGraph,
+    graph: ExecutionGraph,
     params: ParamKey,
     source: TopologySource,
     ranks_per_node: int,
@@ -211,8 +209,8 @@ def topology_sweep(
     topo = topology_of(source)
     p = params_of(params)
     lat = latencies_of(latencies, topo)
-    mapping_ = rank_mapping(topo, _graph.num_ranks, ranks_per_node, mapping)
-    model = topology_model(_graph, topo, mapping_, p, lat)
+    mapping_ = rank_mapping(topo, graph.num_ranks, ranks_per_node, mapping)
+    model = topology_model(graph, topo, mapping_, p, lat)
     if variable not in model.names:
         raise InputError(
             f"{topo.spec} has no variable {variable!r} (variables: {', '.join(model.names)})"
@@ -223,7 +221,7 @@ def topology_sweep(
             f"{topo.spec}: the link classes have different latencies, so {variable} has no "
             "single value to sweep from; sweep one class instead"
         )
-    walk = ShiftWalk(_graph, p, model)
+    walk = ShiftWalk(graph, p, model)
     T0 = walk.at(variable, 0.0)[0]
     rows = []
     for value in values_ns:
@@ -304,12 +302,15 @@ def placement_of(
     raise InputError(f"unknown machine kind {kind!r}")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
 def machine_of(params: ParamKey, spec: MachineSpec) -> Machine:
     """The :class:`~llamp.lp.placement.Machine` of ``spec`` (node-to-node L and G), built by
-    :func:`llamp.lp.registry.machine`."""
-    inputs, settings = placement_of(params, spec)
-    return machine(settings.nodes, inputs, settings)
+    :func:`llamp.lp.registry.machine` once per process."""
+
+    def build() -> Machine:
+        inputs, settings = placement_of(params, spec)
+        return machine(settings.nodes, inputs, settings)
+
+    return stored.kept("machine", (params, spec), build, most=16)
 
 
 # ---------------------------------------------------------------------- application what-ifs
@@ -340,12 +341,11 @@ def trace_directory(meta: dict) -> Path | None:
     return None
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
 def trace_at(path: str, lenient: bool):
-    """The trace (:class:`~llamp.ingest.events.Trace`) at ``path``, read once."""
+    """The trace (:class:`~llamp.ingest.events.Trace`) at ``path``, read once per process."""
     from llamp.ingest import read_trace
 
-    return read_trace(path, lenient=lenient)
+    return stored.kept("trace", (path, lenient), lambda: read_trace(path, lenient=lenient), most=4)
 
 
 #: A collective variant: (label, ((op, algorithm), …)).
@@ -356,40 +356,9 @@ def _variants(variants: tuple[VariantKey, ...]) -> list[Variant]:
     return [Variant(label, pairs) for label, pairs in variants]
 
 
-#: Collective what-ifs kept per server (the graphs are large: the few latest) …
+#: Expanded what-ifs kept in the process (their graphs also count towards
+#: :data:`llamp.ui.stored.MEMO_VERTICES`).
 WHATIF_KEEP = 8
-#: … and at most this many expanded vertices in their graphs (~350 B each with the lowering:
-#: about 5 GB).
-WHATIF_VERTICES = 15_000_000
-
-
-#: Computed what-ifs by key, oldest first, for every session of this server. Not an
-#: ``st.cache_*`` of the functions below: those report progress to the page while they run
-#: (which a cached function may not) and run in background tasks too.
-_WHATIFS: dict[tuple, object] = {}
-_WHATIFS_LOCK = threading.Lock()
-
-
-def _remembered(key: tuple, compute: Callable[[], object]):
-    with _WHATIFS_LOCK:
-        if key in _WHATIFS:
-            return _WHATIFS[key]
-    value = compute()
-    with _WHATIFS_LOCK:
-        _WHATIFS[key] = value
-        heavy = _vertices(value) > 0  # a new comparison: older graphs make room for it
-        while len(_WHATIFS) > 1 and (
-            len(_WHATIFS) > WHATIF_KEEP
-            or (heavy and sum(map(_vertices, _WHATIFS.values())) > WHATIF_VERTICES)
-        ):
-            _WHATIFS.pop(next(iter(_WHATIFS)), None)
-    return value
-
-
-def _vertices(value: object) -> int:
-    if isinstance(value, CollectiveComparison):
-        return sum(g.num_vertices for g in value.graphs.values())
-    return 0
 
 
 def collective_comparison(
@@ -401,9 +370,11 @@ def collective_comparison(
     progress: whatif.ProgressHook | None = None,
 ) -> CollectiveComparison:
     """:func:`llamp.lp.collectives_whatif.compare_collectives` of the trace at ``path`` at
-    ``params`` (LLAMP Fig. 10), computed once per server (the graphs are only read)."""
-    return _remembered(
-        ("comparison", path, lenient, variants, params, levels),
+    ``params`` (LLAMP Fig. 10), with its expanded graphs, computed once per process (the graphs
+    are only read): curves over another range of L expand nothing again."""
+    return stored.kept(
+        "collective_expansion",
+        (path, lenient, variants, params, levels),
         lambda: compare_collectives(
             trace_at(path, lenient),
             _variants(variants),
@@ -413,57 +384,45 @@ def collective_comparison(
             lenient=lenient,
             progress=progress or False,
         ),
+        most=WHATIF_KEEP,
     )
 
 
-def variant_curves(
-    path: str,
-    lenient: bool,
-    variants: tuple[VariantKey, ...],
-    params: ParamKey,
-    levels: tuple[float, ...],
-    lo: float,
-    hi: float,
-    seconds: float | None,
-    progress: whatif.ProgressHook | None = None,
-) -> dict[str, whatif.VariantCurve]:
-    """:func:`llamp.lp.collectives_whatif.variant_curves` of :func:`collective_comparison`
-    (kept regardless of ``seconds``: a budget only decides how much of the same exact curve is
-    resolved)."""
-    return _remembered(
-        ("curves", path, lenient, variants, params, levels, lo, hi),
-        lambda: whatif.variant_curves(
-            collective_comparison(path, lenient, variants, params, levels),
-            lo,
-            hi,
-            seconds=seconds,
-            progress=progress,
-        ),
-    )
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
 def collective_instances(path: str, lenient: bool) -> pd.DataFrame:
     """:func:`llamp.lp.collectives_whatif.collective_instances` of the trace at ``path``."""
-    return whatif.collective_instances(trace_at(path, lenient))
+    return stored.kept(
+        "collective_instances",
+        (path, lenient),
+        lambda: whatif.collective_instances(trace_at(path, lenient)),
+        most=16,
+    )
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
 def collective_costs(
     path: str, lenient: bool, variants: tuple[VariantKey, ...], params: ParamKey
 ) -> pd.DataFrame:
     """:func:`llamp.lp.collectives_whatif.collective_costs` of the trace at ``path``."""
-    instances = collective_instances(path, lenient)
-    return whatif.collective_costs(instances, _variants(variants), params_of(params))
+    return stored.kept(
+        "collective_costs",
+        (path, lenient, variants, params),
+        lambda: whatif.collective_costs(
+            collective_instances(path, lenient), _variants(variants), params_of(params)
+        ),
+        most=16,
+    )
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def engine_throughput(run: str, _graph: ExecutionGraph, params: ParamKey) -> float:
-    """:func:`llamp.lp.collectives_whatif.measure_throughput` on the stored run."""
-    return whatif.measure_throughput(_graph, params_of(params))
+def engine_throughput(run: str, graph: ExecutionGraph, params: ParamKey) -> float:
+    """:func:`llamp.lp.collectives_whatif.measure_throughput` on the stored run ``run``
+    (measured once per process)."""
+    return stored.kept(
+        "engine_throughput",
+        (run, params),
+        lambda: whatif.measure_throughput(graph, params_of(params)),
+        most=16,
+    )
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
 def whatif_estimate(
     path: str,
     lenient: bool,
@@ -473,11 +432,16 @@ def whatif_estimate(
 ) -> whatif.WhatifEstimate:
     """:func:`llamp.lp.collectives_whatif.estimate_whatif` of the trace at ``path`` (without
     curves: their budget is what the comparison leaves of the target)."""
-    return whatif.estimate_whatif(
-        trace_at(path, lenient),
-        _variants(variants),
-        levels=levels,
-        eval_ns_per_vertex=eval_ns_per_vertex,
+    return stored.kept(
+        "whatif_estimate",
+        (path, lenient, variants, levels, eval_ns_per_vertex),
+        lambda: whatif.estimate_whatif(
+            trace_at(path, lenient),
+            _variants(variants),
+            levels=levels,
+            eval_ns_per_vertex=eval_ns_per_vertex,
+        ),
+        most=32,
     )
 
 
@@ -492,9 +456,12 @@ class RegionMap:
     runtime_ns: np.ndarray  # (len(vs), len(us))
 
 
+codec.register(RegionMap)
+
+
 def region_map(
     run: str,
-    _graph: ExecutionGraph,
+    graph: ExecutionGraph,
     params: ParamKey,
     axes: tuple[str, str],
     levels: tuple[float, ...],
@@ -503,7 +470,7 @@ def region_map(
 ) -> RegionMap:
     """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) and ``T`` on a
     ``cells × cells`` grid of their box (one batched sweep per group of cells)."""
-    region = tolerance_region(_graph, params_of(params), levels=levels, axes=axes, box=dict(box))
+    region = tolerance_region(graph, params_of(params), levels=levels, axes=axes, box=dict(box))
     us = np.linspace(0.0, region.box[0], cells)
     vs = np.linspace(0.0, region.box[1], cells)
     return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
@@ -511,7 +478,7 @@ def region_map(
 
 def region_preview_map(
     run: str,
-    _graph: ExecutionGraph,
+    graph: ExecutionGraph,
     params: ParamKey,
     axes: tuple[str, str],
     levels: tuple[float, ...],
@@ -521,17 +488,20 @@ def region_preview_map(
     """``T`` on the region's box in seconds (:func:`llamp.lp.region.region_preview`), shown
     while the exact polygons of :func:`region_map` are computed."""
     return region_preview(
-        _graph, params_of(params), levels=levels, axes=axes, box=dict(box), cells=cells
+        graph, params_of(params), levels=levels, axes=axes, box=dict(box), cells=cells
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def region_plane(
-    run: str, _graph: ExecutionGraph, params: ParamKey, axes: tuple[str, str]
-) -> Plane:
+def region_plane(run: str, graph: ExecutionGraph, params: ParamKey, axes: tuple[str, str]) -> Plane:
     """``T`` over two of L, G, o (:class:`llamp.lp.region.Plane`): what a region read back from
-    the store (:mod:`llamp.ui.stored`, without its plane) needs to evaluate designs."""
-    return Plane.of_parameters(_graph, params_of(params), axes)
+    the store (:mod:`llamp.ui.stored`, without its plane) needs to evaluate designs; built once
+    per process for run ``run``."""
+    return stored.kept(
+        "region_plane",
+        (run, params, axes),
+        lambda: Plane.of_parameters(graph, params_of(params), axes),
+        most=8,
+    )
 
 
 def with_plane(rmap: RegionMap, plane: Plane) -> RegionMap:

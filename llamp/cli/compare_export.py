@@ -1,7 +1,8 @@
 """Runs side by side and exports for other tools: compare, export-timeline, export-report.
 
 ``llamp compare A B …`` analyses each run (a stored run, an ``.npz``/``.goal`` file or a trace
-directory) at one configuration (:func:`llamp.lp.compare.compare_runs`); ``export-timeline``
+directory) at one configuration: the registry's ``compare``
+(:func:`llamp.lp.compare.compare_runs`), its options generated from the entry; ``export-timeline``
 writes the schedule with its critical path as a Chrome/Perfetto trace
 (:mod:`llamp.lp.timeline`); ``export-report`` writes ``llamp report`` as one self-contained
 HTML file (:mod:`llamp.lp.html_report`). Output files are checked before any work is done
@@ -26,9 +27,9 @@ from llamp.cli.base import (
     settings_options,
     table,
 )
-from llamp.config import format_ns, parse_duration_ns
+from llamp.config import format_ns
 from llamp.errors import InputError
-from llamp.lp.registry import levels as parse_levels
+from llamp.lp.registry import ANALYSES, Inputs
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -46,18 +47,7 @@ def _write_text(path: Path, text: str) -> None:
 @click.argument("runs", nargs=-1, required=True, metavar="RUN RUN...")
 @params_options
 @json_option
-@click.option(
-    "--x", "levels", default="1,2,5", show_default=True, help="Tolerance levels in percent."
-)
-@click.option(
-    "--points", default=21, show_default=True, type=click.IntRange(2, 10000), help="L values."
-)
-@click.option(
-    "--to",
-    "hi",
-    default=None,
-    help="Largest L of the curves (default: 1.25 × the largest L tolerance of any run).",
-)
+@settings_options("compare")
 @click.option(
     "--html",
     "html_out",
@@ -65,27 +55,20 @@ def _write_text(path: Path, text: str) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the comparison as a self-contained HTML file.",
 )
+@analysis_settings("compare")
 @click.pass_context
-def compare(ctx, runs, params, as_json, levels, points, hi, html_out) -> None:
+def compare(ctx, runs, params, as_json, settings, html_out) -> None:
     """Two or more runs side by side: T(L), λ_L, tolerances, critical-path composition and
     what changed against the first RUN (a stored run, a graph file or a trace directory)."""
     from tqdm import tqdm
 
     from llamp.ingest import default_name
-    from llamp.lp.compare import PARTS, compare_runs
+    from llamp.lp.compare import PARTS
 
     if len(runs) < 2:
         raise InputError(f"compare needs at least two runs, got {len(runs)}")
     if html_out is not None:
         check_output(html_out, (".html", ".htm"))
-    latencies = None
-    if hi is not None:
-        import numpy as np
-
-        top = parse_duration_ns(hi)
-        if not top > 0:
-            raise InputError(f"--to {hi}: must be > 0")
-        latencies = np.unique(np.append(np.linspace(0.0, top, points), params.L))
     graphs, names = [], []
     with tqdm(total=2 * len(runs), unit=" steps", leave=False, disable=None) as bar:
         for spec in runs:
@@ -95,18 +78,14 @@ def compare(ctx, runs, params, as_json, levels, points, hi, html_out) -> None:
             names.append(default_name(spec) if Path(spec).exists() else spec)
         if len(set(names)) != len(names):
             names = list(runs)
-        result = compare_runs(
-            graphs,
-            params,
-            names=names,
-            levels=parse_levels(levels, "--x"),
-            points=points,
-            latencies=latencies,
-            progress=lambda text, f: (
-                bar.set_description(text),
-                bar.update(round(f * bar.total) - bar.n),
-            ),
-        )
+
+        def report(fraction: float | None, text: str) -> None:
+            bar.set_description(text)
+            if fraction is not None:
+                bar.update(round(fraction * bar.total) - bar.n)
+
+        inputs = Inputs(params, names=tuple(names), report=report)
+        result = ANALYSES["compare"].run(graphs, inputs, settings)
     if html_out is not None:
         from llamp.lp.html_report import render_comparison
 
@@ -215,7 +194,6 @@ def export_timeline(graph, graph_spec, params, as_json, output, critical_only) -
 def export_report(graph, graph_spec, params, as_json, output, settings) -> None:
     """The report of llamp report as one self-contained HTML file (inline CSS and SVG plots)."""
     from llamp.lp.html_report import render_report
-    from llamp.lp.registry import ANALYSES, Inputs
 
     check_output(output, (".html", ".htm"))
     data = ANALYSES["report"].run(graph, Inputs(params, engine="graph"), settings)
