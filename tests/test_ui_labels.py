@@ -139,3 +139,27 @@ def test_latency_figure_labels_do_not_overlap_on_a_large_run(stencil_latency, lo
             continue
         i = x.index(c / xs)
         assert line.y[i] == pytest.approx(T / ys, rel=1e-12)
+
+
+def test_heatmap_cells_at_16_ranks_hold_their_text_or_none():
+    """λ_G at 16 ranks (bytes on the path, six digits): no text overlaps its cell — written
+    smaller or in fewer digits where it fits, else left to the hover."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lam_G = np.round(rng.uniform(0, 2e5, (16, 16)))
+    for width in (labels.FIGURE_WIDTH_PX, labels.FIGURE_WIDTH_PX / 2):
+        fig = plots.pair_heatmap(
+            lam_G, "λ_G", "bytes", annotate=True, value_format=".4g", width_px=width
+        )
+        cell = plots.heatmap_cell_px(16, fig.layout.height, width)
+        trace = fig.data[0]
+        if trace.text is None:
+            assert plots.cell_texts(lam_G, ".4g", cell) is None
+            assert "%{customdata" in trace.hovertemplate
+            continue
+        font = trace.textfont.size
+        widest = max(len(t) for row in trace.text for t in row)
+        assert widest * labels.CHAR_EM * font <= cell
+    small = plots.pair_heatmap(np.arange(16.0).reshape(4, 4), "λ_L", "terms", annotate=True)
+    assert small.data[0].text[1][2] == "6" and small.data[0].textfont.size == labels.FONT_PX

@@ -63,7 +63,9 @@ def _critical_task(at) -> tasks.Task:
             return found[0]
         for task in tasks.running():
             task.wait(60)
-    raise AssertionError(f"no critical-latency search started: {[t.label for t in tasks.running()]}")
+    raise AssertionError(
+        f"no critical-latency search started: {[t.label for t in tasks.running()]}"
+    )
 
 
 def test_long_analysis_shows_progress_and_stops_on_cancel(slow_search):

@@ -24,6 +24,9 @@ GAP_PX = 6.0
 #: The narrowest plot area a page draws a full-width figure at (the default centred layout,
 #: less the axis titles and margins): labels placed for it stay apart when it is wider.
 PLOT_WIDTH_PX = 560.0
+#: The narrowest a full-width figure is drawn (its whole width: plot area, axis titles,
+#: colour bar); a figure in one of two columns is half as wide.
+FIGURE_WIDTH_PX = 660.0
 #: Font sizes a label or a cell's text may take, largest first.
 FONT_PX = 12.0
 MIN_FONT_PX = 8.0
@@ -187,6 +190,7 @@ def lane_shift(lane: int, font_px: float = FONT_PX) -> float:
 
 __all__ = [
     "Box",
+    "FIGURE_WIDTH_PX",
     "PLOT_WIDTH_PX",
     "anchors",
     "box",

@@ -100,16 +100,17 @@ def axis_labels(
     xref: str = "x",
     yref: str = "paper",
     width_px: float = labels.PLOT_WIDTH_PX,
+    lanes: int = 3,
 ) -> list[int | None]:
     """Annotations ``texts`` at the x positions ``values`` (axis units, over ``x_range``) in
     lanes along the top (or bottom) of the plot, placed by :func:`llamp.ui.labels.place` so no
     two overlap; a label with no room is not drawn (its value stays in the hover and tables).
     Returns each label's lane (``None``: not drawn)."""
     lo, hi = x_range
-    lanes = labels.place(values, texts, lo, hi, width_px, anchor=anchor, log=log)
+    placed = labels.place(values, texts, lo, hi, width_px, anchor=anchor, log=log, lanes=lanes)
     sides = labels.anchors(values, texts, lo, hi, width_px, anchor=anchor, log=log)
     y0 = 1.0 if top else 0.0
-    for value, text, color, lane, side in zip(values, texts, colors, lanes, sides, strict=True):
+    for value, text, color, lane, side in zip(values, texts, colors, placed, sides, strict=True):
         if lane is None:
             continue
         shift = labels.lane_shift(lane)
@@ -127,7 +128,7 @@ def axis_labels(
             bgcolor="rgba(255,255,255,0.75)",
             name="placed label",
         )
-    return lanes
+    return placed
 
 
 def _axis_x(value: float, log: bool) -> float:
@@ -172,10 +173,13 @@ def latency_figure(
     log_x: bool = False,
     show_critical: bool = True,
     markers: Sequence[float] | None = None,
+    groups: pd.DataFrame | None = None,
     points: int = 600,
 ) -> go.Figure:
     """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked
-    (``markers``: only these, e.g. the ones where λ_L jumps most; default: all)."""
+    (``markers``: only these, e.g. the ones where λ_L jumps most; default: all). ``groups``:
+    the breakpoints that matter instead (:func:`llamp.ui.analyses.breakpoints`), a merged one
+    saying in its hover how many breakpoints it stands for and where."""
     lo, hi = float(critical.lo), float(critical.hi)
     xu, xs = time_unit(hi)
     yu, ys = time_unit(float(sweep["runtime_ns"].max()))
@@ -246,19 +250,34 @@ def latency_figure(
             top=False,
             anchor="right",
         )
-    chosen = critical.critical if markers is None else sorted(markers)
-    crit = [c for c in chosen if c > 0 or not log_x]
+    if groups is not None:
+        groups = groups.sort_values("at_ns")
+        groups = groups[(groups["at_ns"] > 0) | (not log_x)]
+        crit = list(groups["at_ns"])
+        before, after = list(groups["slope_before"]), list(groups["slope_after"])
+        spans = [
+            f"<br>stands for {m:,} breakpoints from {display.duration(a)} to "
+            f"{display.duration(b)} (all in the table of exact critical latencies)"
+            if m > 1
+            else ""
+            for a, b, m in zip(groups["lo_ns"], groups["hi_ns"], groups["merged"], strict=True)
+        ]
+    else:
+        chosen = critical.critical if markers is None else sorted(markers)
+        crit = [c for c in chosen if c > 0 or not log_x]
+        before, after = _slopes_around(critical, crit) if crit else ([], [])
+        spans = [""] * len(crit)
     if show_critical and crit:
-        before, after = _slopes_around(critical, crit)
         T_at = critical.runtime_at(crit)
+        shown = len(crit) if groups is not None or markers is not None else None
         fig.add_trace(
             go.Scatter(
                 x=np.asarray(crit) / xs,
                 y=T_at / ys,
                 mode="markers",
-                name=f"critical latencies ({len(crit)} of {len(critical.critical)})"
-                if markers is not None
-                else f"critical latencies ({len(critical.critical)})",
+                name=f"critical latencies ({shown:,} of {len(critical.critical):,})"
+                if shown is not None
+                else f"critical latencies ({len(critical.critical):,})",
                 marker={
                     "color": "#7f3b08",
                     "size": 8,
@@ -266,8 +285,9 @@ def latency_figure(
                     "line": {"width": 2},
                 },
                 customdata=np.stack([before, after], axis=1),
+                hovertext=spans,
                 hovertemplate=f"critical latency %{{x:.6g}} {xu}"
-                "<br>λ_L: %{customdata[0]:g} → %{customdata[1]:g}<extra></extra>",
+                "<br>λ_L: %{customdata[0]:g} → %{customdata[1]:g}%{hovertext}<extra></extra>",
             )
         )
     fig.update_layout(
@@ -577,6 +597,9 @@ def topology_sweep_figure(
     topologies = list(dict.fromkeys(sweep["topology"]))
     lo = float(sweep["value_ns"].min()) if len(sweep) else 0.0
     hi = float(sweep["value_ns"].max()) if len(sweep) else 0.0
+    label_x: list[float] = []
+    label_text: list[str] = []
+    label_color: list[str] = []
     for i, topo in enumerate(topologies):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         rows = sweep[sweep["topology"] == topo]
@@ -600,15 +623,16 @@ def topology_sweep_figure(
             (marks["topology"] == topo) & (marks["value_ns"] >= lo) & (marks["value_ns"] <= hi)
         ]
         if len(mine):
+            for value, text in zip(mine["value_ns"], mine["label"], strict=True):
+                label_x.append(float(value))
+                label_text.append(f"{topo} {text}")
+                label_color.append(color)
             fig.add_trace(
                 go.Scatter(
                     x=mine["value_ns"],
                     y=mine["slowdown"] * 100.0 if slowdown else mine["runtime_ns"] / ys,
-                    mode="markers+text",
+                    mode="markers",
                     text=mine["label"],
-                    textposition=[
-                        "top right" if value == lo else "top left" for value in mine["value_ns"]
-                    ],
                     marker={"color": color, "size": 9, "symbol": "x"},
                     showlegend=False,
                     name=f"{topo} marks",
@@ -624,6 +648,18 @@ def topology_sweep_figure(
         hovermode="closest",
         template="plotly_white",
     )
+    if hi > lo:
+        order = sorted(range(len(label_x)), key=lambda k: label_x[k])
+        axis_labels(
+            fig,
+            [label_x[k] for k in order],
+            [label_text[k] for k in order],
+            [label_color[k] for k in order],
+            (lo, hi),
+            top=False,
+            anchor="right",
+            lanes=4,
+        )
     fig.update_xaxes(range=[lo, hi] if hi > lo else None)
     return fig
 
@@ -637,6 +673,31 @@ def trace_hover(value_format: str) -> str:
     return f"i = %{{y}} → j = %{{x}}<br>%{{customdata:{value_format}}}<extra></extra>"
 
 
+def heatmap_cell_px(P: int, height: float, width_px: float = labels.FIGURE_WIDTH_PX) -> float:
+    """A square cell's side in pixels of a P × P heat map ``height`` high and at least
+    ``width_px`` wide (less the title, margins, axis titles and the colour bar)."""
+    return max(min(height - 110.0, width_px - 130.0), 0.0) / max(P, 1)
+
+
+#: Formats a cell's value is written in, the full one first: the first whose texts fit wins.
+CELL_FORMATS = (".3g", ".2g")
+
+
+def cell_texts(
+    matrix: np.ndarray, value_format: str, cell_px: float
+) -> tuple[list[list[str]], float] | None:
+    """The text of every cell and its font size: the values in ``value_format``, else in
+    fewer digits, at the largest font that fits a cell (:func:`llamp.ui.labels.cell_font`);
+    ``None`` if the cells are too small for any (the values stay in the hover)."""
+    M = np.asarray(matrix, dtype=np.float64)
+    for fmt in (value_format, *CELL_FORMATS):
+        text = [[format(v, fmt) for v in row] for row in M]
+        font = labels.cell_font([t for row in text for t in row], cell_px)
+        if font is not None:
+            return text, font
+    return None
+
+
 def pair_heatmap(
     matrix: np.ndarray,
     title: str,
@@ -647,11 +708,13 @@ def pair_heatmap(
     colorscale: str = "Reds",
     value_format: str = ".6g",
     clickable: bool = False,
+    width_px: float = labels.FIGURE_WIDTH_PX,
 ) -> go.Figure:
     """A rank × rank matrix (sender ``i`` down, receiver ``j`` across, rank 0 top left).
 
     ``log``: colours by log10 of the value (zeros blank), hover still shows the value.
-    ``annotate``: every cell's value written in it (small matrices).
+    ``annotate``: every cell's value written in it where the cells hold it at the figure's
+    narrowest width ``width_px`` (:func:`cell_texts`; the hover always shows it).
     ``clickable``: a click on a cell selects it (``st.plotly_chart(on_select=…)`` reports the
     point's ``x`` = j and ``y`` = i). Plotly selects points of scatter traces only, never of a
     heatmap, so the cells' centres are an invisible scatter trace that takes the hover and the
@@ -676,9 +739,13 @@ def pair_heatmap(
         xgap=1 if P <= 64 else 0,
         ygap=1 if P <= 64 else 0,
     )
-    if annotate:
-        trace.update(text=[[format(v, value_format) for v in row] for row in M])
-        trace.update(texttemplate="%{text}", textfont={"size": 11})
+    height = max(420, min(800, 200 + 14 * P))
+    written = (
+        cell_texts(M, value_format, heatmap_cell_px(P, height, width_px)) if annotate else None
+    )
+    if written is not None:
+        text, font = written
+        trace.update(text=text, texttemplate="%{text}", textfont={"size": font})
     fig = go.Figure(trace)
     if clickable and P <= CLICKABLE_RANKS:
         i, j = np.divmod(np.arange(P * P), P)
@@ -700,7 +767,7 @@ def pair_heatmap(
         title=title,
         xaxis_title="receiver rank j",
         yaxis_title="sender rank i",
-        height=max(420, min(800, 200 + 14 * P)),
+        height=height,
         margin={"t": 60, "r": 20, "b": 20, "l": 20},
         template="plotly_white",
     )
@@ -974,6 +1041,13 @@ def variant_runtime_figure(
     if slowdown:
         for x in levels:
             fig.add_hline(y=x * 100, line_dash="dot", line_color="#7f7f7f", line_width=1)
+    floor = min(
+        (log_floor(c["L_ns"].to_numpy(float)) for c in curves.values()), default=max(lo, 1.0)
+    )
+    x_range = (floor / xs, hi / xs) if log_x else (lo / xs, hi / xs)
+    label_x: list[float] = []
+    label_text: list[str] = []
+    label_color: list[str] = []
     for i, (label, sweep) in enumerate(curves.items()):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         tol = tolerances[label]
@@ -1000,14 +1074,16 @@ def variant_runtime_figure(
             )
         )
         marks = [t for t in tol.latency if math.isfinite(t.value) and lo <= t.value <= hi]
+        for t in marks:
+            label_x.append(t.value / xs)
+            label_text.append(f"{label} {_percent(t.x)}: {t.value / xs:.4g} {xu}")
+            label_color.append(color)
         fig.add_trace(
             go.Scatter(
                 x=[L0 / xs] + [t.value / xs for t in marks],
                 y=y_of([base] + [t.bound_ns for t in marks]),
-                mode="markers+text",
-                text=["L0"] + [f"{_percent(t.x)}: {t.value / xs:.4g} {xu}" for t in marks],
-                textposition="middle left",
-                textfont={"color": color},
+                mode="markers",
+                text=["L0"] + [f"{_percent(t.x)} L tolerance" for t in marks],
                 marker={
                     "color": color,
                     "size": [8] + [10] * len(marks),
@@ -1028,11 +1104,23 @@ def variant_runtime_figure(
         hovermode="closest",
         template="plotly_white",
     )
+    order = sorted(range(len(label_x)), key=lambda k: label_x[k])
+    axis_labels(
+        fig,
+        [label_x[k] for k in order],
+        [label_text[k] for k in order],
+        [label_color[k] for k in order],
+        x_range,
+        log=log_x,
+        top=False,
+        anchor="right",
+        lanes=4,
+    )
     fig.update_yaxes(tickformat=".6~g")
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", range=[math.log10(v) for v in x_range])
     else:
-        fig.update_xaxes(range=[lo / xs, hi / xs])
+        fig.update_xaxes(range=list(x_range))
     return fig
 
 
