@@ -323,3 +323,32 @@ def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
     assert html.startswith("<!DOCTYPE html>") and "http" not in html
     assert "llamp report: sweep3d" in html
     assert f"{len(crit.critical):,} critical latencies" in html
+
+
+def test_a_link_holds_its_run_and_parameters_on_every_page(store_env):
+    """``/?run=sweep3d&L=…`` (not the store's first run) and then Latency, Critical path and
+    Compare from the menu: every page opens on sweep3d with the link's L, shown normalised,
+    the URL keeps them, and the sidebar names no path of the server."""
+    from apptest_pages import TIMEOUT, SettledAppTest
+
+    from llamp.ui import APP_PATH
+    from llamp.ui.controls import normalised
+
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
+    at.query_params["run"] = "sweep3d"
+    at.query_params["L"] = "4999.909997161899ns"
+    at.run()
+    assert_clean(at)
+    shown_L = normalised("L", "4999.909997161899ns")
+    assert shown_L == "4.99991us"
+    for view in ("latency", "critical_path", "compare"):
+        at.query_params.clear()  # a click in the menu opens the page's bare URL
+        at.switch_page(f"views/{view}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.sidebar.selectbox(key=f"run::{view}").value == "sweep3d", view
+        assert at.sidebar.text_input(key=f"param_L::{view}").value == shown_L, view
+        url = at.query_params
+        assert (url["run"], url["page"], url["L"]) == ("sweep3d", view, shown_L), dict(url)
+        sidebar = " ".join(c.value for c in at.sidebar.caption)
+        assert str(store_env) not in sidebar and "/" not in sidebar.split("Store: ")[1][:40]
+    assert at.multiselect(key="cmp_runs").value[0] == "sweep3d"
