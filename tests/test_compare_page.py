@@ -352,3 +352,22 @@ def test_a_link_holds_its_run_and_parameters_on_every_page(store_env):
         sidebar = " ".join(c.value for c in at.sidebar.caption)
         assert str(store_env) not in sidebar and "/" not in sidebar.split("Store: ")[1][:40]
     assert at.multiselect(key="cmp_runs").value[0] == "sweep3d"
+
+
+def test_the_latency_page_reuses_the_comparisons_search(store_env, monkeypatch):
+    """A run compared has its critical latencies searched over the Latency page's automatic
+    range and stored under that page's key: the Latency page then searches nothing."""
+    from llamp.lp import registry
+
+    at = page("compare")
+    at.sidebar.text_input(key="param_L::compare").set_value("3.7us").run()  # a key no one holds
+    assert_clean(at)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the Latency page searched again")
+
+    monkeypatch.setattr(registry, "critical_search", never)
+    at.switch_page("views/latency.py").run()
+    assert_clean(at)
+    assert [t["name"] for t in figures(at)[0]["data"]][0] == "predicted T(L)"
+    assert any("exact critical latencies in [" in c.value for c in at.caption)
