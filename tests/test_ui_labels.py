@@ -163,3 +163,26 @@ def test_heatmap_cells_at_16_ranks_hold_their_text_or_none():
         assert widest * labels.CHAR_EM * font <= cell
     small = plots.pair_heatmap(np.arange(16.0).reshape(4, 4), "λ_L", "terms", annotate=True)
     assert small.data[0].text[1][2] == "6" and small.data[0].textfont.size == labels.FONT_PX
+
+
+def test_point_labels_close_together_take_different_sides():
+    """HDR (1 µs, 0.04 ns/B) and NDR (1 µs, 0.02 ns/B) on a design-space plot 10 µs by
+    1 ns/B: a few pixels apart, their names must not print over each other."""
+    xs, ys, texts = [1.0, 1.0, 5.0], [0.04, 0.02, 0.5], ["HDR", "NDR", "1GbE"]
+    positions = labels.place_points(xs, ys, texts, (0.0, 10.0), (0.0, 1.0))
+    assert positions[0] == "top center" and positions[1] not in (None, "top center")
+    boxes = [
+        labels.point_box(
+            labels.to_px(x, 0.0, 10.0, labels.PLOT_WIDTH_PX),
+            labels.to_px(y, 0.0, 1.0, labels.PLOT_HEIGHT_PX),
+            t,
+            p,
+        )
+        for x, y, t, p in zip(xs, ys, texts, positions, strict=True)
+        if p is not None
+    ]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+    crowded = labels.place_points([1.0] * 6, [0.5] * 6, ["name"] * 6, (0.0, 10.0), (0.0, 1.0))
+    assert crowded[:4] == list(labels.POINT_POSITIONS) and crowded[4:] == [None, None]

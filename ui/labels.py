@@ -170,6 +170,65 @@ def visible_boxes(
     ]
 
 
+#: Where a point's label may go, in the order tried (Plotly's ``textposition``).
+POINT_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
+#: Pixels between a point and its label (half a marker and a little air).
+POINT_GAP_PX = 7.0
+#: The narrowest plot area height of a full-size figure (560 px high, less title and margins).
+PLOT_HEIGHT_PX = 470.0
+
+
+def point_box(
+    x_px: float, y_px: float, text: str, position: str, font_px: float = FONT_PX
+) -> tuple[float, float, float, float]:
+    """The box (left, bottom, right, top) in pixels, y upwards, of a point's label at
+    ``position`` (one of :data:`POINT_POSITIONS`)."""
+    w, h, g = text_px(text, font_px), 1.2 * font_px, POINT_GAP_PX
+    vertical, horizontal = position.split()
+    if horizontal == "center":
+        left = x_px - w / 2
+    else:
+        left = x_px + g if horizontal == "right" else x_px - g - w
+    above = max(g, h / 2 + 1.0)  # clear of a label beside the point
+    if vertical == "top":
+        bottom = y_px + above
+    else:
+        bottom = y_px - h / 2 if vertical == "middle" else y_px - above - h
+    return left, bottom, left + w, bottom + h
+
+
+def place_points(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    texts: Sequence[str],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    width_px: float = PLOT_WIDTH_PX,
+    height_px: float = PLOT_HEIGHT_PX,
+    *,
+    font_px: float = FONT_PX,
+) -> list[str | None]:
+    """Each point's label position (a Plotly ``textposition``), the first of
+    :data:`POINT_POSITIONS` where its box stays in the plot and overlaps no label placed
+    before it; ``None``: no room (the hover still names the point)."""
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[str | None] = []
+    for x, y, text in zip(xs, ys, texts, strict=True):
+        px = to_px(x, *x_range, width_px)
+        py = to_px(y, *y_range, height_px)
+        chosen = None
+        for position in POINT_POSITIONS:
+            b = point_box(px, py, text, position, font_px)
+            inside = b[0] >= 0 and b[2] <= width_px and b[1] >= 0 and b[3] <= height_px
+            free = all(b[2] <= o[0] or o[2] <= b[0] or b[3] <= o[1] or o[3] <= b[1] for o in placed)
+            if inside and free:
+                chosen = position
+                placed.append(b)
+                break
+        out.append(chosen)
+    return out
+
+
 def cell_font(texts: Sequence[str], cell_px: float) -> float | None:
     """The largest font (from :data:`FONT_PX` down to :data:`MIN_FONT_PX`) at which every text
     fits its cell ``cell_px`` wide and high, or ``None``: the cells are too small for text (the
@@ -197,6 +256,8 @@ __all__ = [
     "cell_font",
     "lane_shift",
     "place",
+    "place_points",
+    "point_box",
     "text_px",
     "to_px",
     "visible_boxes",

@@ -1385,6 +1385,17 @@ def region_figure(
     )
     if designs is not None and len(designs):
         largest = f"inside_{level_key(max(lv.x for lv in region.levels))}"
+        positions = labels.place_points(
+            list(designs[au.key] / su),
+            list(designs[av.key] / sv),
+            [str(d) for d in designs["design"]],
+            (0.0, region.box[0] / su),
+            (0.0, region.box[1] / sv),
+        )
+        designs = designs.assign(
+            _position=[p or "top center" for p in positions],
+            _label=[str(d) if p else "" for d, p in zip(designs["design"], positions, strict=True)],
+        )
         for inside, symbol in ((True, "circle"), (False, "x")):
             part = designs[designs[largest] == inside]
             if part.empty:
@@ -1402,8 +1413,8 @@ def region_figure(
                     x=part[au.key] / su,
                     y=part[av.key] / sv,
                     mode="markers+text",
-                    text=part["design"],
-                    textposition="top center",
+                    text=part["_label"],
+                    textposition=list(part["_position"]),
                     marker={
                         "symbol": symbol,
                         "size": 10,
