@@ -64,6 +64,11 @@ def test_compare_page_shows_the_comparison(store_env, expected, sweep3d):
     assert list(tol["G tolerance"]) == [
         f"{g:.6g} ns/B" for g in expected.tolerances()["G_ns_per_byte"]
     ]
+    # sweep3d's critical latencies lie at 0.5–23 µs on a range to 18 ms: a log L axis at first
+    assert at.toggle(key="cmp_log_x").value is True
+    log_fig = figures(at)[0]
+    assert all(log_fig["layout"][k]["type"] == "log" for k in ("xaxis", "xaxis2"))
+    at.toggle(key="cmp_log_x").set_value(False).run()
     figs = figures(at)
     assert len(figs) == 3
     t_fig, lambda_fig, comp_fig = figs
@@ -256,6 +261,7 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     at = page("compare")
     at.sidebar.text_input(key="param_L::compare").set_value("3.4us").run()
     at.text_input(key="cmp_hi").set_value("20us").run()
+    at.toggle(key="cmp_log_x").set_value(False).run()
     assert_clean(at)
     assert {c for c in calls if c[0] == "run_figures"} == {
         ("run_figures", "bcast"),

@@ -846,6 +846,14 @@ class RunCurve:
     baseline_ns: float
 
 
+def squeezed(runs: Sequence[RunCurve], share: float = 0.1) -> bool:
+    """True if some run's critical latencies all lie in the first ``share`` of its L range
+    (µs-scale breakpoints on an axis to several ms): a log L axis shows them."""
+    return any(
+        r.critical.critical and max(r.critical.critical) < share * r.critical.hi for r in runs
+    )
+
+
 def _panels(count: int, own_range: bool) -> tuple[int, int]:
     """Rows and columns of a comparison figure: one panel, or one per run (three across)."""
     if not own_range or count <= 1:
@@ -1011,8 +1019,8 @@ def comparison_figures(
     for fig in figs:
         fig.update_layout(
             height=height,
-            legend={"orientation": "h", "yanchor": "top", "y": -0.12 if rows == 1 else -0.06},
-            margin={"t": 80, "r": 20, "b": 20, "l": 20},
+            legend={"orientation": "h", "yanchor": "top", "y": -0.26 / rows, "x": 0},
+            margin={"t": 80, "r": 20, "b": 40, "l": 20},
             hovermode="closest",
             template="plotly_white",
         )

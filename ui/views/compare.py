@@ -149,11 +149,19 @@ mode = st.radio(
     help="Runs of different sizes have runtimes far apart: the slowdown puts them on one scale "
     "(each run's x% L tolerance is where its curve crosses x%).",
 )
+drawn = [
+    plots.RunCurve(r.name, frame, crit, r.runtime_ns)
+    for (_, frame), r, crit in zip(
+        comparison.curves.groupby("run", sort=False), comparison.runs, searches, strict=True
+    )
+]
 log_x = st.toggle(
     "Log L axis",
+    value=plots.squeezed(drawn),
     key="cmp_log_x",
-    help="Runs whose tolerances lie decades apart (µs against ms) each keep their shape on a "
-    "logarithmic L axis (L = 0 is left out).",
+    help="Runs whose tolerances lie decades apart (µs against ms), or whose critical latencies "
+    "lie far below their tolerances, keep their shape on a logarithmic L axis (L = 0 is left "
+    "out). On at first when a run's critical latencies all lie in the first tenth of its range.",
 )
 own_range = st.radio(
     "L axis",
@@ -164,12 +172,6 @@ own_range = st.radio(
     "decades apart keep their shape each on its own axis, or together on a log axis.",
 ).startswith("each")
 slowdown = mode.startswith("Slowdown")
-drawn = [
-    plots.RunCurve(r.name, frame, crit, r.runtime_ns)
-    for (_, frame), r, crit in zip(
-        comparison.curves.groupby("run", sort=False), comparison.runs, searches, strict=True
-    )
-]
 fig_T, fig_l = plots.comparison_figures(
     drawn,
     sel.params.L,
