@@ -543,6 +543,24 @@ def _assemble(
     return critical, segments, unresolved
 
 
+def probe_breakpoints(
+    probe: ProbeMany,
+    lo: float,
+    hi: float,
+    *,
+    max_probes: int | None = None,
+    wave_width: int = 1,
+) -> tuple[list[float], bool]:
+    """The breakpoints in [lo, hi] of any convex piecewise-linear function given by ``probe``
+    (values and one-sided slopes, :data:`ProbeMany`), by the tangent search of
+    :func:`critical_latencies`, and whether all were found (``max_probes`` may end the search
+    first; the breakpoints found are exact either way)."""
+    critical, _, unresolved = _assemble(
+        lo, hi, tangent_breakpoints(probe, lo, hi, max_probes, wave_width=wave_width)
+    )
+    return critical, not unresolved
+
+
 #: Edge visits (evaluations × event-graph edges) of an ``auto`` budget: one to two minutes of
 #: batched sweeps on the 2-core benchmark machine (measured: 381 evaluations in 92 s on the
 #: 10^7-vertex stencil, 3.2·10^7 event edges).

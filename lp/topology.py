@@ -770,6 +770,25 @@ class ShiftWalk:
         slope = d[tight, 0].max() if sign > 0 else d[tight, 0].min()
         return T, float(np.round(slope, 6))
 
+    def breakpoints(
+        self, variable: str, lo: float, hi: float, *, max_probes: int | None = None
+    ) -> tuple[list[float], bool]:
+        """The shifts in [lo, hi] of ``variable`` where the slope of ``T`` changes (the
+        critical values of a link latency, found as the critical latencies are:
+        :func:`llamp.lp.critical.probe_breakpoints`, two forward sweeps per probe), and
+        whether all were found within ``max_probes``."""
+        from llamp.lp.critical import probe_breakpoints
+
+        self._index(variable)
+
+        def probe(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            right = [self.at(variable, float(x)) for x in xs]
+            left = [self.at(variable, float(x), -1.0)[1] for x in xs]
+            T = np.array([r[0] for r in right])
+            return T, np.array(left), np.array([r[1] for r in right])
+
+        return probe_breakpoints(probe, lo, hi, max_probes=max_probes)
+
     def _index(self, variable: str) -> int:
         if variable not in self.names:
             raise InputError(

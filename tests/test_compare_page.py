@@ -9,14 +9,16 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from apptest_pages import SWEEP3D, arr, assert_clean, exact_ns, figures, keyed, page, table
 from store_graphs import stored_home
 
 from llamp.ingest import read
 from llamp.lp.compare import compare_runs
+from llamp.lp.critical import critical_latencies
 from llamp.params import LogGPS
-from llamp.ui import plots
+from llamp.ui import analyses, plots
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
 #: What the sidebar's default inputs parse to.
@@ -44,7 +46,7 @@ def expected(sweep3d):
     return compare_runs([read(BCAST), sweep3d], SIDEBAR, names=["bcast", "sweep3d"])
 
 
-def test_compare_page_shows_the_comparison(store_env, expected):
+def test_compare_page_shows_the_comparison(store_env, expected, sweep3d):
     at = page("compare")
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
@@ -62,22 +64,41 @@ def test_compare_page_shows_the_comparison(store_env, expected):
     assert list(tol["G tolerance"]) == [
         f"{g:.6g} ns/B" for g in expected.tolerances()["G_ns_per_byte"]
     ]
+    # sweep3d's critical latencies lie at 0.5–23 µs on a range to 18 ms: a log L axis at first
+    assert at.toggle(key="cmp_log_x").value is True
+    log_fig = figures(at)[0]
+    assert all(log_fig["layout"][k]["type"] == "log" for k in ("xaxis", "xaxis2"))
+    at.toggle(key="cmp_log_x").set_value(False).run()
     figs = figures(at)
     assert len(figs) == 3
     t_fig, lambda_fig, comp_fig = figs
-    assert [tr["name"] for tr in lambda_fig["data"]] == ["bcast", "sweep3d"]
-    for trace, (name, frame) in zip(
-        lambda_fig["data"], expected.curves.groupby("run", sort=False), strict=True
-    ):
-        assert trace["name"] == name
-        assert list(arr(trace["y"])) == list(frame["lambda_L"])
-    # Slowdown mode: each curve is 0 at L0 (T(L0)/T(L0) − 1).
-    unit = t_fig["layout"]["xaxis"]["title"]["text"].rsplit("(", 1)[1].rstrip(")")
-    L0 = SIDEBAR.L / {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
-    for trace, run in zip(t_fig["data"], expected.runs, strict=True):
-        x = arr(trace["x"])
-        at_L0 = arr(trace["y"])[abs(x - L0) < 1e-12 * max(L0, 1.0)]
-        assert at_L0 == pytest.approx([0.0], abs=1e-9), run.name
+    assert [tr["name"] for tr in lambda_fig["data"] if "critical" not in tr["name"]] == [
+        "bcast",
+        "sweep3d",
+    ]
+    # Each run's curve is its exact T(L) over its own range (one panel each): it passes
+    # through every critical latency at the exact T there, and is 0 at L0 (slowdown mode).
+    graphs = {"bcast": read(BCAST), "sweep3d": sweep3d}
+    for run in expected.runs:
+        lo, hi = analyses.auto_range(run.tolerance, SIDEBAR.L)
+        crit = critical_latencies(graphs[run.name], SIDEBAR, lo, hi)
+        assert crit.complete
+        trace = next(tr for tr in t_fig["data"] if tr["name"] == run.name)
+        axis = t_fig["layout"]["xaxis" + trace.get("xaxis", "x")[1:]]
+        unit = axis["title"]["text"].rsplit("(", 1)[1].rstrip(")")
+        scale = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
+        assert axis["range"] == pytest.approx([0.0, hi / scale])
+        x, y = arr(trace["x"]) * scale, arr(trace["y"])
+        points = [*crit.critical, SIDEBAR.L, hi]
+        expected_T = crit.runtime_at(points)
+        for L, T in zip(points, expected_T, strict=True):
+            at_L = np.flatnonzero(np.isclose(x, L, rtol=1e-12, atol=0))
+            assert at_L.size, (run.name, L)
+            assert y[at_L[0]] == pytest.approx((T / run.runtime_ns - 1) * 100, rel=1e-9, abs=1e-9)
+        assert y[np.isclose(x, SIDEBAR.L, rtol=1e-12)] == pytest.approx([0.0], abs=1e-9)
+        lam = next(tr for tr in lambda_fig["data"] if tr["name"] == run.name)
+        lx, ly = arr(lam["x"]) * scale, arr(lam["y"])
+        assert list(ly[np.isin(lx, x)]) == list(crit.slope_at(lx[np.isin(lx, x)]))
     shares = {tr["name"]: list(arr(tr["x"])) for tr in comp_fig["data"]}
     assert shares["compute"] == pytest.approx(
         [100 * r.path_share("compute") for r in expected.runs]
@@ -229,28 +250,36 @@ def test_comparison_runs_in_the_background_and_stops_on_cancel(store_env, slow_s
 
 
 def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, monkeypatch):
-    from llamp.lp import compare
+    from llamp.lp import compare, registry
 
     calls = []
-    for fn in ("run_figures", "run_curve"):
-        real = getattr(compare, fn)
+    for owner, fn in ((compare, "run_figures"), (registry, "critical_search")):
+        real = getattr(owner, fn)
 
-        def counted(*args, _real=real, _fn=fn, **kwargs):
-            calls.append((_fn, kwargs.get("name", args[-1] if _fn == "run_curve" else None)))
-            return _real(*args, **kwargs)
+        def counted(graph, *args, _real=real, _fn=fn, **kwargs):
+            calls.append((_fn, kwargs.get("name")))
+            return _real(graph, *args, **kwargs)
 
-        monkeypatch.setattr(compare, fn, counted)
+        monkeypatch.setattr(owner, fn, counted)
     at = page("compare")
     at.sidebar.text_input(key="param_L::compare").set_value("3.4us").run()
     at.text_input(key="cmp_hi").set_value("20us").run()
+    at.toggle(key="cmp_log_x").set_value(False).run()
     assert_clean(at)
     assert {c for c in calls if c[0] == "run_figures"} == {
         ("run_figures", "bcast"),
         ("run_figures", "sweep3d"),
     }
+    assert len([c for c in calls if c[0] == "critical_search"]) == 4  # auto range, then 20 µs
     first = figures(at)[1]
+    assert all(
+        tr["x"] and max(arr(tr["x"])) == pytest.approx(20.0) for tr in first["data"][:1]
+    )  # every run over [0, 20 µs]
     calls.clear()
     at.radio(key="cmp_mode").set_value("T(L)").run()  # display only
+    at.radio(key="cmp_axis").set_value("one axis for all runs").run()
+    at.toggle(key="cmp_log_x").set_value(True).run()
+    assert_clean(at)
     assert calls == []
     # sweep3d as if never compared: putting it first computes it alone
     from llamp.ui import store_access, stored
@@ -258,12 +287,14 @@ def test_only_missing_runs_are_computed_and_display_controls_redraw(store_env, m
     stored.forget()  # nothing kept in this process, and sweep3d not stored with the run
     with store_access.connect(write=True) as db:
         for a in db.list_analyses("sweep3d"):
-            if a.kind.startswith("ui_run_") and a.params["L_ns"] == 3400.0:
+            if a.kind in ("ui_run_figures", "critical") and a.params["L_ns"] == 3400.0:
                 db.delete_analysis(a.id)
     at.multiselect(key="cmp_runs").set_value(["sweep3d", "bcast"]).run()
     assert_clean(at)
-    assert {c[1] for c in calls} == {"sweep3d"}
-    assert ("run_figures", "sweep3d") in calls
+    assert calls == [("run_figures", "sweep3d"), ("critical_search", None)]
+    at.radio(key="cmp_axis").set_value("each run on its own range").run()
+    at.toggle(key="cmp_log_x").set_value(False).run()
+    at.radio(key="cmp_mode").set_value("Slowdown T(L)/T(L0) − 1").run()
     again = {tr["name"]: list(arr(tr["y"])) for tr in figures(at)[1]["data"]}
     assert again == {tr["name"]: list(arr(tr["y"])) for tr in first["data"]}
 
@@ -301,3 +332,51 @@ def test_latency_report_reads_T_off_the_exact_segments(store_env, sweep3d):
     assert html.startswith("<!DOCTYPE html>") and "http" not in html
     assert "llamp report: sweep3d" in html
     assert f"{len(crit.critical):,} critical latencies" in html
+
+
+def test_a_link_holds_its_run_and_parameters_on_every_page(store_env):
+    """``/?run=sweep3d&L=…`` (not the store's first run) and then Latency, Critical path and
+    Compare from the menu: every page opens on sweep3d with the link's L, shown normalised,
+    the URL keeps them, and the sidebar names no path of the server."""
+    from apptest_pages import TIMEOUT, SettledAppTest
+
+    from llamp.ui import APP_PATH
+    from llamp.ui.controls import normalised
+
+    at = SettledAppTest(APP_PATH, default_timeout=TIMEOUT)
+    at.query_params["run"] = "sweep3d"
+    at.query_params["L"] = "4999.909997161899ns"
+    at.run()
+    assert_clean(at)
+    shown_L = normalised("L", "4999.909997161899ns")
+    assert shown_L == "4.99991us"
+    for view in ("latency", "critical_path", "compare"):
+        at.query_params.clear()  # a click in the menu opens the page's bare URL
+        at.switch_page(f"views/{view}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.sidebar.selectbox(key=f"run::{view}").value == "sweep3d", view
+        assert at.sidebar.text_input(key=f"param_L::{view}").value == shown_L, view
+        url = at.query_params
+        assert (url["run"], url["page"], url["L"]) == ("sweep3d", view, shown_L), dict(url)
+        sidebar = " ".join(c.value for c in at.sidebar.caption)
+        assert str(store_env) not in sidebar and "/" not in sidebar.split("Store: ")[1][:40]
+    assert at.multiselect(key="cmp_runs").value[0] == "sweep3d"
+
+
+def test_the_latency_page_reuses_the_comparisons_search(store_env, monkeypatch):
+    """A run compared has its critical latencies searched over the Latency page's automatic
+    range and stored under that page's key: the Latency page then searches nothing."""
+    from llamp.lp import registry
+
+    at = page("compare")
+    at.sidebar.text_input(key="param_L::compare").set_value("3.7us").run()  # a key no one holds
+    assert_clean(at)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the Latency page searched again")
+
+    monkeypatch.setattr(registry, "critical_search", never)
+    at.switch_page("views/latency.py").run()
+    assert_clean(at)
+    assert [t["name"] for t in figures(at)[0]["data"]][0] == "predicted T(L)"
+    assert any("exact critical latencies in [" in c.value for c in at.caption)

@@ -420,6 +420,23 @@ def test_sweep_of_the_wire_latency_by_hand():
         )
 
 
+def test_wire_latency_breakpoints_are_found_exactly():
+    """The same fat tree: T(l_wire) bends once, at l = 138.5 ns (slope 0 → 2); a topology
+    sweep through its values and that breakpoint is T itself (the UI draws it so)."""
+    from llamp.lp.topology import WIRE, ShiftWalk
+
+    graph = two_rank(500.0)
+    topo = parse_topology("fattree:k=4")
+    lat = LinkLatencies()
+    model = topology_model(graph, topo, dense_mapping(graph.num_ranks, 1), PARAMS, lat)
+    current = float(lat.values(topo)[model.names.index(WIRE)])
+    walk = ShiftWalk(graph, PARAMS, model)
+    found, complete = walk.breakpoints(WIRE, 100.0 - current, 424.0 - current)
+    assert complete and [current + b for b in found] == pytest.approx([138.5])
+    assert walk.at(WIRE, found[0], -1.0)[1] == 0.0 and walk.at(WIRE, found[0])[1] == 2.0
+    assert walk.breakpoints(WIRE, 200.0 - current, 424.0 - current) == ([], True)
+
+
 # ---------------------------------------------------------------------- CLI
 def run(capsys, *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exit_info:

@@ -118,7 +118,7 @@ def test_collectives_page_compares_recursive_doubling_and_ring(store_env):
     t_of_l, lam = figures(at)
     curves = [t for t in t_of_l["data"] if t["mode"] == "lines"]
     assert [t["name"] for t in curves] == list(shown["variant"])
-    marks = [t for t in t_of_l["data"] if t["mode"] == "markers+text"]
+    marks = [t for t in t_of_l["data"] if t["mode"] == "markers"]
     # L0 and the three tolerances of each variant, on an axis in ms here
     for mark, (_, row) in zip(marks, api.iterrows(), strict=True):
         expected = [params.L] + [row[f"tolerance_{x}pct_L_ns"] for x in (1, 2, 5)]

@@ -199,7 +199,11 @@ def test_latency_plots_have_zones_units_and_critical_latencies(store_env, graph)
     shapes = t_of_l["layout"]["shapes"]
     assert [s["fillcolor"] for s in shapes] == ["#2ca02c", "#ff7f0e", "#d62728"]  # Fig. 1 zones
     assert shapes[0]["x1"] == pytest.approx(tol.latency[0].value / 1e6)  # axis in ms here
-    assert [a["text"] for a in t_of_l["layout"]["annotations"]] == ["≤ 1%", "1%–2%", "2%–5%"]
+    placed = [a["text"] for a in t_of_l["layout"]["annotations"]]
+    assert placed[:3] == ["≤ 1%", "1%–2%", "2%–5%"]  # the zones at the top
+    assert placed[3:] == [
+        f"{x:g}%: {t.value / 1e6:.4g} ms" for x, t in zip((1, 2, 5), tol.latency, strict=True)
+    ]  # the tolerances at the bottom
     assert t_of_l["layout"]["xaxis"]["title"]["text"] == "network latency L (ms)"
     assert t_of_l["layout"]["yaxis"]["title"]["text"] == "predicted runtime T (s)"
     names = [trace["name"] for trace in t_of_l["data"]]

@@ -810,3 +810,35 @@ def test_every_page_opened_by_url_stays_on_this_machine(server, browser):
                 f"the URL's run on the {name} page",
             )
         _no_traceback(driver)
+
+
+def test_a_link_holds_its_run_when_the_menu_opens_another_page(server, browser):
+    """``/?run=sweep3d-links&L=…`` (not the store's first run), then Latency from the menu:
+    the page analyses that run with the link's L as the sidebar shows it (normalised), the
+    URL says so, and the sidebar names no path of the server's file system."""
+    _ensure_run(server)
+    first = subprocess.run(
+        [str(LLAMP), "ingest", str(BCAST), "--name", "a-first-run", "--replace"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr
+    driver = browser
+    driver.get(f"{server.url}/?run=sweep3d-links&L=4999.909997161899ns")
+    _css(driver, '[data-testid="stSidebarNav"]', "the runs page")
+    _idle(driver)
+    _open_page(driver, "latency", '[data-testid="stSidebarUserContent"]')
+    _wait(
+        driver,
+        lambda d: "run=sweep3d-links" in d.current_url and "page=latency" in d.current_url,
+        60,
+        "the URL to keep the link's run on the Latency page",
+    )
+    _wait(driver, lambda d: "Run sweep3d-links ·" in _page_text(d), 60, "the link's run analysed")
+    sidebar = driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarUserContent"]').text
+    assert "4.99991us" in driver.current_url, driver.current_url
+    assert "/" not in sidebar.split("Store: ")[1].split("\n")[0], sidebar[:400]
+    assert str(server.env["LLAMP_HOME"]) not in sidebar
+    _no_traceback(driver)

@@ -288,10 +288,13 @@ def test_compared_runs_are_stored_per_run_and_shown_after_a_restart(no_compute):
     with ui_store.connect() as db:
         for run in (RUN, "bcast"):
             kinds = {a.kind for a in db.list_analyses(run)}
-            assert {"ui_run_figures", "ui_run_curve"} <= kinds, (run, kinds)
+            assert {"ui_run_figures", "critical"} <= kinds, (run, kinds)
 
     _restart()
-    started = no_compute((lp_compare, "run_figures"), (lp_compare, "run_curve"))
+    started = no_compute(
+        (lp_compare, "run_figures"),
+        (importlib.import_module("llamp.lp.registry"), "critical_search"),
+    )
     at = _open("compare")
     assert_clean(at)
     assert started == []

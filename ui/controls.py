@@ -248,7 +248,7 @@ def _sidebar(page: str) -> Selection | None:
     last values, so a choice made on one page carries over to the next one.
     """
     with st.sidebar:
-        st.caption(f"Store: {store_access.location()}")
+        st.caption(f"Store: {store_access.shown()}")
         st.markdown("**Run**")
         runs = None
         with readable_errors("Cannot read the graph store"):

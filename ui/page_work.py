@@ -193,6 +193,11 @@ def topology_analysis(
     )
 
 
+#: Probes of a topology sweep's breakpoint search (two forward sweeps each): every breakpoint
+#: of a few hundred; beyond, the ones found, the values asked for and straight lines between.
+TOPOLOGY_BREAKPOINT_PROBES = 400
+
+
 def topology_sweep(
     graph: ExecutionGraph,
     params: ParamKey,
@@ -205,7 +210,10 @@ def topology_sweep(
 ) -> pd.DataFrame:
     """``T`` and its right derivative at each value of one latency variable, the others fixed
     (the paper's Fig. 11): the rows of :func:`llamp.lp.topology.sweep_topologies` for one
-    topology, under this rank mapping (one exact forward sweep per value)."""
+    topology, under this rank mapping (one exact forward sweep per value), and at every
+    breakpoint of ``T`` between the first and last value (:meth:`ShiftWalk.breakpoints`,
+    at most :data:`TOPOLOGY_BREAKPOINT_PROBES` probes), so the curve drawn through the rows
+    is ``T`` itself."""
     topo = topology_of(source)
     p = params_of(params)
     lat = latencies_of(latencies, topo)
@@ -223,6 +231,11 @@ def topology_sweep(
         )
     walk = ShiftWalk(graph, p, model)
     T0 = walk.at(variable, 0.0)[0]
+    lo, hi = min(values_ns), max(values_ns)
+    found, _ = walk.breakpoints(
+        variable, lo - current, hi - current, max_probes=TOPOLOGY_BREAKPOINT_PROBES
+    )
+    values_ns = sorted({*values_ns, *(current + b for b in found)})
     rows = []
     for value in values_ns:
         T, slope = walk.at(variable, float(value) - current)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from plotly.subplots import make_subplots
 from llamp.graph import CALC, COLL, KIND_NAMES, RECV, SEND, ExecutionGraph
 from llamp.lp import CriticalLatencies, Evaluation, Tolerance
 from llamp.lp.region import Region, RegionPreview, level_key
-from llamp.ui import display
+from llamp.ui import display, labels
 
 #: Tolerance zones, as in the LLAMP paper's Fig. 1: ≤1% green, 1–2% orange, 2–5% red.
 ZONE_COLORS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b")
@@ -43,28 +44,91 @@ def short_ns(value_ns: float, digits: int = 4) -> str:
     return display.duration(value_ns, digits)
 
 
-def dense_curve(sweep: pd.DataFrame, *, log_x: bool = False, points: int = 600) -> pd.DataFrame:
+def log_floor(L: np.ndarray) -> float:
+    """The left end of a log L axis over the latencies ``L`` (ns): the smallest positive one,
+    at most a thousandth of the largest, so a curve with no breakpoint below its end (T linear
+    from L = 0) still shows its shape."""
+    positive = L[L > 0]
+    if not positive.size:
+        return 1.0
+    return float(min(positive.min(), positive.max() / 1000.0))
+
+
+def dense_curve(
+    sweep: pd.DataFrame,
+    *,
+    log_x: bool = False,
+    points: int = 600,
+    extra: Sequence[float] = (),
+) -> pd.DataFrame:
     """``T``, ``λ_L`` and ``ρ_L`` at many more values of L than the sweep, exactly.
 
-    The sweep contains every critical latency of its range, so ``T`` is linear between two
-    consecutive sweep values and ``λ_L`` (a right derivative) is constant there: interpolating
-    adds no error. Points are spaced evenly, or logarithmically for a log axis.
+    The sweep contains every critical latency of its range (an exact curve,
+    :func:`llamp.lp.critical.exact_curve`), so ``T`` is linear between two consecutive sweep
+    values and ``λ_L`` (a right derivative) is constant there: interpolating adds no error, and
+    every row of the sweep (every breakpoint) is a point of the result. Points are spaced
+    evenly, or logarithmically from :func:`log_floor` for a log axis; ``extra`` latencies in
+    the sweep's range (L0, the tolerances) are added.
     """
     L = sweep["L_ns"].to_numpy(float)
     T = sweep["runtime_ns"].to_numpy(float)
     lam = sweep["lambda_L"].to_numpy(float)
-    positive = L[L > 0]
-    if log_x and positive.size:
-        extra = np.geomspace(positive.min(), L.max(), points)
+    if log_x and (L > 0).any():
+        spread = np.geomspace(log_floor(L), L.max(), points)
     else:
-        extra = np.linspace(L.min(), L.max(), points)
-    x = np.union1d(L, extra)
+        spread = np.linspace(L.min(), L.max(), points)
+    wanted = np.asarray([v for v in extra if L.min() <= v <= L.max()], dtype=float)
+    x = np.union1d(np.union1d(L, spread), wanted)
     if log_x:
         x = x[x > 0]
     runtime = np.interp(x, L, T)
     slope = lam[np.clip(np.searchsorted(L, x, side="right") - 1, 0, len(L) - 1)]
     rho = np.divide(x * slope, runtime, out=np.zeros_like(x), where=runtime > 0)
     return pd.DataFrame({"L_ns": x, "runtime_ns": runtime, "lambda_L": slope, "rho_L": rho})
+
+
+def axis_labels(
+    fig: go.Figure,
+    values: Sequence[float],
+    texts: Sequence[str],
+    colors: Sequence[str],
+    x_range: tuple[float, float],
+    *,
+    log: bool = False,
+    top: bool = True,
+    anchor: str = "left",
+    xref: str = "x",
+    yref: str = "paper",
+    width_px: float = labels.PLOT_WIDTH_PX,
+    lanes: int = 3,
+) -> list[int | None]:
+    """Annotations ``texts`` at the x positions ``values`` (axis units, over ``x_range``) in
+    lanes along the top (or bottom) of the plot, placed by :func:`llamp.ui.labels.place` so no
+    two overlap; a label with no room is not drawn (its value stays in the hover and tables).
+    Returns each label's lane (``None``: not drawn)."""
+    lo, hi = x_range
+    placed = labels.place(values, texts, lo, hi, width_px, anchor=anchor, log=log, lanes=lanes)
+    sides = labels.anchors(values, texts, lo, hi, width_px, anchor=anchor, log=log)
+    y0 = 1.0 if top else 0.0
+    for value, text, color, lane, side in zip(values, texts, colors, placed, sides, strict=True):
+        if lane is None:
+            continue
+        shift = labels.lane_shift(lane)
+        fig.add_annotation(
+            x=_axis_x(value, log),
+            y=y0,
+            xref=xref,
+            yref=yref,
+            text=text,
+            showarrow=False,
+            xanchor=side,
+            yanchor="top" if top else "bottom",
+            yshift=-shift if top else shift,
+            font={"color": color, "size": labels.FONT_PX},
+            bgcolor="rgba(255,255,255,0.75)",
+            name="placed label",
+        )
+    return placed
 
 
 def _axis_x(value: float, log: bool) -> float:
@@ -109,31 +173,32 @@ def latency_figure(
     log_x: bool = False,
     show_critical: bool = True,
     markers: Sequence[float] | None = None,
+    groups: pd.DataFrame | None = None,
     points: int = 600,
 ) -> go.Figure:
     """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked
-    (``markers``: only these, e.g. the ones where λ_L jumps most; default: all)."""
+    (``markers``: only these, e.g. the ones where λ_L jumps most; default: all). ``groups``:
+    the breakpoints that matter instead (:func:`llamp.ui.analyses.breakpoints`), a merged one
+    saying in its hover how many breakpoints it stands for and where."""
     lo, hi = float(critical.lo), float(critical.hi)
     xu, xs = time_unit(hi)
     yu, ys = time_unit(float(sweep["runtime_ns"].max()))
-    data = dense_curve(sweep, log_x=log_x, points=points)
+    finite = [t.value for t in tol.latency if math.isfinite(t.value) and lo <= t.value <= hi]
+    data = dense_curve(sweep, log_x=log_x, points=points, extra=[L0, *finite])
+    x_range = (
+        (log_floor(sweep["L_ns"].to_numpy(float)) / xs, hi / xs) if log_x else (lo / xs, hi / xs)
+    )
     fig = go.Figure()
+    zone_x, zone_text, zone_color = [], [], []
     for i, (x_lo, x, a, b) in enumerate(zone_bounds(tol, L0, hi)):
-        label = f"≤ {_percent(x)}" if x_lo == 0 else f"{_percent(x_lo)}–{_percent(x)}"
         color = ZONE_COLORS[i % len(ZONE_COLORS)]
         fig.add_vrect(
             x0=a / xs, x1=b / xs, fillcolor=color, opacity=0.18, line_width=0, layer="below"
         )
-        fig.add_annotation(
-            x=_axis_x(a / xs, log_x),
-            y=1.0,
-            yref="paper",
-            text=label,
-            showarrow=False,
-            xanchor="left",
-            yanchor="top",
-            font={"color": color},
-        )
+        zone_x.append(max(a / xs, x_range[0]))
+        zone_text.append(f"≤ {_percent(x)}" if x_lo == 0 else f"{_percent(x_lo)}–{_percent(x)}")
+        zone_color.append(color)
+    axis_labels(fig, zone_x, zone_text, zone_color, x_range, log=log_x, top=True)
     fig.add_trace(
         go.Scatter(
             x=data["L_ns"] / xs,
@@ -167,27 +232,52 @@ def latency_figure(
             go.Scatter(
                 x=[t.value / xs for t in levels],
                 y=[t.bound_ns / ys for t in levels],
-                mode="markers+text",
+                mode="markers",
                 name="x% L tolerance",
-                text=[f"{_percent(t.x)}: {t.value / xs:.4g} {xu}" for t in levels],
-                textposition="middle left",
+                text=[_percent(t.x) for t in levels],
                 marker={"color": "black", "size": 9, "symbol": "x"},
-                hovertemplate=f"max L = %{{x:.6g}} {xu}<br>T bound = %{{y:.7g}} {yu}<extra></extra>",
+                hovertemplate=f"%{{text}} L tolerance = %{{x:.6g}} {xu}<br>T bound = %{{y:.7g}} "
+                f"{yu}<extra></extra>",
             )
         )
-    chosen = critical.critical if markers is None else sorted(markers)
-    crit = [c for c in chosen if c > 0 or not log_x]
+        axis_labels(
+            fig,
+            [t.value / xs for t in levels],
+            [f"{_percent(t.x)}: {t.value / xs:.4g} {xu}" for t in levels],
+            ["black"] * len(levels),
+            x_range,
+            log=log_x,
+            top=False,
+            anchor="right",
+        )
+    if groups is not None:
+        groups = groups.sort_values("at_ns")
+        groups = groups[(groups["at_ns"] > 0) | (not log_x)]
+        crit = list(groups["at_ns"])
+        before, after = list(groups["slope_before"]), list(groups["slope_after"])
+        spans = [
+            f"<br>stands for {m:,} breakpoints from {display.duration(a)} to "
+            f"{display.duration(b)} (all in the table of exact critical latencies)"
+            if m > 1
+            else ""
+            for a, b, m in zip(groups["lo_ns"], groups["hi_ns"], groups["merged"], strict=True)
+        ]
+    else:
+        chosen = critical.critical if markers is None else sorted(markers)
+        crit = [c for c in chosen if c > 0 or not log_x]
+        before, after = _slopes_around(critical, crit) if crit else ([], [])
+        spans = [""] * len(crit)
     if show_critical and crit:
-        before, after = _slopes_around(critical, crit)
-        T_at = np.interp(crit, sweep["L_ns"], sweep["runtime_ns"])
+        T_at = critical.runtime_at(crit)
+        shown = len(crit) if groups is not None or markers is not None else None
         fig.add_trace(
             go.Scatter(
                 x=np.asarray(crit) / xs,
                 y=T_at / ys,
                 mode="markers",
-                name=f"critical latencies ({len(crit)} of {len(critical.critical)})"
-                if markers is not None
-                else f"critical latencies ({len(critical.critical)})",
+                name=f"critical latencies ({shown:,} of {len(critical.critical):,})"
+                if shown is not None
+                else f"critical latencies ({len(critical.critical):,})",
                 marker={
                     "color": "#7f3b08",
                     "size": 8,
@@ -195,8 +285,9 @@ def latency_figure(
                     "line": {"width": 2},
                 },
                 customdata=np.stack([before, after], axis=1),
+                hovertext=spans,
                 hovertemplate=f"critical latency %{{x:.6g}} {xu}"
-                "<br>λ_L: %{customdata[0]:g} → %{customdata[1]:g}<extra></extra>",
+                "<br>λ_L: %{customdata[0]:g} → %{customdata[1]:g}%{hovertext}<extra></extra>",
             )
         )
     fig.update_layout(
@@ -210,9 +301,9 @@ def latency_figure(
     )
     fig.update_yaxes(tickformat=".6~g")
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", range=[math.log10(v) for v in x_range])
     else:
-        fig.update_xaxes(range=[lo / xs, hi / xs])
+        fig.update_xaxes(range=list(x_range))
     return fig
 
 
@@ -506,6 +597,9 @@ def topology_sweep_figure(
     topologies = list(dict.fromkeys(sweep["topology"]))
     lo = float(sweep["value_ns"].min()) if len(sweep) else 0.0
     hi = float(sweep["value_ns"].max()) if len(sweep) else 0.0
+    label_x: list[float] = []
+    label_text: list[str] = []
+    label_color: list[str] = []
     for i, topo in enumerate(topologies):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         rows = sweep[sweep["topology"] == topo]
@@ -529,15 +623,16 @@ def topology_sweep_figure(
             (marks["topology"] == topo) & (marks["value_ns"] >= lo) & (marks["value_ns"] <= hi)
         ]
         if len(mine):
+            for value, text in zip(mine["value_ns"], mine["label"], strict=True):
+                label_x.append(float(value))
+                label_text.append(f"{topo} {text}")
+                label_color.append(color)
             fig.add_trace(
                 go.Scatter(
                     x=mine["value_ns"],
                     y=mine["slowdown"] * 100.0 if slowdown else mine["runtime_ns"] / ys,
-                    mode="markers+text",
+                    mode="markers",
                     text=mine["label"],
-                    textposition=[
-                        "top right" if value == lo else "top left" for value in mine["value_ns"]
-                    ],
                     marker={"color": color, "size": 9, "symbol": "x"},
                     showlegend=False,
                     name=f"{topo} marks",
@@ -553,6 +648,18 @@ def topology_sweep_figure(
         hovermode="closest",
         template="plotly_white",
     )
+    if hi > lo:
+        order = sorted(range(len(label_x)), key=lambda k: label_x[k])
+        axis_labels(
+            fig,
+            [label_x[k] for k in order],
+            [label_text[k] for k in order],
+            [label_color[k] for k in order],
+            (lo, hi),
+            top=False,
+            anchor="right",
+            lanes=4,
+        )
     fig.update_xaxes(range=[lo, hi] if hi > lo else None)
     return fig
 
@@ -566,6 +673,31 @@ def trace_hover(value_format: str) -> str:
     return f"i = %{{y}} → j = %{{x}}<br>%{{customdata:{value_format}}}<extra></extra>"
 
 
+def heatmap_cell_px(P: int, height: float, width_px: float = labels.FIGURE_WIDTH_PX) -> float:
+    """A square cell's side in pixels of a P × P heat map ``height`` high and at least
+    ``width_px`` wide (less the title, margins, axis titles and the colour bar)."""
+    return max(min(height - 110.0, width_px - 130.0), 0.0) / max(P, 1)
+
+
+#: Formats a cell's value is written in, the full one first: the first whose texts fit wins.
+CELL_FORMATS = (".3g", ".2g")
+
+
+def cell_texts(
+    matrix: np.ndarray, value_format: str, cell_px: float
+) -> tuple[list[list[str]], float] | None:
+    """The text of every cell and its font size: the values in ``value_format``, else in
+    fewer digits, at the largest font that fits a cell (:func:`llamp.ui.labels.cell_font`);
+    ``None`` if the cells are too small for any (the values stay in the hover)."""
+    M = np.asarray(matrix, dtype=np.float64)
+    for fmt in (value_format, *CELL_FORMATS):
+        text = [[format(v, fmt) for v in row] for row in M]
+        font = labels.cell_font([t for row in text for t in row], cell_px)
+        if font is not None:
+            return text, font
+    return None
+
+
 def pair_heatmap(
     matrix: np.ndarray,
     title: str,
@@ -576,11 +708,13 @@ def pair_heatmap(
     colorscale: str = "Reds",
     value_format: str = ".6g",
     clickable: bool = False,
+    width_px: float = labels.FIGURE_WIDTH_PX,
 ) -> go.Figure:
     """A rank × rank matrix (sender ``i`` down, receiver ``j`` across, rank 0 top left).
 
     ``log``: colours by log10 of the value (zeros blank), hover still shows the value.
-    ``annotate``: every cell's value written in it (small matrices).
+    ``annotate``: every cell's value written in it where the cells hold it at the figure's
+    narrowest width ``width_px`` (:func:`cell_texts`; the hover always shows it).
     ``clickable``: a click on a cell selects it (``st.plotly_chart(on_select=…)`` reports the
     point's ``x`` = j and ``y`` = i). Plotly selects points of scatter traces only, never of a
     heatmap, so the cells' centres are an invisible scatter trace that takes the hover and the
@@ -605,9 +739,13 @@ def pair_heatmap(
         xgap=1 if P <= 64 else 0,
         ygap=1 if P <= 64 else 0,
     )
-    if annotate:
-        trace.update(text=[[format(v, value_format) for v in row] for row in M])
-        trace.update(texttemplate="%{text}", textfont={"size": 11})
+    height = max(420, min(800, 200 + 14 * P))
+    written = (
+        cell_texts(M, value_format, heatmap_cell_px(P, height, width_px)) if annotate else None
+    )
+    if written is not None:
+        text, font = written
+        trace.update(text=text, texttemplate="%{text}", textfont={"size": font})
     fig = go.Figure(trace)
     if clickable and P <= CLICKABLE_RANKS:
         i, j = np.divmod(np.arange(P * P), P)
@@ -629,7 +767,7 @@ def pair_heatmap(
         title=title,
         xaxis_title="receiver rank j",
         yaxis_title="sender rank i",
-        height=max(420, min(800, 200 + 14 * P)),
+        height=height,
         margin={"t": 60, "r": 20, "b": 20, "l": 20},
         template="plotly_white",
     )
@@ -697,6 +835,198 @@ COUNTER_PARTS = ("compute", "overhead", "wait", "latency", "bandwidth")
 COUNTER_COLORS = {**SPLIT_COLORS, "wait": "#bdbdbd"}
 
 
+@dataclass(frozen=True)
+class RunCurve:
+    """One run of a comparison as its curves are drawn: its exact ``T(L)`` (the rows of
+    :func:`llamp.lp.critical.exact_curve`), the search it comes from and ``T(L0)``."""
+
+    name: str
+    curve: pd.DataFrame
+    critical: CriticalLatencies
+    baseline_ns: float
+
+
+def squeezed(runs: Sequence[RunCurve], share: float = 0.1) -> bool:
+    """True if some run's critical latencies all lie in the first ``share`` of its L range
+    (µs-scale breakpoints on an axis to several ms): a log L axis shows them."""
+    return any(
+        r.critical.critical and max(r.critical.critical) < share * r.critical.hi for r in runs
+    )
+
+
+def _panels(count: int, own_range: bool) -> tuple[int, int]:
+    """Rows and columns of a comparison figure: one panel, or one per run (three across)."""
+    if not own_range or count <= 1:
+        return 1, 1
+    cols = min(count, 3)
+    return -(-count // cols), cols
+
+
+def comparison_figures(
+    runs: Sequence[RunCurve],
+    L0: float,
+    levels: Sequence[float] = (),
+    *,
+    slowdown: bool = True,
+    log_x: bool = False,
+    own_range: bool = True,
+    points: int = 400,
+) -> tuple[go.Figure, go.Figure]:
+    """``T(L)`` (or the slowdown ``T(L)/T(L0) − 1`` in %) and ``λ_L`` of every run, each from
+    its own exact segments over its own L range: one panel per run with its own L axis
+    (``own_range``), or all on one L axis (best logarithmic when the ranges lie decades apart).
+    Every breakpoint is a point of the curve; the ones where λ_L jumps by at least 1 % are
+    marked. ``levels``: the tolerance levels, dotted lines of the slowdown."""
+    from llamp.lp.critical import MIN_JUMP
+
+    rows, cols = _panels(len(runs), own_range)
+    titles = [r.name for r in runs] if rows * cols > 1 else None
+    figs = [
+        make_subplots(
+            rows=rows,
+            cols=cols,
+            subplot_titles=titles,
+            horizontal_spacing=0.07,
+            vertical_spacing=0.18 / rows,
+        )
+        for _ in range(2)
+    ]
+    fig_T, fig_l = figs
+    shared_hi = max((float(r.curve["L_ns"].max()) for r in runs), default=0.0)
+    shared_floor = min((log_floor(r.curve["L_ns"].to_numpy(float)) for r in runs), default=1.0)
+    top = max((float(r.curve["runtime_ns"].max()) for r in runs), default=0.0)
+    yu, ys = time_unit(top)
+    for i, r in enumerate(runs):
+        row, col = (i // cols + 1, i % cols + 1) if rows * cols > 1 else (1, 1)
+        hi = float(r.curve["L_ns"].max()) if rows * cols > 1 else shared_hi
+        floor = log_floor(r.curve["L_ns"].to_numpy(float)) if rows * cols > 1 else shared_floor
+        xu, xs = time_unit(hi)
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        dash = LINE_DASHES[i % len(LINE_DASHES)]
+        data = dense_curve(r.curve, log_x=log_x, points=points, extra=[L0])
+        base = r.baseline_ns
+
+        def y_of(T, base=base):
+            T = np.asarray(T, dtype=float)
+            return (T / base - 1.0) * 100.0 if slowdown and base > 0 else T / ys
+
+        fig_T.add_trace(
+            go.Scatter(
+                x=data["L_ns"] / xs,
+                y=y_of(data["runtime_ns"]),
+                mode="lines",
+                name=r.name,
+                legendgroup=r.name,
+                line={"color": color, "width": 2, "dash": dash},
+                customdata=np.stack([data["runtime_ns"] / ys, data["lambda_L"]], axis=1),
+                hovertemplate=f"{r.name}<br>L = %{{x:.6g}} {xu}<br>T = %{{customdata[0]:.9g}} "
+                f"{yu}<br>λ_L = %{{customdata[1]:g}}<extra></extra>",
+            ),
+            row=row,
+            col=col,
+        )
+        fig_l.add_trace(
+            go.Scatter(
+                x=data["L_ns"] / xs,
+                y=data["lambda_L"],
+                mode="lines",
+                line_shape="hv",
+                name=r.name,
+                legendgroup=r.name,
+                line={"color": color, "width": 2, "dash": dash},
+                hovertemplate=f"{r.name}<br>L = %{{x:.6g}} {xu}<br>λ_L = %{{y:g}}<extra></extra>",
+            ),
+            row=row,
+            col=col,
+        )
+        marked = sorted(b.at for b in r.critical.significant(MIN_JUMP) if b.at > 0 or not log_x)
+        if marked:
+            before, after = _slopes_around(r.critical, marked)
+            at = np.asarray(marked)
+            name = (
+                f"{r.name}: critical latencies ({len(marked):,} of {len(r.critical.critical):,}"
+                " with a λ_L jump ≥ 1%)"
+            )
+            custom = np.stack([before, after], axis=1)
+            hover = (
+                f"{r.name}: critical latency %{{x:.6g}} {xu}"
+                "<br>λ_L: %{customdata[0]:g} → %{customdata[1]:g}<extra></extra>"
+            )
+            marker = {"color": color, "size": 7, "symbol": "diamond-open", "line": {"width": 2}}
+            fig_T.add_trace(
+                go.Scatter(
+                    x=at / xs,
+                    y=y_of(r.critical.runtime_at(at)),
+                    mode="markers",
+                    name=name,
+                    legendgroup=r.name,
+                    marker=marker,
+                    customdata=custom,
+                    hovertemplate=hover,
+                ),
+                row=row,
+                col=col,
+            )
+            fig_l.add_trace(
+                go.Scatter(
+                    x=at / xs,
+                    y=after,
+                    mode="markers",
+                    name=name,
+                    legendgroup=r.name,
+                    showlegend=False,
+                    marker=marker,
+                    customdata=custom,
+                    hovertemplate=hover,
+                ),
+                row=row,
+                col=col,
+            )
+        for fig in figs:
+            fig.add_vline(
+                x=L0 / xs, line_dash="dash", line_color="#7f7f7f", line_width=1, row=row, col=col
+            )
+            if log_x:
+                fig.update_xaxes(
+                    type="log",
+                    range=[math.log10(floor / xs), math.log10(hi / xs)],
+                    row=row,
+                    col=col,
+                )
+            else:
+                fig.update_xaxes(range=[0.0, hi / xs], row=row, col=col)
+            fig.update_xaxes(title_text=f"network latency L ({xu})", row=row, col=col)
+        if rows * cols > 1 or i == 0:
+            fig_T.update_yaxes(
+                title_text="T(L) / T(L0) − 1 (%)" if slowdown else f"T ({yu})",
+                tickformat=".4~g" if slowdown else ".6~g",
+                row=row,
+                col=col,
+            )
+            fig_l.update_yaxes(title_text="λ_L (messages)", rangemode="tozero", row=row, col=col)
+    if slowdown:
+        for x in levels:
+            fig_T.add_hline(
+                y=100 * x, line_dash="dot", line_color="#7f7f7f", line_width=1, row="all", col="all"
+            )
+    height = 120 + 340 * rows
+    fig_T.update_layout(
+        title="Slowdown over L (dotted: the tolerance levels; dashed: L0)"
+        if slowdown
+        else "Predicted runtime T(L) (dashed: L0)"
+    )
+    fig_l.update_layout(title="Latency sensitivity λ_L = ∂T/∂L (dashed: L0)")
+    for fig in figs:
+        fig.update_layout(
+            height=height,
+            legend={"orientation": "h", "yanchor": "top", "y": -0.26 / rows, "x": 0},
+            margin={"t": 80, "r": 20, "b": 40, "l": 20},
+            hovermode="closest",
+            template="plotly_white",
+        )
+    return fig_T, fig_l
+
+
 def variant_runtime_figure(
     curves: dict[str, pd.DataFrame],
     tolerances: dict[str, Tolerance],
@@ -719,6 +1049,13 @@ def variant_runtime_figure(
     if slowdown:
         for x in levels:
             fig.add_hline(y=x * 100, line_dash="dot", line_color="#7f7f7f", line_width=1)
+    floor = min(
+        (log_floor(c["L_ns"].to_numpy(float)) for c in curves.values()), default=max(lo, 1.0)
+    )
+    x_range = (floor / xs, hi / xs) if log_x else (lo / xs, hi / xs)
+    label_x: list[float] = []
+    label_text: list[str] = []
+    label_color: list[str] = []
     for i, (label, sweep) in enumerate(curves.items()):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         tol = tolerances[label]
@@ -745,14 +1082,16 @@ def variant_runtime_figure(
             )
         )
         marks = [t for t in tol.latency if math.isfinite(t.value) and lo <= t.value <= hi]
+        for t in marks:
+            label_x.append(t.value / xs)
+            label_text.append(f"{label} {_percent(t.x)}: {t.value / xs:.4g} {xu}")
+            label_color.append(color)
         fig.add_trace(
             go.Scatter(
                 x=[L0 / xs] + [t.value / xs for t in marks],
                 y=y_of([base] + [t.bound_ns for t in marks]),
-                mode="markers+text",
-                text=["L0"] + [f"{_percent(t.x)}: {t.value / xs:.4g} {xu}" for t in marks],
-                textposition="middle left",
-                textfont={"color": color},
+                mode="markers",
+                text=["L0"] + [f"{_percent(t.x)} L tolerance" for t in marks],
                 marker={
                     "color": color,
                     "size": [8] + [10] * len(marks),
@@ -773,11 +1112,23 @@ def variant_runtime_figure(
         hovermode="closest",
         template="plotly_white",
     )
+    order = sorted(range(len(label_x)), key=lambda k: label_x[k])
+    axis_labels(
+        fig,
+        [label_x[k] for k in order],
+        [label_text[k] for k in order],
+        [label_color[k] for k in order],
+        x_range,
+        log=log_x,
+        top=False,
+        anchor="right",
+        lanes=4,
+    )
     fig.update_yaxes(tickformat=".6~g")
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", range=[math.log10(v) for v in x_range])
     else:
-        fig.update_xaxes(range=[lo / xs, hi / xs])
+        fig.update_xaxes(range=list(x_range))
     return fig
 
 
@@ -1042,6 +1393,17 @@ def region_figure(
     )
     if designs is not None and len(designs):
         largest = f"inside_{level_key(max(lv.x for lv in region.levels))}"
+        positions = labels.place_points(
+            list(designs[au.key] / su),
+            list(designs[av.key] / sv),
+            [str(d) for d in designs["design"]],
+            (0.0, region.box[0] / su),
+            (0.0, region.box[1] / sv),
+        )
+        designs = designs.assign(
+            _position=[p or "top center" for p in positions],
+            _label=[str(d) if p else "" for d, p in zip(designs["design"], positions, strict=True)],
+        )
         for inside, symbol in ((True, "circle"), (False, "x")):
             part = designs[designs[largest] == inside]
             if part.empty:
@@ -1059,8 +1421,8 @@ def region_figure(
                     x=part[au.key] / su,
                     y=part[av.key] / sv,
                     mode="markers+text",
-                    text=part["design"],
-                    textposition="top center",
+                    text=part["_label"],
+                    textposition=list(part["_position"]),
                     marker={
                         "symbol": symbol,
                         "size": 10,

@@ -2,113 +2,146 @@
 ``compare`` (:data:`llamp.lp.registry.ANALYSES`, its settings read by the entry's parsers:
 :func:`settings`) computed per run, each run's figures
 (:func:`llamp.lp.compare.run_figures`: prediction, tolerances, critical-path composition) and
-its curve over the shared latencies (:func:`llamp.lp.compare.run_curve`), kept per run so
-adding a run to a comparison computes only that run (and a cancelled comparison keeps the runs
-it finished).
+its exact ``T(L)`` — every critical latency over its own L range
+(:func:`llamp.lp.critical.critical_latencies`, the registry's ``critical`` analysis), the curve
+read off its segments (:func:`llamp.lp.critical.exact_curve`) — kept per run so adding a run to
+a comparison computes only that run (and a cancelled comparison keeps the runs it finished).
 
-The curves share one L grid; with the automatic range it reaches 1.25 × the largest tolerance
-of any run, so a run whose tolerance is larger than all the others' moves the grid and the
-other curves are swept again (their figures are not). A curve is swept in chunks of latencies,
-so the progress bar moves and Cancel takes effect between two chunks.
+A run's L range is the Latency page's automatic one (:func:`llamp.ui.page_work.auto_range`:
+0 to 1.25 × its largest L tolerance), or [0, a given largest L] for every run. Its search is
+stored under the same key as the Latency page's, so either page reuses what the other found.
 
-Each run's figures and curve are kept as Analysis nodes of that run and in the UI's one
-in-process memo (:mod:`llamp.ui.stored`, kinds ``ui_run_figures`` and ``ui_run_curve``), so
-another session or a restarted server reuses them; when all of them are kept, :func:`ready`
-assembles the comparison without a background task.
+Each run's figures and search are kept as Analysis nodes of that run and in the UI's one
+in-process memo (:mod:`llamp.ui.stored`), so another session or a restarted server reuses them;
+when all of them are kept, :func:`ready` assembles the comparison without a background task.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import numpy as np
-import pandas as pd
+from dataclasses import dataclass
 
 from llamp.config import parse_duration_ns
 from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
-from llamp.lp.registry import ANALYSES, CompareSettings
+from llamp.lp.critical import CriticalLatencies, exact_curve
+from llamp.lp.registry import ANALYSES, CompareSettings, CriticalSettings, Inputs
 from llamp.params import LogGPS
-from llamp.ui import store_access, stored
+from llamp.ui import page_work, store_access, stored
 from llamp.ui.tasks import Task
 
-#: Latencies swept per step of a curve (one progress report and cancellation point each).
-CHUNK = 8
+#: The registry's analysis of a run's critical latencies.
+CRITICAL = ANALYSES["critical"]
 
 
-def _stored_figures(name: str, token: str, params: LogGPS, levels: tuple) -> tuple:
+@dataclass(frozen=True)
+class Compared:
+    """A comparison and each run's critical-latency search (its curve's segments), in the
+    comparison's order."""
+
+    comparison: Comparison
+    critical: list[CriticalLatencies]
+
+
+def _stored_figures(token: str, params: LogGPS, levels: tuple) -> tuple:
     return ("ui_run_figures", stored.page_key(params, token, levels=levels))
 
 
-def _stored_curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> tuple:
-    # the grid by its bytes' hash: up to 2,001 latencies are no key
-    grid = np.ascontiguousarray(grid, dtype=np.float64)
-    return ("ui_run_curve", stored.page_key(params, token, grid=grid.tobytes()))
+def search_settings(figures: RunFigures, params: LogGPS, hi: float | None) -> CriticalSettings:
+    """The critical-latency search of one run: over the Latency page's automatic range of its
+    tolerances, or over [0, ``hi``]; with the automatic evaluation budget."""
+    lo, top = (0.0, hi) if hi is not None else page_work.auto_range(figures.tolerance, params.L)
+    return CriticalSettings(lo=f"{lo!r}ns", hi=f"{top!r}ns", max_evaluations="auto")
+
+
+def _stored_critical(token: str, params: LogGPS, settings: CriticalSettings) -> tuple:
+    # the key :func:`llamp.ui.controls.analysis` stores the Latency page's search under
+    return (
+        CRITICAL.kind,
+        stored.page_key(params, token, inputs=("critical", settings, Inputs(params))),
+    )
 
 
 def _figures(name: str, token: str, params: LogGPS, levels: tuple) -> RunFigures | None:
+    return stored.find(store_access.cache_key(token), name, *_stored_figures(token, params, levels))
+
+
+def _critical(
+    name: str, token: str, params: LogGPS, settings: CriticalSettings
+) -> CriticalLatencies | None:
     return stored.find(
-        store_access.cache_key(token), name, *_stored_figures(name, token, params, levels)
+        store_access.cache_key(token), name, *_stored_critical(token, params, settings)
     )
 
 
-def _curve(name: str, token: str, params: LogGPS, grid: np.ndarray) -> pd.DataFrame | None:
-    return stored.find(
-        store_access.cache_key(token), name, *_stored_curve(name, token, params, grid)
-    )
+def _assemble(
+    runs: Sequence[tuple[str, str]],
+    params: LogGPS,
+    levels: tuple,
+    figures: list[RunFigures],
+    searches: list[CriticalLatencies],
+) -> Compared:
+    curves = [
+        exact_curve(c).assign(run=name)[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L"]]
+        for c, (name, _) in zip(searches, runs, strict=True)
+    ]
+    return Compared(compare.assemble(params, levels, figures, curves), list(searches))
 
 
-def settings(levels: str, hi: str, points: int) -> CompareSettings:
-    """The page's inputs (tolerance levels and largest L as typed, points per curve) as the
-    settings of the registry's ``compare``, read by the parsers of ``llamp compare``'s ``--x``,
-    ``--to`` and ``--points``; an error names the page's input. As every duration typed on a
-    page, the largest L needs a unit."""
+def settings(levels: str, hi: str) -> CompareSettings:
+    """The page's inputs (tolerance levels and largest L as typed) as the settings of the
+    registry's ``compare``, read by the parsers of ``llamp compare``'s ``--x`` and ``--to``; an
+    error names the page's input. As every duration typed on a page, the largest L needs a
+    unit. The page draws each run's exact curve, so ``--points`` (the CLI's grid) is not
+    asked for."""
     if hi.strip():
         parse_duration_ns(hi, default_unit=None)
     return ANALYSES["compare"].parse(
-        {"levels": levels, "hi": hi, "points": points},
-        labels={"levels": "tolerance levels", "hi": "largest L", "points": "points per curve"},
+        {"levels": levels, "hi": hi},
+        labels={"levels": "tolerance levels", "hi": "largest L"},
     )
 
 
 def ready(
-    runs: Sequence[tuple[str, str]], params: LogGPS, settings: CompareSettings
-) -> tuple[Comparison, np.ndarray] | None:
-    """The comparison :func:`work` would compute, if every run's figures and curve are kept in
-    this process or stored; else ``None``."""
-    levels, points, grid = settings.levels, settings.points, settings.latencies(params)
+    runs: Sequence[tuple[str, str]],
+    params: LogGPS,
+    levels: Sequence[float],
+    hi: float | None = None,
+) -> Compared | None:
+    """The comparison :func:`work` would compute, if every run's figures and search are kept
+    in this process or stored; else ``None``."""
+    levels = tuple(float(x) for x in levels)
     figures = [_figures(name, token, params, levels) for name, token in runs]
     if any(f is None for f in figures):
         return None
-    shared = grid if grid is not None else compare.latency_grid(figures, params, points)
-    curves = [_curve(name, token, params, shared) for name, token in runs]
-    if any(c is None for c in curves):
+    searches = [
+        _critical(name, token, params, search_settings(f, params, hi))
+        for (name, token), f in zip(runs, figures, strict=True)
+    ]
+    if any(c is None for c in searches):
         return None
-    named = [c.assign(run=name) for c, (name, _) in zip(curves, runs, strict=True)]
-    return compare.assemble(params, levels, figures, named), shared
+    return _assemble(runs, params, levels, figures, searches)
 
 
 def work(
-    runs: Sequence[tuple[str, str]], params: LogGPS, settings: CompareSettings
-) -> Callable[[Task], tuple[Comparison, np.ndarray]]:
+    runs: Sequence[tuple[str, str]],
+    params: LogGPS,
+    levels: Sequence[float],
+    hi: float | None = None,
+) -> Callable[[Task], Compared]:
     """The task comparing ``runs`` (``(name, token)`` pairs, the first is the baseline) at
-    ``params``: the comparison ``llamp compare`` computes with ``settings`` and its L grid
-    (``settings.latencies``, or :func:`llamp.lp.compare.latency_grid` when automatic). Only the
-    runs (and curves) not kept from an earlier comparison are computed; the progress fraction
-    counts those."""
-    levels, points, grid = settings.levels, settings.points, settings.latencies(params)
+    ``params``, each run's curve over its own range (or [0, ``hi``]). Only the figures and
+    searches not kept from an earlier comparison or Latency page are computed; the progress
+    fraction counts those (a search reports its own progress inside its step)."""
+    levels = tuple(float(x) for x in levels)
 
-    def run(task: Task) -> tuple[Comparison, np.ndarray]:
-        todo = [_figures(name, token, params, levels) is None for name, token in runs]
-        # Steps: one per run's figures, CHUNK latencies per step of a curve (a guess of the
-        # grid's size when it depends on the figures still to compute).
-        size = len(grid) if grid is not None else points + 1
-        per_curve = -(-size // CHUNK)
-        total = sum(todo) + per_curve * len(runs)
+    def run(task: Task) -> Compared:
+        todo = sum(_figures(name, token, params, levels) is None for name, token in runs)
+        total = todo + len(runs)
         done = 0
 
-        def step(text: str) -> None:
-            task.report(done / total if total else None, text)
+        def step(text: str, within: float = 0.0) -> None:
+            task.report((done + within) / total if total else None, text)
 
         figures = []
         for i, (name, token) in enumerate(runs):
@@ -122,38 +155,38 @@ def work(
                     stored.save(
                         store_access.cache_key(token),
                         name,
-                        *_stored_figures(name, token, params, levels),
+                        *_stored_figures(token, params, levels),
                         found,
                     )
                 done += 1
             figures.append(found)
-        shared = grid if grid is not None else compare.latency_grid(figures, params, points)
-        curves = []
-        for i, (name, token) in enumerate(runs):
-            frame = _curve(name, token, params, shared)
-            if frame is None:
+        searches = []
+        for i, ((name, token), f) in enumerate(zip(runs, figures, strict=True)):
+            settings = search_settings(f, params, hi)
+            found = _critical(name, token, params, settings)
+            if found is None:
+                text = f"critical latencies of {name} ({i + 1}/{len(runs)})"
+                step(text)
                 graph = store_access.load_graph(name, token)
-                pieces = []
-                for start in range(0, len(shared), CHUNK):
-                    step(f"T(L) of {name} ({i + 1}/{len(runs)})")
-                    chunk = shared[start : start + CHUNK]
-                    pieces.append(compare.run_curve(graph, params, chunk, name))
-                    done += 1
-                frame = pd.concat(pieces, ignore_index=True)
+
+                def report(fraction: float | None, detail: str, text: str = text) -> None:
+                    shown = f"{text}: {detail}" if detail else text
+                    step(shown, min(max(fraction or 0.0, 0.0), 1.0))
+
+                found = CRITICAL.run(graph, Inputs(params, report=report), settings)
                 with task.steady():
                     stored.save(
                         store_access.cache_key(token),
                         name,
-                        *_stored_curve(name, token, params, shared),
-                        frame,
+                        *_stored_critical(token, params, settings),
+                        found,
                     )
-            else:
-                done += per_curve
-            curves.append(frame.assign(run=name))
+            done += 1
+            searches.append(found)
         task.report(1.0, "")
-        return compare.assemble(params, levels, figures, curves), shared
+        return _assemble(runs, params, levels, figures, searches)
 
     return run
 
 
-__all__ = ["CHUNK", "ready", "settings", "work"]
+__all__ = ["CRITICAL", "Compared", "ready", "search_settings", "settings", "work"]

@@ -38,6 +38,23 @@ def location() -> str:
     return redact(uri) if uri else f"embedded store in {config.llamp_home().resolve()}"
 
 
+def shown() -> str:
+    """The store as a page names it, with no path of the server's file system and no user or
+    password: ``the embedded store`` or ``Neo4j at db.example:7687``."""
+    from urllib.parse import urlsplit
+
+    uri = config.store_uri()
+    if not uri or "://" not in uri:
+        return "the embedded store"
+    parts = urlsplit(uri)
+    try:
+        where = parts.hostname or "?"
+        port = parts.port
+    except ValueError:  # a port that is not a number: the store refuses it when opened
+        where, port = "?", None
+    return f"Neo4j at {where}" + (f":{port}" if port else "")
+
+
 @contextmanager
 def connect(*, write: bool = False) -> Iterator[Any]:
     """``open_store`` on ``$LLAMP_STORE`` (or the embedded store); read-only unless ``write``,

@@ -1,15 +1,16 @@
-"""Compare runs: two or more stored runs side by side at one configuration — T(L)
-and λ_L on one plot each (a line per run), tolerances, critical-path composition, and what
-changed against the first run (:func:`llamp.lp.compare.compare_runs`, computed per run in the
-background by :mod:`llamp.ui.run_comparison`: progress, Cancel, and adding a run computes only
-that run). The controls under the curves (runtime axis) only redraw."""
+"""Compare runs: two or more stored runs side by side at one configuration — each run's T(L)
+(or slowdown) and λ_L from its own exact critical-latency segments over its own L range (one
+panel per run, or one axis, linear or log) with its critical latencies marked, tolerances,
+critical-path composition, and what changed against the first run
+(:mod:`llamp.lp.compare`, computed per run in the background by
+:mod:`llamp.ui.run_comparison`: progress, Cancel, and adding a run computes only that run). The
+controls under the curves (runtime axis, L axis) only redraw."""
 
 from __future__ import annotations
 
 import math
 import re
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -44,30 +45,35 @@ chosen = st.multiselect(
     key="cmp_runs",
     help="e.g. two versions of an application, or the same application on 8 and 64 ranks.",
 )
-c1, c2, c3 = st.columns(3)
+c1, c2 = st.columns(2)
 levels_text = c1.text_input("Tolerance levels (%)", "1,2,5", key="cmp_levels")
 hi_text = c2.text_input(
-    "Largest L of the curves", "", key="cmp_hi", placeholder="auto: 1.25 × the largest tolerance"
+    "Largest L of the curves",
+    "",
+    key="cmp_hi",
+    placeholder="auto: each run to 1.25 × its largest tolerance",
+    help="Empty: each run's curve covers its own range, as on the Latency page. A duration "
+    "(e.g. 50us): every run over [0, that L].",
 )
-points = int(c3.number_input("Points per curve", 5, 2001, 21, step=10, key="cmp_points"))
 if len(chosen) < 2:
     st.info("Choose at least two runs.")
     st.stop()
 
 found = None
 with controls.readable_errors("Comparison"):
-    settings = run_comparison.settings(levels_text, hi_text, points)
+    settings = run_comparison.settings(levels_text, hi_text)
+    levels, top = settings.levels, settings.hi
     pairs = [(name, store_access.run_token(runs, name)) for name in chosen]
-    found = run_comparison.ready(pairs, sel.params, settings) or tasks.result(
-        f"compare|{[(n, store_access.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{settings!r}",
+    found = run_comparison.ready(pairs, sel.params, levels, top) or tasks.result(
+        f"compare|{[(n, store_access.cache_key(t)) for n, t in pairs]!r}|{sel.key!r}|{levels!r}|{top!r}",
         f"Comparing {len(chosen)} runs",
-        run_comparison.work(pairs, sel.params, settings),
+        run_comparison.work(pairs, sel.params, levels, top),
         slot="compare",
         job=True,  # each run's figures and curve are stored as they are done
     )
 if found is None:
     st.stop()
-comparison, grid = found
+comparison, searches = found.comparison, found.critical
 
 
 def _change(c) -> str:
@@ -138,87 +144,57 @@ mode = st.radio(
     help="Runs of different sizes have runtimes far apart: the slowdown puts them on one scale "
     "(each run's x% L tolerance is where its curve crosses x%).",
 )
+drawn = [
+    plots.RunCurve(r.name, frame, crit, r.runtime_ns)
+    for (_, frame), r, crit in zip(
+        comparison.curves.groupby("run", sort=False), comparison.runs, searches, strict=True
+    )
+]
 log_x = st.toggle(
     "Log L axis",
+    value=plots.squeezed(drawn),
     key="cmp_log_x",
-    help="Runs whose tolerances lie decades apart (µs against ms) each keep their shape on a "
-    "logarithmic L axis (L = 0 is left out).",
+    help="Runs whose tolerances lie decades apart (µs against ms), or whose critical latencies "
+    "lie far below their tolerances, keep their shape on a logarithmic L axis (L = 0 is left "
+    "out). On at first when a run's critical latencies all lie in the first tenth of its range.",
 )
-groups = list(comparison.curves.groupby("run", sort=False))
-L0 = sel.params.L
-xu, xs = plots.time_unit(float(grid.max()))
-top = max(float(f["runtime_ns"].max()) for _, f in groups)
-yu, ys = plots.time_unit(top)
+own_range = st.radio(
+    "L axis",
+    ["each run on its own range", "one axis for all runs"],
+    horizontal=True,
+    key="cmp_axis",
+    help="Each run's curve covers 0 to 1.25 × its largest tolerance; runs whose tolerances lie "
+    "decades apart keep their shape each on its own axis, or together on a log axis.",
+).startswith("each")
 slowdown = mode.startswith("Slowdown")
-fig_T = go.Figure()
-fig_l = go.Figure()
-for i, ((name, frame), r) in enumerate(zip(groups, comparison.runs, strict=True)):
-    color = plots.SERIES_COLORS[i % len(plots.SERIES_COLORS)]
-    base = r.runtime_ns
-    y = (
-        (frame["runtime_ns"] / base - 1.0) * 100.0
-        if slowdown and base > 0
-        else frame["runtime_ns"] / ys
-    )
-    fig_T.add_trace(
-        go.Scatter(
-            x=frame["L_ns"] / xs,
-            y=y,
-            mode="lines+markers",
-            marker={"size": 4},
-            name=name,
-            line={
-                "color": color,
-                "width": 2,
-                "dash": plots.LINE_DASHES[i % len(plots.LINE_DASHES)],
-            },
-            customdata=np.stack([frame["runtime_ns"] / ys, frame["lambda_L"]], axis=1),
-            hovertemplate=f"{name}<br>L = %{{x:.6g}} {xu}<br>T = %{{customdata[0]:.9g}} {yu}"
-            "<br>λ_L = %{customdata[1]:g}<extra></extra>",
-        )
-    )
-    fig_l.add_trace(
-        go.Scatter(
-            x=frame["L_ns"] / xs,
-            y=frame["lambda_L"],
-            mode="lines",
-            line_shape="hv",
-            name=name,
-            line={
-                "color": color,
-                "width": 2,
-                "dash": plots.LINE_DASHES[i % len(plots.LINE_DASHES)],
-            },
-            hovertemplate=f"{name}<br>L = %{{x:.6g}} {xu}<br>λ_L = %{{y:g}}<extra></extra>",
-        )
-    )
-if slowdown:
-    for x in comparison.levels:
-        fig_T.add_hline(y=100 * x, line_dash="dot", line_color="#7f7f7f", line_width=1)
-for fig in (fig_T, fig_l):
-    fig.add_vline(x=L0 / xs, line_dash="dash", line_color="#7f7f7f", line_width=1)
-    if log_x:
-        fig.update_xaxes(type="log")
-    fig.update_layout(
-        xaxis_title=f"network latency L ({xu})",
-        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
-        margin={"t": 50, "r": 20, "b": 20, "l": 20},
-        template="plotly_white",
-    )
-fig_T.update_layout(
-    title="Slowdown over L (dotted: the tolerance levels)"
-    if slowdown
-    else "Predicted runtime T(L)",
-    yaxis_title="T(L) / T(L0) − 1 (%)" if slowdown else f"T ({yu})",
+fig_T, fig_l = plots.comparison_figures(
+    drawn,
+    sel.params.L,
+    comparison.levels,
+    slowdown=slowdown,
+    log_x=log_x,
+    own_range=own_range,
 )
-fig_l.update_layout(title="Latency sensitivity λ_L = ∂T/∂L", yaxis_title="λ_L (messages)")
-left, right = st.columns(2)
-left.plotly_chart(fig_T, width="stretch", key="cmp-fig-T")
-right.plotly_chart(fig_l, width="stretch", key="cmp-fig-lambda")
+st.plotly_chart(fig_T, width="stretch", key="cmp-fig-T")
+st.plotly_chart(fig_l, width="stretch", key="cmp-fig-lambda")
 st.caption(
-    f"{len(grid)} latencies from 0 to {display.duration(float(grid.max()))}, the same for every run "
-    "(exact T and right derivative λ_L at each; dashed: L0)."
+    "Each curve is the run's exact T(L) from its critical-latency search (T linear and λ_L "
+    "constant between two breakpoints): "
+    + "; ".join(
+        f"{c.name}: {len(s.critical):,} critical latencies in [{display.duration(s.lo)}, "
+        f"{display.duration(s.hi)}]"
+        for c, s in zip(comparison.runs, searches, strict=True)
+    )
+    + ". Marked: the breakpoints where λ_L jumps by at least 1% (all of them on the Latency "
+    "page)."
 )
+incomplete = [(c.name, s) for c, s in zip(comparison.runs, searches, strict=True) if not s.complete]
+for name, s in incomplete:
+    st.warning(
+        f"{name}: the search used its budget of {s.max_evaluations:,} evaluations and left "
+        f"{len(s.unresolved):,} intervals unresolved (each holds at least one more critical "
+        "latency; the curve is a straight line across them, an upper bound)."
+    )
 
 # ---------------------------------------------------------------------- tolerances
 st.subheader("Tolerances")

@@ -94,7 +94,7 @@ st.title("Cypher console")
 with controls.readable_errors("Query limits"):
     limits = config.query_limits()
     st.caption(
-        f"Read-only queries on {store_access.location()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
+        f"Read-only queries on {store_access.shown()}. Nodes: `Run`, `Op` (`run`, `vid`, `rank`, "
         "`seq`, `kind`, `cost_ns`, `size`, `peer`, `tag`), `Analysis`; relationships `NEXT`, `ISTART`, "
         "`MSG {size}`, `RESULT`. `$run_name` is bound to the run chosen below. Each query runs "
         f"in a worker process limited to {limits.memory_bytes / (1 << 30):g} GiB and "

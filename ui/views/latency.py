@@ -170,7 +170,6 @@ if crit is None:
 
 curve = exact_curve(crit)
 ranked = page_work.breakpoints(crit, min_jump_pct / 100.0)
-marked = list(ranked["at_ns"]) if show_critical else []
 st.plotly_chart(
     plots.latency_figure(
         curve,
@@ -179,7 +178,7 @@ st.plotly_chart(
         L0,
         log_x=log_x,
         show_critical=show_critical,
-        markers=marked,
+        groups=ranked,
         points=int(points),
     ),
     key="plot_T_L",
@@ -224,6 +223,26 @@ shown = pd.DataFrame(
     }
 )
 st.dataframe(shown, hide_index=True, key="table_breakpoints")
+merged = ranked[ranked["merged"] > 1]
+if len(merged):
+    st.caption(
+        f"{len(merged):,} rows stand for runs of neighbouring small steps merged into one "
+        f"({int(merged['merged'].sum()):,} breakpoints): 'merged from' and 'merged to' say "
+        "where, 'breakpoints' how many; every one is listed below."
+    )
+with st.expander(f"All {len(crit.critical):,} exact critical latencies"):
+    before, after = crit.slopes()
+    every = pd.DataFrame(
+        {
+            "critical L": [display.duration(v, 9) for v in crit.critical],
+            "λ_L before": before,
+            "λ_L after": after,
+            "T there": [display.duration(v, 9) for v in crit.runtime_at(crit.critical)]
+            if crit.critical
+            else [],
+        }
+    )
+    st.dataframe(every, hide_index=True, key="table_every_critical")
 if len(ranked):
     choice = st.selectbox(
         "Open a critical latency on the critical-path page",

@@ -18,7 +18,7 @@ from llamp.config import (
 )
 from llamp.errors import InputError
 from llamp.lp.topology import LinkLatencies
-from llamp.ui import controls, display, page_work, plots
+from llamp.ui import controls, display, labels, page_work, plots
 
 st.title("Sensitivity matrices")
 sel = controls.selection("matrices")
@@ -159,7 +159,20 @@ cells = annotate and P <= 16
 if annotate and not cells:
     st.caption(f"{P} ranks: values are written in the cells up to 16 ranks; hover for values.")
 pair = "i ↔ j" if symmetric else "i → j"
-left, right = st.columns(2)
+# values in the cells: one heat map per row, so the cells are as large as the page allows
+left, right = (st.container(), st.container()) if cells else st.columns(2)
+width = labels.FIGURE_WIDTH_PX if cells else labels.FIGURE_WIDTH_PX / 2
+height = max(420, min(800, 200 + 14 * P))
+unwritten = [
+    name
+    for name, M, fmt in (("λ_L", lam_L, "g"), ("λ_G", lam_G, ".4g"))
+    if cells and plots.cell_texts(M, fmt, plots.heatmap_cell_px(P, height, width)) is None
+]
+if unwritten:
+    st.caption(
+        f"The cells of {' and '.join(unwritten)} are too small for their values at {P} ranks: "
+        "hover a cell to read it."
+    )
 with left:
     clicked = st.plotly_chart(
         plots.pair_heatmap(
@@ -171,6 +184,7 @@ with left:
             colorscale="Reds",
             value_format="g",
             clickable=True,
+            width_px=width,
         ),
         key="plot_lambda_L",
         width="stretch",
@@ -187,6 +201,7 @@ with right:
             annotate=cells,
             colorscale="Blues",
             value_format=".4g",
+            width_px=width,
         ),
         key="plot_lambda_G",
         width="stretch",
@@ -217,6 +232,7 @@ with st.expander("The per-pair costs L_ij and G_ij"):
             annotate=P <= 16,
             colorscale="Greys",
             value_format="g",
+            width_px=labels.FIGURE_WIDTH_PX / 2,
         ),
         key="plot_costs_L",
         width="stretch",
@@ -229,6 +245,7 @@ with st.expander("The per-pair costs L_ij and G_ij"):
             annotate=P <= 16,
             colorscale="Greys",
             value_format="g",
+            width_px=labels.FIGURE_WIDTH_PX / 2,
         ),
         key="plot_costs_G",
         width="stretch",

@@ -17,7 +17,7 @@ from llamp.ui import controls, display, store_access, uploads
 
 settings = config.ui_settings()
 st.title("Runs")
-st.caption(f"Graph store: {store_access.location()}")
+st.caption(f"Graph store: {store_access.shown()}")
 
 notice = st.session_state.pop("_runs_notice", None)
 if notice:

@@ -16,7 +16,7 @@ from llamp.ui import controls, display, plots, store_access
 
 st.title("Validation: predicted vs measured")
 st.caption(
-    f"Store: {store_access.location()} · results of `llamp validate --deltas 0,10,20,50,100us "
+    f"Store: {store_access.shown()} · results of `llamp validate --deltas 0,10,20,50,100us "
     "--network NAME -- mpirun …`"
 )
 
