@@ -109,7 +109,7 @@ def stencil_latency():
     from llamp.ingest.synthetic import stencil_with_vertices
     from llamp.lp import critical_latencies, tolerance
     from llamp.lp.critical import exact_curve
-    from llamp.ui.analyses import auto_range
+    from llamp.ui.page_work import auto_range
 
     graph = stencil_with_vertices(100_000, ranks=16)
     params = LogGPS.parse(L="3us")

@@ -178,7 +178,7 @@ def latency_figure(
 ) -> go.Figure:
     """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked
     (``markers``: only these, e.g. the ones where λ_L jumps most; default: all). ``groups``:
-    the breakpoints that matter instead (:func:`llamp.ui.analyses.breakpoints`), a merged one
+    the breakpoints that matter instead (:func:`llamp.ui.page_work.breakpoints`), a merged one
     saying in its hover how many breakpoints it stands for and where."""
     lo, hi = float(critical.lo), float(critical.hi)
     xu, xs = time_unit(hi)
