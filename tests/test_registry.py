@@ -151,28 +151,27 @@ class _Task:
 
 # ---------------------------------------------------------------------- analyses of several runs
 def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
-    """The Compare page's tolerance levels, largest L and points are ``llamp compare``'s
-    ``--x``, ``--to`` and ``--points``, read by the same parsers."""
+    """The Compare page's tolerance levels and largest L are ``llamp compare``'s ``--x`` and
+    ``--to``, read by the same parsers (the page draws exact curves: no ``--points``)."""
     from llamp.ui import run_comparison
 
-    page = run_comparison.settings("0.5%, 2", "20us", 9)
-    assert page == _cli_settings(
-        "compare", ["b.npz", "--x", "0.5%,2", "--to", "20us", "--points", "9"]
-    )
-    assert page.levels == (0.005, 0.02) and page.hi == 20_000.0 and page.points == 9
-    assert run_comparison.settings("1,2,5", "", 21) == ANALYSES["compare"].default_settings()
+    page = run_comparison.settings("0.5%, 2", "20us")
+    assert page == _cli_settings("compare", ["b.npz", "--x", "0.5%,2", "--to", "20us"])
+    assert page.levels == (0.005, 0.02) and page.hi == 20_000.0
+    assert run_comparison.settings("1,2,5", "") == ANALYSES["compare"].default_settings()
     with pytest.raises(InputError, match=r"^largest L 0us: must be > 0"):
-        run_comparison.settings("1", "0us", 21)
+        run_comparison.settings("1", "0us")
     with pytest.raises(LlampError, match=r"has no unit"):
-        run_comparison.settings("1", "20", 21)  # a page's duration needs a unit
+        run_comparison.settings("1", "20")  # a page's duration needs a unit
     with pytest.raises(InputError, match=r"^--to 0us: must be > 0"):
         ANALYSES["compare"].parse({"hi": "0us"})
 
 
 @pytest.mark.parametrize("hi", ["", "4us"])
 def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny, monkeypatch):
-    """The UI's Compare runner (figures and curve per run, kept per run) assembles the
-    registry's ``compare`` of the same runs exactly, with the automatic or a fixed L grid."""
+    """The UI's Compare runner (figures and critical-latency search per run, kept per run)
+    gives the registry's ``compare`` figures of the same runs exactly, and its exact curves
+    pass through every point of the command line's sampled ones."""
     from hand_graphs import paper_example
 
     from llamp.lp.registry import Inputs
@@ -184,9 +183,18 @@ def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny,
     monkeypatch.setattr(stored, "find", lambda *args: None)
     monkeypatch.setattr(stored, "save", lambda *args: None)
     params = LogGPS(L=500.0, o=0.0, G=5.0)
-    settings = run_comparison.settings("1,5", hi, 7)
+    settings = run_comparison.settings("1,5", hi)
 
-    ui, grid = run_comparison.work([("a", "ta"), ("b", "tb")], params, settings)(_Task())
+    ui = run_comparison.work([("a", "ta"), ("b", "tb")], params, settings.levels, settings.hi)(
+        _Task()
+    )
     cli = ANALYSES["compare"].run(list(graphs.values()), Inputs(params, names=("a", "b")), settings)
-    assert ui.as_dict() == cli.as_dict()
-    assert list(grid) == sorted(set(cli.curves["L_ns"]))
+    mine, theirs = ui.comparison.as_dict(), cli.as_dict()
+    mine.pop("curves"), theirs.pop("curves")
+    assert mine == theirs
+    for search, name in zip(ui.critical, ("a", "b"), strict=True):
+        sampled = cli.curves[cli.curves["run"] == name]
+        inside = sampled[sampled["L_ns"] <= search.hi]
+        assert len(inside) >= 2
+        exact = search.runtime_at(inside["L_ns"].to_numpy())
+        assert exact.tolist() == pytest.approx(inside["runtime_ns"].tolist(), rel=1e-12)
