@@ -11,6 +11,10 @@ setting ``Run.complete`` in a last transaction.
 :meth:`Neo4jStore.cleanup` (run on open) removes only loads that stopped more than
 ``stale_after_s`` ago: a load still running in another process is left alone.
 
+A run is read back a page of 2^18 ops at a time by two statements, one ``Op.key`` index range
+scan each (:func:`_page_statements`): the ops' columns, and the edges of every relationship type
+with their far ends as node ids; the two run side by side, a page ahead of the decoding.
+
 Reads run in ``READ_ACCESS`` sessions, which Neo4j refuses to write in; ad hoc reads must also
 pass the allow-list (:mod:`llamp.graphdb.readonly`). Uniqueness constraints on ``Run.id``,
 ``Run.name``, ``Op.key`` and ``Analysis.id`` (:data:`~llamp.graphdb.schema.NEO4J_DDL`) keep
