@@ -11,6 +11,10 @@ setting ``Run.complete`` in a last transaction.
 :meth:`Neo4jStore.cleanup` (run on open) removes only loads that stopped more than
 ``stale_after_s`` ago: a load still running in another process is left alone.
 
+A run is read back a page of 2^18 ops at a time by two statements, one ``Op.key`` index range
+scan each (:func:`_page_statements`): the ops' columns, and the edges of every relationship type
+with their far ends as node ids; the two run side by side, a page ahead of the decoding.
+
 Reads run in ``READ_ACCESS`` sessions, which Neo4j refuses to write in; ad hoc reads must also
 pass the allow-list (:mod:`llamp.graphdb.readonly`). Uniqueness constraints on ``Run.id``,
 ``Run.name``, ``Op.key`` and ``Analysis.id`` (:data:`~llamp.graphdb.schema.NEO4J_DDL`) keep
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
@@ -34,9 +40,12 @@ from tqdm import tqdm
 from llamp.config import redact
 from llamp.errors import InputError, QueryError, StoreError
 from llamp.graphdb.locking import Notify, stderr_notify
-from llamp.graphdb.schema import KEY_SHIFT, NEO4J_DDL, OP, RESULT
+from llamp.graphdb.schema import EDGE_KINDS, KEY_SHIFT, NEO4J_DDL, OP, RESULT
 from llamp.graphdb.store import GraphStore
 from llamp.graphdb.tables import RunRows
+
+if TYPE_CHECKING:
+    from llamp.graphdb.store import RunInfo
 
 
 def _driver_module() -> Any:
@@ -78,8 +87,9 @@ class Neo4jStore(GraphStore):
     backend = "neo4j"
     #: Rows per UNWIND batch (one transaction each).
     batch_rows = 20_000
-    #: Vertices per read-back page (key range).
-    page_vertices = 200_000
+    #: Vertices per read-back page (key range): each page is two statements, the next
+    #: page's running on the server while this one is decoded.
+    page_vertices = 1 << 18
 
     def __init__(
         self,
@@ -259,6 +269,34 @@ class Neo4jStore(GraphStore):
                 return session.execute_write(work)
         except (self._errors.Neo4jError, self._errors.DriverError) as err:
             raise self._error(err) from None
+
+    # ------------------------------------------------------------------ reading back
+    def _run_pages(self, info: RunInfo) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """The run's ops and the edges leaving them, a key range at a time, two statements
+        per page (:func:`_page_statements`) run side by side on two sessions, the next page's
+        while this one is decoded: at most two pages are held. Far ends of edges come as
+        node ids (``dst_node``), turned into vids by :func:`graph_from_pages`."""
+        ops_text, edges_text = _page_statements(info.has_t_trace, info.has_label)
+        base = info.id << KEY_SHIFT
+
+        def fetch(text: str, lo: int, hi: int) -> dict[str, Any]:
+            keys, rows = self._records(text, {"lo": base + lo, "hi": base + hi}, write=False)
+            return dict(zip(keys, rows[0], strict=True))
+
+        bounds = [
+            (lo, min(lo + self.page_vertices, info.vertices))
+            for lo in range(0, info.vertices, self.page_vertices)
+        ]
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="llamp-neo4j-page") as pool:
+
+            def submit(lo: int, hi: int) -> tuple[Future[dict[str, Any]], ...]:
+                return pool.submit(fetch, ops_text, lo, hi), pool.submit(fetch, edges_text, lo, hi)
+
+            ahead = [submit(*page) for page in bounds[:1]]
+            for i in range(len(bounds)):
+                ops, edges = (future.result() for future in ahead.pop())
+                ahead.extend(submit(*page) for page in bounds[i + 1 : i + 2])
+                yield _ops_page(ops, base), _edges_page(edges, base)
 
     # ------------------------------------------------------------------ loading
     def _new_run_id(self) -> int:
@@ -501,6 +539,69 @@ def _unreachable_reason(err: Exception | None) -> str:
     found = re.search(r"\(reason (.+?)\)\s*$", text, flags=re.MULTILINE)
     first = next((line.strip() for line in text.splitlines() if line.strip()), text)
     return redact(found.group(1) if found else first)[:200].rstrip(". ")
+
+
+#: The op columns a read-back takes besides ``key`` and the node id, in the graph's order.
+_PAGE_COLUMNS = ("rank", "kind", "cost_ns", "size", "peer", "tag")
+
+
+def _page_statements(with_t_trace: bool, with_label: bool) -> tuple[str, str]:
+    """The two statements that read one page of a run (op keys in ``[$lo, $hi)``): its ops
+    and the edges leaving them, each one record of lists (a record per row costs Bolt 3×).
+
+    Both start from one range scan of the ``Op.key`` index, whose values come with it (the
+    vid is ``key − run·2^32``: no ``vid`` read). The ops' statement reads only the columns the
+    run has; the edges' statement expands the three relationship types at once and names the
+    far end by its node id (``id(b)``), which costs no property read: 10^6 ops and their
+    1.3·10^6 edges took 5.6 + 2.1 server CPU seconds this way, 7.1 + 5.6 as ``vid`` columns
+    and one index scan per relationship type."""
+    columns = [*_PAGE_COLUMNS, *(["t_trace_ns"] if with_t_trace else [])]
+    columns += ["label"] if with_label else []
+    scan = "MATCH (o:Op) WHERE o.key >= $lo AND o.key < $hi"
+    ops = f"{scan} RETURN collect(id(o)) AS node, collect(o.key) AS key, " + ", ".join(
+        f"collect(o.{c}) AS {c}" for c in columns
+    )
+    types = "|".join(EDGE_KINDS)
+    edges = (
+        f"MATCH (o:Op)-[r:{types}]->(b) WHERE o.key >= $lo AND o.key < $hi "
+        "RETURN collect(o.key) AS src, collect(id(b)) AS dst_node, collect(type(r)) AS type"
+    )
+    return ops, edges
+
+
+def _ops_page(values: dict[str, list[Any]], base: int) -> pa.Table:
+    """One page's op columns (lists from :func:`_page_statements`) as an Arrow table with
+    ``vid`` and ``node``; a column shorter than the page (``collect`` skips a null: a
+    property missing on some op) is a damaged run."""
+    rows = len(values["key"])
+    short = [name for name, column in values.items() if len(column) != rows]
+    if short:
+        raise StoreError(
+            f"the store holds ops without {', '.join(short)}: the run is damaged; delete it "
+            "and load it again"
+        )
+    columns: dict[str, Any] = {"vid": np.asarray(values.pop("key"), np.int64) - base}
+    columns["node"] = np.asarray(values.pop("node"), np.int64)
+    for name, column in values.items():
+        columns[name] = pa.array(column)
+    return pa.table(columns)
+
+
+def _edges_page(values: dict[str, list[Any]], base: int) -> pa.Table:
+    """One page's edges as ``src`` (vid), ``dst_node`` (node id) and ``kind`` (the graph's
+    edge-kind code of the relationship type)."""
+    types = pa.array(values["type"], pa.string()).dictionary_encode()
+    known = [EDGE_KINDS.get(name, -1) for name in types.dictionary.to_pylist()]
+    codes = np.asarray(known, np.int8)[types.indices.to_numpy(zero_copy_only=False)]
+    if np.any(codes < 0):
+        raise StoreError("the store holds an edge of an unknown type: the run is damaged")
+    return pa.table(
+        {
+            "src": np.asarray(values["src"], np.int64) - base,
+            "dst_node": np.asarray(values["dst_node"], np.int64),
+            "kind": codes,
+        }
+    )
 
 
 def _pending(run_id: int) -> str:

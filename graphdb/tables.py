@@ -300,7 +300,12 @@ def graph_from_pages(
 
     Any paging gives the same graph, column for column and edge for edge in the same order
     (one page holding every row included); a page with missing, repeated or foreign ops, or a
-    total of edges other than ``edges``, is a damaged run."""
+    total of edges other than ``edges``, is a damaged run.
+
+    A backend whose cheapest handle on an edge's far end is its own node id (Neo4j's ``id(b)``:
+    no property read) gives the ops a ``node`` column and the edges ``dst_node`` instead of
+    ``dst``; those ends are turned into vids once every page is in (the far end may lie in a
+    later page), and one that names no op of the run is a damaged run."""
     n = vertices
     rank = np.empty(n, np.int32)
     kind = np.empty(n, np.int8)
@@ -313,6 +318,8 @@ def graph_from_pages(
     index = index_dtype(n)
     src, dst = np.empty(edges, index), np.empty(edges, index)
     edge_kind = np.empty(edges, np.int8)
+    node: np.ndarray | None = None  # the backend's node id of each vertex (``node`` column)
+    far: np.ndarray | None = None  # the edges' far ends as node ids (``dst_node`` column)
     done = held = 0
     for ops, page_edges in pages:
         vid = _column(ops, "vid", np.int64)
@@ -340,23 +347,28 @@ def graph_from_pages(
         if label is not None:
             text = ops.column("label").to_numpy(zero_copy_only=False)
             label[done:hi] = text if order is None else text[order]
+        if "node" in ops.column_names:
+            node = np.empty(n, np.int64) if node is None else node
+            node[done:hi] = _column(ops, "node", np.int64, order)
         done = hi
         page_src = _column(page_edges, "src", None)
-        page_dst = _column(page_edges, "dst", None)
+        by_node = "dst_node" in page_edges.column_names
+        page_dst = _column(page_edges, "dst_node" if by_node else "dst", None)
         m = page_src.shape[0]
         if held + m > edges:
             raise StoreError(
                 f"the store holds more than {edges} edges for this run: the run is damaged"
             )
-        if m and not (
-            page_src.min() >= 0
-            and page_src.max() < n
-            and page_dst.min() >= 0
-            and page_dst.max() < n
-        ):
+        if m and not (page_src.min() >= 0 and page_src.max() < n):
+            raise StoreError("the store returned an edge from an op outside the selection")
+        if by_node:
+            far = np.empty(edges, np.int64) if far is None else far
+            far[held : held + m] = page_dst
+        elif m and not (page_dst.min() >= 0 and page_dst.max() < n):
             raise StoreError("the store returned an edge to an op outside the selection")
+        else:
+            dst[held : held + m] = page_dst
         src[held : held + m] = page_src
-        dst[held : held + m] = page_dst
         edge_kind[held : held + m] = _column(page_edges, "kind", np.int8)
         held += m
     if done != n:
@@ -366,6 +378,10 @@ def graph_from_pages(
         )
     if held != edges:
         raise StoreError(f"the store holds {held} edges for a run of {edges}: the run is damaged")
+    if far is not None:
+        if node is None:
+            raise StoreError("the store named edge ends by node ids but gave none for its ops")
+        dst[:] = _vids_of_nodes(node, far)
     streams = {}
     if meta.get(STREAMS):
         streams = decode_streams(meta, int(meta.get("vertices_total", n)))
@@ -386,6 +402,21 @@ def graph_from_pages(
         meta=meta,
         **streams,
     )
+
+
+def _vids_of_nodes(node: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The vid of each node id in ``wanted``, ``node`` being every vertex's node id by vid (no
+    sort when the ids already rise with the vid, as after a load in vid order)."""
+    rising = node.size < 2 or bool(np.all(node[1:] > node[:-1]))
+    order = None if rising else np.argsort(node, kind="stable")
+    ordered = node if order is None else node[order]
+    if ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]):
+        raise StoreError("the store returned two ops as one node: the run is damaged")
+    pos = np.searchsorted(ordered, wanted)
+    np.minimum(pos, max(ordered.size - 1, 0), out=pos)
+    if wanted.size and (ordered.size == 0 or not np.array_equal(ordered[pos], wanted)):
+        raise StoreError("the store returned an edge to an op outside the run: it is damaged")
+    return pos if order is None else order[pos]
 
 
 __all__ = [

@@ -652,6 +652,40 @@ def test_a_page_with_missing_ops_is_a_damaged_run(tiny):
         graph_from_pages(3, [(ops.slice(0, 4), edges)], **kw)
 
 
+def test_edge_ends_named_by_node_ids_become_vids_and_a_foreign_one_is_damage(tiny):
+    """A backend may name an edge's far end by its own node id (Neo4j's ``id(b)``): the ids,
+    in any order against the vids and spread over pages, give back the run's edges; an id no
+    op of the run has is a damaged run."""
+    from llamp.graphdb.tables import RunRows, graph_from_pages
+
+    n = tiny.num_vertices
+    node = np.random.default_rng(3).permutation(n).astype(np.int64) * 7 + 100
+    ops = RunRows(tiny, 1).ops(0, n).append_column("node", pa.array(node))
+    src, dst, kind = tiny.edge_src, tiny.edge_dst, tiny.edge_kind
+
+    def page(lo: int, hi: int, far: np.ndarray) -> tuple[pa.Table, pa.Table]:
+        mine = (src >= lo) & (src < hi)
+        edges = pa.table({"src": src[mine], "dst_node": far[mine], "kind": kind[mine]})
+        return ops.slice(lo, hi - lo), edges
+
+    kw = {
+        "meta": {},
+        "vertices": n,
+        "edges": tiny.num_edges,
+        "with_t_trace": tiny.t_trace_ns is not None,
+        "with_label": False,
+    }
+    mid = n // 2
+    back = graph_from_pages(
+        tiny.num_ranks, [page(0, mid, node[dst]), page(mid, n, node[dst])], **kw
+    )
+    assert back.equals(tiny)
+    foreign = node[dst].copy()
+    foreign[-1] = 99  # no op's id
+    with pytest.raises(StoreError, match="outside the run"):
+        graph_from_pages(tiny.num_ranks, [page(0, n, foreign)], **kw)
+
+
 TRACES = TESTS / "data" / "traces"
 #: One sample per reader (llamp.ingest.FORMATS): rank-file traces, OTF2, DUMPI, SimGrid
 #: time-independent, GOAL text, Chakra execution traces, and a saved .npz graph.
