@@ -76,6 +76,20 @@ LANES_POINTS = 2
 HUGE_EVENTS = 50_000_000
 
 
+def _probe_least(events: int) -> int:
+    """Values from which probes take the lane kernels (:data:`LANES_PROBES`, 2 from
+    :data:`LARGE_EVENTS` events, 1 from :data:`HUGE_EVENTS`)."""
+    if events >= HUGE_EVENTS:
+        return 1
+    return 2 if events >= LARGE_EVENTS else LANES_PROBES
+
+
+def _per_pass(mask: int, rows: int) -> int:
+    """Lanes one pass holds: at most :data:`LANES` and :data:`LANE_BYTES` of lane state
+    (``rows`` values per event of a ring of ``mask + 1`` events)."""
+    return int(max(1, min(LANES, LANE_BYTES // (8 * rows * (mask + 1)))))
+
+
 @dataclass(frozen=True)
 class Point:
     """``T`` and its one-sided derivatives at one configuration (graph engine)."""
@@ -270,9 +284,7 @@ class GraphEngine:
         sa = np.ascontiguousarray(ev.fixed[:, [col, col]])
         sb = np.ascontiguousarray(ev.scaled[:, [col, col]])
         sgn = np.array([1.0, -1.0])
-        least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
-        if ev.num_events >= HUGE_EVENTS:
-            least = 1
+        least = _probe_least(ev.num_events)
         if values.size < least:  # the scalar kernels: no ring to size (a pass)
             mask, width = 0, 1
         else:
@@ -334,18 +346,15 @@ class GraphEngine:
         ev = self.events(params)
         if ev.num_events == 0:
             return WORKERS
-        fit = LANE_BYTES // (8 * 3 * (self.mask(params) + 1))
-        per_pass = int(max(1, min(LANES, fit)))
-        least = 2 if ev.num_events >= LARGE_EVENTS else LANES_PROBES
-        return (per_pass if per_pass >= least else 1) * WORKERS
+        per_pass = _per_pass(self.mask(params), 3)
+        return (per_pass if per_pass >= _probe_least(ev.num_events) else 1) * WORKERS
 
     def _lane_width(self, count: int, mask: int, rows: int, least: int) -> int:
         """Values per pass for ``count`` values: at most :data:`LANES` and :data:`LANE_BYTES`
         of state, the passes a multiple of the cores and as even as can be (200 values on 2
         cores: 4 passes of 50, not 64, 64, 64, 8), and 1 (the scalar kernels) below ``least``,
         where lanes do not pay."""
-        fit = LANE_BYTES // (8 * rows * (mask + 1))
-        passes = -(-count // int(max(1, min(LANES, fit))))
+        passes = -(-count // _per_pass(mask, rows))
         passes = -(-passes // WORKERS) * WORKERS
         width = -(-count // passes)
         return width if width >= least else 1

@@ -473,7 +473,6 @@ codec.register(RegionMap)
 
 
 def region_map(
-    run: str,
     graph: ExecutionGraph,
     params: ParamKey,
     axes: tuple[str, str],
@@ -490,7 +489,6 @@ def region_map(
 
 
 def region_preview_map(
-    run: str,
     graph: ExecutionGraph,
     params: ParamKey,
     axes: tuple[str, str],

@@ -82,9 +82,7 @@ with controls.readable_errors("Design space"):
         sel,
         "region",
         "Computing the exact regions and the heat map",
-        lambda graph, task: page_work.region_map(
-            sel.run, graph, sel.key, names, levels, box, int(cells)
-        ),
+        lambda graph, task: page_work.region_map(graph, sel.key, names, levels, box, int(cells)),
         (names, levels, box, int(cells)),
         stored_as="ui_region",
     )
@@ -94,7 +92,7 @@ with controls.readable_errors("Design space"):
             "region-preview",
             "Computing T over the box",
             lambda graph, task: page_work.region_preview_map(
-                sel.run, graph, sel.key, names, levels, box, int(cells)
+                graph, sel.key, names, levels, box, int(cells)
             ),
             (names, levels, box, int(cells)),
             stored_as="ui_region_preview",
