@@ -195,6 +195,28 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _read_back(case: str, n: int, server, read, repeat: int) -> tuple[dict[str, Any], Any]:
+    """The read-back row of ``read()`` (median of ``repeat``; server and client CPU per read)
+    and what the last read returned."""
+    cpu = _cpu_seconds(server.pid), time.process_time()
+    seconds, runs, back = median_time(read, repeat)
+    return (
+        row(
+            BENCH,
+            case,
+            "read-back",
+            n / seconds,
+            "vertices/s",
+            runs,
+            seconds=seconds,
+            load_avg=os.getloadavg()[0],
+            server_cpu_s=(_cpu_seconds(server.pid) - cpu[0]) / len(runs),
+            client_cpu_s=(time.process_time() - cpu[1]) / len(runs),
+        ),
+        back,
+    )
+
+
 def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
     """Load, read back and delete each graph on one local Neo4j Community server (JVM heap
     4 GiB, page cache 2 GiB). Each row carries the 1-minute load average and the CPU seconds
@@ -239,25 +261,11 @@ def _neo4j(graphs: list[tuple[ExecutionGraph, str]]) -> list[dict[str, Any]]:
                         client_cpu_s=time.process_time() - cpu[1],
                     )
                 )
-                cpu = _cpu_seconds(server.pid), time.process_time()
                 os.environ["LLAMP_HOME"] = str(home)  # the graph file load_run writes
-                seconds, runs, back = median_time(lambda: store.load_run("bench"), 1)
+                read, back = _read_back(case, n, server, lambda: store.load_run("bench"), 1)
                 assert back.equals(graph)
                 del back
-                out.append(
-                    row(
-                        BENCH,
-                        case,
-                        "read-back",
-                        n / seconds,
-                        "vertices/s",
-                        runs,
-                        seconds=seconds,
-                        load_avg=os.getloadavg()[0],
-                        server_cpu_s=_cpu_seconds(server.pid) - cpu[0],
-                        client_cpu_s=time.process_time() - cpu[1],
-                    )
-                )
+                out.append(read)
                 seconds, runs, _ = median_time(lambda: store.delete_run("bench"), 1)
                 out.append(
                     row(
@@ -336,23 +344,9 @@ def _neo4j_import(graph: ExecutionGraph, label: str, repeat: int) -> list[dict[s
             phase("open (constraints, indexes online)", time.perf_counter() - start)
             os.environ["LLAMP_HOME"] = str(root / "llamp-home")
             info = store.run_info("bench")
-            cpu = _cpu_seconds(server.pid), time.process_time()
             reads = repeat if n <= 1_000_000 else 1
-            seconds, runs, back = median_time(lambda: store._read_back(info), reads)
-            out.append(
-                row(
-                    BENCH,
-                    case,
-                    "read-back",
-                    n / seconds,
-                    "vertices/s",
-                    runs,
-                    seconds=seconds,
-                    load_avg=os.getloadavg()[0],
-                    server_cpu_s=(_cpu_seconds(server.pid) - cpu[0]) / len(runs),
-                    client_cpu_s=(time.process_time() - cpu[1]) / len(runs),
-                )
-            )
+            read, back = _read_back(case, n, server, lambda: store._read_back(info), reads)
+            out.append(read)
             assert back.equals(graph)
     except StoreError as err:
         out.append(row(BENCH, case, "import", float("nan"), "vertices/s", note=str(err)[:200]))
