@@ -93,13 +93,16 @@ def test_collective_what_if_rereads_the_chakra_trace_per_variant():
 
 
 def test_custom_ring_allreduce_as_send_recv_nodes():
-    """The ring written as 2(P−1) send/recv steps: at o = 0 and eager, T is the textbook ring."""
+    """ASTRA-sim's MSCCL ring written as 2(P−1) send/recv steps on one tag, each NPU a chain
+    send → recv → (reduce) → send …; the first P−1 receives are receive-reduce-copy steps
+    followed by a 7 µs COMP node. At o = 0 and eager, T is the textbook ring plus the reduces:
+    2(P−1)·(L + (n/P − 1)·G) + (P−1)·7 µs."""
     graph = read(RING)
     assert graph.num_ranks == 8
     assert int((graph.kind == SEND).sum()) == int((graph.kind == RECV).sum()) == 8 * 14
     L, G = 2000.0, 0.01
     T = evaluate(graph, LogGPS(L=L, o=0.0, G=G, S=1 << 40)).runtime_ns
-    assert T == pytest.approx(14 * (L + (MB // 8 - 1) * G), rel=1e-9)
+    assert T == pytest.approx(14 * (L + (MB // 8 - 1) * G) + 7 * 7000.0, rel=1e-9)
 
 
 def test_streams_groups_and_dependencies(tmp_path):
