@@ -18,8 +18,9 @@ How nodes become the graph (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`):
   messages match FIFO per (source, destination, tag, process group).
 - ``COMM_COLL_NODE``: collective ``comm_type`` (``CollectiveCommType``: ALL_REDUCE, REDUCE,
   ALL_GATHER, GATHER, SCATTER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER(_BLOCK), BARRIER) of
-  ``comm_size`` bytes — the collective's size as ASTRA-sim reads it: the all-reduce buffer, the
-  gathered output, the scattered input, the all-to-all send buffers together — on the process
+  ``comm_size`` bytes — the size as ASTRA-sim reads it: the all-reduce buffer, the scattered
+  input, and one member's share where each member has its own (an all-gather's input, an
+  all-to-all's send buffer: the collective moves ``P · comm_size``) — on the process
   group ``pg_name``, expanded by :mod:`llamp.ingest.nccl` (NCCL's own algorithm and protocol
   choice unless ``collectives`` picks one per operation, e.g. ``{"allreduce":
   "nccl_tree_ll128"}``). BARRIER is an all-reduce of its size (PyTorch's NCCL barrier); GATHER
@@ -57,7 +58,16 @@ from llamp.ingest import et_def_pb2 as pb
 from llamp.ingest import nccl
 from llamp.ingest.gpu_graph import GpuGraphBuilder
 
-__all__ = ["COLL_OPS", "is_chakra", "rank_files", "read_chakra", "stream_name", "write_chakra"]
+__all__ = [
+    "COLL_OPS",
+    "PER_MEMBER_SIZE",
+    "is_chakra",
+    "nccl_bytes",
+    "rank_files",
+    "read_chakra",
+    "stream_name",
+    "write_chakra",
+]
 
 _FILE_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et$")
 #: ``CollectiveCommType`` → the collective it is (names of :mod:`llamp.ingest.collectives`).
@@ -341,8 +351,24 @@ def _plan_instances(files, calls, members, choices, machine):
                         f"({files[first].name}, {node.where})",
                         path=str(files[r]),
                     )
-            plans[(g, k)] = (op, _plan(op, len(group), size, choices, machine))
+            plans[(g, k)] = (op, _plan(op, len(group), nccl_bytes(op, size, len(group)),
+                                       choices, machine))  # fmt: skip
     return plans
+
+
+#: Collectives whose ``comm_size`` is one member's buffer, not the collective's total: an
+#: all-gather's input (each member contributes ``comm_size``) and an all-to-all's send buffer
+#: (``comm_size / P`` to each member). ASTRA-sim's ring reads them so (``Ring.cc``: all-gather
+#: messages of ``comm_size``, all-to-all of ``comm_size / P``); Chakra's PyTorch converter
+#: writes the sum of the operation's input tensors.
+PER_MEMBER_SIZE = frozenset({"allgather", "alltoall"})
+
+
+def nccl_bytes(op: str, comm_size: int, P: int) -> int:
+    """The bytes NCCL's plan moves for a Chakra collective ``op`` of ``comm_size`` on ``P``
+    members: the all-gather's output and the all-to-all's send buffers together are
+    ``P · comm_size``; every other collective's ``comm_size`` is its buffer."""
+    return comm_size * P if op in PER_MEMBER_SIZE else comm_size
 
 
 def _plan(op: str, P: int, size: int, choices: dict[str, str], machine) -> nccl.NcclPlan:

@@ -13,7 +13,7 @@ from cli_process import llamp
 from llamp.errors import InputError, TraceError
 from llamp.graph import RECV, SEND
 from llamp.ingest import detect_format, et_def_pb2, nccl, read
-from llamp.ingest.chakra import read_chakra, write_chakra
+from llamp.ingest.chakra import nccl_bytes, read_chakra, write_chakra
 from llamp.lp import evaluate
 from llamp.params import LogGPS
 
@@ -48,14 +48,18 @@ def write_trace(directory: Path, per_rank: list[list]) -> Path:
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "all_to_all", "reduce_scatter"])
 @pytest.mark.parametrize("npus", [4, 8, 16])
 def test_microbenchmarks_expand_as_nccl_would(op, npus):
-    """One COMM_COLL node of 1 MiB per NPU becomes the NCCL plan NCCL's rule picks."""
+    """One COMM_COLL node of 1 MiB per NPU becomes the NCCL plan NCCL's rule picks; an
+    all-gather's and an all-to-all's 1 MiB is each NPU's own buffer (ASTRA-sim's reading), so
+    those move P MiB."""
     path = MICRO / op / f"{npus}npus_1MB"
     assert detect_format(path) == "chakra"
     graph = read(path)
     name = {"all_reduce": "allreduce", "all_gather": "allgather", "all_to_all": "alltoall"}
     coll = name.get(op, op)
-    alg, proto = nccl.choose(coll, npus, MB)
-    plan = nccl.plan(coll, npus, MB, algorithm=alg, protocol=proto, channels=2)
+    nbytes = MB * npus if op in ("all_gather", "all_to_all") else MB
+    assert nccl_bytes(coll, MB, npus) == nbytes
+    alg, proto = nccl.choose(coll, npus, nbytes)
+    plan = nccl.plan(coll, npus, nbytes, algorithm=alg, protocol=proto, channels=2)
     assert graph.num_ranks == npus
     assert graph.meta["collectives"] == {coll: f"{alg}/{plan.protocol.name}"}
     sends = graph.kind == SEND
@@ -63,6 +67,21 @@ def test_microbenchmarks_expand_as_nccl_would(op, npus):
     assert int(graph.size[sends].sum()) == sum(
         s.size for m in plan.lanes for lane in m for r in lane for s in r if s.kind == SEND
     )
+
+
+def test_all_gather_and_all_to_all_sizes_are_each_npus_buffer():
+    """ASTRA-sim's ring (Ring.cc) sends an all-gather's ``comm_size`` at every step and an
+    all-to-all's ``comm_size / P`` to each peer: each NPU sends (P−1)·1 MiB and (P−1)/P MiB."""
+    from llamp.ingest.nccl import NcclMachine
+
+    one = NcclMachine(channels=1)
+    gather = read(MICRO / "all_gather" / "4npus_1MB",
+                  collectives={"allgather": "nccl_ring_simple"}, nccl_machine=one)  # fmt: skip
+    a2a = read(MICRO / "all_to_all" / "4npus_1MB", nccl_machine=one)
+    for graph, per_rank in ((gather, 3 * MB), (a2a, 3 * MB // 4)):
+        sends = graph.kind == SEND
+        for r in range(4):
+            assert int(graph.size[sends & (graph.rank == r)].sum()) == per_rank
 
 
 def test_an_algorithm_and_protocol_can_be_chosen():
