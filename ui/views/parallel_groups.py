@@ -137,18 +137,41 @@ st.caption(
     "largest value of that variable, all others fixed, with T ≤ (1 + x)·T of the placement; "
     "unbounded when no critical path pays it."
 )
-rows = []
-for var in result.variables.to_dict(orient="records"):
-    row = dict(var)
-    mine = result.tolerances[
-        (result.tolerances["mapping"] == var["mapping"])
-        & (result.tolerances["variable"] == var["variable"])
-    ]
-    for level in mine.itertuples(index=False):
-        row[f"tolerance {level.x * 100:g}%"] = level.tolerance
-    rows.append(row)
-per_class = pd.DataFrame(rows)
-controls.table(per_class, key="table_pg_classes", kinds={"lambda_share": "share"})
+
+
+def _per_class(result, unit: str) -> pd.DataFrame:
+    """The latency (``unit`` ns) or gap (ns/B) variables of every placement of ``result``,
+    units in the column names: λ of a gap is bytes on the critical path."""
+    suffix, slope = ("_ns", "lambda") if unit == "ns" else ("_ns_per_byte", "lambda_bytes")
+    rows = []
+    for var in result.variables.to_dict(orient="records"):
+        if var["unit"] != unit:
+            continue
+        row = {
+            "mapping": var["mapping"],
+            "variable": var["variable"],
+            f"value{suffix}": var["value"],
+            slope: var["lambda"],
+            "lambda_share": var["lambda_share"],
+        }
+        mine = result.tolerances[
+            (result.tolerances["mapping"] == var["mapping"])
+            & (result.tolerances["variable"] == var["variable"])
+        ]
+        for level in mine.itertuples(index=False):
+            row[f"tolerance_{level.x * 100:g}pct{suffix}".replace(".", "_")] = level.tolerance
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+latencies, gaps = _per_class(result, "ns"), _per_class(result, "ns_per_byte")
+labels = {"lambda_bytes": "λ: critical-path bytes", "lambda": "λ"}
+st.markdown("**Latencies** (L_intra: NVLink, L_inter: network)")
+controls.table(latencies, key="table_pg_latencies", labels=labels)
+st.markdown("**Gaps** (G_intra: NVLink, G_inter: network, per NIC)")
+controls.table(gaps, key="table_pg_gaps", labels=labels)
 controls.csv_download(
-    per_class, f"{controls.slug(sel.name)}-placement-tolerance.csv", key="csv_pg_classes"
+    pd.concat([latencies, gaps], ignore_index=True),
+    f"{controls.slug(sel.name)}-placement-tolerance.csv",
+    key="csv_pg_classes",
 )
