@@ -745,7 +745,6 @@ class ShiftWalk:
         self.events = engine_for(graph).events(params)
         self.w, self.dw = edge_weights(self.events, params, model)
         self._cols = [np.ascontiguousarray(self.dw[:, j : j + 1]) for j in range(len(self.names))]
-        self._shifted = np.empty_like(self.w)  # the weights of a step, w + shift·∂w/∂x_j
 
     def point(self) -> tuple[float, dict[str, float]]:
         """``T`` and the right derivatives along every variable at the model's values (as
@@ -764,10 +763,7 @@ class ShiftWalk:
         if ev.num_events == 0:
             return 0.0, 0.0
         col = self._cols[self._index(variable)]
-        w = self.w
-        if shift:  # in place: a walk takes dozens of steps over E-long weights
-            w = np.multiply(col[:, 0], shift, out=self._shifted)
-            np.add(self.w, w, out=w)
+        w = self.w + shift * col[:, 0] if shift else self.w
         t, d, _ = forward_sweep(ev.in_ptr, ev.src, w, col, sign, REL_TOL, ABS_TOL_NS)
         T = float(t.max())
         tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
