@@ -32,7 +32,19 @@ How nodes become the graph (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`):
   name order) owns cpus ``3 + j·lanes`` onwards, one per lane of its collectives.
 - ``data_deps`` and ``ctrl_deps`` both become ``requires`` edges: a node starts once those it
   names have finished; nodes on one stream are ordered by these edges only (the per-stream
-  order of issue is the model's serialisation, docs/model.md).
+  order of issue is the model's serialisation, docs/model.md). A ``ctrl_deps`` id the file
+  does not hold is an error, except on a node without ``data_deps``: PyTorch's converter
+  writes a node's parent operation as its control dependency and drops the profiler's
+  process node, so the root of every converted trace names a parent that is not there.
+- A host-only (gloo) PyTorch run: ``chakra_converter PyTorch`` makes communication nodes of
+  NCCL kernels only, so the collectives of a gloo run arrive as host ``COMP_NODE`` records
+  named for the backend's operation (``gloo:all_reduce`` …, the operation that moves the data;
+  its ``c10d::`` parent only enqueues it). These are read as the ``COMM_COLL_NODE`` they are:
+  the size is the bytes of the tensors in the node's ``inputs.values`` (the execution trace's
+  ``[id, storage, offset, numel, itemsize, device]``; an all-gather's contribution times the
+  ranks), on the world group (gloo's operations name no process group), the measured duration
+  replaced by the model's cost as for any collective. gloo's point-to-point, gather, scatter
+  and sparse operations are refused: the trace does not carry their peer or layout.
 
 Errors name the file, the record (its index and byte offset) and the reason: a length prefix
 that runs past 5 bytes or past the end of the file, a record that does not parse as its
@@ -42,6 +54,7 @@ id the file does not hold, a send without its receive, members that disagree on 
 
 from __future__ import annotations
 
+import ast
 import gzip
 import re
 from collections.abc import Iterator
@@ -88,6 +101,19 @@ _MAX_PREFIX_BYTES = 5  # a varint32 length
 _GZIP_MAGIC = b"\x1f\x8b"
 _NODE_TYPES = frozenset(pb.NodeType.values())
 _COMM_TYPES = frozenset(pb.CollectiveCommType.values())
+#: gloo's host operations (``gloo:<op>`` record functions of ProcessGroupGloo) that are
+#: collectives, and what each is; its others (send, recv, gather, scatter,
+#: sparse_all_reduce) are refused (module docstring).
+_GLOO_OPS = {
+    "gloo:all_reduce": pb.ALL_REDUCE,
+    "gloo:all_gather": pb.ALL_GATHER,
+    "gloo:broadcast": pb.BROADCAST,
+    "gloo:reduce": pb.REDUCE,
+    "gloo:all_to_all": pb.ALL_TO_ALL,
+    "gloo:barrier": pb.BARRIER,
+}
+_GLOO_PREFIX = "gloo:"
+_MAX_INPUTS_CHARS = 1 << 16  # a gloo operation's inputs: a few tensors, well under this
 
 
 # --------------------------------------------------------------------------- files
@@ -182,13 +208,16 @@ def _attrs(node: Any) -> dict[str, Any]:
 class _Node:
     """The fields of one node the graph needs; ``where`` (for errors) is formatted on use."""
 
-    __slots__ = ("id", "name", "type", "deps", "duration_ns", "attrs", "index", "pos")
+    __slots__ = ("id", "name", "type", "deps", "rooted", "duration_ns", "attrs", "index", "pos")
 
     def __init__(self, node: Any, attrs: dict[str, Any], index: int, pos: int) -> None:
         self.id = node.id
         self.name = node.name
         self.type = node.type
         self.deps = (*node.data_deps, *node.ctrl_deps)
+        # a root (no data dependency) whose control parent is not in the file: PyTorch's
+        # converter drops the profiler's process node and keeps its thread node's link to it
+        self.rooted = not node.data_deps
         self.duration_ns = node.duration_micros * 1000.0
         self.attrs = attrs
         self.index = index
@@ -199,8 +228,51 @@ class _Node:
         return f"record {self.index} at byte {self.pos}: node {self.id} {self.name!r}"
 
 
-def _nodes(path: Path) -> Iterator[_Node]:
-    """The nodes of one rank file, checked against the schema (module docstring)."""
+def _tensor_bytes(values: Any) -> int:
+    """Bytes of the tensors in an execution trace's ``inputs.values``: each tensor is
+    ``[id, storage id, offset, numel, itemsize, device]``, alone or in (nested) lists."""
+    if (
+        isinstance(values, list)
+        and len(values) == 6
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in values[:5])
+        and isinstance(values[5], str)
+    ):
+        return values[3] * values[4]
+    if isinstance(values, list):
+        return sum(_tensor_bytes(v) for v in values)
+    return 0
+
+
+def _gloo_collective(node: Any, world: int, index: int, pos: int, path: Path) -> dict[str, int]:
+    """``comm_type`` and ``comm_size`` of a gloo host operation (module docstring)."""
+    where = f"record {index} at byte {pos}: node {node.id} {node.name!r}"
+    kind = _GLOO_OPS.get(node.name)
+    if kind is None:
+        raise TraceError(
+            f"{where}: gloo operation {node.name[len(_GLOO_PREFIX) :]!r} is not read: the "
+            f"trace does not carry its peer or layout (read: "
+            f"{', '.join(n[len(_GLOO_PREFIX) :] for n in _GLOO_OPS)})",
+            path=str(path),
+        )
+    text = node.inputs.values
+    try:
+        if len(text) > _MAX_INPUTS_CHARS:
+            raise ValueError
+        values = ast.literal_eval(text) if text else []
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise TraceError(
+            f"{where}: inputs.values is not a list of tensors: {text[:60]!r}",
+            path=str(path),
+        ) from None
+    size = _tensor_bytes(values)
+    if size == 0 and kind != pb.BARRIER:
+        raise TraceError(f"{where}: no input tensor gives its size", path=str(path))
+    return {"comm_type": kind, "comm_size": size * world if kind == pb.ALL_GATHER else size}
+
+
+def _nodes(path: Path, world: int) -> Iterator[_Node]:
+    """The nodes of one rank file, checked against the schema (module docstring); gloo host
+    collectives of a ``world``-rank run become the collective nodes they are."""
     records = _records(path)
     for index, pos, raw in records:
         try:
@@ -226,7 +298,15 @@ def _nodes(path: Path) -> Iterator[_Node]:
                 f"{', '.join(n for n in pb.NodeType.keys() if n != 'INVALID_NODE')})",
                 path=str(path),
             )
-        yield _Node(node, _attrs(node) if node.attr else {}, index, pos)
+        attrs = _attrs(node) if node.attr else {}
+        if node.type == pb.COMP_NODE and node.name.startswith(_GLOO_PREFIX):
+            attrs.update(_gloo_collective(node, world, index, pos, path))
+            attrs.pop("pg_name", None)
+            out = _Node(node, attrs, index, pos)
+            out.type = pb.COMM_COLL_NODE
+            yield out
+        else:
+            yield _Node(node, attrs, index, pos)
 
 
 def _int_attr(node: _Node, name: str, path: Path, default: int | None = None) -> int:
@@ -280,7 +360,7 @@ def read_chakra(
     comm_types = (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE)
     for r, f in enumerate(files):
         used: set[str] = set()
-        nodes = list(_nodes(f))
+        nodes = list(_nodes(f, P))
         for node in nodes:
             if node.type in comm_types:
                 pg = str(node.attrs.get("pg_name", ""))
@@ -426,6 +506,8 @@ def _build_rank(builder, r, f, nodes, stream, group_id, members, plans) -> None:
             deps.append((node, d))
     for node, d in deps:
         if d not in ends:
+            if node.rooted:
+                continue
             raise TraceError(
                 f"{node.where}: depends on node {d}, which this file does not hold", path=str(f)
             )

@@ -38,7 +38,7 @@ import hashlib
 import itertools
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -240,11 +240,13 @@ def compare_group_placements(
     machine: GpuMachine,
     orders: Sequence[Sequence[str]] | None = None,
     x: Sequence[float] = DEFAULT_TOLERANCES,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> GroupPlacement:
     """``T``, λ per link class and x % tolerances of the trace's rank order and of each
     ``order`` of the parallel dimensions (default: every order, for at most
     :data:`MAX_DEFAULT_DIMS` dimensions) on ``machine`` (module docstring). ``params`` gives
-    ``o`` and ``S``; the machine gives ``L`` and ``G``."""
+    ``o`` and ``S``; the machine gives ``L`` and ``G``. ``progress(done, total, layout)`` is
+    called after each layout."""
     started = time.perf_counter()
     dims, skipped = parallel_dims(graph)
     names = [d.name for d in dims]
@@ -268,7 +270,7 @@ def compare_group_placements(
     rows, variables, tolerances = [], [], []
     share = machine.nic_share()
     done: dict[bytes, GpuMachineAnalysis] = {}
-    for label, slot in slots.items():
+    for done_layouts, (label, slot) in enumerate(slots.items(), 1):
         node = slot // n
         cross = node[src] != node[dst]
         # two layouts that put every message on the same link class with the same NIC share
@@ -290,6 +292,8 @@ def compare_group_placements(
         rows.append(row)
         variables.append(result.variables.assign(mapping=label))
         tolerances.append(result.tolerances.assign(mapping=label))
+        if progress is not None:
+            progress(done_layouts, len(slots), label)
     frame = pd.DataFrame(rows)
     T0 = float(frame.loc[0, "runtime_ns"])
     frame.insert(2, "vs_traced", frame["runtime_ns"] / T0 - 1.0 if T0 > 0 else 0.0)

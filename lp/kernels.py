@@ -11,7 +11,8 @@ one forward pass — ``t[p] = max_k t[src[k]] + w[k]`` — gives every event tim
   max) the larger slope is kept for right derivatives (``sign`` +1), the smaller for left
   (−1), which makes them exact one-sided derivatives of a max of affine functions. The in-edge
   chosen at each event (``pred``) gives a critical path (:func:`backtrack_path`).
-- **per-edge weights** (:func:`edge_slopes`, :func:`edge_lanes`, :func:`affine_lanes`,
+- **per-edge weights** (:func:`message_weights` builds them from per-message latencies and
+  gaps; :func:`edge_slopes`, :func:`edge_lanes`, :func:`affine_lanes`,
   :func:`calc_lanes`): weights given per edge or per message (heterogeneous LogGP, topologies,
   compute noise, placements, 2-D regions).
 - **lanes** (:func:`pair_lanes`, :func:`sided_lanes` and the ``*_lanes`` variants): ``K``
@@ -484,6 +485,51 @@ def lanes(
 
 
 # ------------------------------------------------------------------------------ per-edge weights
+@numba.njit(cache=True, nogil=True)
+def message_weights(
+    pattern, value, fixed, scaled, msg, latency, gap, dlatency, dgap, o, g, scale, w, dw
+):  # pragma: no cover - compiled
+    """Per-edge weights and slopes under per-message latencies and gaps, in one pass.
+
+    Edge ``k`` has the coefficients ``c = fixed[q] + value[k]·scaled[q]`` (``q =
+    pattern[k]``; :meth:`~llamp.lp.event_graph.EventGraph.coefficients`) and, if it carries
+    message ``m = msg[k] ≥ 0``, that message's ``latency[m]``, ``gap[m]`` (else 0): ``w[k] =
+    c_const·scale[k] + c_L·L + c_G·G + c_o·o (+ c_g·g)`` and ``dw[k, j] = c_L·dlatency[m, j] +
+    c_G·dgap[m, j]`` (0 without a message), the operations of the array expression in
+    :func:`llamp.lp.weighted.edge_weights` in the same order (``scale`` empty: 1;
+    ``dlatency``/``dgap`` with no rows: no slope from them)."""
+    scaled_const = scale.shape[0] > 0
+    k_dim = dw.shape[1]
+    with_dl = dlatency.shape[0] > 0
+    with_dg = dgap.shape[0] > 0
+    for k in range(pattern.shape[0]):
+        q = pattern[k]
+        v = np.float64(value[k])
+        c0 = fixed[q, 0] + v * scaled[q, 0]
+        cl = fixed[q, 1] + v * scaled[q, 1]
+        cg = fixed[q, 2] + v * scaled[q, 2]
+        co = fixed[q, 3] + v * scaled[q, 3]
+        if scaled_const:
+            c0 = c0 * scale[k]
+        m = msg[k]
+        L = latency[m] if m >= 0 else 0.0
+        G = gap[m] if m >= 0 else 0.0
+        x = c0 + cl * L
+        x = x + cg * G
+        x = x + co * o
+        if g != 0.0:
+            x = x + (fixed[q, 4] + v * scaled[q, 4]) * g
+        w[k] = x
+        for j in range(k_dim):
+            d = 0.0
+            if m >= 0:
+                if with_dl:
+                    d = d + cl * dlatency[m, j]
+                if with_dg:
+                    d = d + cg * dgap[m, j]
+            dw[k, j] = d
+
+
 @numba.njit(cache=True, nogil=True)
 def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
     """:func:`slopes` with weights given per edge: edge ``k`` weighs ``w[k]``, its slope along

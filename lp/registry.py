@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -242,7 +243,8 @@ class Inputs:
 
     ``params``: the LogGPS parameters with every model option (:class:`LogGPS`); ``engine``:
     one of :data:`llamp.lp.ENGINES`; for the network what-ifs a ``topology`` spec, a rank
-    ``mapping`` file and the link ``latencies``; for ``classify`` its target ``network``;
+    ``mapping`` file and the link ``latencies``; for ``classify`` its target ``network``; for
+    the placement of parallel groups the ``gpu_machine`` (its spec text or the machine);
     ``profiles``: saved network profiles a region marks (name, LogGPS); ``report``: where
     progress goes; ``threads``: the Monte Carlo's workers (``None``: every core); ``names``:
     the runs of an analysis of several runs, in the order of their graphs (``None``: each
@@ -259,6 +261,7 @@ class Inputs:
     report: Report | None = None
     threads: int | None = None
     names: tuple[str, ...] | None = None
+    gpu_machine: Any = None  # a spec text, or a llamp.lp.gpu_machine.GpuMachine
 
     def progress(self, fraction: float | None, text: str) -> None:
         if self.report is not None:
@@ -392,6 +395,12 @@ class PlaceSettings:
     candidates: int = 16
     start: str = "best"
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class PlaceGroupsSettings:
+    layouts: tuple[str, ...] = ()
+    levels: tuple[float, ...] = config.DEFAULT_TOLERANCES
 
 
 # ---------------------------------------------------------------------- the entries
@@ -994,6 +1003,62 @@ def _place_scalars(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# place-groups ----------------------------------------------------------------
+def gpu_machine(inputs: Inputs):
+    """The :class:`~llamp.lp.gpu_machine.GpuMachine` of ``inputs`` (its spec text, or the
+    default machine when none is given)."""
+    from llamp.lp.gpu_machine import GpuMachine
+
+    given = inputs.gpu_machine
+    return given if isinstance(given, GpuMachine) else GpuMachine.parse(given or "")
+
+
+def _place_groups(graph: ExecutionGraph, inputs: Inputs, settings: PlaceGroupsSettings):
+    from llamp.lp.group_placement import compare_group_placements
+
+    def progress(done: int, total: int, label: str) -> None:
+        inputs.progress(done / total, f"layout {label} evaluated ({done} of {total})")
+
+    inputs.progress(0.0, "finding the parallel dimensions")
+    return compare_group_placements(
+        graph,
+        inputs.params,
+        gpu_machine(inputs),
+        [layout.split(",") for layout in settings.layouts] or None,
+        settings.levels,
+        progress=progress,
+    )
+
+
+def layout_key(label: str) -> str:
+    """A layout's name in a scalar's key: ``tp,dp,pp`` → ``tp_dp_pp``, ``as traced`` →
+    ``as_traced``."""
+    return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", label) if part)
+
+
+def _place_groups_scalars(payload: dict[str, Any]) -> dict[str, Any]:
+    """The fastest layout, ``runtime_ns`` and ``inter_node_bytes`` per layout, and the fastest
+    layout's λ and tolerances per link class (units in the names, as ``llamp gpu-machine``)."""
+    best = payload["best"]
+    out: dict[str, Any] = {"best": best}
+    for row in payload["mappings"]:
+        key = layout_key(row["mapping"])
+        out[f"runtime_ns_{key}"] = row["runtime_ns"]
+        out[f"inter_node_bytes_{key}"] = row["inter_node_bytes"]
+        if row["mapping"] == best:
+            out["runtime_ns"] = row["runtime_ns"]
+    units = {}
+    for var in payload["variables"]:
+        if var["mapping"] == best:
+            out[f"lambda_{var['variable']}"] = var["lambda"]
+            units[var["variable"]] = var["unit"]
+    for row in payload["tolerances"]:
+        if row["mapping"] == best:
+            key = f"tolerance_{pct(row['x'])}_{row['variable']}_{units[row['variable']]}"
+            out[key] = row["tolerance"]
+    return out
+
+
 # path ------------------------------------------------------------------------
 def _path(graph: ExecutionGraph, inputs: Inputs, settings: NoSettings):
     from llamp.lp.path import critical_path
@@ -1124,6 +1189,7 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
     from llamp.lp.classify import Classification, Network, Thresholds
     from llamp.lp.compare import Change, Comparison, RunFigures
     from llamp.lp.critical import CriticalLatencies, Segment, Unresolved
+    from llamp.lp.group_placement import GroupPlacement
     from llamp.lp.matrix import PairCosts, PairSensitivity
     from llamp.lp.path import CriticalPath
     from llamp.lp.placement import Machine, Placement
@@ -1144,6 +1210,7 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
         "classify": (Classification, (LogGPS, Network, Thresholds, Classification)),
         "mc": (Variability, (LogGPS, VariabilitySpec, Variability)),
         "place": (Placement, (Machine, Placement)),
+        "place-groups": (GroupPlacement, (GroupPlacement,)),
         "path": (CriticalPath, (LogGPS, CriticalPath)),
         "topology": (TopologyComparison, (TopologyAnalysis, TopologyComparison)),
         "compare": (
@@ -1602,6 +1669,33 @@ ANALYSES: dict[str, Analysis] = {
             uses=frozenset({"params", "topology", "latencies", "hostnames"}),
         ),
         Analysis(
+            "place-groups",
+            "T, λ and x% tolerance per link class of each placement of a training run's "
+            "parallel groups on a GPU machine (llamp place-groups)",
+            PlaceGroupsSettings,
+            (
+                Option(
+                    "layouts",
+                    "--layout",
+                    _texts,
+                    (),
+                    help="A placement: the parallel dimensions innermost first (e.g. tp,dp,pp: "
+                    "tensor-parallel groups fill a node first); repeat to compare several. "
+                    "Default: every order.",
+                    kind="multiple",
+                    metavar="D0,D1,…",
+                    study_default=[],
+                    study_type=list[str],
+                ),
+                levels_setting(_DEFAULT_X, "Tolerance levels", _DEFAULT_X_STUDY),
+            ),
+            _place_groups,
+            _as_dict,
+            _place_groups_scalars,
+            frozenset({"gpu"}),
+            uses=frozenset({"params", "gpu_machine"}),
+        ),
+        Analysis(
             "path",
             "the critical path and where its time goes, per rank (llamp path)",
             NoSettings,
@@ -1695,6 +1789,8 @@ __all__ = [
     "Option",
     "Report",
     "critical_search",
+    "gpu_machine",
+    "layout_key",
     "levels",
     "levels_setting",
     "machine",

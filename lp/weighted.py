@@ -18,8 +18,16 @@ import numpy as np
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
 from llamp.lp.engine import engine_for
-from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST, EventGraph
-from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, backtrack_path, edge_lanes, edge_slopes, ring_size
+from llamp.lp.event_graph import COEF_G, COEF_L, CONST, EventGraph
+from llamp.lp.kernels import (
+    ABS_TOL_NS,
+    REL_TOL,
+    backtrack_path,
+    edge_lanes,
+    edge_slopes,
+    message_weights,
+    ring_size,
+)
 from llamp.params import LogGPS
 
 PAIRWISE_NEEDS_EXPANSION = (
@@ -75,32 +83,43 @@ class MessageModel:
 def edge_weights(
     ev: EventGraph, params: LogGPS, model: MessageModel, calc_scale: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Edge weights and their derivatives (E × k) under ``model`` (vectorised)."""
-    c = ev.coef
-    has_msg = ev.msg >= 0
-    msg = np.where(has_msg, ev.msg, 0)
-    L = np.where(has_msg, model.latency_ns[msg] if model.latency_ns.size else 0.0, 0.0)
-    G = np.where(has_msg, model.gap_ns_per_byte[msg] if model.gap_ns_per_byte.size else 0.0, 0.0)
-    const = c[:, CONST]
-    if calc_scale is not None:
-        const = const * calc_scale
-    w = const + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * params.o
-    if params.g:
-        w += c[:, COEF_GAP] * params.g
+    """Edge weights and their derivatives (E × k) under ``model``: one pass of
+    :func:`~llamp.lp.kernels.message_weights` over the compact edge form (no E × 5
+    coefficient table, no E × k temporaries)."""
     k = len(model.names)
-    dw = np.zeros((ev.num_edges, k))
-    if k and model.dlatency is not None and model.dlatency.size:
-        dw += c[:, COEF_L, None] * np.where(has_msg[:, None], model.dlatency[msg], 0.0)
-    if k and model.dgap is not None and model.dgap.size:
-        dw += c[:, COEF_G, None] * np.where(has_msg[:, None], model.dgap[msg], 0.0)
+    w = np.empty(ev.num_edges)
+    dw = np.empty((ev.num_edges, k))
+
+    def rows(slopes: np.ndarray | None) -> np.ndarray:  # none: no slope from them
+        if not k or slopes is None or not slopes.size:
+            return np.zeros((0, k))
+        return np.ascontiguousarray(slopes, dtype=np.float64)
+
+    message_weights(
+        ev.pattern,
+        ev.value,
+        ev.fixed,
+        ev.scaled,
+        ev.msg,
+        np.asarray(model.latency_ns, dtype=np.float64),
+        np.asarray(model.gap_ns_per_byte, dtype=np.float64),
+        rows(model.dlatency),
+        rows(model.dgap),
+        float(params.o),
+        float(params.g),
+        np.zeros(0) if calc_scale is None else np.asarray(calc_scale, dtype=np.float64),
+        w,
+        dw,
+    )
     coll = ev.collective_edges()
     if coll.any():
         if not model.homogeneous:
             raise InputError(PAIRWISE_NEEDS_EXPANSION)
-        w[coll] += c[coll, COEF_L] * params.L + c[coll, COEF_G] * params.G
-        dw[coll, model.names.index("L")] = c[coll, COEF_L]
-        dw[coll, model.names.index("G")] = c[coll, COEF_G]
-    return w, np.ascontiguousarray(dw)
+        c = ev.coefficients(np.flatnonzero(coll))
+        w[coll] += c[:, COEF_L] * params.L + c[:, COEF_G] * params.G
+        dw[coll, model.names.index("L")] = c[:, COEF_L]
+        dw[coll, model.names.index("G")] = c[:, COEF_G]
+    return w, dw
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,8 @@ What is the study's own is how a cell becomes the inputs of an analysis: its net
 parameters, a topology with its link latencies, or a GPU machine), its placement, its engine.
 On a topology network ``predict`` and ``tolerance`` are ``llamp topology``'s λ and tolerance
 per link class; on a GPU machine they are ``llamp gpu-machine``'s (``L_intra``, ``L_inter``,
-``G_intra``, ``G_inter``) and ``region`` is ``llamp region --gpu-machine``.
+``G_intra``, ``G_inter``), ``region`` is ``llamp region --gpu-machine`` and ``place-groups``
+places the run's parallel groups on that machine.
 """
 
 from __future__ import annotations
@@ -195,12 +196,15 @@ def _on_gpu(inp: CellInput) -> bool:
 
 def _inputs(entry: Analysis, inp: CellInput) -> Inputs:
     """The registry's inputs of the cell: its network's parameters, its engine; on a
-    topology, the topology, the placement's mapping file and the link latencies."""
+    topology, the topology, the placement's mapping file and the link latencies; on a GPU
+    machine, the machine for the analyses that take one."""
     cell, params = inp.cell, inp.params
     if entry.name == "classify":
         base = LogGPS.parse(o=f"{_num(params.o)}ns", S=str(params.S))
         return Inputs(base, network=registry.target_network(params))
     inputs = Inputs(params, engine=cell.engine, threads=1)  # one thread: one cell per core
+    if _on_gpu(inp) and "gpu_machine" in entry.uses:
+        inputs = dataclasses.replace(inputs, gpu_machine=cell.network.gpu_machine)
     if _on_topology(inp):
         inputs = dataclasses.replace(
             inputs,
@@ -369,6 +373,8 @@ def _input_args(entry: Analysis, inp: CellInput) -> list[str]:
             "--S",
             str(params.S),
         ]
+    if "gpu_machine" in entry.uses:  # GRAPH SPEC: the machine gives L and G
+        return [cell.network.gpu_machine, *param_args(params, ("o", "S"))]
     if entry is _TOPOLOGY:
         mapping = _mapping(cell)
         return [

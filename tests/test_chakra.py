@@ -11,7 +11,7 @@ import pytest
 from cli_process import llamp
 
 from llamp.errors import InputError, TraceError
-from llamp.graph import RECV, SEND
+from llamp.graph import CALC, RECV, SEND
 from llamp.ingest import detect_format, et_def_pb2, nccl, read
 from llamp.ingest.chakra import nccl_bytes, read_chakra, write_chakra
 from llamp.lp import evaluate
@@ -20,6 +20,7 @@ from llamp.params import LogGPS
 DATA = Path(__file__).parent / "data" / "chakra"
 MICRO = DATA / "microbenchmarks"
 RING = DATA / "custom_ring_allreduce_8npus_1MB"
+DDP = DATA / "pytorch_ddp_gloo_2ranks"
 MB = 1 << 20
 A = et_def_pb2.AttributeProto
 
@@ -124,6 +125,108 @@ def test_custom_ring_allreduce_as_send_recv_nodes():
     assert T == pytest.approx(14 * (L + (MB // 8 - 1) * G) + 7 * 7000.0, rel=1e-9)
 
 
+def _chakra_nodes(path: Path) -> list:
+    """The nodes of one rank file, read with the schema alone (varint length, message)."""
+    data, pos, records = path.read_bytes(), 0, []
+    while pos < len(data):
+        length, shift = 0, 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        records.append(data[pos : pos + length])
+        pos += length
+    nodes = [et_def_pb2.Node() for _ in records[1:]]  # the first record is the GlobalMetadata
+    for n, raw in zip(nodes, records[1:], strict=True):
+        n.ParseFromString(raw)
+    return nodes
+
+
+def test_pytorch_ddp_step_on_gloo():
+    """A real DDP step (2 gloo processes, PyTorch's execution trace and Kineto trace linked and
+    converted by Chakra's tools): its two gradient-bucket all-reduces become NCCL ring messages
+    of the buckets' bytes, both ranks agree, and T is the measured host time plus the model's
+    communication, with λ_L the slope of T in L."""
+    graph = read(DDP)
+    assert detect_format(DDP) == "chakra"
+    assert graph.num_ranks == 2
+    assert graph.meta["process_groups"] == {"world": [0, 1]}
+    # the buckets: output layer + last hidden layer (16·256+16 + 256·256+256 floats), then one
+    # hidden layer (256·256+256 floats); the first layer's bucket is the first one reduced
+    buckets = [(16 * 256 + 16 + 256 * 256 + 256) * 4, (256 * 256 + 256) * 4]
+    nodes = [_chakra_nodes(DDP / f"ddp.{r}.et") for r in range(2)]
+    for per_rank in nodes:
+        gloo = [n for n in per_rank if n.name == "gloo:all_reduce"]
+        assert len(gloo) == 2 and all(n.type == et_def_pb2.COMP_NODE for n in gloo)
+    sends = graph.kind == SEND
+    expected = 0
+    for size in buckets:
+        alg, proto = nccl.choose("allreduce", 2, size)
+        plan = nccl.plan("allreduce", 2, size, algorithm=alg, protocol=proto, channels=2)
+        expected += sum(
+            s.size for m in plan.lanes for lane in m for r in lane for s in r if s.kind == SEND
+        )
+    assert int(graph.size[sends].sum()) == expected
+    # every rank's communication matches its peer's: what 0 sends, 1 receives, and back
+    recvs = graph.kind == RECV
+    for r in range(2):
+        out = sends & (graph.rank == r)
+        into = recvs & (graph.rank == 1 - r)
+        assert int(out.sum()) == int(into.sum()) > 0
+        assert int(graph.size[out].sum()) == int(graph.size[into].sum()) == expected // 2
+        assert set(graph.peer[out].tolist()) == {1 - r}
+    # with a free network, T is the longest rank's measured host time (its operators run one
+    # after another on the host stream; the gloo operations' measured time is replaced by the
+    # model's cost) plus at most the protocol's per-hop latencies, the expansion's only calcs
+    host = [
+        sum(n.duration_micros for n in per_rank if not n.name.startswith("gloo:")) * 1000.0
+        for per_rank in nodes
+    ]
+    hops = float(graph.cost_ns[graph.kind == CALC].sum()) - sum(host)
+    assert 0.0 < hops < 100_000.0
+    free = evaluate(graph, LogGPS(L=0.0, o=0.0, G=0.0, S=1 << 40)).runtime_ns
+    assert max(host) <= free <= max(host) + hops
+    p = LogGPS()
+    at = evaluate(graph, p)
+    assert np.isfinite(at.runtime_ns) and at.runtime_ns > free
+    assert at.lambda_L > 0 and at.lambda_G > 0
+    step = 1.0
+    moved = evaluate(graph, LogGPS(L=p.L + step, o=p.o, G=p.G, S=p.S)).runtime_ns
+    assert (moved - at.runtime_ns) / step == pytest.approx(at.lambda_L, rel=1e-6)
+
+
+def test_gloo_operations_the_trace_cannot_place_are_refused(tmp_path):
+    """gloo's send names no peer in the converted trace: refused with file, record, reason."""
+    C = et_def_pb2.COMP_NODE
+    send = node(1, C, dur=3)
+    send.name = "gloo:send"
+    send.inputs.values = "[[1, 2, 0, 100, 4, 'cpu']]"
+    d = write_trace(tmp_path / "t", [[send], [node(1, C, dur=1)]])
+    with pytest.raises(TraceError, match=r"t\.0\.et: record 1 .*gloo operation 'send' is not"):
+        read(d)
+    bad = node(1, C, dur=3)
+    bad.name = "gloo:all_reduce"
+    bad.inputs.values = "__import__('os')"
+    d = write_trace(tmp_path / "u", [[bad], [bad]])
+    with pytest.raises(TraceError, match="inputs.values is not a list of tensors"):
+        read(d)
+
+
+def test_gloo_all_gather_is_the_gathered_output():
+    """An all-gather's input is one rank's share: the collective is P times it."""
+    from llamp.ingest.chakra import _gloo_collective
+
+    n = et_def_pb2.Node(id=5, name="gloo:all_gather", type=et_def_pb2.COMP_NODE)
+    n.inputs.values = "[[6, 7, 0, 100, 4, 'cpu']]"
+    assert _gloo_collective(n, 4, 1, 0, Path("t.0.et")) == {
+        "comm_type": et_def_pb2.ALL_GATHER,
+        "comm_size": 4 * 400,
+    }
+
+
 def test_streams_groups_and_dependencies(tmp_path):
     """GPU compute on cpu 0, host ops on cpu 1, each process group its own stream; data and
     control dependencies are edges; a group's members are the ranks that use it."""
@@ -207,6 +310,17 @@ def test_dangling_dependency(tmp_path):
     d = write_trace(tmp_path / "t", [[node(1, et_def_pb2.COMP_NODE, deps=[99], dur=1)]])
     with pytest.raises(TraceError, match=r"t\.0\.et: record 1 .*depends on node 99"):
         read(d)
+    # a control parent that is not in the file: an error, except on a root (no data_deps),
+    # the converter's dropped profiler node
+    root = node(1, et_def_pb2.COMP_NODE, dur=1)
+    root.ctrl_deps.append(0)
+    child = node(2, et_def_pb2.COMP_NODE, deps=[1], dur=2)
+    child.ctrl_deps.append(98)
+    d = write_trace(tmp_path / "u", [[root, child]])
+    with pytest.raises(TraceError, match=r"record 2 .*depends on node 98"):
+        read(d)
+    d = write_trace(tmp_path / "v", [[root, node(2, et_def_pb2.COMP_NODE, deps=[1], dur=2)]])
+    assert evaluate(read(d), LogGPS()).runtime_ns == pytest.approx(3000.0)
 
 
 def test_unknown_collective_and_disagreeing_members(tmp_path):

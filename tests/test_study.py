@@ -213,6 +213,7 @@ def all_analyses_spec(tmp_path: Path) -> Path:
         networks:
           - {{name: eth, L: 5us, G: 10Gb/s, o: 1.5us}}
           - {{name: fly, topology: "dragonfly:g=3,a=2,p=1", wire: 300ns, G: 100Gb/s, o: 1us}}
+          - {{name: dgx, gpu_machine: "gpus=2,net=2us:100Gb/s", o: 1us}}
         placements:
           - {{name: one, ranks_per_node: 1}}
           - {{name: two, ranks_per_node: 2}}
@@ -229,6 +230,7 @@ def all_analyses_spec(tmp_path: Path) -> Path:
           - path
           - topology: {{x: [1, 5]}}
           - report: {{from: 0, to: 50us, points: 5, x: [1, 5]}}
+          - place-groups: {{x: [1, 5]}}
         """,
     )
 
@@ -259,6 +261,7 @@ def test_every_analysis_cell_equals_its_single_command(tmp_path):
         ("tolerance", "topology"),
         ("matrix", "topology"),
         ("place", "topology"),
+        ("place-groups", "gpu"),
     }
 
 

@@ -146,3 +146,37 @@ def test_gpu_machines_with_the_groups_placed_differently(study_dir):
         theirs = kind.scalars(_invoke(kind.command(inp), study_dir))["runtime_ns"]
         assert _close(T[cell.network.name], theirs)
     assert T["as-traced"] == T["tp-first"] < T["tp-across"]
+
+
+def test_placing_the_parallel_groups_is_a_study_analysis(study_dir):
+    """place-groups on a GPU-machine network: a cell per network, equal to its single
+    ``llamp place-groups GRAPH SPEC`` command; the trace's own order is Megatron's tp,dp,pp."""
+    from llamp.ingest import read
+    from llamp.study.analyses import ANALYSES, CellInput
+
+    spec = {
+        "study": "groups",
+        "runs": [{"name": "llama-16", "path": "llama-16"}],
+        "networks": [
+            {"name": "rail", "gpu_machine": {"gpus": 8, "nvlink": "500ns:450GB/s",
+                                             "net": "2us:400Gb/s"}, "o": "1us"},
+        ],
+        "analyses": [{"place-groups": {"layouts": ["tp,dp,pp", "pp,dp,tp"], "x": [1, 5]}}],
+    }  # fmt: skip
+    (study_dir / "groups.yaml").write_text(yaml.safe_dump(spec))
+    study = load_spec(study_dir / "groups.yaml")
+    graph = read(study_dir / "llama-16")
+    (cell,) = study.cells
+    kind = ANALYSES["place-groups"]
+    inp = CellInput(graph, cell, str(study_dir / "llama-16"))
+    mine = kind.scalars(kind.run(inp))
+    args = kind.command(inp)
+    assert args[:3] == ["place-groups", str(study_dir / "llama-16"), cell.network.gpu_machine]
+    theirs = kind.scalars(_invoke(args, study_dir))
+    assert mine.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert key in ("best",) or _close(mine[key], value), (key, mine[key], value)
+    assert mine["best"] == theirs["best"] == "as traced"
+    assert mine["runtime_ns_as_traced"] == mine["runtime_ns_tp_dp_pp"] < mine["runtime_ns_pp_dp_tp"]
+    assert mine["inter_node_bytes_tp_dp_pp"] < mine["inter_node_bytes_pp_dp_tp"]
+    assert 0 < mine["tolerance_1pct_L_inter_ns"] <= mine["tolerance_5pct_L_inter_ns"]

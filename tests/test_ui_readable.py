@@ -135,7 +135,12 @@ def views() -> list[str]:
 
 
 #: The button that starts a page's work where it does not start on its own.
-START = {"variability": "mc_run", "placement": "place_run", "cypher": "cypher_run_button"}
+START = {
+    "variability": "mc_run",
+    "placement": "place_run",
+    "parallel_groups": "pg_run",
+    "cypher": "cypher_run_button",
+}
 #: Vertices of the larger run (a 16-rank stencil).
 LARGE = 100_000
 

@@ -60,3 +60,49 @@ def test_runtime_batch_scales_calc_costs():
     scales[edges, :] = np.array([1.0, 2.0, 0.5])
     T = runtime_batch(graph, params, scales)
     np.testing.assert_allclose(T, [1500.0, 3000.0, 750.0])
+
+
+def _array_weights(ev, params, model, calc_scale=None):
+    """The edge weights as the array expression over the E × 5 coefficient table: the
+    reference the one-pass kernel must equal bit for bit."""
+    from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O, CONST
+
+    c = ev.coef
+    has_msg = ev.msg >= 0
+    msg = np.where(has_msg, ev.msg, 0)
+    L = np.where(has_msg, model.latency_ns[msg], 0.0)
+    G = np.where(has_msg, model.gap_ns_per_byte[msg], 0.0)
+    const = c[:, CONST] if calc_scale is None else c[:, CONST] * calc_scale
+    w = const + c[:, COEF_L] * L + c[:, COEF_G] * G + c[:, COEF_O] * params.o
+    if params.g:
+        w += c[:, COEF_GAP] * params.g
+    dw = np.zeros((ev.num_edges, len(model.names)))
+    dw += c[:, COEF_L, None] * np.where(has_msg[:, None], model.dlatency[msg], 0.0)
+    dw += c[:, COEF_G, None] * np.where(has_msg[:, None], model.dgap[msg], 0.0)
+    return w, dw
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_edge_weights_are_the_array_expression_bit_for_bit(seed):
+    """Per-message latencies, gaps and slopes along three variables, rescaled calcs and a
+    per-message gap g: the kernel's weights and slopes equal the array expression exactly."""
+    from llamp.lp.weighted import edge_weights
+
+    graph = random_graph(seed, ranks=4, steps=60)
+    params = LogGPS(L=2500.0, o=300.0, G=0.3, S=2048, g=40.0)
+    ev = engine_for(graph).events(params)
+    rng = np.random.default_rng(seed)
+    m = graph.messages()[0].size
+    model = MessageModel(
+        latency_ns=rng.uniform(100.0, 5000.0, m),
+        gap_ns_per_byte=rng.uniform(0.01, 1.0, m),
+        names=("a", "b", "c"),
+        dlatency=rng.integers(0, 3, (m, 3)).astype(float),
+        dgap=rng.uniform(0.0, 2.0, (m, 3)),
+    )
+    scale = rng.uniform(0.5, 1.5, ev.num_edges)
+    for calc_scale in (None, scale):
+        w, dw = edge_weights(ev, params, model, calc_scale)
+        ref_w, ref_dw = _array_weights(ev, params, model, calc_scale)
+        assert np.array_equal(w, ref_w) and np.array_equal(dw, ref_dw)
+        assert dw.flags.c_contiguous

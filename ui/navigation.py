@@ -35,6 +35,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/topology.py", "Topology what-if", "🕸️", "Network"),
     PageSpec("views/matrices.py", "Sensitivity matrices", "🔢", "Network"),
     PageSpec("views/placement.py", "Placement", "🔁", "Network"),
+    PageSpec("views/parallel_groups.py", "Parallel groups", "🧩", "Network"),
     PageSpec("views/study.py", "Studies", "📋", "Analyses"),
     PageSpec("views/cypher.py", "Cypher console", "⌨️", "Query"),
     PageSpec("views/validation.py", "Validation", "✅", "Analyses"),

@@ -34,7 +34,7 @@ from llamp.cli.base import (
 from llamp.config import format_ns, format_percent
 from llamp.errors import InputError
 from llamp.graph import ExecutionGraph
-from llamp.lp.registry import ANALYSES, Inputs
+from llamp.lp.registry import ANALYSES, Inputs, PlaceGroupsSettings
 from llamp.lp.registry import levels as parse_levels
 from llamp.params import LogGPS
 
@@ -181,25 +181,17 @@ def gpu_machine_cmd(
 @cli.command("place-groups")
 @graph_argument
 @click.argument("spec", default="", metavar="[SPEC]")
-@click.option(
-    "--layout",
-    "orders",
-    multiple=True,
-    metavar="D0,D1,…",
-    help="A placement: the parallel dimensions innermost first (e.g. tp,dp,pp: tensor-parallel "
-    "groups fill a node first); repeat to compare several. Default: every order.",
-)
+@settings_options("place-groups")
 @params_options
 @json_option
-@levels_option()
+@analysis_settings("place-groups")
 def place_groups_cmd(
     graph: ExecutionGraph,
     graph_spec: str,
     spec: str,
-    orders: tuple[str, ...],
     params: LogGPS,
     as_json: bool,
-    levels: str,
+    settings: PlaceGroupsSettings,
 ) -> None:
     """T, λ and x% tolerance per link class when the run's parallel groups are placed onto
     the nodes of a GPU machine in different orders.
@@ -209,16 +201,15 @@ def place_groups_cmd(
     a node's GPUs first. The trace's own rank order is evaluated too ("as traced"). SPEC is a
     GPU machine as for llamp gpu-machine; --L and --G are not used, --o and --S are.
     """
-    from llamp.lp.gpu_machine import GpuMachine
-    from llamp.lp.group_placement import compare_group_placements
-
-    machine = GpuMachine.parse(spec)
-    x = parse_levels(levels, "--x")
-    chosen = [o.split(",") for o in orders] if orders else None
-    result = compare_group_placements(graph, params, machine, chosen, x)
+    entry = ANALYSES["place-groups"]
+    inputs = Inputs(params, gpu_machine=spec)
+    bar, report = progress_bar()
+    with bar:
+        result = entry.run(graph, replace(inputs, report=report), settings)
     if as_json:
-        emit_json(result.as_dict())
+        emit_json(entry.payload(result, settings, inputs))
         return
+    x = settings.levels
     dims = result.dimensions.to_dict(orient="records")
     click.echo(
         f"{result.machine}; parallel dimensions: "
