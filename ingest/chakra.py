@@ -41,8 +41,8 @@ How nodes become the graph (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`):
   named for the backend's operation (``gloo:all_reduce`` …, the operation that moves the data;
   its ``c10d::`` parent only enqueues it). These are read as the ``COMM_COLL_NODE`` they are:
   the size is the bytes of the tensors in the node's ``inputs.values`` (the execution trace's
-  ``[id, storage, offset, numel, itemsize, device]``; an all-gather's contribution times the
-  ranks), on the world group (gloo's operations name no process group), the measured duration
+  ``[id, storage, offset, numel, itemsize, device]``: one member's share for an all-gather or
+  an all-to-all, as ``comm_size`` is), on the world group (gloo's operations name no process group), the measured duration
   replaced by the model's cost as for any collective. gloo's point-to-point, gather, scatter
   and sparse operations are refused: the trace does not carry their peer or layout.
 
@@ -243,7 +243,7 @@ def _tensor_bytes(values: Any) -> int:
     return 0
 
 
-def _gloo_collective(node: Any, world: int, index: int, pos: int, path: Path) -> dict[str, int]:
+def _gloo_collective(node: Any, index: int, pos: int, path: Path) -> dict[str, int]:
     """``comm_type`` and ``comm_size`` of a gloo host operation (module docstring)."""
     where = f"record {index} at byte {pos}: node {node.id} {node.name!r}"
     kind = _GLOO_OPS.get(node.name)
@@ -267,12 +267,12 @@ def _gloo_collective(node: Any, world: int, index: int, pos: int, path: Path) ->
     size = _tensor_bytes(values)
     if size == 0 and kind != pb.BARRIER:
         raise TraceError(f"{where}: no input tensor gives its size", path=str(path))
-    return {"comm_type": kind, "comm_size": size * world if kind == pb.ALL_GATHER else size}
+    return {"comm_type": kind, "comm_size": size}  # per member, as a Chakra COMM_COLL_NODE
 
 
-def _nodes(path: Path, world: int) -> Iterator[_Node]:
+def _nodes(path: Path) -> Iterator[_Node]:
     """The nodes of one rank file, checked against the schema (module docstring); gloo host
-    collectives of a ``world``-rank run become the collective nodes they are."""
+    collectives become the collective nodes they are."""
     records = _records(path)
     for index, pos, raw in records:
         try:
@@ -300,7 +300,7 @@ def _nodes(path: Path, world: int) -> Iterator[_Node]:
             )
         attrs = _attrs(node) if node.attr else {}
         if node.type == pb.COMP_NODE and node.name.startswith(_GLOO_PREFIX):
-            attrs.update(_gloo_collective(node, world, index, pos, path))
+            attrs.update(_gloo_collective(node, index, pos, path))
             attrs.pop("pg_name", None)
             out = _Node(node, attrs, index, pos)
             out.type = pb.COMM_COLL_NODE
@@ -360,7 +360,7 @@ def read_chakra(
     comm_types = (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE, pb.COMM_COLL_NODE)
     for r, f in enumerate(files):
         used: set[str] = set()
-        nodes = list(_nodes(f, P))
+        nodes = list(_nodes(f))
         for node in nodes:
             if node.type in comm_types:
                 pg = str(node.attrs.get("pg_name", ""))

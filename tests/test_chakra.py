@@ -216,15 +216,17 @@ def test_gloo_operations_the_trace_cannot_place_are_refused(tmp_path):
 
 
 def test_gloo_all_gather_is_the_gathered_output():
-    """An all-gather's input is one rank's share: the collective is P times it."""
+    """An all-gather's input is one rank's share (``comm_size``, as ASTRA-sim reads it): the
+    collective moves P times it."""
     from llamp.ingest.chakra import _gloo_collective
 
     n = et_def_pb2.Node(id=5, name="gloo:all_gather", type=et_def_pb2.COMP_NODE)
     n.inputs.values = "[[6, 7, 0, 100, 4, 'cpu']]"
-    assert _gloo_collective(n, 4, 1, 0, Path("t.0.et")) == {
+    assert _gloo_collective(n, 1, 0, Path("t.0.et")) == {
         "comm_type": et_def_pb2.ALL_GATHER,
-        "comm_size": 4 * 400,
+        "comm_size": 400,
     }
+    assert nccl_bytes("allgather", 400, 4) == 4 * 400
 
 
 def test_streams_groups_and_dependencies(tmp_path):

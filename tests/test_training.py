@@ -67,7 +67,7 @@ def test_4096_gpus_are_written_one_rank_at_a_time(tmp_path):
     step = TrainingStep(dp=16, tp=16, pp=16, layers=16, micro_batches=1, hidden=256, seq_len=64)
     written = write_training(tmp_path / "big", step)
     assert written.ranks == 4096
-    last = list(_nodes(tmp_path / "big" / "step.4095.et", 4096))
+    last = list(_nodes(tmp_path / "big" / "step.4095.et"))
     assert sum(n.type == pb.COMM_SEND_NODE for n in last) == 1  # the gradient back to stage 14
     per_stage = [len(list(training_nodes(step, step.rank_of(0, 0, p)))) for p in range(16)]
     assert written.nodes == 256 * sum(per_stage)
