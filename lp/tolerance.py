@@ -59,6 +59,17 @@ class Tolerance:
         }
 
 
+def latency_range(tol: Tolerance, L0: float) -> tuple[float, float]:
+    """The automatic L range of a run's ``T(L)``: [0, 1.25 × its largest finite L tolerance],
+    at least 2·L0 and L0 + 10 µs, so every tolerance zone shows; [0, L0 + 100 µs] if no L
+    tolerance is finite (no message on any path). The Latency page's default range and each
+    run's range in a comparison (:func:`llamp.lp.compare.search_settings`)."""
+    finite = [t.value for t in tol.latency if math.isfinite(t.value)]
+    if not finite:
+        return 0.0, L0 + 100_000.0
+    return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
+
+
 def max_parameter_within(
     graph: ExecutionGraph,
     params: LogGPS,
