@@ -47,7 +47,7 @@ from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.critical import CriticalLatencies, critical_latencies
 from llamp.lp.engine import engine_for
-from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within
+from llamp.lp.tolerance import Tolerance, ToleranceLevel, latency_range, max_parameter_within
 from llamp.params import LogGPS
 
 DEFAULT_LABEL = "default"
@@ -537,13 +537,10 @@ def variant_tolerance(summary_row: pd.Series, levels: Sequence[float], params: L
 def comparison_range(
     summary: pd.DataFrame, levels: Sequence[float], L0: float
 ) -> tuple[float, float]:
-    """[0, 1.25 × the largest finite L tolerance of any variant] (at least 2·L0, L0 + 10 µs):
-    the range of L where the variants' tolerances show."""
+    """The range of L where every variant's tolerances show: the automatic range
+    (:func:`llamp.lp.tolerance.latency_range`) of all of them."""
     values = summary[[_tolerance_column(x) for x in levels]].to_numpy(float)
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, L0 + 100_000.0
-    return 0.0, max(1.25 * float(finite.max()), 2.0 * L0, L0 + 10_000.0)
+    return latency_range(values.ravel(), L0)
 
 
 @dataclass(frozen=True, eq=False)

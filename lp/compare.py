@@ -351,7 +351,9 @@ def search_settings(tol: Tolerance, params: LogGPS, hi: float | None = None):
     same, so either page reuses what the other found."""
     from llamp.lp.registry import CriticalSettings
 
-    lo, top = (0.0, hi) if hi is not None else latency_range(tol, params.L)
+    lo, top = (
+        (0.0, hi) if hi is not None else latency_range((t.value for t in tol.latency), params.L)
+    )
     return CriticalSettings.over(lo, top)
 
 

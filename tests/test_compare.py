@@ -111,6 +111,17 @@ def test_the_curve_passes_through_T_at_every_breakpoint(comparison):
         assert row.lambda_L == p.lambda_L, row
 
 
+def test_the_automatic_range_shows_every_tolerance():
+    """[0, max(1.25 × the largest finite tolerance, 2·L0, L0 + 10 µs)]; L0 + 100 µs when no
+    tolerance is finite (the Latency page's range and each compared run's)."""
+    from llamp.lp.tolerance import latency_range
+
+    assert latency_range([516.15, 580.75, math.inf], 500.0) == (0.0, 10_500.0)
+    assert latency_range([20_000.0, 16_000.0], 500.0) == (0.0, 25_000.0)
+    assert latency_range([9_000.0], 12_000.0) == (0.0, 24_000.0)
+    assert latency_range([math.inf, math.inf], 500.0) == (0.0, 100_500.0)
+
+
 def test_a_largest_L_puts_every_run_on_one_range():
     result = compare_runs(
         [paper_example(), longer_example()], PARAMS, names=["paper", "longer"], hi=1000.0

@@ -81,7 +81,7 @@ def test_compare_page_shows_the_comparison(store_env, expected, sweep3d):
     # through every critical latency at the exact T there, and is 0 at L0 (slowdown mode).
     graphs = {"bcast": read(BCAST), "sweep3d": sweep3d}
     for run in expected.runs:
-        lo, hi = latency_range(run.tolerance, SIDEBAR.L)
+        lo, hi = latency_range((t.value for t in run.tolerance.latency), SIDEBAR.L)
         crit = critical_latencies(graphs[run.name], SIDEBAR, lo, hi)
         assert crit.complete
         trace = next(tr for tr in t_fig["data"] if tr["name"] == run.name)

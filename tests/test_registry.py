@@ -195,7 +195,7 @@ def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny,
     assert ui.curves.equals(cli.curves)
     assert ui.critical == cli.critical
     for search, run in zip(ui.critical, ui.runs, strict=True):
-        top = 4000.0 if hi else latency_range(run.tolerance, params.L)[1]
+        top = 4000.0 if hi else latency_range((t.value for t in run.tolerance.latency), params.L)[1]
         assert (search.lo, search.hi) == (0.0, top)
         curve = ui.curves[ui.curves["run"] == run.name]
         exact = search.runtime_at(curve["L_ns"].to_numpy())

@@ -114,7 +114,7 @@ def stencil_latency():
     graph = stencil_with_vertices(100_000, ranks=16)
     params = LogGPS.parse(L="3us")
     tol = tolerance(graph, params, [0.01, 0.02, 0.05], engine="graph")
-    lo, hi = latency_range(tol, params.L)
+    lo, hi = latency_range((t.value for t in tol.latency), params.L)
     crit = critical_latencies(graph, params, lo, hi)
     return exact_curve(crit), crit, tol, params.L
 

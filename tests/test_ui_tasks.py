@@ -238,7 +238,9 @@ def test_results_are_stored_with_the_run_and_reused_after_a_restart(graph, monke
     at.text_input(key="param_L::latency").set_value("2.5us").run()
     assert_clean(at)
     assert exact_ns(keyed(at, "tolerance-L-1pct")) == first
-    crit = critical_latencies(graph, params, *latency_range(tolerance(graph, params), 2500.0))
+    crit = critical_latencies(
+        graph, params, *latency_range((t.value for t in tolerance(graph, params).latency), 2500.0)
+    )
     at.number_input(key="lat_min_jump").set_value(0.0).run()
     assert len(table(at, "critical L")) == len(crit.critical)
 
@@ -257,7 +259,9 @@ def test_display_controls_never_recompute_and_markers_follow_the_threshold(graph
     assert_clean(at)
     assert len(calls) == 1
     params = LogGPS.parse(L="3.3us")
-    crit = critical_latencies(graph, params, *latency_range(tolerance(graph, params), 3300.0))
+    crit = critical_latencies(
+        graph, params, *latency_range((t.value for t in tolerance(graph, params).latency), 3300.0)
+    )
 
     def markers(at):
         fig = figures(at)[0]

@@ -151,7 +151,7 @@ controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key
 # ---------------------------------------------------------------------- critical latencies
 with controls.readable_errors("Critical-latency search"):
     if auto:
-        lo, hi = latency_range(tol, L0)
+        lo, hi = latency_range((t.value for t in tol.latency), L0)
     else:
         lo, hi = (
             parse_duration_ns(lo_text, default_unit=None),
