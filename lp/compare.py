@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ from llamp.lp.path import critical_path
 from llamp.lp.predict import Prediction, predict
 from llamp.lp.tolerance import Tolerance, latency_range, tolerance
 from llamp.params import LogGPS
+
+if TYPE_CHECKING:
+    from llamp.lp.registry import CriticalSettings
 
 #: Parts of the critical path, in the order they are shown.
 PARTS = ("compute", "overhead", "latency", "bandwidth")
@@ -343,7 +346,7 @@ def run_figures(
     )
 
 
-def search_settings(tol: Tolerance, params: LogGPS, hi: float | None = None):
+def search_settings(tol: Tolerance, params: LogGPS, hi: float | None = None) -> CriticalSettings:
     """The critical-latency search of one run's ``T(L)``: the registry's ``critical`` over
     [0, ``hi``], or over the run's automatic range (:func:`llamp.lp.tolerance.latency_range`
     of its tolerances), with the automatic evaluation budget
