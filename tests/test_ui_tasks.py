@@ -360,6 +360,7 @@ def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
     budgeted = critical_latencies(graph, params, 0.0, 50_000.0, max_evaluations=6)
     assert not budgeted.complete
     chord = exact_curve(budgeted)
+    assert (chord["L_ns"].iloc[0], chord["L_ns"].iloc[-1]) == (0.0, 50_000.0)
     exact_T = np.interp(chord["L_ns"], curve["L_ns"], curve["runtime_ns"])
     np.testing.assert_allclose(chord["runtime_ns"], exact_T, rtol=1e-12)  # its knots are exact
     mid = (chord["L_ns"].to_numpy()[:-1] + chord["L_ns"].to_numpy()[1:]) / 2
