@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from llamp.config import DEFAULT_TOLERANCES
+from llamp.config import DEFAULT_TOLERANCES, parse_collectives
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.critical import CriticalLatencies, critical_latencies, exact_curve
@@ -114,18 +114,7 @@ class Variant:
         text = text.strip()
         if not text or text.lower() == DEFAULT_LABEL:
             return cls(DEFAULT_LABEL, ())
-        pairs: list[tuple[str, str]] = []
-        for item in text.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if "=" not in item:
-                raise InputError(
-                    f"collective variant {text!r}: {item!r} is not OP=ALGORITHM "
-                    "(e.g. allreduce=ring, or 'default')"
-                )
-            op, alg = (part.strip().lower() for part in item.split("=", 1))
-            pairs.append((op, alg))
+        pairs = list(parse_collectives(text, what=f"collective variant {text!r}").items())
         from llamp.ingest.build import check_algorithms
 
         check_algorithms(dict(pairs))
