@@ -8,7 +8,8 @@ synthetic grid holds), each of ``n`` vertices (``quick``: 10^5; default also 10^
 (measured by ``bench_engine``) is done before timing. Measured, median of ``repeat``:
 
 - compare: :func:`~llamp.lp.compare.compare_runs` of the two graphs at the default LogGPS (per
-  run: prediction, 1/2/5 % L and G tolerances, critical path; then a 21-point T(L) curve each);
+  run: prediction, 1/2/5 % L and G tolerances, critical path; then its exact T(L): the
+  critical-latency search over its automatic range with the automatic budget);
 - Perfetto: :func:`~llamp.lp.timeline.timeline_json` of the 16-rank graph, whole and critical
   path only (with its size in MB);
 - HTML report: :func:`~llamp.lp.report.build_report` (11 points over [0, 100 µs], the
@@ -41,7 +42,7 @@ def _case(n: int, repeat: int) -> list[dict[str, Any]]:
     t, runs, result = median_time(
         lambda: compare_runs([small, large], PARAMS, names=["16 ranks", "64 ranks"]), repeat
     )
-    rows.append(row("compare", case, "compare_runs (2 runs, 21-point curves)", t, "s", runs))
+    rows.append(row("compare", case, "compare_runs (2 runs, exact curves)", t, "s", runs))
     rows.append(row("compare", case, "  runtime T 64 / 16 ranks", result.changes[0][0].ratio, "×"))
     case = f"stencil 16 ranks, {small.num_vertices:.2g} vertices"
     for critical_only in (False, True):

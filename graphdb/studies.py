@@ -55,7 +55,11 @@ def study_cells(store: GraphStore, study: str | None = None) -> pd.DataFrame:
 def studies(store: GraphStore) -> pd.DataFrame:
     """One row per stored study: ``study``, ``cells``, ``runs``, ``networks``, ``analyses``,
     ``created`` (its newest cell)."""
-    cells = study_cells(store)
+    return summarise(study_cells(store))
+
+
+def summarise(cells: pd.DataFrame) -> pd.DataFrame:
+    """:func:`studies` of cells already read (:func:`study_cells` of every study)."""
     if cells.empty:
         return pd.DataFrame(columns=["study", "cells", "runs", "networks", "analyses", "created"])
     grouped = cells.groupby("study")

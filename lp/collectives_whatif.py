@@ -42,12 +42,12 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from llamp.config import DEFAULT_TOLERANCES
+from llamp.config import DEFAULT_TOLERANCES, parse_collectives
 from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
-from llamp.lp.critical import CriticalLatencies, critical_latencies
+from llamp.lp.critical import CriticalLatencies, critical_latencies, exact_curve
 from llamp.lp.engine import engine_for
-from llamp.lp.tolerance import Tolerance, ToleranceLevel, max_parameter_within
+from llamp.lp.tolerance import Tolerance, ToleranceLevel, latency_range, max_parameter_within
 from llamp.params import LogGPS
 
 DEFAULT_LABEL = "default"
@@ -114,18 +114,7 @@ class Variant:
         text = text.strip()
         if not text or text.lower() == DEFAULT_LABEL:
             return cls(DEFAULT_LABEL, ())
-        pairs: list[tuple[str, str]] = []
-        for item in text.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if "=" not in item:
-                raise InputError(
-                    f"collective variant {text!r}: {item!r} is not OP=ALGORITHM "
-                    "(e.g. allreduce=ring, or 'default')"
-                )
-            op, alg = (part.strip().lower() for part in item.split("=", 1))
-            pairs.append((op, alg))
+        pairs = list(parse_collectives(text, what=f"collective variant {text!r}").items())
         from llamp.ingest.build import check_algorithms
 
         check_algorithms(dict(pairs))
@@ -537,13 +526,10 @@ def variant_tolerance(summary_row: pd.Series, levels: Sequence[float], params: L
 def comparison_range(
     summary: pd.DataFrame, levels: Sequence[float], L0: float
 ) -> tuple[float, float]:
-    """[0, 1.25 × the largest finite L tolerance of any variant] (at least 2·L0, L0 + 10 µs):
-    the range of L where the variants' tolerances show."""
+    """The range of L where every variant's tolerances show: the automatic range
+    (:func:`llamp.lp.tolerance.latency_range`) of all of them."""
     values = summary[[_tolerance_column(x) for x in levels]].to_numpy(float)
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, L0 + 100_000.0
-    return 0.0, max(1.25 * float(finite.max()), 2.0 * L0, L0 + 10_000.0)
+    return latency_range(values.ravel(), L0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -551,11 +537,12 @@ class VariantCurve:
     """The exact ``T(L)`` of one variant over [lo, hi], from its critical latencies.
 
     ``critical``: breakpoints and linear pieces (with a time budget: the intervals it did not
-    reach are ``critical.unresolved``, exact at their ends). ``curve``: the pieces as points,
-    columns ``L_ns``, ``runtime_ns``, ``lambda_L`` (the slope of the piece that starts there;
-    at a breakpoint two rows, the left then the right slope), ``rho_L`` and ``exact`` (false at
-    the ends of an unresolved interval, where the line to the next point is only an upper bound
-    of the convex ``T``). No sweep is needed: ``T`` is linear between the points.
+    reach are ``critical.unresolved``, exact at their ends). ``curve``: the pieces as points
+    (:func:`llamp.lp.critical.exact_curve`, as the Latency page draws them), columns ``L_ns``,
+    ``runtime_ns``, ``lambda_L`` (the right derivative: the slope of the piece that starts
+    there; at the range's end the slope left of it), ``rho_L`` and ``exact`` (false at the ends
+    of an unresolved interval, across which the line is only an upper bound of the convex
+    ``T``). No sweep is needed: ``T`` is linear between the points.
     """
 
     label: str
@@ -568,37 +555,14 @@ class VariantCurve:
         return not self.critical.unresolved
 
 
-def curve_points(critical: CriticalLatencies, L0: float | None = None) -> pd.DataFrame:
-    """:attr:`VariantCurve.curve` from the pieces of ``critical`` (see there)."""
-    rows: list[tuple[float, float, float, bool]] = []
-    pieces = sorted(
-        [
-            (s.start, s.end, s.runtime_start_ns, s.runtime_end_ns, s.slope, s.slope, True)
-            for s in critical.segments
-        ]
-        + [
-            (
-                u.start,
-                u.end,
-                u.runtime_start_ns,
-                u.runtime_end_ns,
-                u.slope_start,
-                u.slope_end,
-                False,
-            )
-            for u in critical.unresolved
-        ]
-    )
-    for x0, x1, T0, T1, s0, s1, exact in pieces:
-        rows.append((x0, T0, s0, exact))
-        rows.append((x1, T1, s1, exact))
-    frame = pd.DataFrame(rows, columns=["L_ns", "runtime_ns", "lambda_L", "exact"])
-    frame = frame.drop_duplicates(subset=["L_ns", "lambda_L"], keep="first")
-    T = frame["runtime_ns"].to_numpy(float)
-    frame.insert(
-        3, "rho_L", np.where(T > 0, frame["L_ns"] * frame["lambda_L"] / np.where(T > 0, T, 1), 0.0)
-    )
-    return frame.reset_index(drop=True)
+def curve_points(critical: CriticalLatencies) -> pd.DataFrame:
+    """:attr:`VariantCurve.curve`: the exact curve of ``critical``
+    (:func:`llamp.lp.critical.exact_curve`) with the ends of its unresolved intervals marked
+    (``exact`` false)."""
+    frame = exact_curve(critical)
+    ends = [v for u in critical.unresolved for v in (u.start, u.end)]
+    frame["exact"] = ~np.isin(frame["L_ns"].to_numpy(float), np.asarray(ends, float))
+    return frame[["L_ns", "runtime_ns", "lambda_L", "rho_L", "exact"]]
 
 
 def variant_curves(

@@ -1,12 +1,19 @@
 """Runs side by side: ``T(L)``, ``λ_L``, tolerances, critical-path composition and
 what changed between two or more runs under one LogGPS configuration.
 
-Every run is analysed with the same parameters, on the same grid of latencies, so the curves
-share an axis; the first run is the baseline of "what changed". The figures come from the
-analyses themselves (:func:`~llamp.lp.predict.predict`, :func:`~llamp.lp.predict.sweep`,
-:func:`~llamp.lp.tolerance.tolerance`, :func:`~llamp.lp.path.critical_path`), never computed
-here a second way. The critical-path composition splits ``T`` exactly into compute, overhead,
-latency and bandwidth time (LLAMP §II-B; :mod:`llamp.lp.path`).
+Every run is analysed with the same parameters; the first run is the baseline of "what
+changed". Each run's ``T(L)`` is exact: every critical latency over the run's own L range
+(:func:`search_settings`: [0, 1.25 × its largest L tolerance], or [0, a given largest L] for
+every run), the registry's ``critical`` search with its automatic budget, and the curve read
+off its linear pieces (:func:`llamp.lp.critical.exact_curve`: ``T`` linear and ``λ_L``
+constant between two breakpoints). The command line (``llamp compare``, its JSON and HTML) and
+the UI's Compare page consume this one result; the page computes it run by run
+(:func:`run_figures`, :func:`search_settings`, :func:`assemble`) so a run added to a comparison
+costs only that run. The figures come from the analyses themselves
+(:func:`~llamp.lp.predict.predict`, :func:`~llamp.lp.tolerance.tolerance`,
+:func:`~llamp.lp.path.critical_path`, :func:`~llamp.lp.critical.critical_latencies`), never
+computed here a second way. The critical-path composition splits ``T`` exactly into compute,
+overhead, latency and bandwidth time (LLAMP §II-B; :mod:`llamp.lp.path`).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,10 +29,14 @@ import pandas as pd
 from llamp.config import DEFAULT_TOLERANCES, format_ns, format_percent
 from llamp.errors import InputError
 from llamp.graph import COLL, ExecutionGraph
+from llamp.lp.critical import CriticalLatencies, exact_curve
 from llamp.lp.path import critical_path
-from llamp.lp.predict import Prediction, predict, sweep
-from llamp.lp.tolerance import Tolerance, tolerance
+from llamp.lp.predict import Prediction, predict
+from llamp.lp.tolerance import Tolerance, latency_range, tolerance
 from llamp.params import LogGPS
+
+if TYPE_CHECKING:
+    from llamp.lp.registry import CriticalSettings
 
 #: Parts of the critical path, in the order they are shown.
 PARTS = ("compute", "overhead", "latency", "bandwidth")
@@ -173,8 +184,12 @@ _FORMAT: dict[str, Callable[[float], str]] = {
 class Comparison:
     """Two or more runs at one configuration; ``runs[0]`` is the baseline.
 
-    ``curves``: one row per (run, L): ``run``, ``L_ns``, ``runtime_ns``, ``lambda_L``,
-    ``rho_L``. ``changes[i]``: what changed from the baseline to ``runs[i + 1]``.
+    ``critical[i]``: the critical-latency search of ``runs[i]`` over its L range. ``curves``:
+    each run's exact ``T(L)`` read off that search, one row per end of a linear piece: ``run``,
+    ``L_ns``, ``runtime_ns``, ``lambda_L`` (right derivative), ``rho_L`` and ``critical``
+    (True at a critical latency, False at the ends of the range and at the start of an
+    interval a budgeted search left unresolved). ``changes[i]``: what changed from the baseline
+    to ``runs[i + 1]``.
     """
 
     params: LogGPS
@@ -182,6 +197,7 @@ class Comparison:
     runs: list[RunFigures]
     curves: pd.DataFrame = field(repr=False)
     changes: list[list[Change]] = field(repr=False)
+    critical: list[CriticalLatencies] = field(repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -260,8 +276,10 @@ class Comparison:
             "baseline": self.runs[0].name,
             "runs": [r.as_dict() for r in self.runs],
             "curves": {
-                name: frame[["L_ns", "runtime_ns", "lambda_L"]].to_dict(orient="list")
-                for name, frame in self.curves.groupby("run", sort=False)
+                r.name: _curve_dict(frame, search)
+                for r, (_, frame), search in zip(
+                    self.runs, self.curves.groupby("run", sort=False), self.critical, strict=True
+                )
             },
             "changes": {
                 run.name: [c.as_dict() for c in changes]
@@ -269,6 +287,19 @@ class Comparison:
             },
             "summary": self.summary(),
         }
+
+
+def _curve_dict(frame: pd.DataFrame, search: CriticalLatencies) -> dict[str, Any]:
+    """One run's exact curve in ``compare --json``: the rows of its pieces and its search."""
+    rows = frame[["L_ns", "runtime_ns", "lambda_L", "rho_L"]].to_dict(orient="list")
+    return rows | {
+        "lo_ns": search.lo,
+        "hi_ns": search.hi,
+        "critical_ns": [float(v) for v in search.critical],
+        "complete": search.complete,
+        "unresolved": len(search.unresolved),
+        "evaluations": search.evaluations,
+    }
 
 
 def _pct(x: float) -> str:
@@ -315,13 +346,18 @@ def run_figures(
     )
 
 
-def latency_grid(runs: Sequence[RunFigures], params: LogGPS, points: int) -> np.ndarray:
-    """``points`` latencies over [0, hi]: hi is 1.25 × the largest finite L tolerance of any
-    run (so every run's tolerance is on the plot), at least 2·L0 and L0 + 10 µs; L0 itself is
-    added so every curve passes through the configuration compared."""
-    finite = [t.value for r in runs for t in r.tolerance.latency if math.isfinite(t.value)]
-    hi = max([1.25 * v for v in finite] + [2.0 * params.L, params.L + 10_000.0])
-    return np.unique(np.append(np.linspace(0.0, hi, points), params.L))
+def search_settings(tol: Tolerance, params: LogGPS, hi: float | None = None) -> CriticalSettings:
+    """The critical-latency search of one run's ``T(L)``: the registry's ``critical`` over
+    [0, ``hi``], or over the run's automatic range (:func:`llamp.lp.tolerance.latency_range`
+    of its tolerances), with the automatic evaluation budget
+    (:func:`llamp.lp.critical.evaluation_budget`). The Latency page's automatic search is the
+    same, so either page reuses what the other found."""
+    from llamp.lp.registry import CriticalSettings
+
+    lo, top = (
+        (0.0, hi) if hi is not None else latency_range((t.value for t in tol.latency), params.L)
+    )
+    return CriticalSettings.over(lo, top)
 
 
 def changes_between(base: RunFigures, run: RunFigures, levels: Sequence[float]) -> list[Change]:
@@ -370,15 +406,17 @@ def compare_runs(
     *,
     names: Sequence[str] | None = None,
     levels: Sequence[float] = DEFAULT_TOLERANCES,
-    points: int = 21,
-    latencies: Sequence[float] | None = None,
+    hi: float | None = None,
     progress: Callable[[str, float], None] | None = None,
 ) -> Comparison:
     """Compare ``graphs`` (two or more; the first is the baseline) at ``params``.
 
-    ``latencies``: the L grid of the curves (ns); default :func:`latency_grid` with ``points``.
-    ``progress(text, fraction)`` is called before each run's analyses and each sweep.
+    Each run's exact ``T(L)`` covers its own automatic range, or [0, ``hi``] for every run
+    (:func:`search_settings`). ``progress(text, fraction)`` is called before each run's
+    analyses and during each search.
     """
+    from llamp.lp.registry import ANALYSES, Inputs
+
     if len(graphs) < 2:
         raise InputError(f"compare needs at least two runs, got {len(graphs)}")
     names = list(names) if names is not None else [g.name for g in graphs]
@@ -390,63 +428,73 @@ def compare_runs(
     levels = tuple(float(x) for x in levels)
     if not levels or any(not (x > 0) for x in levels):
         raise InputError("tolerance levels must be positive percentages, e.g. 1,2,5")
+    if hi is not None and not (hi > 0 and math.isfinite(hi)):
+        raise InputError(f"the largest L of the curves must be finite and > 0, got {hi!r}")
     steps = 2 * len(graphs)
     runs = []
     for i, (graph, name) in enumerate(zip(graphs, names, strict=True)):
         if progress:
             progress(f"Analysing {name} ({i + 1}/{len(graphs)})…", i / steps)
         runs.append(run_figures(graph, params, levels, name=name))
-    grid = (
-        np.unique(np.asarray(latencies, dtype=np.float64))
-        if latencies is not None
-        else latency_grid(runs, params, points)
-    )
-    if grid.size == 0 or (grid < 0).any() or not np.isfinite(grid).all():
-        raise InputError("the latencies of the curves must be finite and ≥ 0")
-    frames = []
-    for i, (graph, name) in enumerate(zip(graphs, names, strict=True)):
-        if progress:
-            progress(f"T(L) of {name}…", (len(graphs) + i) / steps)
-        frames.append(run_curve(graph, params, grid, name))
+    searches = []
+    for i, (graph, run) in enumerate(zip(graphs, runs, strict=True)):
+        step = len(graphs) + i
+        text = f"T(L) of {run.name}"
+
+        def report(fraction: float | None, detail: str, step=step, text=text) -> None:
+            if progress:
+                within = min(max(fraction or 0.0, 0.0), 1.0)
+                progress(f"{text}: {detail}" if detail else f"{text}…", (step + within) / steps)
+
+        report(0.0, "")
+        settings = search_settings(run.tolerance, params, hi)
+        searches.append(ANALYSES["critical"].run(graph, Inputs(params, report=report), settings))
     if progress:
         progress("Done.", 1.0)
-    return assemble(params, levels, runs, frames)
+    return assemble(params, levels, runs, searches)
 
 
-def run_curve(
-    graph: ExecutionGraph, params: LogGPS, latencies: np.ndarray, name: str
-) -> pd.DataFrame:
-    """``T``, ``λ_L`` and ``ρ_L`` of one run over ``latencies`` (graph engine, exact)."""
-    frame = sweep(graph, params, np.asarray(latencies, dtype=np.float64), engine="graph")
+def run_curve(search: CriticalLatencies, name: str) -> pd.DataFrame:
+    """One run's exact ``T(L)`` as :attr:`Comparison.curves` holds it: the rows of
+    :func:`llamp.lp.critical.exact_curve` with the run's name and the critical latencies
+    marked."""
+    frame = exact_curve(search)
     frame.insert(0, "run", name)
-    return frame[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L"]]
+    frame["critical"] = np.isin(frame["L_ns"].to_numpy(float), np.asarray(search.critical, float))
+    return frame[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L", "critical"]]
 
 
 def assemble(
     params: LogGPS,
     levels: Sequence[float],
     runs: Sequence[RunFigures],
-    curves: Sequence[pd.DataFrame],
+    searches: Sequence[CriticalLatencies],
 ) -> Comparison:
-    """A :class:`Comparison` from each run's figures and curve (computed one by one, e.g. by
-    a UI that caches them per run)."""
+    """A :class:`Comparison` from each run's figures and critical-latency search (computed
+    one by one, e.g. by a UI that keeps them per run), its curves read off the searches."""
     levels = tuple(float(x) for x in levels)
     if len(runs) < 2:
         raise InputError(f"compare needs at least two runs, got {len(runs)}")
+    if len(searches) != len(runs) or any(s.parameter != "L" for s in searches):
+        raise InputError("a comparison needs one critical-latency search of L per run")
     return Comparison(
         params=params,
         levels=levels,
         runs=list(runs),
-        curves=pd.concat(list(curves), ignore_index=True),
+        curves=pd.concat(
+            [run_curve(s, r.name) for r, s in zip(runs, searches, strict=True)],
+            ignore_index=True,
+        ),
         changes=[changes_between(runs[0], r, levels) for r in runs[1:]],
+        critical=list(searches),
     )
 
 
 __all__ = [
     "Change",
     "assemble",
-    "latency_grid",
     "run_curve",
+    "search_settings",
     "Comparison",
     "RunFigures",
     "collective_counts",

@@ -585,11 +585,13 @@ def exact_curve(crit: CriticalLatencies):
     at = [s.start for s in crit.segments] + [u.start for u in crit.unresolved]
     T = [s.runtime_start_ns for s in crit.segments] + [u.runtime_start_ns for u in crit.unresolved]
     lam = [s.slope for s in crit.segments] + [u.slope_start for u in crit.unresolved]
-    if crit.segments:
-        last = max(crit.segments, key=lambda s: s.end)
-        at.append(last.end)
-        T.append(last.runtime_end_ns)
-        lam.append(last.slope)
+    ends = [(s.end, s.runtime_end_ns, s.slope) for s in crit.segments]
+    ends += [(u.end, u.runtime_end_ns, u.slope_end) for u in crit.unresolved]
+    if ends:  # the range's end, whether the last piece is resolved or not
+        end, runtime, slope_end = max(ends, key=lambda e: e[0])
+        at.append(end)
+        T.append(runtime)
+        lam.append(slope_end)
     frame = pd.DataFrame({column: at, "runtime_ns": T, slope: lam}).sort_values(column)
     frame = frame.drop_duplicates(column, keep="first").reset_index(drop=True)
     if crit.parameter == "L":

@@ -377,7 +377,9 @@ def render_report(data: ReportData) -> str:
 
 
 def render_comparison(comparison: Comparison) -> str:
-    """The HTML page of a run comparison: overview, curves, tolerances, composition, changes."""
+    """The HTML page of a run comparison: overview, curves, tolerances, composition, changes.
+    Each run's curves are drawn through the ends of its exact linear pieces
+    (:attr:`~llamp.lp.compare.Comparison.curves`), so the lines are ``T(L)`` itself."""
     names = comparison.names
     title = "llamp comparison: " + " vs ".join(names)
     body = [
@@ -438,6 +440,22 @@ def render_comparison(comparison: Comparison) -> str:
             from_zero=True,
         )
         + "</div>"
+    )
+    notes = []
+    for r, search in zip(comparison.runs, comparison.critical, strict=True):
+        note = (
+            f"{r.name}: {len(search.critical):,} critical latencies in "
+            f"[{format_ns(search.lo)}, {format_ns(search.hi)}]"
+        )
+        if not search.complete:
+            note += (
+                f", {len(search.unresolved):,} intervals left unresolved by the budget of "
+                f"{search.max_evaluations:,} evaluations (the line across one is an upper bound)"
+            )
+        notes.append(note)
+    body.append(
+        '<p class="meta">Each curve is the run\'s exact T(L) (linear, λ_L constant, between two '
+        "critical latencies): " + html.escape("; ".join(notes)) + ".</p>"
     )
     body.append("<h2>Tolerances</h2>")
     body.append(

@@ -297,6 +297,14 @@ class CriticalSettings:
     def range(self) -> tuple[float, float]:
         return config.parse_range(self.parameter, self.lo, self.hi)
 
+    @classmethod
+    def over(
+        cls, lo: float, hi: float, max_evaluations: int | str | None = "auto"
+    ) -> CriticalSettings:
+        """The search of L over [``lo``, ``hi``] ns (exact: ``repr`` reads back the same
+        float), with the automatic evaluation budget unless told otherwise."""
+        return cls(lo=f"{lo!r}ns", hi=f"{hi!r}ns", max_evaluations=max_evaluations)
+
 
 @dataclass(frozen=True)
 class ToleranceSettings:
@@ -370,18 +378,11 @@ class ReportSettings:
 
 @dataclass(frozen=True)
 class CompareSettings:
+    """Tolerance levels, and the largest L of every run's curve (``None``: each run over its
+    own automatic range, :func:`llamp.lp.tolerance.latency_range`)."""
+
     levels: tuple[float, ...] = config.DEFAULT_TOLERANCES
-    points: int = 21
     hi: float | None = None
-
-    def latencies(self, params: LogGPS):
-        """The L grid of the curves: ``points`` latencies over [0, ``hi``] and L0 itself, or
-        ``None`` when ``hi`` is automatic (:func:`llamp.lp.compare.latency_grid`)."""
-        if self.hi is None:
-            return None
-        import numpy as np
-
-        return np.unique(np.append(np.linspace(0.0, self.hi, self.points), params.L))
 
 
 @dataclass(frozen=True)
@@ -1162,8 +1163,7 @@ def _compare(graphs, inputs: Inputs, settings: CompareSettings):
         inputs.params,
         names=inputs.names,
         levels=settings.levels,
-        points=settings.points,
-        latencies=settings.latencies(inputs.params),
+        hi=settings.hi,
         progress=lambda text, fraction: inputs.progress(fraction, text),
     )
 
@@ -1215,7 +1215,8 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
         "topology": (TopologyComparison, (TopologyAnalysis, TopologyComparison)),
         "compare": (
             Comparison,
-            (LogGPS, Prediction, ToleranceLevel, Tolerance, RunFigures, Change, Comparison),
+            (LogGPS, Prediction, ToleranceLevel, Tolerance, RunFigures, Change)
+            + (Segment, Unresolved, CriticalLatencies, Comparison),
         ),
         "report": (
             ReportData,
@@ -1750,23 +1751,12 @@ ANALYSES: dict[str, Analysis] = {
             (
                 levels_setting(_DEFAULT_X, "Tolerance levels"),
                 Option(
-                    "points",
-                    "--points",
-                    _int,
-                    21,
-                    help="L values.",
-                    kind="int",
-                    minimum=2,
-                    maximum=10000,
-                    study_type=int,
-                ),
-                Option(
                     "hi",
                     "--to",
                     _largest_latency,
                     None,
-                    help="Largest L of the curves (default: 1.25 × the largest L tolerance of "
-                    "any run).",
+                    help="Largest L of every run's exact T(L) (default: each run to 1.25 × "
+                    "its largest L tolerance).",
                     key="to",
                     study_type=str | None,
                 ),

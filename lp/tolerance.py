@@ -10,6 +10,7 @@ land on it exactly after one step per linear piece crossed.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,18 @@ class Tolerance:
             "engine": self.engine,
             "params": self.params.as_dict(),
         }
+
+
+def latency_range(tolerances: Iterable[float], L0: float) -> tuple[float, float]:
+    """The automatic L range of ``T(L)`` given x% L tolerances (ns, ``inf`` allowed; of one run
+    or of several curves drawn together): [0, 1.25 × the largest finite one], at least 2·L0
+    and L0 + 10 µs, so every tolerance zone shows; [0, L0 + 100 µs] if none is finite (no
+    message on any path). The Latency page's default range, each run's range in a comparison
+    (:func:`llamp.lp.compare.search_settings`) and the collective variants' common range."""
+    finite = [float(v) for v in tolerances if math.isfinite(v)]
+    if not finite:
+        return 0.0, L0 + 100_000.0
+    return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
 
 
 def max_parameter_within(

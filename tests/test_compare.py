@@ -54,12 +54,7 @@ def longer_example():
 
 @pytest.fixture(scope="module")
 def comparison():
-    return compare_runs(
-        [paper_example(), longer_example()],
-        PARAMS,
-        names=["paper", "longer"],
-        latencies=[0.0, 385.0, 500.0, 1000.0],
-    )
+    return compare_runs([paper_example(), longer_example()], PARAMS, names=["paper", "longer"])
 
 
 def test_each_run_has_its_hand_checked_figures(comparison):
@@ -83,16 +78,60 @@ def test_each_run_has_its_hand_checked_figures(comparison):
     assert a.calc_ns_total == 2600.0 and b.calc_ns_total == 3650.0
 
 
-def test_curves_share_the_latency_grid(comparison):
+def test_each_curve_is_the_exact_T_of_L_over_the_runs_own_range(comparison):
+    """Both runs' T(L) bend once, at the critical latency 385 ns (L + 115 = 500): flat before,
+    slope 1 after. The automatic range is [0, max(1.25 × 5% tolerance, 2·L0, L0 + 10 µs)] =
+    [0, 10.5 µs]; the curve's rows are the ends of its pieces, the breakpoint marked."""
     curves = comparison.curves
     assert list(curves["run"].unique()) == ["paper", "longer"]
     a = curves[curves["run"] == "paper"]
     b = curves[curves["run"] == "longer"]
-    assert list(a["L_ns"]) == list(b["L_ns"]) == [0.0, 385.0, 500.0, 1000.0]
-    # T(L) = max(1100, max(L + 115, 500) + 1000): flat until the critical latency 385 ns.
-    assert list(a["runtime_ns"]) == pytest.approx([1500.0, 1500.0, 1615.0, 2115.0])
-    assert list(b["runtime_ns"]) == pytest.approx([2500.0, 2500.0, 2615.0, 3115.0])
-    assert list(a["lambda_L"]) == [0.0, 1.0, 1.0, 1.0]  # right derivatives
+    assert list(a["L_ns"]) == list(b["L_ns"]) == pytest.approx([0.0, 385.0, 10_500.0])
+    assert list(a["runtime_ns"]) == pytest.approx([1500.0, 1500.0, 11_615.0])
+    assert list(b["runtime_ns"]) == pytest.approx([2500.0, 2500.0, 12_615.0])
+    assert list(a["lambda_L"]) == [0.0, 1.0, 1.0]  # right derivatives
+    assert list(a["critical"]) == [False, True, False]
+    assert [(s.lo, s.hi, s.complete) for s in comparison.critical] == [(0.0, 10_500.0, True)] * 2
+    data = comparison.as_dict()["curves"]["paper"]
+    assert data["critical_ns"] == pytest.approx([385.0]) and data["hi_ns"] == 10_500.0
+    assert data["runtime_ns"] == pytest.approx([1500.0, 1500.0, 11_615.0])
+
+
+def test_the_curve_passes_through_T_at_every_breakpoint(comparison):
+    """At every row of every curve (each critical latency and the range's ends), T and λ_L
+    are what ``predict`` gives at that L, to 1e-9 relative."""
+    from dataclasses import replace
+
+    from llamp.lp import predict
+
+    graphs = {"paper": paper_example(), "longer": longer_example()}
+    for row in comparison.curves.itertuples(index=False):
+        p = predict(graphs[row.run], replace(PARAMS, L=float(row.L_ns)), engine="graph")
+        assert row.runtime_ns == pytest.approx(p.runtime_ns, rel=1e-9, abs=1e-9), row
+        assert row.lambda_L == p.lambda_L, row
+
+
+def test_the_automatic_range_shows_every_tolerance():
+    """[0, max(1.25 × the largest finite tolerance, 2·L0, L0 + 10 µs)]; L0 + 100 µs when no
+    tolerance is finite (the Latency page's range and each compared run's)."""
+    from llamp.lp.tolerance import latency_range
+
+    assert latency_range([516.15, 580.75, math.inf], 500.0) == (0.0, 10_500.0)
+    assert latency_range([20_000.0, 16_000.0], 500.0) == (0.0, 25_000.0)
+    assert latency_range([9_000.0], 12_000.0) == (0.0, 24_000.0)
+    assert latency_range([math.inf, math.inf], 500.0) == (0.0, 100_500.0)
+
+
+def test_a_largest_L_puts_every_run_on_one_range():
+    result = compare_runs(
+        [paper_example(), longer_example()], PARAMS, names=["paper", "longer"], hi=1000.0
+    )
+    a = result.curves[result.curves["run"] == "paper"]
+    assert list(a["L_ns"]) == pytest.approx([0.0, 385.0, 1000.0])
+    assert list(a["runtime_ns"]) == pytest.approx([1500.0, 1500.0, 2115.0])
+    assert {(s.lo, s.hi) for s in result.critical} == {(0.0, 1000.0)}
+    with pytest.raises(InputError, match="largest L"):
+        compare_runs([paper_example(), longer_example()], PARAMS, hi=0.0)
 
 
 def test_tables_and_what_changed(comparison):
@@ -120,7 +159,7 @@ def test_tables_and_what_changed(comparison):
     assert "λ_L" not in line and "messages" not in line  # unchanged quantities are left out
     data = comparison.as_dict()
     assert data["baseline"] == "paper"
-    assert data["curves"]["longer"]["runtime_ns"] == pytest.approx([2500, 2500, 2615, 3115])
+    assert data["curves"]["longer"]["runtime_ns"] == pytest.approx([2500, 2500, 12_615])
     json.dumps(data)  # serialisable as it is (no numpy scalars)
 
 
@@ -151,9 +190,18 @@ def test_cli_compare_json_and_html(tmp_path):
     assert [r["name"] for r in data["runs"]] == ["paper", "longer"]  # graph names, not paths
     assert [r["predict"]["runtime_ns"] for r in data["runs"]] == pytest.approx([1615, 2615])
     assert data["summary"][0].startswith("longer vs paper: runtime T: 1.615 µs → 2.615 µs")
-    assert html.read_text().startswith("<!DOCTYPE html>")
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "paper: 1 critical latencies in [0 ns, 10.5 µs]" in page
+    # the JSON, the HTML and the library give one result: the exact curves of compare_runs
+    library = compare_runs([paper_example(), longer_example()], PARAMS, names=["paper", "longer"])
+    assert data["curves"] == json.loads(json.dumps(library.as_dict()["curves"]))
     text = llamp("compare", str(a), str(b), *args, home=tmp_path).stdout
     assert "what changed:" in text and "ranks: 2 → 3" in text
+    assert "T(L) of longer: 1 critical latencies in [0 ns, 10.5 µs]" in text
+    gone = llamp("compare", str(a), str(b), "--points", "5", home=tmp_path, check=False)
+    assert gone.returncode == 2 and "compare --points is gone" in gone.stderr
+    assert "llamp sweep" in gone.stderr and "Traceback" not in gone.stderr
     bad = llamp("compare", str(a), home=tmp_path, check=False)
     assert bad.returncode == 2 and "at least two runs" in bad.stderr
     bad = llamp(

@@ -17,8 +17,9 @@ from store_graphs import stored_home
 from llamp.ingest import read
 from llamp.lp.compare import compare_runs
 from llamp.lp.critical import critical_latencies
+from llamp.lp.tolerance import latency_range
 from llamp.params import LogGPS
-from llamp.ui import page_work, plots
+from llamp.ui import plots
 
 BCAST = SWEEP3D.parent / "bcast-synthetic"
 #: What the sidebar's default inputs parse to.
@@ -80,7 +81,7 @@ def test_compare_page_shows_the_comparison(store_env, expected, sweep3d):
     # through every critical latency at the exact T there, and is 0 at L0 (slowdown mode).
     graphs = {"bcast": read(BCAST), "sweep3d": sweep3d}
     for run in expected.runs:
-        lo, hi = page_work.auto_range(run.tolerance, SIDEBAR.L)
+        lo, hi = latency_range((t.value for t in run.tolerance.latency), SIDEBAR.L)
         crit = critical_latencies(graphs[run.name], SIDEBAR, lo, hi)
         assert crit.complete
         trace = next(tr for tr in t_fig["data"] if tr["name"] == run.name)

@@ -152,7 +152,7 @@ class _Task:
 # ---------------------------------------------------------------------- analyses of several runs
 def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
     """The Compare page's tolerance levels and largest L are ``llamp compare``'s ``--x`` and
-    ``--to``, read by the same parsers (the page draws exact curves: no ``--points``)."""
+    ``--to``, read by the same parsers."""
     from llamp.ui import run_comparison
 
     page = run_comparison.settings("0.5%, 2", "20us")
@@ -170,11 +170,12 @@ def test_the_compare_page_reads_its_inputs_as_the_command_line_does():
 @pytest.mark.parametrize("hi", ["", "4us"])
 def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny, monkeypatch):
     """The UI's Compare runner (figures and critical-latency search per run, kept per run)
-    gives the registry's ``compare`` figures of the same runs exactly, and its exact curves
-    pass through every point of the command line's sampled ones."""
+    gives exactly the registry's ``compare`` of the same runs (what ``llamp compare`` prints):
+    figures, searches and exact curves."""
     from hand_graphs import paper_example
 
     from llamp.lp.registry import Inputs
+    from llamp.lp.tolerance import latency_range
     from llamp.params import LogGPS
     from llamp.ui import run_comparison, store_access, stored
 
@@ -189,12 +190,13 @@ def test_the_compare_page_computes_per_run_what_llamp_compare_computes(hi, tiny,
         _Task()
     )
     cli = ANALYSES["compare"].run(list(graphs.values()), Inputs(params, names=("a", "b")), settings)
-    mine, theirs = ui.comparison.as_dict(), cli.as_dict()
-    mine.pop("curves"), theirs.pop("curves")
-    assert mine == theirs
-    for search, name in zip(ui.critical, ("a", "b"), strict=True):
-        sampled = cli.curves[cli.curves["run"] == name]
-        inside = sampled[sampled["L_ns"] <= search.hi]
-        assert len(inside) >= 2
-        exact = search.runtime_at(inside["L_ns"].to_numpy())
-        assert exact.tolist() == pytest.approx(inside["runtime_ns"].tolist(), rel=1e-12)
+    # one result: the same figures, searches and exact curves, whichever consumer runs it
+    assert ui.as_dict() == cli.as_dict()
+    assert ui.curves.equals(cli.curves)
+    assert ui.critical == cli.critical
+    for search, run in zip(ui.critical, ui.runs, strict=True):
+        top = 4000.0 if hi else latency_range((t.value for t in run.tolerance.latency), params.L)[1]
+        assert (search.lo, search.hi) == (0.0, top)
+        curve = ui.curves[ui.curves["run"] == run.name]
+        exact = search.runtime_at(curve["L_ns"].to_numpy())
+        assert exact.tolist() == curve["runtime_ns"].tolist()

@@ -40,8 +40,9 @@ from llamp.lp import (
     rank_time_split,
     tolerance,
 )
+from llamp.lp.tolerance import latency_range
 from llamp.params import LogGPS
-from llamp.ui import page_work, uploads
+from llamp.ui import uploads
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +181,7 @@ def test_latency_page_shows_the_api_numbers(store_env, graph):
     assert list(shown["max G (ns/B)"]) == [f"{t.value:.6g}" for t in tol.bandwidth]
     assert not [c for c in shown.columns if c.endswith("_ns")], "no internal column names"
 
-    lo, hi = page_work.auto_range(tol, params.L)
+    lo, hi = latency_range((t.value for t in tol.latency), params.L)
     crit = critical_latencies(graph, params, lo, hi)
     at.number_input(key="lat_min_jump").set_value(0.0).run()  # every exact breakpoint
     ranked = table(at, "critical L")

@@ -109,12 +109,12 @@ def stencil_latency():
     from llamp.ingest.synthetic import stencil_with_vertices
     from llamp.lp import critical_latencies, tolerance
     from llamp.lp.critical import exact_curve
-    from llamp.ui.page_work import auto_range
+    from llamp.lp.tolerance import latency_range
 
     graph = stencil_with_vertices(100_000, ranks=16)
     params = LogGPS.parse(L="3us")
     tol = tolerance(graph, params, [0.01, 0.02, 0.05], engine="graph")
-    lo, hi = auto_range(tol, params.L)
+    lo, hi = latency_range((t.value for t in tol.latency), params.L)
     crit = critical_latencies(graph, params, lo, hi)
     return exact_curve(crit), crit, tol, params.L
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from apptest_pages import RUN, SWEEP3D, assert_clean, exact_ns, keyed, page, table
 from store_graphs import stored_home
 
@@ -166,8 +165,23 @@ def test_the_memo_keeps_a_value_once_per_key_and_within_its_bounds(monkeypatch):
 def _restart() -> None:
     """What a restarted server has: the store, nothing in memory."""
     stored.forget()
-    st.cache_data.clear()
-    st.cache_resource.clear()
+
+
+def test_the_ui_caches_only_through_the_store_and_its_one_memo():
+    """No page or module of the UI keeps results another way (``st.cache_data``,
+    ``st.cache_resource``, ``functools`` caches): what is kept is a stored analysis or an entry
+    of :func:`llamp.ui.stored.kept`, so ``stored.forget()`` and the store are the whole
+    state a restart leaves."""
+    import ast
+
+    ui = Path(stored.__file__).parent
+    found = []
+    for path in sorted(ui.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+            if name in ("cache_data", "cache_resource", "lru_cache", "cache", "cached_property"):
+                found.append(f"{path.relative_to(ui.parent)}:{node.lineno}: {name}")
+    assert found == []
 
 
 @pytest.fixture

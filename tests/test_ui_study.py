@@ -116,3 +116,31 @@ def test_a_click_on_the_heatmap_picks_that_cell(env):
     at.run()
     assert not at.exception
     assert at.selectbox(key="study_cell").value == target
+
+
+def test_a_study_written_while_the_page_is_open_shows_at_the_next_interaction(env):
+    """The page reads the stored cells on every run, no cache: a study that ``llamp study``
+    stores meanwhile is listed at once, with its cells."""
+    from llamp.graphdb.studies import write_cell
+    from llamp.ui import store_access
+
+    at = study_page()
+    assert at.selectbox(key="study_name").options == ["ui-study"]
+    with store_access.connect(write=True) as db:
+        cell = next(a for a in db.list_analyses() if a.params.get("study") == "ui-study")
+        labels = {k: cell.params[k] for k in ("cell", "run", "network", "analysis")}
+        added = write_cell(
+            db, labels["run"], labels | {"study": "zz-later"}, cell.params, {"runtime_ns": 1234.0}
+        )
+    try:
+        at.run()
+        assert not at.exception
+        assert at.selectbox(key="study_name").options == ["ui-study", "zz-later"]
+        at.selectbox(key="study_name").set_value("zz-later").run()
+        assert not at.exception
+        assert at.selectbox(key="study_cell").options == [f"{labels['run']} on {labels['network']}"]
+    finally:
+        with store_access.connect(write=True) as db:
+            db.delete_analysis(added)
+    at.run()
+    assert at.selectbox(key="study_name").options == ["ui-study"]

@@ -17,9 +17,10 @@ from llamp.config import parse_duration_ns
 from llamp.lp import critical, critical_latencies, evaluate, tolerance
 from llamp.lp.critical import exact_curve
 from llamp.lp.registry import critical_search
+from llamp.lp.tolerance import latency_range
 from llamp.params import LogGPS
-from llamp.ui import page_work, stored, tasks
 from llamp.ui import store_access as ui_store
+from llamp.ui import stored, tasks
 
 pytestmark = pytest.mark.usefixtures("store_env")
 
@@ -238,7 +239,7 @@ def test_results_are_stored_with_the_run_and_reused_after_a_restart(graph, monke
     assert_clean(at)
     assert exact_ns(keyed(at, "tolerance-L-1pct")) == first
     crit = critical_latencies(
-        graph, params, *page_work.auto_range(tolerance(graph, params), 2500.0)
+        graph, params, *latency_range((t.value for t in tolerance(graph, params).latency), 2500.0)
     )
     at.number_input(key="lat_min_jump").set_value(0.0).run()
     assert len(table(at, "critical L")) == len(crit.critical)
@@ -259,7 +260,7 @@ def test_display_controls_never_recompute_and_markers_follow_the_threshold(graph
     assert len(calls) == 1
     params = LogGPS.parse(L="3.3us")
     crit = critical_latencies(
-        graph, params, *page_work.auto_range(tolerance(graph, params), 3300.0)
+        graph, params, *latency_range((t.value for t in tolerance(graph, params).latency), 3300.0)
     )
 
     def markers(at):
@@ -359,6 +360,7 @@ def test_exact_curve_is_t_of_l_from_the_segments_even_with_a_budget(graph):
     budgeted = critical_latencies(graph, params, 0.0, 50_000.0, max_evaluations=6)
     assert not budgeted.complete
     chord = exact_curve(budgeted)
+    assert (chord["L_ns"].iloc[0], chord["L_ns"].iloc[-1]) == (0.0, 50_000.0)
     exact_T = np.interp(chord["L_ns"], curve["L_ns"], curve["runtime_ns"])
     np.testing.assert_allclose(chord["runtime_ns"], exact_T, rtol=1e-12)  # its knots are exact
     mid = (chord["L_ns"].to_numpy()[:-1] + chord["L_ns"].to_numpy()[1:]) / 2

@@ -27,7 +27,6 @@ from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp import (
     CriticalLatencies,
-    Tolerance,
 )
 from llamp.lp import collectives_whatif as whatif
 from llamp.lp.collectives_whatif import CollectiveComparison, Variant, compare_collectives
@@ -61,15 +60,6 @@ def param_key(params: LogGPS) -> ParamKey:
 
 def params_of(key: ParamKey) -> LogGPS:
     return LogGPS(*key)
-
-
-def auto_range(tol: Tolerance, L0: float) -> tuple[float, float]:
-    """[0, 1.25 × the largest L tolerance] (at least 2·L0 and L0 + 10 µs), so every tolerance
-    zone is on the plot; L0 + 100 µs if no L tolerance is finite (no message on any path)."""
-    finite = [t.value for t in tol.latency if math.isfinite(t.value)]
-    if not finite:
-        return 0.0, L0 + 100_000.0
-    return 0.0, max(1.25 * max(finite), 2.0 * L0, L0 + 10_000.0)
 
 
 #: Columns of :func:`breakpoints`.

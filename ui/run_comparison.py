@@ -1,15 +1,14 @@
 """The Compare runs page's work, in the background (:mod:`llamp.ui.tasks`): the registry's
 ``compare`` (:data:`llamp.lp.registry.ANALYSES`, its settings read by the entry's parsers:
-:func:`settings`) computed per run, each run's figures
+:func:`settings`) computed per run as :mod:`llamp.lp.compare` defines it — each run's figures
 (:func:`llamp.lp.compare.run_figures`: prediction, tolerances, critical-path composition) and
-its exact ``T(L)`` — every critical latency over its own L range
-(:func:`llamp.lp.critical.critical_latencies`, the registry's ``critical`` analysis), the curve
-read off its segments (:func:`llamp.lp.critical.exact_curve`) — kept per run so adding a run to
-a comparison computes only that run (and a cancelled comparison keeps the runs it finished).
+the critical-latency search its exact ``T(L)`` is read off
+(:func:`llamp.lp.compare.search_settings`, the registry's ``critical``), assembled by
+:func:`llamp.lp.compare.assemble` — kept per run so adding a run to a comparison computes only
+that run (and a cancelled comparison keeps the runs it finished).
 
-A run's L range is the Latency page's automatic one (:func:`llamp.ui.page_work.auto_range`:
-0 to 1.25 × its largest L tolerance), or [0, a given largest L] for every run. Its search is
-stored under the same key as the Latency page's, so either page reuses what the other found.
+A run's search is stored under the same key as the Latency page's automatic search, so either
+page reuses what the other found.
 
 Each run's figures and search are kept as Analysis nodes of that run and in the UI's one
 in-process memo (:mod:`llamp.ui.stored`), so another session or a restarted server reuses them;
@@ -19,39 +18,22 @@ when all of them are kept, :func:`ready` assembles the comparison without a back
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from llamp.config import parse_duration_ns
 from llamp.lp import compare
 from llamp.lp.compare import Comparison, RunFigures
-from llamp.lp.critical import CriticalLatencies, exact_curve
+from llamp.lp.critical import CriticalLatencies
 from llamp.lp.registry import ANALYSES, CompareSettings, CriticalSettings, Inputs
 from llamp.params import LogGPS
-from llamp.ui import page_work, store_access, stored
+from llamp.ui import store_access, stored
 from llamp.ui.tasks import Task
 
 #: The registry's analysis of a run's critical latencies.
 CRITICAL = ANALYSES["critical"]
 
 
-@dataclass(frozen=True)
-class Compared:
-    """A comparison and each run's critical-latency search (its curve's segments), in the
-    comparison's order."""
-
-    comparison: Comparison
-    critical: list[CriticalLatencies]
-
-
 def _stored_figures(token: str, params: LogGPS, levels: tuple) -> tuple:
     return ("ui_run_figures", stored.page_key(params, token, levels=levels))
-
-
-def search_settings(figures: RunFigures, params: LogGPS, hi: float | None) -> CriticalSettings:
-    """The critical-latency search of one run: over the Latency page's automatic range of its
-    tolerances, or over [0, ``hi``]; with the automatic evaluation budget."""
-    lo, top = (0.0, hi) if hi is not None else page_work.auto_range(figures.tolerance, params.L)
-    return CriticalSettings(lo=f"{lo!r}ns", hi=f"{top!r}ns", max_evaluations="auto")
 
 
 def _stored_critical(token: str, params: LogGPS, settings: CriticalSettings) -> tuple:
@@ -74,26 +56,11 @@ def _critical(
     )
 
 
-def _assemble(
-    runs: Sequence[tuple[str, str]],
-    params: LogGPS,
-    levels: tuple,
-    figures: list[RunFigures],
-    searches: list[CriticalLatencies],
-) -> Compared:
-    curves = [
-        exact_curve(c).assign(run=name)[["run", "L_ns", "runtime_ns", "lambda_L", "rho_L"]]
-        for c, (name, _) in zip(searches, runs, strict=True)
-    ]
-    return Compared(compare.assemble(params, levels, figures, curves), list(searches))
-
-
 def settings(levels: str, hi: str) -> CompareSettings:
     """The page's inputs (tolerance levels and largest L as typed) as the settings of the
     registry's ``compare``, read by the parsers of ``llamp compare``'s ``--x`` and ``--to``; an
     error names the page's input. As every duration typed on a page, the largest L needs a
-    unit. The page draws each run's exact curve, so ``--points`` (the CLI's grid) is not
-    asked for."""
+    unit."""
     if hi.strip():
         parse_duration_ns(hi, default_unit=None)
     return ANALYSES["compare"].parse(
@@ -107,7 +74,7 @@ def ready(
     params: LogGPS,
     levels: Sequence[float],
     hi: float | None = None,
-) -> Compared | None:
+) -> Comparison | None:
     """The comparison :func:`work` would compute, if every run's figures and search are kept
     in this process or stored; else ``None``."""
     levels = tuple(float(x) for x in levels)
@@ -115,12 +82,12 @@ def ready(
     if any(f is None for f in figures):
         return None
     searches = [
-        _critical(name, token, params, search_settings(f, params, hi))
+        _critical(name, token, params, compare.search_settings(f.tolerance, params, hi))
         for (name, token), f in zip(runs, figures, strict=True)
     ]
     if any(c is None for c in searches):
         return None
-    return _assemble(runs, params, levels, figures, searches)
+    return compare.assemble(params, levels, figures, searches)
 
 
 def work(
@@ -128,14 +95,14 @@ def work(
     params: LogGPS,
     levels: Sequence[float],
     hi: float | None = None,
-) -> Callable[[Task], Compared]:
+) -> Callable[[Task], Comparison]:
     """The task comparing ``runs`` (``(name, token)`` pairs, the first is the baseline) at
     ``params``, each run's curve over its own range (or [0, ``hi``]). Only the figures and
     searches not kept from an earlier comparison or Latency page are computed; the progress
     fraction counts those (a search reports its own progress inside its step)."""
     levels = tuple(float(x) for x in levels)
 
-    def run(task: Task) -> Compared:
+    def run(task: Task) -> Comparison:
         todo = sum(_figures(name, token, params, levels) is None for name, token in runs)
         total = todo + len(runs)
         done = 0
@@ -162,7 +129,7 @@ def work(
             figures.append(found)
         searches = []
         for i, ((name, token), f) in enumerate(zip(runs, figures, strict=True)):
-            settings = search_settings(f, params, hi)
+            settings = compare.search_settings(f.tolerance, params, hi)
             found = _critical(name, token, params, settings)
             if found is None:
                 text = f"critical latencies of {name} ({i + 1}/{len(runs)})"
@@ -184,9 +151,9 @@ def work(
             done += 1
             searches.append(found)
         task.report(1.0, "")
-        return _assemble(runs, params, levels, figures, searches)
+        return compare.assemble(params, levels, figures, searches)
 
     return run
 
 
-__all__ = ["CRITICAL", "Compared", "ready", "search_settings", "settings", "work"]
+__all__ = ["CRITICAL", "ready", "settings", "work"]

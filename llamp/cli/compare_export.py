@@ -2,7 +2,8 @@
 
 ``llamp compare A B …`` analyses each run (a stored run, an ``.npz``/``.goal`` file or a trace
 directory) at one configuration: the registry's ``compare``
-(:func:`llamp.lp.compare.compare_runs`), its options generated from the entry; ``export-timeline``
+(:func:`llamp.lp.compare.compare_runs`: figures and each run's exact ``T(L)``, the same result
+the UI's Compare page shows), its options generated from the entry; ``export-timeline``
 writes the schedule with its critical path as a Chrome/Perfetto trace
 (:mod:`llamp.lp.timeline`); ``export-report`` writes ``llamp report`` as one self-contained
 HTML file (:mod:`llamp.lp.html_report`). Output files are checked before any work is done
@@ -55,16 +56,24 @@ def _write_text(path: Path, text: str) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the comparison as a self-contained HTML file.",
 )
+@click.option("--points", "removed_points", default=None, hidden=True)
 @analysis_settings("compare")
 @click.pass_context
-def compare(ctx, runs, params, as_json, settings, html_out) -> None:
-    """Two or more runs side by side: T(L), λ_L, tolerances, critical-path composition and
-    what changed against the first RUN (a stored run, a graph file or a trace directory)."""
+def compare(ctx, runs, params, as_json, settings, html_out, removed_points) -> None:
+    """Two or more runs side by side: each run's exact T(L) and λ_L (every critical latency
+    over its own L range, or up to --to), tolerances, critical-path composition and what
+    changed against the first RUN (a stored run, a graph file or a trace directory)."""
     from tqdm import tqdm
 
     from llamp.ingest import default_name
     from llamp.lp.compare import PARTS
 
+    if removed_points is not None:
+        raise InputError(
+            "compare --points is gone: each run's T(L) is exact (every critical latency in "
+            "its range, JSON key curves); for T at chosen latencies use "
+            "llamp sweep RUN --from A --to B --points N"
+        )
     if len(runs) < 2:
         raise InputError(f"compare needs at least two runs, got {len(runs)}")
     if html_out is not None:
@@ -136,6 +145,18 @@ def compare(ctx, runs, params, as_json, settings, html_out) -> None:
             ("critical path", *PARTS, "messages"),
         )
     )
+    click.echo("")
+    for r, search in zip(result.runs, result.critical, strict=True):
+        line = (
+            f"T(L) of {r.name}: {len(search.critical):,} critical latencies in "
+            f"[{format_ns(search.lo)}, {format_ns(search.hi)}]"
+        )
+        if not search.complete:
+            line += (
+                f" ({len(search.unresolved):,} intervals left unresolved by the budget of "
+                f"{search.max_evaluations:,} evaluations)"
+            )
+        click.echo(line)
     click.echo("\nwhat changed:")
     for line in result.summary():
         click.echo(f"  {line}")

@@ -73,7 +73,8 @@ with controls.readable_errors("Comparison"):
     )
 if found is None:
     st.stop()
-comparison, searches = found.comparison, found.critical
+comparison = found
+searches = comparison.critical
 
 
 def _change(c) -> str:

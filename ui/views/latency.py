@@ -18,6 +18,7 @@ from llamp.config import DEFAULT_TOLERANCES, parse_duration_ns
 from llamp.errors import InputError
 from llamp.lp.critical import exact_curve
 from llamp.lp.registry import CriticalSettings, ToleranceSettings
+from llamp.lp.tolerance import latency_range
 from llamp.ui import controls, display, exports, page_work, plots
 
 st.title("Latency sensitivity and tolerance")
@@ -150,7 +151,7 @@ controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key
 # ---------------------------------------------------------------------- critical latencies
 with controls.readable_errors("Critical-latency search"):
     if auto:
-        lo, hi = page_work.auto_range(tol, L0)
+        lo, hi = latency_range((t.value for t in tol.latency), L0)
     else:
         lo, hi = (
             parse_duration_ns(lo_text, default_unit=None),
@@ -159,9 +160,7 @@ with controls.readable_errors("Critical-latency search"):
         if not 0 <= lo < hi:
             raise InputError(f"the L range needs 0 ≤ From < To (got {lo_text!r}, {hi_text!r})")
     st.subheader(f"T(L) over [{display.duration(lo)}, {display.duration(hi)}]")
-    search = CriticalSettings(
-        lo=f"{lo!r}ns", hi=f"{hi!r}ns", max_evaluations=None if exhaustive else "auto"
-    )
+    search = CriticalSettings.over(lo, hi, None if exhaustive else "auto")
     crit = controls.analysis(
         sel, "critical", "Finding the critical latencies", search, slot="latency-critical"
     )

@@ -46,19 +46,6 @@ with controls.readable_errors("Reading the graph store"):
 
 
 # ---------------------------------------------------------------------- ingest
-def parse_collectives(text: str) -> dict[str, str]:
-    """``"allreduce=ring, bcast=binomial"`` → ``{"allreduce": "ring", "bcast": "binomial"}``."""
-    choices: dict[str, str] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise InputError(f"collective algorithms: {item.strip()!r} is not OP=ALGORITHM")
-        op, alg = (part.strip().lower() for part in item.split("=", 1))
-        choices[op] = alg
-    return choices
-
-
 def server_source(text: str, roots: tuple[Path, ...]) -> tuple[Path, Path]:
     """The trace at ``text`` on the server and the configured root it lies below; anything
     outside ``LLAMP_UI_SERVER_ROOTS`` (after resolving links and ``..``) is refused."""
@@ -98,7 +85,7 @@ def _ingest(
         warnings.simplefilter("always")
         graph = read(
             source,
-            collectives=parse_collectives(collectives),
+            collectives=config.parse_collectives(collectives, what="collective algorithms"),
             lenient=lenient,
             name=name,
             host_speed=host_speed.strip() or None,

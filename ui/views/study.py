@@ -1,13 +1,16 @@
 """Studies: pick a study run with ``llamp study``, see its runs × networks matrix of T,
 tolerance or λ_L as a heatmap, sort and filter it, and open a cell's run on the Latency page
-with that cell's parameters."""
+with that cell's parameters.
+
+The stored cells are read once per page run (one query, no cache), so a study written by
+``llamp study`` while the page is open shows at the next interaction."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from llamp.graphdb.studies import LABELS, column_labels, studies, study_cells, study_matrix
+from llamp.graphdb.studies import LABELS, column_labels, study_cells, study_matrix, summarise
 from llamp.params import LogGPS
 from llamp.ui import controls, plots, store_access
 
@@ -18,17 +21,13 @@ st.caption(
 )
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def _cells(where: str, study: str | None) -> pd.DataFrame:
-    with store_access.connect() as s:
-        return studies(s) if study is None else study_cells(s, study)
-
-
-listing = None
+every = None
 with controls.readable_errors("Cannot read the graph store"):
-    listing = _cells(store_access.location(), None)
-if listing is None:
+    with store_access.connect() as store:
+        every = study_cells(store)
+if every is None:
     st.stop()
+listing = summarise(every)
 if listing.empty:
     st.info(
         "The store holds no study yet: run one with `llamp study SPEC.yaml` "
@@ -38,7 +37,8 @@ if listing.empty:
 st.dataframe(listing, hide_index=True, width="stretch")
 
 name = st.selectbox("Study", listing["study"].tolist(), key="study_name")
-cells = _cells(store_access.location(), name)
+# the columns of this study only (the others' scalars are empty here)
+cells = every[every["study"] == name].dropna(axis=1, how="all").reset_index(drop=True)
 analyses = sorted(cells["analysis"].unique())
 c1, c2, c3, c4 = st.columns(4)
 analysis = c1.selectbox("Analysis", analyses, key="study_analysis")
