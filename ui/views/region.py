@@ -78,35 +78,51 @@ with controls.readable_errors("Design space"):
         if text.strip():
             sides[a.name] = a.parse(text, f"largest {a.name}")
     box = tuple(sorted(sides.items()))
+    inputs = (names, levels, box, int(cells))
+    label = "Computing the exact regions"
+
+    def exact(graph, task, preview=None):
+        return page_work.region_map(graph, sel.key, names, levels, box, preview, task.report)
+
+    # T over the box first (its heat map, shown at once); then the polygons over it, as a job.
+    # A stored result or a job already running needs no preview (``start=False``).
     rmap = controls.background(
-        sel,
-        "region",
-        "Computing the exact regions and the heat map",
-        lambda graph, task: page_work.region_map(graph, sel.key, names, levels, box, int(cells)),
-        (names, levels, box, int(cells)),
-        stored_as="ui_region",
+        sel, "region", label, exact, inputs, stored_as="ui_region", start=False
     )
-    if rmap is None:  # the exact polygons take a while at 10^6 vertices: T on the box first
+    if rmap is None:
         preview = controls.background(
             sel,
             "region-preview",
             "Computing T over the box",
             lambda graph, task: page_work.region_preview_map(
-                graph, sel.key, names, levels, box, int(cells)
+                graph, sel.key, names, levels, box, int(cells), task.report
             ),
-            (names, levels, box, int(cells)),
+            inputs,
             stored_as="ui_region_preview",
         )
         if preview is not None:
-            with st.container(key="region-preview"):
-                st.metric("T0 (baseline)", display.duration(preview.baseline_ns))
-                st.caption(
-                    "T on the grid (exact at each grid point) and, dotted, where it crosses each "
-                    "level; the exact polygons follow when the computation above finishes."
+            if not controls.started(sel, "region", inputs):
+                rmap = controls.background(
+                    sel,
+                    "region",
+                    label,
+                    lambda graph, task: exact(graph, task, preview),
+                    inputs,
+                    stored_as="ui_region",
                 )
-                st.plotly_chart(
-                    plots.region_preview_figure(preview), key="plot_region_preview", width="stretch"
-                )
+            if rmap is None:
+                with st.container(key="region-preview"):
+                    st.metric("T0 (baseline)", display.duration(preview.baseline_ns))
+                    st.caption(
+                        "T on the grid (exact at each grid point) and, dotted, where it crosses "
+                        "each level; the exact polygons follow when the computation above "
+                        "finishes. Its % is the share of the regions' boundaries already final."
+                    )
+                    st.plotly_chart(
+                        plots.region_preview_figure(preview),
+                        key="plot_region_preview",
+                        width="stretch",
+                    )
     if designs and rmap is not None and rmap.region.plane is None:
         # a stored region: T at the designs needs the graph (its plane), loaded once
         plane = controls.background(
