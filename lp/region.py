@@ -37,6 +37,7 @@ that (an axis that no path pays is unbounded: its box falls back to :data:`DEFAU
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -837,6 +838,46 @@ class RegionPreview:
     us: np.ndarray
     vs: np.ndarray
     runtime_ns: np.ndarray  # (len(vs), len(us))
+    #: Wall seconds per evaluation measured on this graph (the grid's points, in lanes).
+    seconds_per_evaluation: float = math.nan
+    #: Evaluations the exact regions are expected to take (:func:`expected_evaluations`; 0:
+    #: no estimate, the axes count no messages or overheads).
+    expected_evaluations: int = 0
+
+    def expected_s(self, levels: int | None = None) -> float:
+        """Estimated wall seconds of the exact regions for ``levels`` of the levels (default:
+        all): expected evaluations × the measured seconds per evaluation (NaN: no estimate)."""
+        if self.expected_evaluations <= 0:
+            return math.nan
+        share = 1.0 if levels is None else levels / len(self.levels)
+        return self.expected_evaluations * share * self.seconds_per_evaluation
+
+
+#: Evaluations the outer approximation spends per edge of a region: one cut to find the edge,
+#: one evaluation to verify its end (the 10^5- and 10^6-vertex noisy stencils: 2.0).
+EVALUATIONS_PER_EDGE = 2
+
+
+def expected_evaluations(
+    search: _Search,
+    pair: tuple[Axis, Axis],
+    ends: tuple[tuple[float, float], tuple[float, float]],
+    levels: int,
+) -> int:
+    """Evaluations the exact regions of ``levels`` levels are expected to take: ``T`` is
+    convex, so along a region's boundary the critical path's count of an axis that counts
+    messages or overheads (L, o: whole numbers) changes monotonically between the two ends of
+    the boundary, by at least one per edge; its change between the paths at ``ends`` (points
+    just inside the largest bound on each axis) bounds the edges, times
+    :data:`EVALUATIONS_PER_EDGE` per edge and level. 0 if neither axis counts (G, link
+    variables). An estimate, not a bound on the work: edges may change it by more than one."""
+    k = next((i for i, a in enumerate(pair) if a.name in ("L", "o")), None)
+    if k is None:
+        return 0
+    (_, p0), (_, p1) = search.evaluate(list(ends))
+    a, b = search.pieces[p0], search.pieces[p1]
+    span = abs((a.b - b.b) if k == 0 else (a.c - b.c))
+    return int(EVALUATIONS_PER_EDGE * levels * (round(span) + 1))
 
 
 def region_preview(
@@ -866,7 +907,15 @@ def region_preview(
     sides = _box_sides(search, pair, bounds[-1], box)
     us = np.linspace(0.0, sides[0], cells)
     vs = np.linspace(0.0, sides[1], cells)
+    start = time.perf_counter()
     runtime = search.plane.runtime_grid(us, vs, progress)
+    per = (time.perf_counter() - start) / runtime.size
+    inside = runtime <= bounds[-1] + _tol(bounds[-1])
+    ends = (
+        (float(us[np.flatnonzero(inside[0])[-1]]), 0.0),
+        (0.0, float(vs[np.flatnonzero(inside[:, 0])[-1]])),
+    )
+    expected = expected_evaluations(search, pair, ends, len(levels))
     return RegionPreview(
         axes=pair,
         levels=tuple(levels),
@@ -876,6 +925,8 @@ def region_preview(
         us=us,
         vs=vs,
         runtime_ns=runtime,
+        seconds_per_evaluation=per,
+        expected_evaluations=expected,
     )
 
 
