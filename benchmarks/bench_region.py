@@ -65,7 +65,7 @@ def _page_case(n: int) -> list[dict[str, Any]]:
     tolerance_region(stencil_with_vertices(10**3, ranks=4), PARAMS, levels=[0.01])
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    region_preview(graph, PARAMS, levels=LEVELS, cells=40)
+    preview = region_preview(graph, PARAMS, levels=LEVELS, cells=40)
     t_grid = time.perf_counter() - start
     shares: list[tuple[float, float]] = []  # (seconds, share of the boundaries final)
     start = time.perf_counter()
@@ -89,6 +89,8 @@ def _page_case(n: int) -> list[dict[str, Any]]:
     return [
         row("region", case, "load average (1 min) before", load, ""),
         row("region", case, "T on the 40×40 grid of the box", t_grid, "s"),
+        row("region", case, "  estimated before starting", preview.expected_s(), "s"),
+        row("region", case, "  expected evaluations", preview.expected_evaluations, "count"),
         row("region", case, "exact L–G regions 1/2/5%", t_region, "s"),
         row("region", case, "  evaluations", region.evaluations, "count"),
         row("region", case, "  ms per evaluation", 1e3 * t_region / region.evaluations, "ms"),
