@@ -130,3 +130,27 @@ def test_the_preview_figure_draws_the_grid_and_one_contour_per_level():
         ("contour", 1.0, 1.0),
         ("contour", 5.0, 5.0),
     ]
+
+
+def test_the_region_jobs_report_their_fraction_and_share_the_grid(graph):
+    """The page's two jobs: ``T`` over the box reports the share of grid points done, the
+    exact polygons the share of the boundaries final (to 1), and draw over the same grid."""
+    from llamp.ui import page_work
+
+    key = page_work.param_key(LogGPS())
+    levels = (0.01, 0.05)
+    grid: list[tuple[float | None, str]] = []
+    exact: list[tuple[float | None, str]] = []
+    preview = page_work.region_preview_map(
+        graph, key, ("L", "G"), levels, (), 10, lambda f, t: grid.append((f, t))
+    )
+    rmap = page_work.region_map(
+        graph, key, ("L", "G"), levels, (), preview, lambda f, t: exact.append((f, t))
+    )
+    assert grid[-1] == (1.0, "T on the grid")
+    shares = [f for f, _ in exact if f is not None]
+    assert shares and shares[-1] == pytest.approx(1.0, abs=1e-9)
+    assert exact[-1][1] == f"{rmap.region.evaluations:,} evaluations"
+    assert rmap.runtime_ns is preview.runtime_ns
+    assert rmap.region.box == preview.box
+    assert preview.expected_evaluations > 0 and preview.seconds_per_evaluation > 0
