@@ -154,3 +154,28 @@ def test_the_region_jobs_report_their_fraction_and_share_the_grid(graph):
     assert rmap.runtime_ns is preview.runtime_ns
     assert rmap.region.box == preview.box
     assert preview.expected_evaluations > 0 and preview.seconds_per_evaluation > 0
+
+
+def test_a_long_region_is_estimated_up_front_and_offers_the_largest_level(store_env, monkeypatch):
+    """Above a minute expected, the page states the estimate before starting and computes
+    only on the button; the largest level alone gives that level's exact polygon only."""
+    from llamp.lp.region import RegionPreview
+
+    monkeypatch.setattr(
+        RegionPreview, "expected_s", lambda self, levels=None: 600.0 if levels is None else 300.0
+    )
+    at = page("region")
+    at.text_input(key="region_levels").input("1, 3")
+    at.run()
+    assert_clean(at)
+    (note,) = keyed(at, "region-estimate").info
+    assert "expected to take about 600 s" in note.value
+    assert "largest level alone takes about 300 s" in note.value
+    assert not [m for m in at.metric if m.label.endswith("% region")]  # not started
+    at.radio(key="region_exact").set_value("largest level only")
+    at.button(key="region_start").click()
+    at.run()
+    assert_clean(at)
+    assert keyed(at, "region-3pct").metric[0].value.endswith("vertices")
+    shown = table(at, "L_ns")
+    assert set(shown["x_percent"]) == {3.0}
