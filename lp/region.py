@@ -867,13 +867,15 @@ def expected_evaluations(
     ends: tuple[tuple[float, float], tuple[float, float]],
     levels: int,
 ) -> int:
-    """Evaluations the exact regions of ``levels`` levels are expected to take: ``T`` is
-    convex, so along a region's boundary the critical path's count of an axis that counts
-    messages or overheads (L, o: whole numbers) changes monotonically between the two ends of
-    the boundary, by at least one per edge; its change between the paths at ``ends`` (points
-    just inside the largest bound on each axis) bounds the edges, times
+    """Evaluations the exact regions of ``levels`` levels are expected to take (an estimate,
+    not a bound): ``T`` is convex, so along a region's boundary the critical path's count of an
+    axis that counts messages or overheads (L, o: whole numbers) moves one way between the two
+    ends of the boundary, about one per edge (an edge may keep it and change the other axis's
+    count, or change it by several: on the noisy stencils its total change is 1.3–1.8 × the
+    edges, so the estimate errs long). Its change between the paths at ``ends`` (points just
+    inside the largest bound on each axis) stands for the edges, times
     :data:`EVALUATIONS_PER_EDGE` per edge and level. 0 if neither axis counts (G, link
-    variables). An estimate, not a bound on the work: edges may change it by more than one."""
+    variables)."""
     k = next((i for i, a in enumerate(pair) if a.name in ("L", "o")), None)
     if k is None:
         return 0
