@@ -10,6 +10,8 @@ message of one iteration), so its rows say how many.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import numpy as np
 from benchmarks.timing import median_time, peak_rss_mb, row
 from llamp.ingest.synthetic import stencil_with_vertices
 from llamp.lp import engine_for, sweep
-from llamp.lp.region import tolerance_region
+from llamp.lp.region import region_preview, tolerance_region
 from llamp.params import LogGPS
 
 PARAMS = LogGPS()
@@ -53,9 +55,54 @@ def _case(n: int, noisy: bool, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _page_case(n: int) -> list[dict[str, Any]]:
+    """The Design space page's work on the noisy stencil, as its two jobs run it: ``T`` on the
+    40 × 40 grid of the box, then the exact L–G regions 1/2/5 % with their progress (the share
+    of the boundaries final) — wall time, evaluations, the load average around it."""
+    graph = stencil_with_vertices(n, ranks=16, alltoall_every=10)
+    case = f"Design space page, stencil {graph.num_vertices:.2g} vertices, noisy"
+    engine_for(graph).runtime(PARAMS)
+    tolerance_region(stencil_with_vertices(10**3, ranks=4), PARAMS, levels=[0.01])
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    preview = region_preview(graph, PARAMS, levels=LEVELS, cells=40)
+    t_grid = time.perf_counter() - start
+    shares: list[tuple[float, float]] = []  # (seconds, share of the boundaries final)
+    start = time.perf_counter()
+
+    def progress(share: float | None, _: int) -> None:
+        if share is not None:
+            shares.append((time.perf_counter() - start, share))
+
+    region = tolerance_region(graph, PARAMS, levels=LEVELS, progress=progress)
+    t_region = time.perf_counter() - start
+    reached = [
+        row(
+            "region",
+            case,
+            f"  {q:.0%} shown after",
+            next((t for t, f in shares if f >= q), t_region),
+            "s",
+        )
+        for q in (0.25, 0.5, 0.75)
+    ]
+    return [
+        row("region", case, "load average (1 min) before", load, ""),
+        row("region", case, "T on the 40×40 grid of the box", t_grid, "s"),
+        row("region", case, "  estimated before starting", preview.expected_s(), "s"),
+        row("region", case, "  expected evaluations", preview.expected_evaluations, "count"),
+        row("region", case, "exact L–G regions 1/2/5%", t_region, "s"),
+        row("region", case, "  evaluations", region.evaluations, "count"),
+        row("region", case, "  ms per evaluation", 1e3 * t_region / region.evaluations, "ms"),
+        *reached,
+        row("region", case, "load average (1 min) after", os.getloadavg()[0], ""),
+    ]
+
+
 def run(quick: bool, repeat: int, full: bool = False) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     n = 10**5 if quick else 10**6
+    rows.extend(_page_case(n))
     for noisy in (False, True):
         rows.extend(_case(n, noisy, repeat))
     rows.append(row("region", "all", "peak RSS", peak_rss_mb(), "MB"))

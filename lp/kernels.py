@@ -605,38 +605,68 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_SAFE)
-def affine_lanes(in_ptr, src, c0, du, dv, us, vs):  # pragma: no cover - compiled
-    """Event times and the longest in-edge of every event in ``K`` lanes, lane ``j`` with edge
-    weights ``c0 + us[j]·du + vs[j]·dv`` (weights affine in two variables). Returns ``t`` and
-    ``pred`` (n × K): following ``pred`` back from the latest event of a lane walks one of its
-    critical paths."""
+def affine_lanes(in_ptr, src, c0, du, dv, us, vs, mask):  # pragma: no cover - compiled
+    """``T`` and the affine length of one critical path in ``K`` lanes: lane ``j`` weighs
+    edge ``k`` ``c0[k] + us[j]·du[k] + vs[j]·dv[k]`` (weights affine in two variables).
+
+    Each event carries, next to its time, the sums of ``c0``, ``du``, ``dv`` along the path
+    through its latest in-edge (the first of equal ones), so no per-event predecessor array
+    is kept: the state is a ring of ``mask + 1`` events (:func:`ring_size`) of 4 rows × K, and
+    the cost of a pass is one read of the edges for all lanes. Returns ``T`` (K) and
+    ``path`` (3 × K): ``a, b, c`` of a path through the first latest event, whose length
+    ``a + b·u + c·v`` is ``T`` at the lane's point and a lower bound of ``T`` everywhere."""
     n = in_ptr.shape[0] - 1
     K = us.shape[0]
-    t = np.zeros((n, K))
-    pred = np.full((n, K), -1, dtype=np.int64)
+    st = np.zeros((min(mask + 1, n), 4, K))
+    best = np.empty(K)
+    ba = np.empty(K)
+    bb = np.empty(K)
+    bc = np.empty(K)
+    T = np.full(K, -np.inf)
+    path = np.zeros((3, K))
     for p in range(n):
         lo = in_ptr[p]
         hi = in_ptr[p + 1]
+        slot = p & mask
         if lo == hi:
-            continue
-        s = src[lo]
-        base = c0[lo]
-        a = du[lo]
-        b = dv[lo]
-        for j in range(K):
-            t[p, j] = t[s, j] + base + a * us[j] + b * vs[j]
-            pred[p, j] = lo
-        for k in range(lo + 1, hi):
-            s = src[k]
-            base = c0[k]
-            a = du[k]
-            b = dv[k]
+            for r in range(4):
+                for j in range(K):
+                    st[slot, r, j] = 0.0
+        else:
+            s = src[lo] & mask
+            base = c0[lo]
+            a = du[lo]
+            b = dv[lo]
             for j in range(K):
-                cand = t[s, j] + base + a * us[j] + b * vs[j]
-                take = cand > t[p, j]
-                t[p, j] = cand if take else t[p, j]
-                pred[p, j] = k if take else pred[p, j]
-    return t, pred
+                best[j] = st[s, 0, j] + base + a * us[j] + b * vs[j]
+                ba[j] = st[s, 1, j] + base
+                bb[j] = st[s, 2, j] + a
+                bc[j] = st[s, 3, j] + b
+            for k in range(lo + 1, hi):
+                s = src[k] & mask
+                base = c0[k]
+                a = du[k]
+                b = dv[k]
+                for j in range(K):
+                    cand = st[s, 0, j] + base + a * us[j] + b * vs[j]
+                    take = cand > best[j]
+                    best[j] = cand if take else best[j]
+                    ba[j] = st[s, 1, j] + base if take else ba[j]
+                    bb[j] = st[s, 2, j] + a if take else bb[j]
+                    bc[j] = st[s, 3, j] + b if take else bc[j]
+            for j in range(K):
+                st[slot, 0, j] = best[j]
+                st[slot, 1, j] = ba[j]
+                st[slot, 2, j] = bb[j]
+                st[slot, 3, j] = bc[j]
+        for j in range(K):
+            x = st[slot, 0, j]
+            take = x > T[j]
+            T[j] = x if take else T[j]
+            path[0, j] = st[slot, 1, j] if take else path[0, j]
+            path[1, j] = st[slot, 2, j] if take else path[1, j]
+            path[2, j] = st[slot, 3, j] if take else path[2, j]
+    return T, path
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_SAFE)

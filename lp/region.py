@@ -37,12 +37,12 @@ that (an axis that no path pays is unbounded: its box falls back to :data:`DEFAU
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -51,7 +51,7 @@ from llamp.errors import InputError, LlampError
 from llamp.graph import ExecutionGraph
 from llamp.lp.engine import WORKERS, engine_for
 from llamp.lp.event_graph import COEF_G, COEF_L, COEF_O, EventGraph
-from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, affine_lanes, edge_lanes, ring_size
+from llamp.lp.kernels import ABS_TOL_NS, REL_TOL, affine_lanes, ring_size
 from llamp.lp.weighted import MessageModel, edge_weights
 from llamp.params import LogGPS
 
@@ -66,11 +66,13 @@ FAR = {NS: 1e15, NS_PER_BYTE: 1e9}
 DEFAULT_SPAN = {NS: 100_000.0, NS_PER_BYTE: 1.0}
 #: Margin of the automatic box over the largest intercept.
 BOX_MARGIN = 1.25
-#: Points per pass of :func:`~llamp.lp.kernels.affine_lanes`. Measured on the 16-rank
-#: noisy stencil (2-core machine, loaded): at 10^5 vertices 1.5 ms for one lane, 1.9 ms for
-#: two, 9–16 ms for four (the rows of ``t`` and ``pred`` leave the cache); at 10^6 vertices
-#: 45–49 ms per lane whatever the width. One lane per core it is.
-LANES = 1
+#: Points per pass of :func:`~llamp.lp.kernels.affine_lanes`. Measured on the 10^5-vertex
+#: noisy stencil (CPU time of one pass, 2-core machine under load 5–8): 4.9 ms for one point,
+#: 16 ms for 8 (2.0 ms per point), 40–51 ms for 32 (1.2–1.6), 82 ms for 64 (1.3): 32 it is,
+#: a ring of 1,024 events × 4 rows × 32 lanes × 8 B = 1 MB.
+LANES = 32
+#: Bytes of lane state one pass may hold (a ring of events, 4 rows of 8 B per lane).
+RING_BYTES = 1 << 26
 #: Evaluations after which a search without a budget gives up (a safety net against a
 #: search that does not converge: the uniform benchmark stencils take ~15 evaluations, the
 #: noisy 10^5-vertex one ~1,000 for three levels).
@@ -156,34 +158,35 @@ class LinkVariables:
         return Axis(name, value, self.units[name])
 
 
-@numba.njit(cache=True, nogil=True)
-def path_sums(pred, lane, src, sink, c0, du, dv):  # pragma: no cover - compiled
-    """Sums of ``c0``, ``du``, ``dv`` over the edges of the path that ``pred[:, lane]`` leads
-    back from ``sink``: the affine length of one critical path."""
-    a = 0.0
-    b = 0.0
-    c = 0.0
-    p = sink
-    while pred[p, lane] >= 0:
-        k = pred[p, lane]
-        a += c0[k]
-        b += du[k]
-        c += dv[k]
-        p = src[k]
-    return a, b, c
-
-
 class Plane:
     """``T`` over two variables: edge weights ``w = c0 + u·du + v·dv`` (``c0``: every other
     variable at its configured value, both axes at 0). Points are evaluated in lanes of
-    :func:`llamp.lp.kernels.affine_lanes`, then one critical path per point is walked back
-    (:func:`path_sums`)."""
+    :func:`llamp.lp.kernels.affine_lanes`, which carries one critical path's affine length
+    along with ``T``."""
 
     def __init__(self, events: EventGraph, c0: np.ndarray, du: np.ndarray, dv: np.ndarray):
         self.events = events
         self.c0 = np.ascontiguousarray(c0, dtype=np.float64)
         self.du = np.ascontiguousarray(du, dtype=np.float64)
         self.dv = np.ascontiguousarray(dv, dtype=np.float64)
+        self._mask: int | None = None
+
+    @property
+    def mask(self) -> int:
+        """Ring mask of the lane kernels (:func:`~llamp.lp.kernels.ring_size` − 1), found once."""
+        if self._mask is None:
+            self._mask = ring_size(self.events.in_ptr, self.events.src) - 1
+        return self._mask
+
+    def width(self) -> int:
+        """Points one pass evaluates: :data:`LANES`, fewer where the ring (4 rows of 8 B per
+        lane and event) would pass :data:`RING_BYTES`."""
+        return int(max(1, min(LANES, RING_BYTES // (32 * (self.mask + 1)))))
+
+    def wave(self) -> int:
+        """Points for about the cost of one pass on each core: what a round of the search
+        hands :meth:`pieces` at once when it can choose."""
+        return self.width() * WORKERS
 
     @classmethod
     def of_parameters(cls, graph: ExecutionGraph, params: LogGPS, axes: tuple[str, str]) -> Plane:
@@ -209,64 +212,66 @@ class Plane:
         return cls(ev, w - axes[0].value * du - axes[1].value * dv, du, dv)
 
     def pieces(
-        self, points: Sequence[tuple[float, float]], *, memory_bytes: int = 1 << 28
+        self, points: Sequence[tuple[float, float]]
     ) -> list[tuple[float, float, float, float]]:
         """``(T, a, b, c)`` at each point: ``T`` and the affine length ``a + b·u + c·v`` of one
         critical path there (a lower bound of ``T`` everywhere, equal to it at the point).
 
-        Points go through :func:`~llamp.lp.kernels.affine_lanes` in lanes (as many as fit
-        in ``memory_bytes``), the batches spread over the machine's cores."""
+        Points go through :func:`~llamp.lp.kernels.affine_lanes` up to :meth:`width` per
+        pass, the passes as even as can be and spread over the machine's cores."""
         ev = self.events
         if ev.num_events == 0:
             return [(0.0, 0.0, 0.0, 0.0)] * len(points)
-        lanes = int(max(1, min(LANES, memory_bytes // (16 * ev.num_events))))
-        per = -(-len(points) // max(1, min(WORKERS, -(-len(points) // lanes))))
-        per = min(per, lanes)
-        batches = [list(points[s : s + per]) for s in range(0, len(points), per)]
+        if not points:
+            return []
+        us = np.array([p[0] for p in points], dtype=np.float64)
+        vs = np.array([p[1] for p in points], dtype=np.float64)
+        passes = -(-len(points) // self.width())
+        passes = min(len(points), -(-passes // WORKERS) * WORKERS)
+        per = -(-len(points) // passes)
+        chunks = [slice(s, min(s + per, len(points))) for s in range(0, len(points), per)]
+        T = np.empty(len(points))
+        path = np.empty((3, len(points)))
 
-        def run(batch: list[tuple[float, float]]) -> list[tuple[float, float, float, float]]:
-            us = np.array([p[0] for p in batch], dtype=np.float64)
-            vs = np.array([p[1] for p in batch], dtype=np.float64)
-            t, pred = affine_lanes(ev.in_ptr, ev.src, self.c0, self.du, self.dv, us, vs)
-            out = []
-            for j in range(us.size):
-                sink = int(np.argmax(t[:, j]))
-                a, b, c = path_sums(pred, j, ev.src, sink, self.c0, self.du, self.dv)
-                out.append((float(t[sink, j]), a, b, c))
-            return out
+        def run(chunk: slice) -> None:
+            T[chunk], path[:, chunk] = affine_lanes(
+                ev.in_ptr, ev.src, self.c0, self.du, self.dv, us[chunk], vs[chunk], self.mask
+            )
 
-        if len(batches) > 1 and WORKERS > 1:
-            with ThreadPoolExecutor(max_workers=min(WORKERS, len(batches))) as pool:
-                results = list(pool.map(run, batches))
+        if len(chunks) > 1 and WORKERS > 1:
+            with ThreadPoolExecutor(max_workers=min(WORKERS, len(chunks))) as pool:
+                list(pool.map(run, chunks))
         else:
-            results = [run(b) for b in batches]
-        return [r for batch in results for r in batch]
+            for chunk in chunks:
+                run(chunk)
+        return [
+            (float(T[j]), float(path[0, j]), float(path[1, j]), float(path[2, j]))
+            for j in range(len(points))
+        ]
 
     def runtime(self, u: float, v: float) -> float:
         """``T`` at ``(u, v)``."""
         return self.pieces([(u, v)])[0][0]
 
     def runtime_grid(
-        self, us: Sequence[float], vs: Sequence[float], *, memory_bytes: int = 1 << 28
+        self,
+        us: Sequence[float],
+        vs: Sequence[float],
+        progress: Callable[[float], None] | None = None,
     ) -> np.ndarray:
-        """``T`` on the grid ``us × vs`` (rows: ``vs``, columns: ``us``), batched sweeps."""
+        """``T`` on the grid ``us × vs`` (rows: ``vs``, columns: ``us``), in lanes as
+        :meth:`pieces`; ``progress(fraction of the grid done)`` after every few passes."""
         us = np.asarray(us, dtype=np.float64)
         vs = np.asarray(vs, dtype=np.float64)
         uu, vv = (a.ravel() for a in np.meshgrid(us, vs))
-        out = np.zeros(uu.size)
-        ev = self.events
-        if ev.num_events == 0 or uu.size == 0:
-            return out.reshape(vs.size, us.size)
-        per = 8 * (ev.num_events + ev.num_edges)
-        batch = int(max(1, min(uu.size, memory_bytes // max(per, 1))))
-        mask = ring_size(ev.in_ptr, ev.src) - 1
-        one = np.zeros(ev.num_events, dtype=np.int64)
-        for s in range(0, uu.size, batch):
-            cu, cv = uu[s : s + batch], vv[s : s + batch]
-            W = self.c0[:, None] + self.du[:, None] * cu[None, :] + self.dv[:, None] * cv[None, :]
-            fin = edge_lanes(ev.in_ptr, ev.src, np.ascontiguousarray(W), one, 1, mask)
-            out[s : s + cu.size] = fin[:, 0]
-        return out.reshape(vs.size, us.size)
+        points = list(zip(uu.tolist(), vv.tolist(), strict=True))
+        T = np.zeros(len(points))
+        step = 4 * self.wave()
+        for s in range(0, len(points), step):
+            T[s : s + step] = [p[0] for p in self.pieces(points[s : s + step])]
+            if progress is not None:
+                progress(min(s + step, len(points)) / len(points))
+        return T.reshape(vs.size, us.size)
 
 
 # ---------------------------------------------------------------------- polygons
@@ -338,6 +343,20 @@ class _Polygon:
         self._drop_empty_edges()
         return True
 
+    def final_share(self) -> float:
+        """Share of the boundary that is final: the angle, seen from the origin in box units,
+        of the edges whose two ends are verified (on the region's boundary for good), over the
+        quarter turn that all edges span (the origin is a vertex: ``T`` is non-decreasing)."""
+        su, sv = self.scale
+        u = np.asarray(self.u) / su
+        v = np.asarray(self.v) / sv
+        angle = np.arctan2(v, u)
+        origin = (u <= 0.0) & (v <= 0.0)
+        nxt = np.roll(np.arange(u.size), -1)
+        span = np.where(origin | origin[nxt], 0.0, np.maximum(angle[nxt] - angle, 0.0))
+        verified = np.array([T is not None for T in self.runtime])
+        return float(span[verified & verified[nxt]].sum() / (math.pi / 2))
+
     def _drop_empty_edges(self) -> None:
         """A cut through a vertex leaves a zero-length edge: drop it, keeping the vertex that
         was already verified."""
@@ -377,10 +396,12 @@ class _Search:
         self,
         plane: Plane,
         max_evaluations: int | None,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[float | None, int], None] | None = None,
     ):
         self.plane = plane
         self.progress = progress
+        #: Share of the regions' boundaries known to be final (``None``: before the polygons).
+        self.share: float | None = None
         self.pieces: list[Piece] = []
         self._index: dict[tuple[float, float, float], int] = {}
         self.evaluations = 0
@@ -397,8 +418,13 @@ class _Search:
                 f"joint tolerance region: more than {self.max_evaluations} evaluations "
                 "without converging (pass max_evaluations to stop early with a partial result)"
             )
-        self.evaluations += len(points)
-        raw = self.plane.pieces(points)
+        raw = []
+        step = 4 * self.plane.wave()  # a report (and a chance to cancel) every few passes
+        for s in range(0, len(points), step):
+            raw += self.plane.pieces(points[s : s + step])
+            self.evaluations += min(step, len(points) - s)
+            if self.progress is not None:
+                self.progress(self.share, self.evaluations)
         out = []
         for T, a, b, c in raw:
             key = (round(a, 6), b, c)
@@ -406,9 +432,13 @@ class _Search:
                 self._index[key] = len(self.pieces)
                 self.pieces.append(Piece(a, b, c))
             out.append((T, self._index[key]))
-        if self.progress is not None:
-            self.progress(self.evaluations)
         return out
+
+    def report(self, polygons: list[_Polygon]) -> None:
+        """Progress: the mean over the levels of :meth:`_Polygon.final_share`."""
+        self.share = sum(p.final_share() for p in polygons) / len(polygons)
+        if self.progress is not None:
+            self.progress(self.share, self.evaluations)
 
 
 def _intercepts(
@@ -467,6 +497,7 @@ def _solve(
                 excess = [piece.excess(B, u, v) for u, v in zip(poly.u, poly.v, strict=True)]
                 poly.clip(excess, eps, SIDES + pid)
             cuts.clear()
+        search.report(polys)
         todo: dict[tuple[float, float], list[tuple[int, int]]] = {}
         for li, poly in enumerate(polys):
             for i, T in enumerate(poly.runtime):
@@ -743,7 +774,7 @@ def tolerance_region(
     box: Mapping[str, float] | None = None,
     variables: LinkVariables | None = None,
     max_evaluations: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[float | None, int], None] | None = None,
 ) -> Region:
     """Exact regions ``T(u, v) ≤ (1+x)·T0`` over the two variables ``axes`` (module doc).
 
@@ -752,8 +783,11 @@ def tolerance_region(
     variables. ``T0`` is ``T`` at the configured values. ``box``: the largest value of an
     axis (its smallest is 0); axes not given get an automatic side (module doc).
     ``max_evaluations``: stop after that many evaluations with the vertices verified so far
-    (the others flagged); ``None``: run to the exact answer. ``progress(evaluations)`` is
-    called after each batch of evaluations.
+    (the others flagged); ``None``: run to the exact answer. ``progress(share, evaluations)``
+    is called after each batch of evaluations and each round of cuts: ``share`` is the part of
+    the regions' boundaries already final (the angle their verified edges span seen from the
+    origin, in box units, averaged over the levels; ``None`` while the box is sought), which
+    grows to 1 as the search ends; ``evaluations`` the evaluations spent so far.
     """
     levels = sorted({float(v) for v in levels})
     if not levels:
@@ -807,6 +841,48 @@ class RegionPreview:
     us: np.ndarray
     vs: np.ndarray
     runtime_ns: np.ndarray  # (len(vs), len(us))
+    #: Wall seconds per evaluation measured on this graph (the grid's points, in lanes).
+    seconds_per_evaluation: float = math.nan
+    #: Evaluations the exact regions are expected to take (:func:`expected_evaluations`; 0:
+    #: no estimate, the axes count no messages or overheads).
+    expected_evaluations: int = 0
+
+    def expected_s(self, levels: int | None = None) -> float:
+        """Estimated wall seconds of the exact regions for ``levels`` of the levels (default:
+        all): expected evaluations × the measured seconds per evaluation (NaN: no estimate)."""
+        if self.expected_evaluations <= 0:
+            return math.nan
+        share = 1.0 if levels is None else levels / len(self.levels)
+        return self.expected_evaluations * share * self.seconds_per_evaluation
+
+
+#: Evaluations the outer approximation spends per edge of a region: one cut to find the edge,
+#: one evaluation to verify its end (the 10^5- and 10^6-vertex noisy stencils: 2.0).
+EVALUATIONS_PER_EDGE = 2
+
+
+def expected_evaluations(
+    search: _Search,
+    pair: tuple[Axis, Axis],
+    ends: tuple[tuple[float, float], tuple[float, float]],
+    levels: int,
+) -> int:
+    """Evaluations the exact regions of ``levels`` levels are expected to take (an estimate,
+    not a bound): ``T`` is convex, so along a region's boundary the critical path's count of an
+    axis that counts messages or overheads (L, o: whole numbers) moves one way between the two
+    ends of the boundary, about one per edge (an edge may keep it and change the other axis's
+    count, or change it by several: on the noisy stencils its total change is 1.3–1.8 × the
+    edges, so the estimate errs long). Its change between the paths at ``ends`` (points just
+    inside the largest bound on each axis) stands for the edges, times
+    :data:`EVALUATIONS_PER_EDGE` per edge and level. 0 if neither axis counts (G, link
+    variables)."""
+    k = next((i for i, a in enumerate(pair) if a.name in ("L", "o")), None)
+    if k is None:
+        return 0
+    (_, p0), (_, p1) = search.evaluate(list(ends))
+    a, b = search.pieces[p0], search.pieces[p1]
+    span = abs((a.b - b.b) if k == 0 else (a.c - b.c))
+    return int(EVALUATIONS_PER_EDGE * levels * (round(span) + 1))
 
 
 def region_preview(
@@ -817,10 +893,11 @@ def region_preview(
     axes: tuple[str, str] = ("L", "G"),
     box: Mapping[str, float] | None = None,
     cells: int = 40,
+    progress: Callable[[float], None] | None = None,
 ) -> RegionPreview:
     """``T`` on a ``cells × cells`` grid of the box :func:`tolerance_region` would use for
-    the same arguments (LogGPS axes), without the polygons: the grid's configurations go
-    through the graph engine's lane kernel (:meth:`GraphEngine.points`)."""
+    the same arguments (LogGPS axes), without the polygons: the grid's points go through the
+    lanes of :meth:`Plane.runtime_grid` (``progress``: its fraction done)."""
     levels = sorted({float(v) for v in levels})
     if not levels or any(not (v >= 0 and math.isfinite(v)) for v in levels):
         raise InputError("tolerance levels must be finite and ≥ 0 (fractions, e.g. 0.01 for 1%)")
@@ -835,12 +912,15 @@ def region_preview(
     sides = _box_sides(search, pair, bounds[-1], box)
     us = np.linspace(0.0, sides[0], cells)
     vs = np.linspace(0.0, sides[1], cells)
-    uu, vv = (a.ravel() for a in np.meshgrid(us, vs))
-    configs = [
-        params.with_(**{axes[0]: float(u), axes[1]: float(v)}) for u, v in zip(uu, vv, strict=True)
-    ]
-    points = engine_for(graph).points(configs, (axes[0],), left=False)
-    runtime = np.array([p.runtime_ns for p in points]).reshape(vs.size, us.size)
+    start = time.perf_counter()
+    runtime = search.plane.runtime_grid(us, vs, progress)
+    per = (time.perf_counter() - start) / runtime.size
+    inside = runtime <= bounds[-1] + _tol(bounds[-1])
+    ends = (
+        (float(us[np.flatnonzero(inside[0])[-1]]), 0.0),
+        (0.0, float(vs[np.flatnonzero(inside[:, 0])[-1]])),
+    )
+    expected = expected_evaluations(search, pair, ends, len(levels))
     return RegionPreview(
         axes=pair,
         levels=tuple(levels),
@@ -850,6 +930,8 @@ def region_preview(
         us=us,
         vs=vs,
         runtime_ns=runtime,
+        seconds_per_evaluation=per,
+        expected_evaluations=expected,
     )
 
 

@@ -734,7 +734,7 @@ def _region(graph: ExecutionGraph, inputs: Inputs, settings: RegionSettings):
         box=box,
         variables=variables,
         max_evaluations=settings.max_evaluations,  # type: ignore[arg-type]
-        progress=lambda n: inputs.progress(None, f"{n:,} evaluations"),
+        progress=lambda share, n: inputs.progress(share, f"{n:,} evaluations"),
     )
 
 

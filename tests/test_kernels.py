@@ -222,13 +222,19 @@ def test_edge_and_calc_lanes_equal_single_sweeps(progress, nic):
         )
         for g in range(3):
             assert fin[j, g] == t[group == g].max()
-        lanes_t, pred = kernels.affine_lanes(
-            ev.in_ptr, ev.src, w, cL, rest, np.zeros(2), np.zeros(2)
+        lanes_T, path = kernels.affine_lanes(
+            ev.in_ptr, ev.src, w, cL, rest, np.zeros(2), np.array([0.0, 2.0]), mask
         )
-        assert np.array_equal(lanes_t[:, 1], t)
-        sink = int(np.argmax(lanes_t[:, 0]))
-        _, edges = kernels.backtrack_path(np.ascontiguousarray(pred[:, 0]), ev.src, sink)
-        assert w[edges].sum() == pytest.approx(t.max(), rel=1e-12)
+        assert lanes_T[0] == t.max()
+        # one critical path's affine length: its constant is T at the point, and with weights
+        # w + 2·rest its length is a lower bound of T there
+        assert path[0, 0] == pytest.approx(t.max(), rel=1e-12)
+        T2 = kernels.edge_lanes(
+            ev.in_ptr, ev.src, np.ascontiguousarray((w + 2.0 * rest)[:, None]), group * 0, 1, mask
+        )[0, 0]
+        assert lanes_T[1] == pytest.approx(T2, rel=1e-12)
+        assert path[0, 1] + 2.0 * path[2, 1] == pytest.approx(T2, rel=1e-12)
+        assert path[0, 0] + 2.0 * path[2, 0] <= T2 * (1 + 1e-12)
 
 
 def test_ring_covers_every_edge():

@@ -380,3 +380,42 @@ def test_lp_tolerance_agrees_at_every_vertex(seed):
         assert lp.tolerance(level.bound_ns, parameter="L") == pytest.approx(u, rel=1e-6, abs=1e-3)
         checked += 1
     assert checked >= 1
+
+
+def test_progress_is_the_share_of_the_boundaries_final_growing_to_one():
+    """The noisy 2·10^4-vertex stencil (regions of tens of vertices): ``None`` while the box
+    is sought, then a share that only grows (a verified vertex stays a vertex) and ends at 1;
+    evaluations counted as they are spent."""
+    from llamp.ingest.synthetic import stencil_with_vertices
+
+    graph = stencil_with_vertices(20_000, ranks=16, alltoall_every=10)
+    seen: list[tuple[float | None, int]] = []
+    region = tolerance_region(
+        graph, LogGPS(), levels=[0.01, 0.05], progress=lambda f, n: seen.append((f, n))
+    )
+    shares = [f for f, _ in seen if f is not None]
+    assert seen[0][0] is None
+    assert len(shares) > 3
+    assert all(b >= a - 1e-12 for a, b in zip(shares, shares[1:], strict=False))
+    assert 0.0 <= shares[0] < 0.5 and shares[-1] == pytest.approx(1.0, abs=1e-9)
+    counts = [n for _, n in seen]
+    assert counts == sorted(counts) and counts[-1] == region.evaluations
+
+
+def test_the_preview_estimates_the_exact_regions_work():
+    """Expected evaluations from the change of λ_L along the boundary (2 per edge and level)
+    are within a factor 2 of the evaluations the search takes; the cost per evaluation is
+    measured."""
+    from llamp.ingest.synthetic import stencil_with_vertices
+
+    graph = stencil_with_vertices(20_000, ranks=16, alltoall_every=10)
+    levels = [0.01, 0.02, 0.05]
+    preview = region_preview(graph, LogGPS(), levels=levels, cells=20)
+    region = tolerance_region(graph, LogGPS(), levels=levels)
+    assert preview.seconds_per_evaluation > 0
+    spent = region.evaluations
+    assert spent / 2 <= preview.expected_evaluations <= 2 * spent
+    assert preview.expected_s() == pytest.approx(
+        preview.expected_evaluations * preview.seconds_per_evaluation
+    )
+    assert preview.expected_s(1) == pytest.approx(preview.expected_s() / 3)

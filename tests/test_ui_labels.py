@@ -67,15 +67,14 @@ def _boxes(fig, log: bool) -> list[labels.Box]:
     lo, hi = fig.layout.xaxis.range
     if log:
         lo, hi = 10**lo, 10**hi
+    area = fig.layout.meta["label_area_px"]
     out = []
     for a in _placed(fig):
         x = 10**a.x if log else a.x
         lane = round(abs(a.yshift) / labels.lane_shift(1))
         band = 0 if a.yanchor == "top" else 100
-        b = labels.box(
-            x, a.text, lane + band, lo, hi, labels.PLOT_WIDTH_PX, anchor=a.xanchor, log=log
-        )
-        assert -0.5 <= b.left and b.right <= labels.PLOT_WIDTH_PX + 0.5, a.text
+        b = labels.box(x, a.text, lane + band, lo, hi, area, anchor=a.xanchor, log=log)
+        assert -0.5 <= b.left and b.right <= area + 0.5, a.text
         out.append(b)
     return out
 
@@ -100,6 +99,31 @@ def test_close_tolerances_are_labelled_apart(sweep3d, log_x):
     placed = _placed(fig)
     assert len(placed) == 6  # three zones, three tolerances: each on its own lane
     assert _no_overlap(_boxes(fig, log_x))
+
+
+@pytest.mark.parametrize("log_x", [False, True])
+def test_labels_are_placed_for_the_width_the_figure_is_drawn_at(sweep3d, log_x):
+    """The same close tolerances on a phone-wide figure: placed for its own plot area (fewer
+    fit), still apart and inside it; a width below the narrowest counts as the narrowest."""
+    from llamp.lp import critical_latencies
+    from llamp.lp.critical import exact_curve
+
+    params = LogGPS.parse(L="3us")
+    crit = critical_latencies(sweep3d, params, 0.0, 200_000.0)
+    tol = _tolerance([150_000.0, 150_200.0, 150_400.0], crit.runtime_at([3000.0])[0])
+    wide = plots.latency_figure(exact_curve(crit), crit, tol, 3000.0, log_x=log_x)
+    narrow = plots.latency_figure(
+        exact_curve(crit), crit, tol, 3000.0, log_x=log_x, width_px=labels.NARROWEST_FIGURE_PX
+    )
+    assert narrow.layout.meta["label_area_px"] == labels.NARROWEST_FIGURE_PX - (
+        labels.FIGURE_WIDTH_PX - labels.PLOT_WIDTH_PX
+    )
+    assert wide.layout.meta["label_area_px"] == labels.PLOT_WIDTH_PX
+    assert _no_overlap(_boxes(narrow, log_x))
+    assert 0 < len(_placed(narrow)) <= len(_placed(wide))
+    assert labels.plot_area_px(100.0) == labels.plot_area_px(labels.NARROWEST_FIGURE_PX)
+    with pytest.raises(ValueError, match="positive number of pixels"):
+        labels.plot_area_px(0.0)
 
 
 @pytest.fixture(scope="module")

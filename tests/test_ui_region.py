@@ -130,3 +130,52 @@ def test_the_preview_figure_draws_the_grid_and_one_contour_per_level():
         ("contour", 1.0, 1.0),
         ("contour", 5.0, 5.0),
     ]
+
+
+def test_the_region_jobs_report_their_fraction_and_share_the_grid(graph):
+    """The page's two jobs: ``T`` over the box reports the share of grid points done, the
+    exact polygons the share of the boundaries final (to 1), and draw over the same grid."""
+    from llamp.ui import page_work
+
+    key = page_work.param_key(LogGPS())
+    levels = (0.01, 0.05)
+    grid: list[tuple[float | None, str]] = []
+    exact: list[tuple[float | None, str]] = []
+    preview = page_work.region_preview_map(
+        graph, key, ("L", "G"), levels, (), 10, lambda f, t: grid.append((f, t))
+    )
+    rmap = page_work.region_map(
+        graph, key, ("L", "G"), levels, (), preview, lambda f, t: exact.append((f, t))
+    )
+    assert grid[-1] == (1.0, "T on the grid")
+    shares = [f for f, _ in exact if f is not None]
+    assert shares and shares[-1] == pytest.approx(1.0, abs=1e-9)
+    assert exact[-1][1] == f"{rmap.region.evaluations:,} evaluations"
+    assert rmap.runtime_ns is preview.runtime_ns
+    assert rmap.region.box == preview.box
+    assert preview.expected_evaluations > 0 and preview.seconds_per_evaluation > 0
+
+
+def test_a_long_region_is_estimated_up_front_and_offers_the_largest_level(store_env, monkeypatch):
+    """Above a minute expected, the page states the estimate before starting and computes
+    only on the button; the largest level alone gives that level's exact polygon only."""
+    from llamp.lp.region import RegionPreview
+
+    monkeypatch.setattr(
+        RegionPreview, "expected_s", lambda self, levels=None: 600.0 if levels is None else 300.0
+    )
+    at = page("region")
+    at.text_input(key="region_levels").input("1, 3")
+    at.run()
+    assert_clean(at)
+    (note,) = keyed(at, "region-estimate").info
+    assert "expected to take about 600 s" in note.value
+    assert "largest level alone takes about 300 s" in note.value
+    assert not [m for m in at.metric if m.label.endswith("% region")]  # not started
+    at.radio(key="region_exact").set_value("largest level only")
+    at.button(key="region_start").click()
+    at.run()
+    assert_clean(at)
+    assert keyed(at, "region-3pct").metric[0].value.endswith("vertices")
+    shown = table(at, "L_ns")
+    assert set(shown["x_percent"]) == {3.0}

@@ -424,7 +424,7 @@ def background(
         found = stored.find(sel.run, sel.name, stored_as, key)
         if found is not None:
             return from_store(found)
-    task_key = f"{slot}|{sel.run}|{sel.key}|{inputs!r}"
+    task_key = _task_key(sel, slot, inputs)
     if not start and tasks.get(task_key) is None:
         return None
 
@@ -440,6 +440,16 @@ def background(
         return result
 
     return tasks.result(task_key, label, work, slot=slot, job=stored_as is not None)
+
+
+def _task_key(sel: Selection, slot: str, inputs: object) -> str:
+    return f"{slot}|{sel.run}|{sel.key}|{inputs!r}"
+
+
+def started(sel: Selection, slot: str, inputs: object = ()) -> bool:
+    """A :func:`background` task of ``slot`` and ``inputs`` exists for the selected run (running
+    or ended in this process)."""
+    return tasks.get(_task_key(sel, slot, inputs)) is not None
 
 
 def background_each(

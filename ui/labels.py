@@ -27,6 +27,19 @@ PLOT_WIDTH_PX = 560.0
 #: The narrowest a full-width figure is drawn (its whole width: plot area, axis titles,
 #: colour bar); a figure in one of two columns is half as wide.
 FIGURE_WIDTH_PX = 660.0
+#: Narrowest figure a placement is made for (a phone held upright, less the page's padding).
+NARROWEST_FIGURE_PX = 320.0
+
+
+def plot_area_px(figure_px: float) -> float:
+    """The plot area of a full-width figure drawn ``figure_px`` wide (no narrower than
+    :data:`NARROWEST_FIGURE_PX`): its width less the axis titles and margins that
+    :data:`FIGURE_WIDTH_PX` and :data:`PLOT_WIDTH_PX` measure."""
+    if not (math.isfinite(figure_px) and figure_px > 0):
+        raise ValueError(f"a figure width must be a positive number of pixels, got {figure_px!r}")
+    return max(figure_px, NARROWEST_FIGURE_PX) - (FIGURE_WIDTH_PX - PLOT_WIDTH_PX)
+
+
 #: Font sizes a label or a cell's text may take, largest first.
 FONT_PX = 12.0
 MIN_FONT_PX = 8.0
@@ -258,6 +271,7 @@ __all__ = [
     "place",
     "place_points",
     "point_box",
+    "plot_area_px",
     "text_px",
     "to_px",
     "visible_boxes",

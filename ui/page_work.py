@@ -468,14 +468,21 @@ def region_map(
     axes: tuple[str, str],
     levels: tuple[float, ...],
     box: tuple[tuple[str, float], ...],
-    cells: int,
+    preview: RegionPreview,
+    report: Callable[[float | None, str], None] | None = None,
 ) -> RegionMap:
-    """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) and ``T`` on a
-    ``cells × cells`` grid of their box (one batched sweep per group of cells)."""
-    region = tolerance_region(graph, params_of(params), levels=levels, axes=axes, box=dict(box))
-    us = np.linspace(0.0, region.box[0], cells)
-    vs = np.linspace(0.0, region.box[1], cells)
-    return RegionMap(region, us, vs, region.plane.runtime_grid(us, vs))
+    """Exact regions ``T ≤ (1+x)·T0`` (:func:`llamp.lp.region.tolerance_region`) over the
+    heat map of ``preview`` (:func:`region_preview_map` of the same arguments: ``T`` on a grid
+    of the same box). ``report(share of the boundaries final, what is done)``."""
+
+    def progress(share: float | None, evaluations: int) -> None:
+        if report is not None:
+            report(share, f"{evaluations:,} evaluations")
+
+    region = tolerance_region(
+        graph, params_of(params), levels=levels, axes=axes, box=dict(box), progress=progress
+    )
+    return RegionMap(region, preview.us, preview.vs, preview.runtime_ns)
 
 
 def region_preview_map(
@@ -485,11 +492,18 @@ def region_preview_map(
     levels: tuple[float, ...],
     box: tuple[tuple[str, float], ...],
     cells: int,
+    report: Callable[[float | None, str], None] | None = None,
 ) -> RegionPreview:
     """``T`` on the region's box in seconds (:func:`llamp.lp.region.region_preview`), shown
     while the exact polygons of :func:`region_map` are computed."""
     return region_preview(
-        graph, params_of(params), levels=levels, axes=axes, box=dict(box), cells=cells
+        graph,
+        params_of(params),
+        levels=levels,
+        axes=axes,
+        box=dict(box),
+        cells=cells,
+        progress=None if report is None else (lambda done: report(done, "T on the grid")),
     )
 
 

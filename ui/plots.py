@@ -175,6 +175,7 @@ def latency_figure(
     markers: Sequence[float] | None = None,
     groups: pd.DataFrame | None = None,
     points: int = 600,
+    width_px: float = labels.FIGURE_WIDTH_PX,
 ) -> go.Figure:
     """Predicted ``T(L)`` with the x% tolerance zones shaded and the critical latencies marked
     (``markers``: only these, e.g. the ones where λ_L jumps most; default: all). ``groups``:
@@ -198,7 +199,9 @@ def latency_figure(
         zone_x.append(max(a / xs, x_range[0]))
         zone_text.append(f"≤ {_percent(x)}" if x_lo == 0 else f"{_percent(x_lo)}–{_percent(x)}")
         zone_color.append(color)
-    axis_labels(fig, zone_x, zone_text, zone_color, x_range, log=log_x, top=True)
+    area = labels.plot_area_px(width_px)
+    fig.update_layout(meta={"label_area_px": area})
+    axis_labels(fig, zone_x, zone_text, zone_color, x_range, log=log_x, top=True, width_px=area)
     fig.add_trace(
         go.Scatter(
             x=data["L_ns"] / xs,
@@ -249,6 +252,7 @@ def latency_figure(
             log=log_x,
             top=False,
             anchor="right",
+            width_px=area,
         )
     if groups is not None:
         groups = groups.sort_values("at_ns")

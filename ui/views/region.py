@@ -16,6 +16,38 @@ from llamp.ui import controls, display, page_work, plots
 #: The variable pairs offered, as the CLI's ``--axes``.
 AXES = {"L and G": ("L", "G"), "L and o": ("L", "o"), "G and o": ("G", "o")}
 
+#: Estimated seconds above which the page asks before computing the exact regions.
+ASK_ABOVE_S = 60.0
+ALL, COARSE = "all levels", "largest level only"
+
+
+def _estimate(preview, levels: tuple[float, ...]) -> bool | None:
+    """Whether to start the exact regions now: at once when they are expected to take under
+    :data:`ASK_ABOVE_S` (``True``); otherwise the estimate (expected evaluations × the seconds
+    per evaluation measured on this run's grid), the coarser exact level and a button: its
+    click (``True``), else ``None`` (started before, or not yet)."""
+    full = preview.expected_s()
+    if not full > ASK_ABOVE_S:  # NaN (no estimate) starts at once, as a short one does
+        return True
+    one = preview.expected_s(1)
+    per = display.duration(preview.seconds_per_evaluation * 1e9)
+    with st.container(key="region-estimate"):
+        st.info(
+            f"The exact regions of the {len(levels)} levels are expected to take about "
+            f"{display.duration(full * 1e9)} (estimate: about "
+            f"{preview.expected_evaluations:,} evaluations × {per} per evaluation measured on "
+            f"this run). The largest level alone takes about {display.duration(one * 1e9)}: "
+            "its polygon is as exact (every vertex verified), the smaller levels are then not drawn."
+        )
+        st.radio(
+            "Exact polygons for",
+            [ALL, COARSE] if len(levels) > 1 else [ALL],
+            key="region_exact",
+            horizontal=True,
+        )
+        return True if st.button("Compute the exact regions", key="region_start") else None
+
+
 st.title("Network design space")
 sel = controls.selection("region")
 st.caption(
@@ -78,35 +110,65 @@ with controls.readable_errors("Design space"):
         if text.strip():
             sides[a.name] = a.parse(text, f"largest {a.name}")
     box = tuple(sorted(sides.items()))
+    preview_inputs = (names, levels, box, int(cells))
+    # the levels whose polygons are computed: all, or the largest alone when chosen below
+    # (kept per input once started: the choice's radio is gone while the job runs)
+    chosen = st.session_state.setdefault("region_chosen", {})
+    coarse = st.session_state.get("region_exact") == COARSE and len(levels) > 1
+    exact_levels = chosen.get(preview_inputs, levels[-1:] if coarse else levels)
+    inputs = (names, exact_levels, box, int(cells))
+    label = "Computing the exact regions"
+
+    def exact(graph, task, preview=None):
+        return page_work.region_map(graph, sel.key, names, exact_levels, box, preview, task.report)
+
+    # T over the box first (its heat map, shown at once); then the polygons over it, as a job.
+    # A stored result or a job already running needs no preview (``start=False``).
     rmap = controls.background(
-        sel,
-        "region",
-        "Computing the exact regions and the heat map",
-        lambda graph, task: page_work.region_map(graph, sel.key, names, levels, box, int(cells)),
-        (names, levels, box, int(cells)),
-        stored_as="ui_region",
+        sel, "region", label, exact, inputs, stored_as="ui_region", start=False
     )
-    if rmap is None:  # the exact polygons take a while at 10^6 vertices: T on the box first
+    if rmap is None:
         preview = controls.background(
             sel,
             "region-preview",
             "Computing T over the box",
             lambda graph, task: page_work.region_preview_map(
-                graph, sel.key, names, levels, box, int(cells)
+                graph, sel.key, names, levels, box, int(cells), task.report
             ),
-            (names, levels, box, int(cells)),
+            preview_inputs,
             stored_as="ui_region_preview",
         )
+        if preview is not None and not controls.started(sel, "region", inputs):
+            go_ahead = _estimate(preview, levels)
+            if go_ahead is None:
+                go_ahead = preview_inputs in chosen
+            elif go_ahead:
+                chosen[preview_inputs] = exact_levels
+        else:
+            go_ahead = False
         if preview is not None:
-            with st.container(key="region-preview"):
-                st.metric("T0 (baseline)", display.duration(preview.baseline_ns))
-                st.caption(
-                    "T on the grid (exact at each grid point) and, dotted, where it crosses each "
-                    "level; the exact polygons follow when the computation above finishes."
+            if go_ahead:
+                rmap = controls.background(
+                    sel,
+                    "region",
+                    label,
+                    lambda graph, task: exact(graph, task, preview),
+                    inputs,
+                    stored_as="ui_region",
                 )
-                st.plotly_chart(
-                    plots.region_preview_figure(preview), key="plot_region_preview", width="stretch"
-                )
+            if rmap is None:
+                with st.container(key="region-preview"):
+                    st.metric("T0 (baseline)", display.duration(preview.baseline_ns))
+                    st.caption(
+                        "T on the grid (exact at each grid point) and, dotted, where it crosses "
+                        "each level; the exact polygons follow when the computation above "
+                        "finishes. Its % is the share of the regions' boundaries already final."
+                    )
+                    st.plotly_chart(
+                        plots.region_preview_figure(preview),
+                        key="plot_region_preview",
+                        width="stretch",
+                    )
     if designs and rmap is not None and rmap.region.plane is None:
         # a stored region: T at the designs needs the graph (its plane), loaded once
         plane = controls.background(
