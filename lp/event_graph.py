@@ -957,13 +957,20 @@ def _assemble(
     del depth
     pos_of_event = np.empty(num_events, dtype=index)
     pos_of_event[event_of_pos] = np.arange(num_events, dtype=index)
-    p_src, p_dst = cols.src, cols.dst
+    # Edges by destination position, stably: grouped by destination event first (the columns
+    # come in runs of ascending events, so this pass streams through memory), then the
+    # events' runs laid out in position order. One counting sort by position would scatter
+    # every edge at random (3·10^6 vertices: 1.7 s against 0.4 s).
+    by_event = _group_by(cols.dst, num_events, index, out=store.empty(cols.dst.shape[0], index))
+    event_ptr = _ptr(cols.dst, num_events, index)
+    store.release(cols.dst)
+    by_dst = store.empty(cols.src.shape[0], index)
+    in_ptr = np.empty(num_events + 1, dtype=index)
+    _runs_in_order(by_event, event_ptr, event_of_pos, by_dst, in_ptr)
+    store.release(by_event)
+    del by_event, event_ptr, cols.dst
+    p_src = cols.src
     _renumber(p_src, pos_of_event)
-    _renumber(p_dst, pos_of_event)
-    by_dst = _group_by(p_dst, num_events, index)
-    in_ptr = _ptr(p_dst, num_events, index)
-    store.release(p_dst)
-    del p_dst, cols.dst
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
     step(LOWERING_STEPS[4])
@@ -1052,6 +1059,20 @@ def _fits_float32(values):  # pragma: no cover - compiled
         if np.float64(np.float32(v)) != v:
             return False
     return True
+
+
+@numba.njit(cache=True)
+def _runs_in_order(by_event, event_ptr, event_of_pos, out, out_ptr):  # pragma: no cover
+    """``out``: the runs ``by_event[event_ptr[e]:event_ptr[e + 1]]`` of the events
+    ``event_of_pos`` in that order; ``out_ptr`` their row pointer."""
+    k = 0
+    out_ptr[0] = 0
+    for p in range(event_of_pos.shape[0]):
+        e = event_of_pos[p]
+        for j in range(event_ptr[e], event_ptr[e + 1]):
+            out[k] = by_event[j]
+            k += 1
+        out_ptr[p + 1] = k
 
 
 @numba.njit(cache=True)
