@@ -750,6 +750,7 @@ def build_event_graph(
     schedule_at: tuple | None = None,
     scratch: str | Path | None = None,
     on_step: Callable[[str], None] | None = None,
+    plan=None,
 ) -> EventGraph:
     """Lower ``graph`` to its event graph for rendezvous threshold ``S`` (eager iff size ≤ S)
     under the receive-progress model ``progress`` and the NIC model ``nic``.
@@ -762,11 +763,13 @@ def build_event_graph(
     file: then the peak is the depth pass (≈ 22 B per edge and 30 B per event; 10^8 vertices
     within ~10 GB). The result's per-edge arrays are then those mapped files.
     ``on_step(name)`` is called as each of the :data:`LOWERING_STEPS` begins (progress bars).
+    ``plan``: under ``order="schedule"``, the schedule pass at ``schedule_at`` when the caller
+    already ran it (:func:`llamp.lp.schedule.schedule_at`; not run again).
     """
     step = on_step or (lambda name: None)
     if order == "schedule":
         return _build_scheduled(
-            graph, S, nic, rendezvous, progress, schedule_at, _Columns(scratch), step
+            graph, S, nic, rendezvous, progress, schedule_at, _Columns(scratch), step, plan
         )
     step(LOWERING_STEPS[0])
     V = graph.num_vertices
@@ -1183,6 +1186,7 @@ def _build_scheduled(
     schedule_at: tuple | None,
     store: _Columns,
     step: Callable[[str], None],
+    plan=None,
 ) -> EventGraph:
     """The event graph under ``order="schedule"``: every CPU stream and NIC chained in the
     order the schedule pass at ``schedule_at`` served its operations (:mod:`llamp.lp.schedule`).
@@ -1192,13 +1196,12 @@ def _build_scheduled(
     message. At ``schedule_at`` every event's time is the pass's, so T is the pass's T; around
     it the chains keep that order and T stays a longest path.
     """
-    from llamp.lp.schedule import schedule
+    from llamp.lp.schedule import schedule_at as run_schedule
 
     step(LOWERING_STEPS[0])
     at = tuple(float(x) for x in (schedule_at or (0.0, 0.0, 0.0, 0.0)))
-    L, o, G, g = at
-    base = LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous)
-    plan = schedule(graph, base)
+    if plan is None:
+        plan = run_schedule(graph, S, nic, rendezvous, at)
     V = graph.num_vertices
     kind = graph.kind
     sends, recvs = graph.messages()

@@ -175,6 +175,16 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     )
 
 
+def schedule_at(
+    graph: ExecutionGraph, S: int, nic: str, rendezvous: str, at: tuple[float, float, float, float]
+) -> Schedule:
+    """The pass an event graph under ``order="schedule"`` takes its orders from: at
+    ``at`` = (L, o, G, g) with threshold ``S`` and the NIC and rendezvous models (the pass reads
+    nothing else of a configuration)."""
+    L, o, G, g = (float(x) for x in at)
+    return schedule(graph, LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous))
+
+
 def _stream_ids(graph: ExecutionGraph, column: str) -> np.ndarray:
     """A global id per (rank, ``cpu``/``nic``) stream of every vertex."""
     stream = graph.streams(column).astype(np.int64)
