@@ -102,34 +102,39 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
             "(ingest with the collectives expanded, or use --order program)"
         )
     sends, recvs = graph.messages()
-    sends = sends.astype(np.int64)
-    recvs = recvs.astype(np.int64)
     M = sends.size
-    msg_of = np.full(V, -1, dtype=np.int64)
-    msg_of[sends] = np.arange(M)
-    msg_of[recvs] = np.arange(M)
+    # Vertex, message and stream indices as int32 while they fit (half the memory traffic of
+    # int64 in the event loop); the results are int64 either way.
+    idx = np.int32 if V + 2 * M + 1 < np.iinfo(np.int32).max else np.int64
+    sends = sends.astype(idx, copy=False)
+    recvs = recvs.astype(idx, copy=False)
+    msg_of = np.full(V, -1, dtype=idx)
+    msg_of[sends] = np.arange(M, dtype=idx)
+    msg_of[recvs] = np.arange(M, dtype=idx)
     nbytes = graph.size[sends].astype(np.int64)
     rdv = nbytes > params.S
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
 
-    cpu = _stream_ids(graph, "cpu")
-    nic = _stream_ids(graph, "nic")
+    cpu = _stream_ids(graph, "cpu", idx)
+    nic = _stream_ids(graph, "nic", idx)
     ek = graph.edge_kind
-    src = graph.edge_src.astype(np.int64)
-    dst = graph.edge_dst.astype(np.int64)
     local = (ek == REQUIRES) | (ek == IREQUIRES)
-    src, dst, start_dep = src[local], dst[local], ek[local] == IREQUIRES
+    src = graph.edge_src[local].astype(idx, copy=False)
+    dst = graph.edge_dst[local].astype(idx, copy=False)
+    start_dep = ek[local] == IREQUIRES
     order = _group_by(src, V, np.int64)  # per vertex: its edges in graph (file) order
     out_dst = dst[order]
     out_irq = start_dep[order]
+    del order, dst, start_dep
     out_ptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=V), out=out_ptr[1:])
-    indeg = np.bincount(dst, minlength=V).astype(np.int64)
+    indeg = np.bincount(out_dst, minlength=V).astype(idx)
+    del src
 
     result = _run(
         kind.astype(np.int8),
         _QUEUE_RANK[kind],
-        graph.rank.astype(np.int64),
+        graph.rank.astype(idx, copy=False),
         cpu,
         nic,
         graph.cost_ns.astype(np.float64),
@@ -185,11 +190,11 @@ def schedule_at(
     return schedule(graph, LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous))
 
 
-def _stream_ids(graph: ExecutionGraph, column: str) -> np.ndarray:
+def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> np.ndarray:
     """A global id per (rank, ``cpu``/``nic``) stream of every vertex."""
     stream = graph.streams(column).astype(np.int64)
     width = int(stream.max()) + 1 if stream.size else 1
-    return graph.rank.astype(np.int64) * width + stream
+    return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
 
 
 @numba.njit(cache=True)
