@@ -1,5 +1,5 @@
-"""What the schedule order costs: the schedule pass, its lowering, one point and an 11-point
-sweep on the noisy 16-rank stencil (docs/model.md §Schedule order), in CPU seconds.
+"""What the schedule order costs, in CPU seconds: the schedule pass, its lowering, one point
+and an 11-point sweep on the noisy 16-rank stencil — docs/model.md §Serialisation
 
 Graph: :func:`llamp.ingest.synthetic.stencil_with_vertices` (16 ranks, a linear alltoall every
 10th iteration, as ``bench_peers``) at o = 1.5 µs, G = 0, S = 65535 B, g = 0, ``--nic serial

@@ -1035,10 +1035,18 @@ def _gather(
     temporaries stay small; the source and the result leave the resident set afterwards."""
     out = store.empty(order.shape[0], column.dtype if dtype is None else dtype)
     block = 1 << 24
+    source, target = np.asarray(column), np.asarray(out)
     for lo in range(0, order.shape[0], block):
-        out[lo : lo + block] = column[order[lo : lo + block]]
+        _take(source, order[lo : lo + block], target[lo : lo + block])
         store.release(column, out)  # a block reads a few runs of the source: cheap to map again
     return out
+
+
+@numba.njit(cache=True)
+def _take(column, order, out):  # pragma: no cover - compiled
+    """``out[:] = column[order]`` (cast to ``out``'s type) without numpy's temporaries."""
+    for k in range(order.shape[0]):
+        out[k] = column[order[k]]
 
 
 @numba.njit(cache=True)
