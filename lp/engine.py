@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -156,10 +156,12 @@ class GraphEngine:
         self._events: dict[tuple, EventGraph] = {}
         self._masks: dict[tuple, int] = {}
 
-    def events(self, params: LogGPS) -> EventGraph:
+    def events(self, params: LogGPS, plan=None) -> EventGraph:
         """The event graph for ``params``' threshold S, progress and NIC models (cached: the
         weights depend on L, G, o, g; the structure only on the rendezvous set and models).
-        Taken from the graph's file when it was saved with one (:mod:`llamp.lp.lowered`)."""
+        Taken from the graph's file when it was saved with one (:mod:`llamp.lp.lowered`).
+        ``plan``: the schedule pass of ``params`` when the caller ran it
+        (:func:`llamp.lp.schedule.schedule_at`), so a lowering does not run it again."""
         key = lowering_key(rendezvous_count(self.graph, params.S), params)
         cached = self._events.get(key)
         if cached is None:
@@ -173,10 +175,21 @@ class GraphEngine:
                 order=params.order,
                 rendezvous=params.rendezvous,
                 schedule_at=params.schedule_at,
+                plan=plan,
             )
             renew(self.graph, key, cached)  # a store's damaged copy is replaced by this one
         self._events[key] = cached
         return cached
+
+    def share(self, params: LogGPS, like: LogGPS) -> None:
+        """Evaluate ``params`` on the event graph of ``like`` (order ``schedule``): for callers
+        whose schedule passes at both served every resource in the same order
+        (:meth:`~llamp.lp.schedule.Schedule.same_order`); the lowering reads nothing else of a
+        pass, so both lower to the same arrays and one lowering serves both."""
+        ev = self.events(like)
+        key = lowering_key(rendezvous_count(self.graph, params.S), params)
+        if key not in self._events:
+            self._events[key] = replace(ev, schedule_at=params.schedule_at)
 
     # ------------------------------------------------------------------ evaluations
     def runtime(self, params: LogGPS) -> float:

@@ -161,6 +161,29 @@ def sweep(
     )
 
 
+def _reschedule(graph: ExecutionGraph, params: LogGPS, configs: list[LogGPS]) -> list[bool]:
+    """One schedule pass per configuration (each lowered from its own pass, not run again),
+    consecutive configurations whose passes served every resource in the same order sharing
+    one lowering (the same arrays: exact, only cheaper); per configuration whether its order
+    differs from the one at ``params``."""
+    from llamp.lp.schedule import schedule, schedule_at
+
+    engine = engine_for(graph)
+    base = schedule(graph, params)
+    changed = []
+    last, like = None, None
+    for c in configs:
+        plan = schedule_at(graph, c.S, c.nic, c.rendezvous, c.schedule_at)
+        changed.append(not plan.same_order(base))
+        if last is not None and plan.same_order(last) and like.S == c.S:
+            engine.share(c, like)
+        else:
+            engine.events(c, plan=plan)
+            last, like = plan, c
+        del plan
+    return changed
+
+
 def sweep_rows(
     graph: ExecutionGraph,
     params: LogGPS,
@@ -180,11 +203,8 @@ def sweep_rows(
     configs = [params.with_(**{parameter: float(value)}) for value in values]
     changed: list[bool] = []
     if reschedule:
-        from llamp.lp.schedule import schedule
-
         configs = [c.rescheduled() for c in configs]
-        base = schedule(graph, params)
-        changed = [not schedule(graph, c).same_order(base) for c in configs]
+        changed = _reschedule(graph, params, configs)
     if chosen == "graph":
         points = engine_for(graph).points(configs, left=False)
         results = [(pt.runtime_ns, pt.right) for pt in points]

@@ -102,34 +102,39 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
             "(ingest with the collectives expanded, or use --order program)"
         )
     sends, recvs = graph.messages()
-    sends = sends.astype(np.int64)
-    recvs = recvs.astype(np.int64)
     M = sends.size
-    msg_of = np.full(V, -1, dtype=np.int64)
-    msg_of[sends] = np.arange(M)
-    msg_of[recvs] = np.arange(M)
+    # Vertex, message and stream indices as int32 while they fit (half the memory traffic of
+    # int64 in the event loop); the results are int64 either way.
+    idx = np.int32 if V + 2 * M + 1 < np.iinfo(np.int32).max else np.int64
+    sends = sends.astype(idx, copy=False)
+    recvs = recvs.astype(idx, copy=False)
+    msg_of = np.full(V, -1, dtype=idx)
+    msg_of[sends] = np.arange(M, dtype=idx)
+    msg_of[recvs] = np.arange(M, dtype=idx)
     nbytes = graph.size[sends].astype(np.int64)
     rdv = nbytes > params.S
     B = np.maximum(nbytes - 1, 0).astype(np.float64)
 
-    cpu = _stream_ids(graph, "cpu")
-    nic = _stream_ids(graph, "nic")
+    cpu = _stream_ids(graph, "cpu", idx)
+    nic = _stream_ids(graph, "nic", idx)
     ek = graph.edge_kind
-    src = graph.edge_src.astype(np.int64)
-    dst = graph.edge_dst.astype(np.int64)
     local = (ek == REQUIRES) | (ek == IREQUIRES)
-    src, dst, start_dep = src[local], dst[local], ek[local] == IREQUIRES
+    src = graph.edge_src[local].astype(idx, copy=False)
+    dst = graph.edge_dst[local].astype(idx, copy=False)
+    start_dep = ek[local] == IREQUIRES
     order = _group_by(src, V, np.int64)  # per vertex: its edges in graph (file) order
     out_dst = dst[order]
     out_irq = start_dep[order]
+    del order, dst, start_dep
     out_ptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=V), out=out_ptr[1:])
-    indeg = np.bincount(dst, minlength=V).astype(np.int64)
+    indeg = np.bincount(out_dst, minlength=V).astype(idx)
+    del src
 
     result = _run(
         kind.astype(np.int8),
         _QUEUE_RANK[kind],
-        graph.rank.astype(np.int64),
+        graph.rank.astype(idx, copy=False),
         cpu,
         nic,
         graph.cost_ns.astype(np.float64),
@@ -175,61 +180,21 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     )
 
 
-def _stream_ids(graph: ExecutionGraph, column: str) -> np.ndarray:
+def schedule_at(
+    graph: ExecutionGraph, S: int, nic: str, rendezvous: str, at: tuple[float, float, float, float]
+) -> Schedule:
+    """The pass an event graph under ``order="schedule"`` takes its orders from: at
+    ``at`` = (L, o, G, g) with threshold ``S`` and the NIC and rendezvous models (the pass reads
+    nothing else of a configuration)."""
+    L, o, G, g = (float(x) for x in at)
+    return schedule(graph, LogGPS(L=L, o=o, G=G, g=g, S=int(S), nic=nic, rendezvous=rendezvous))
+
+
+def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> np.ndarray:
     """A global id per (rank, ``cpu``/``nic``) stream of every vertex."""
     stream = graph.streams(column).astype(np.int64)
     width = int(stream.max()) + 1 if stream.size else 1
-    return graph.rank.astype(np.int64) * width + stream
-
-
-# Heap items: a vertex operation ``v``, the arrival of message ``m`` for processing
-# (``V + m``), or the arrival of a handshake's request (``V + M + m``).
-
-
-@numba.njit(cache=True)
-def _push(heap_t, heap_s, heap_i, size, t, s, item):  # pragma: no cover - compiled
-    i = size
-    while i > 0:
-        p = (i - 1) // 2
-        if heap_t[p] < t or (heap_t[p] == t and heap_s[p] < s):
-            break
-        heap_t[i] = heap_t[p]
-        heap_s[i] = heap_s[p]
-        heap_i[i] = heap_i[p]
-        i = p
-    heap_t[i] = t
-    heap_s[i] = s
-    heap_i[i] = item
-    return size + 1
-
-
-@numba.njit(cache=True)
-def _pop(heap_t, heap_s, heap_i, size):  # pragma: no cover - compiled
-    size -= 1
-    t = heap_t[size]
-    s = heap_s[size]
-    item = heap_i[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and (
-            heap_t[c + 1] < heap_t[c] or (heap_t[c + 1] == heap_t[c] and heap_s[c + 1] < heap_s[c])
-        ):
-            c += 1
-        if heap_t[c] < t or (heap_t[c] == t and heap_s[c] < s):
-            heap_t[i] = heap_t[c]
-            heap_s[i] = heap_s[c]
-            heap_i[i] = heap_i[c]
-            i = c
-        else:
-            break
-    if size > 0:
-        heap_t[i] = t
-        heap_s[i] = s
-        heap_i[i] = item
-    return size
+    return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
 
 
 @numba.njit(cache=True)
@@ -289,11 +254,17 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     post_prev = np.full(V, -1, np.int64)
     post_bump = np.full(V, -1, np.int64)
 
+    # Heap items: a vertex operation ``v``, the arrival of message ``m`` for processing
+    # (``V + m``), or the arrival of a handshake's request (``V + M + m``).
     cap = V + 2 * M + 1
     heap_t = np.empty(cap)
     heap_s = np.empty(cap, np.int64)
     heap_i = np.empty(cap, np.int64)
     size = 0
+    st_t = np.empty(cap)  # items to push before the next pop
+    st_s = np.empty(cap, np.int64)
+    st_i = np.empty(cap, np.int64)
+    n_st = 0
     seq = 0
     freed = np.empty(V + 1, np.int64)  # operations released by the current event
     n_freed = 0
@@ -330,7 +301,19 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             lo = 0
             for k in range(1, n_freed + 1):
                 if k == n_freed or rank[order[k]] != rank[order[lo]]:
-                    _gnu_sort(keys, order, lo, k)
+                    if k - lo > 16:
+                        _gnu_sort(keys, order, lo, k)
+                    else:  # std::sort of at most 16 is its insertion sort: stable, inline
+                        for i in range(lo + 1, k):
+                            kk = keys[i]
+                            v = order[i]
+                            j = i
+                            while j > lo and keys[j - 1] > kk:
+                                keys[j] = keys[j - 1]
+                                order[j] = order[j - 1]
+                                j -= 1
+                            keys[j] = kk
+                            order[j] = v
                     lo = k
             for k in range(n_freed):
                 v = order[k]
@@ -341,22 +324,70 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 if kind[v] == RECV:  # posts at the CPU clock without holding the CPU
                     post_prev[v] = last_cpu[c]
                     post_bump[v] = pend_cpu[c]
-                size = _push(heap_t, heap_s, heap_i, size, t, seq, v)
+                st_t[n_st] = t
+                st_s[n_st] = seq
+                st_i[n_st] = v
+                n_st += 1
                 seq += 1
             n_freed = 0
+        # The binary heap ordered by (time, insertion): the staged items go in (sift up),
+        # then the least comes out (sift down). Written out here, not as functions: every
+        # array passed to a call costs an atomic reference-count update in and out.
+        for q in range(n_st):
+            t = st_t[q]
+            s = st_s[q]
+            i = size
+            while i > 0:
+                p = (i - 1) // 2
+                if heap_t[p] < t or (heap_t[p] == t and heap_s[p] < s):
+                    break
+                heap_t[i] = heap_t[p]
+                heap_s[i] = heap_s[p]
+                heap_i[i] = heap_i[p]
+                i = p
+            heap_t[i] = t
+            heap_s[i] = s
+            heap_i[i] = st_i[q]
+            size += 1
+        n_st = 0
         if size == 0:
             break
         t = heap_t[0]
         s = heap_s[0]
         item = heap_i[0]
-        size = _pop(heap_t, heap_s, heap_i, size)
+        size -= 1
+        lt = heap_t[size]
+        ls = heap_s[size]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and (
+                heap_t[c + 1] < heap_t[c]
+                or (heap_t[c + 1] == heap_t[c] and heap_s[c + 1] < heap_s[c])
+            ):
+                c += 1
+            if heap_t[c] < lt or (heap_t[c] == lt and heap_s[c] < ls):
+                heap_t[i] = heap_t[c]
+                heap_s[i] = heap_s[c]
+                heap_i[i] = heap_i[c]
+                i = c
+            else:
+                break
+        heap_t[i] = lt
+        heap_s[i] = ls
+        heap_i[i] = heap_i[size]
         if item < V:
             v = item
             c = cpu[v]
             k = kind[v]
             if k == CALC:
                 if clock[c] > t:
-                    size = _push(heap_t, heap_s, heap_i, size, clock[c], s, v)
+                    st_t[n_st] = clock[c]
+                    st_s[n_st] = s
+                    st_i[n_st] = v
+                    n_st += 1
                     continue
                 start[v] = t
                 finish[v] = t + cost[v]
@@ -389,7 +420,10 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 if serial:
                     busy = max(busy, nic_s[n])
                 if busy > t:
-                    size = _push(heap_t, heap_s, heap_i, size, busy, s, v)
+                    st_t[n_st] = busy
+                    st_s[n_st] = s
+                    st_i[n_st] = v
+                    n_st += 1
                     continue
                 m = msg_of[v]
                 start[v] = t
@@ -415,10 +449,16 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                             freed[n_freed] = u
                             n_freed += 1
                 if rdv[m] and not loggopsim:
-                    size = _push(heap_t, heap_s, heap_i, size, t + o + L, seq, V + M + m)
+                    st_t[n_st] = t + o + L
+                    st_s[n_st] = seq
+                    st_i[n_st] = V + M + m
+                    n_st += 1
                 else:
                     arrive = t + o + L + (0.0 if serial else B[m] * G)
-                    size = _push(heap_t, heap_s, heap_i, size, arrive, seq, V + m)
+                    st_t[n_st] = arrive
+                    st_s[n_st] = seq
+                    st_i[n_st] = V + m
+                    n_st += 1
                 seq += 1
                 if not rdv[m]:
                     finish[v] = t + o
@@ -447,7 +487,10 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                     if not np.isnan(rts[m]):  # the request is here: match now
                         h = t
                         data = h + 2 * o + 2 * L + (0.0 if serial else B[m] * G)
-                        size = _push(heap_t, heap_s, heap_i, size, data, seq, V + m)
+                        st_t[n_st] = data
+                        st_s[n_st] = seq
+                        st_i[n_st] = V + m
+                        n_st += 1
                         seq += 1
                 elif not np.isnan(processed[m]):  # the message is here: complete now
                     finish[v] = max(t, proc_end[m])
@@ -497,7 +540,10 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             if serial:
                 busy = max(busy, nic_r[n])
             if busy > t:
-                size = _push(heap_t, heap_s, heap_i, size, busy, s, item)
+                st_t[n_st] = busy
+                st_s[n_st] = s
+                st_i[n_st] = item
+                n_st += 1
                 continue
             op = V + m
             processed[m] = t
@@ -553,7 +599,10 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             if not np.isnan(start[r]):
                 match[m] = t
                 data = t + 2 * o + 2 * L + (0.0 if serial else B[m] * G)
-                size = _push(heap_t, heap_s, heap_i, size, data, seq, V + m)
+                st_t[n_st] = data
+                st_s[n_st] = seq
+                st_i[n_st] = V + m
+                n_st += 1
                 seq += 1
                 n_freed = _release_sender(
                     sends[m],
@@ -594,7 +643,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _release_sender(  # pragma: no cover - compiled
     s,
     h,

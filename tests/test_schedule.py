@@ -395,6 +395,32 @@ def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
     assert [r["runtime_ns"] for r in lp_rows] == [15000.0, 16500.0]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed):
+    """Points whose passes served every resource in the same order share one lowering; every
+    row equals the point evaluated alone on its own lowering."""
+    from llamp.lp.engine import engine_for
+    from llamp.lp.predict import sweep_rows
+
+    graph = random_graph(seed, ranks=4, steps=40, max_size=4096) if seed else _graph(ORDER_FLIPS)
+    base = LOGGOPSIM.with_(L=3000.0, G=0.5 if seed else 0.0, S=2048).rescheduled()
+    Ls = [0.0, 1000.0, 3000.0, 3001.0, 10000.0, 30000.0, 100000.0]
+    rows = sweep_rows(graph, base, Ls, engine="graph", reschedule=True)
+    for L, r in zip(Ls, rows, strict=True):
+        alone = GraphEngine(graph).point(base.with_(L=L).rescheduled(), left=False)
+        assert r["runtime_ns"] == alone.runtime_ns
+        assert [r["lambda_L"], r["lambda_G"], r["lambda_o"]] == list(alone.right.values())
+    engine = engine_for(graph)
+    events = [engine.events(base.with_(L=L).rescheduled()) for L in Ls]
+    for i in range(1, len(Ls)):
+        same = schedule(graph, base.with_(L=Ls[i]).rescheduled()).same_order(
+            schedule(graph, base.with_(L=Ls[i - 1]).rescheduled())
+        )
+        assert (events[i].src is events[i - 1].src) == same
+    if not seed:
+        assert events[0].src is events[1].src  # the order of L = 0 holds up to 3 µs
+
+
 def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
     """Exact for the baseline's order (L = 3 µs) over [0, 20 µs]; re-scheduled at the ends and
     the critical value, the network's own order differs at 20 µs (the calc goes first)."""
