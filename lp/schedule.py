@@ -782,38 +782,51 @@ def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
-    while last - first > 16:
-        if depth == 0:
-            _heap_sort(k, x, first, last)
-            return
-        depth -= 1
-        a, b, c = first + 1, first + (last - first) // 2, last - 1
-        if k[a] < k[b]:
-            if k[b] < k[c]:
-                _swap(k, x, first, b)
-            elif k[a] < k[c]:
-                _swap(k, x, first, c)
-            else:
-                _swap(k, x, first, a)
-        elif k[a] < k[c]:
-            _swap(k, x, first, a)
-        elif k[b] < k[c]:
-            _swap(k, x, first, c)
-        else:
-            _swap(k, x, first, b)
-        lo, hi = first + 1, last
-        while True:
-            while k[lo] < k[first]:
-                lo += 1
-            hi -= 1
-            while k[first] < k[hi]:
-                hi -= 1
-            if not lo < hi:
+    """GCC's ``__introsort_loop``: partition around the median of three until the ranges left
+    hold at most 16 items, heap sort a range whose depth runs out. Iterative: the range right
+    of each cut goes on a stack where GCC recurses (numba's on-disk cache cannot reload a
+    recursive kernel compiled for two index types). The ranges are disjoint, so the order in
+    which they are done leaves the same permutation. The stack's depths fall from bottom to
+    top, so it never holds more than ``depth + 1`` ranges."""
+    stack = np.empty((depth + 1, 3), np.int64)
+    stack[0, 0], stack[0, 1], stack[0, 2] = first, last, depth
+    top = 1
+    while top > 0:
+        top -= 1
+        lo_end, hi_end, d = stack[top, 0], stack[top, 1], stack[top, 2]
+        while hi_end - lo_end > 16:
+            if d == 0:
+                _heap_sort(k, x, lo_end, hi_end)
                 break
-            _swap(k, x, lo, hi)
-            lo += 1
-        _introsort_loop(k, x, lo, last, depth)
-        last = lo
+            d -= 1
+            a, b, c = lo_end + 1, lo_end + (hi_end - lo_end) // 2, hi_end - 1
+            if k[a] < k[b]:
+                if k[b] < k[c]:
+                    _swap(k, x, lo_end, b)
+                elif k[a] < k[c]:
+                    _swap(k, x, lo_end, c)
+                else:
+                    _swap(k, x, lo_end, a)
+            elif k[a] < k[c]:
+                _swap(k, x, lo_end, a)
+            elif k[b] < k[c]:
+                _swap(k, x, lo_end, c)
+            else:
+                _swap(k, x, lo_end, b)
+            lo, hi = lo_end + 1, hi_end
+            while True:
+                while k[lo] < k[lo_end]:
+                    lo += 1
+                hi -= 1
+                while k[lo_end] < k[hi]:
+                    hi -= 1
+                if not lo < hi:
+                    break
+                _swap(k, x, lo, hi)
+                lo += 1
+            stack[top, 0], stack[top, 1], stack[top, 2] = lo, hi_end, d
+            top += 1
+            hi_end = lo
 
 
 @numba.njit(cache=True)
