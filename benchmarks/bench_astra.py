@@ -92,6 +92,7 @@ def astra_sim_t(binary: Path, trace: Path, npus: int, tmp: Path) -> float:
         capture_output=True,
         check=True,
         timeout=300,
+        cwd=tmp,  # it writes log/log.log into its working directory
     ).stdout
     ends = {int(r): float(c) for r, c in _FINISHED.findall(out)}
     if len(ends) != npus:
