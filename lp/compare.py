@@ -250,6 +250,23 @@ class Comparison:
             rows.append(row)
         return pd.DataFrame(rows)
 
+    def curve_notes(self) -> list[str]:
+        """One line per run on its exact ``T(L)``: how many critical latencies over which range,
+        and how many intervals a budgeted search left unresolved."""
+        notes = []
+        for run, search in zip(self.runs, self.critical, strict=True):
+            note = (
+                f"{run.name}: {len(search.critical):,} critical latencies in "
+                f"[{format_ns(search.lo)}, {format_ns(search.hi)}]"
+            )
+            if not search.complete:
+                note += (
+                    f", {len(search.unresolved):,} intervals left unresolved by the budget of "
+                    f"{search.max_evaluations:,} evaluations"
+                )
+            notes.append(note)
+        return notes
+
     def summary(self) -> list[str]:
         """What changed, one line per compared run: runtime, λ_L, the first L tolerance, the
         critical-path part whose share moved most, ranks, messages, bytes and collectives —

@@ -441,21 +441,12 @@ def render_comparison(comparison: Comparison) -> str:
         )
         + "</div>"
     )
-    notes = []
-    for r, search in zip(comparison.runs, comparison.critical, strict=True):
-        note = (
-            f"{r.name}: {len(search.critical):,} critical latencies in "
-            f"[{format_ns(search.lo)}, {format_ns(search.hi)}]"
-        )
-        if not search.complete:
-            note += (
-                f", {len(search.unresolved):,} intervals left unresolved by the budget of "
-                f"{search.max_evaluations:,} evaluations (the line across one is an upper bound)"
-            )
-        notes.append(note)
+    notes = comparison.curve_notes()
     body.append(
         '<p class="meta">Each curve is the run\'s exact T(L) (linear, λ_L constant, between two '
-        "critical latencies): " + html.escape("; ".join(notes)) + ".</p>"
+        "critical latencies; across an interval left unresolved, an upper bound): "
+        + html.escape("; ".join(notes))
+        + ".</p>"
     )
     body.append("<h2>Tolerances</h2>")
     body.append(

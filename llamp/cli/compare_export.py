@@ -146,17 +146,8 @@ def compare(ctx, runs, params, as_json, settings, html_out, removed_points) -> N
         )
     )
     click.echo("")
-    for r, search in zip(result.runs, result.critical, strict=True):
-        line = (
-            f"T(L) of {r.name}: {len(search.critical):,} critical latencies in "
-            f"[{format_ns(search.lo)}, {format_ns(search.hi)}]"
-        )
-        if not search.complete:
-            line += (
-                f" ({len(search.unresolved):,} intervals left unresolved by the budget of "
-                f"{search.max_evaluations:,} evaluations)"
-            )
-        click.echo(line)
+    for note in result.curve_notes():
+        click.echo(f"T(L) of {note}")
     click.echo("\nwhat changed:")
     for line in result.summary():
         click.echo(f"  {line}")
