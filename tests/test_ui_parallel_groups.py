@@ -29,19 +29,15 @@ def step(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def groups_home(tmp_path_factory, step, ui_store):
+def home(tmp_path_factory, step, ui_store):
+    """The store of these tests holds the training step (conftest's ``store_env`` uses it)."""
     with stored_home(tmp_path_factory, {RUN: step}, ui_store) as path:
         yield path
 
 
 @pytest.fixture
-def env(groups_home, ui_store, monkeypatch):
-    monkeypatch.setenv("LLAMP_HOME", str(groups_home))
-    if ui_store is None:
-        monkeypatch.delenv("LLAMP_STORE", raising=False)
-    else:
-        monkeypatch.setenv("LLAMP_STORE", ui_store)
-    return groups_home
+def env(store_env):
+    return store_env
 
 
 def test_the_page_shows_each_placement_as_place_groups_computes_it(env, step):
