@@ -13,8 +13,9 @@ and 16 NPUs). Both tools get the same network: a ring of NPUs, each link ``LATEN
   largest ``sys[i] finished, N cycles``.
 - llamp: the trace read with NCCL's ring (``nccl_ring_simple``; all-to-all: NCCL's
   point-to-point) on one channel and evaluated by the graph engine. NCCL's model charges each
-  ring step the protocol's per-hop latency (Simple: 3.4 µs) on top of L; the column "llamp − hops"
-  removes it (the graph with the hop vertices at cost 0), which is the like-for-like figure.
+  ring step the protocol's per-hop latency (Simple: 3.4 µs) on top of L; the row "llamp T
+  without NCCL's per-hop latency" removes it (the graph with the hop vertices at cost 0), which
+  is the like-for-like figure.
 
 ASTRA-sim is built outside the repository (github:astra-sim/astra-sim with its submodules,
 ``build/astra_analytical``); without its binary the module prints one "skipped" row:

@@ -42,9 +42,10 @@ How nodes become the graph (:class:`~llamp.ingest.gpu_graph.GpuGraphBuilder`):
   its ``c10d::`` parent only enqueues it). These are read as the ``COMM_COLL_NODE`` they are:
   the size is the bytes of the tensors in the node's ``inputs.values`` (the execution trace's
   ``[id, storage, offset, numel, itemsize, device]``: one member's share for an all-gather or
-  an all-to-all, as ``comm_size`` is), on the world group (gloo's operations name no process group), the measured duration
-  replaced by the model's cost as for any collective. gloo's point-to-point, gather, scatter
-  and sparse operations are refused: the trace does not carry their peer or layout.
+  an all-to-all, as ``comm_size`` is), on the world group (gloo's operations name no process
+  group), the measured duration replaced by the model's cost as for any collective. gloo's
+  point-to-point, gather, scatter and sparse operations are refused: the trace does not carry
+  their peer or layout.
 
 Errors name the file, the record (its index and byte offset) and the reason: a length prefix
 that runs past 5 bytes or past the end of the file, a record that does not parse as its
