@@ -88,6 +88,7 @@ EXTRA: dict[str, list[str]] = {
 TRACE_RANK0 = {
     "sweep3d-2x2": "sweep3d-2x2/pmpi-trace-rank-0.txt",
     "bcast-synthetic": "bcast-synthetic/trace_bcast-0.dat",
+    "lulesh-p8": "lulesh-p8/pmpi-trace-rank-0.txt",
 }
 STENCIL_VERTICES = 8_000
 #: Real traces of other formats, as llamp reads them (written as GOAL by llamp).
