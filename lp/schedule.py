@@ -47,7 +47,6 @@ import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
-from llamp.lp.event_graph import _group_by
 from llamp.params import LogGPS
 
 
@@ -119,17 +118,20 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     nic = _stream_ids(graph, "nic", idx)
     ek = graph.edge_kind
     local = (ek == REQUIRES) | (ek == IREQUIRES)
-    src = graph.edge_src[local].astype(idx, copy=False)
-    dst = graph.edge_dst[local].astype(idx, copy=False)
-    start_dep = ek[local] == IREQUIRES
-    order = _group_by(src, V, np.int64)  # per vertex: its edges in graph (file) order
-    out_dst = dst[order]
-    out_irq = start_dep[order]
-    del order, dst, start_dep
-    out_ptr = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=V), out=out_ptr[1:])
-    indeg = np.bincount(out_dst, minlength=V).astype(idx)
-    del src
+    src = graph.edge_src[local]
+    # Per vertex its edges in graph (file) order: a stable sort by source. Edge lists come in
+    # a few ascending runs (one per pass of the reader or generator), which numpy's timsort
+    # merges sequentially; a counting sort scatters every edge at random into arrays of V
+    # entries (2.4 s against 0.4 s at 10^7 vertices, where they no longer fit any cache).
+    order = np.argsort(src, kind="stable")
+    out_ptr = np.empty(V + 1, dtype=np.int64)
+    out_dst = np.empty(src.shape[0], dtype=idx)
+    out_irq = np.empty(src.shape[0], dtype=np.bool_)
+    indeg = np.zeros(V, dtype=idx)
+    _out_edges(
+        src, graph.edge_dst[local], ek[local] == IREQUIRES, order, out_ptr, out_dst, out_irq, indeg
+    )
+    del order, src, local
 
     result = _run(
         kind.astype(np.int8),
@@ -191,10 +193,36 @@ def schedule_at(
 
 
 def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> np.ndarray:
-    """A global id per (rank, ``cpu``/``nic``) stream of every vertex."""
+    """A global id per (rank, ``cpu``/``nic``) stream of every vertex (the rank itself when
+    the graph has one such stream per rank)."""
+    if getattr(graph, column) is None:
+        return graph.rank.astype(dtype, copy=False)
     stream = graph.streams(column).astype(np.int64)
     width = int(stream.max()) + 1 if stream.size else 1
     return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
+
+
+@numba.njit(cache=True)
+def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragma: no cover
+    """The out-edges of every vertex (CSR ``out_ptr``, ``out_dst``, ``out_irq``: the edges
+    ``order`` lists, grouped by ``src`` ascending) and the in-degrees, in one sequential
+    pass over ``order``."""
+    V = indeg.shape[0]
+    v = 0
+    out_ptr[0] = 0
+    for k in range(order.shape[0]):
+        e = order[k]
+        s = src[e]
+        while v < s:
+            v += 1
+            out_ptr[v] = k
+        d = dst[e]
+        out_dst[k] = d
+        out_irq[k] = irq[e]
+        indeg[d] += 1
+    while v < V:
+        v += 1
+        out_ptr[v] = order.shape[0]
 
 
 @numba.njit(cache=True)
