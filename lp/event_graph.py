@@ -973,12 +973,10 @@ def _assemble(
     _runs_in_order(by_event, event_ptr, event_of_pos, by_dst, in_ptr)
     store.release(by_event)
     del by_event, event_ptr, cols.dst
-    p_src = cols.src
-    _renumber(p_src, pos_of_event)
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
     step(LOWERING_STEPS[4])
-    p_src = _gather(store, p_src, by_dst)
+    p_src = _gather(store, cols.src, by_dst, renumber=pos_of_event)
     cols.src = None
     msg = _gather(store, cols.msg, by_dst)
     cols.msg = None
@@ -1042,15 +1040,22 @@ def _group_by_rows(
 
 
 def _gather(
-    store: _Columns, column: np.ndarray, order: np.ndarray, dtype: type | None = None
+    store: _Columns,
+    column: np.ndarray,
+    order: np.ndarray,
+    dtype: type | None = None,
+    renumber: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``column[order]`` (cast to ``dtype``) as a new column of ``store``, in blocks so the
-    temporaries stay small; the source and the result leave the resident set afterwards."""
+    """``column[order]`` (cast to ``dtype``; ``renumber[column[order]]`` when given) as a new
+    column of ``store``, in blocks so the temporaries stay small; the source and the result leave the resident set afterwards."""
     out = store.empty(order.shape[0], column.dtype if dtype is None else dtype)
     block = 1 << 24
     source, target = np.asarray(column), np.asarray(out)
     for lo in range(0, order.shape[0], block):
-        _take(source, order[lo : lo + block], target[lo : lo + block])
+        if renumber is None:
+            _take(source, order[lo : lo + block], target[lo : lo + block])
+        else:
+            _take_renumbered(source, order[lo : lo + block], renumber, target[lo : lo + block])
         store.release(column, out)  # a block reads a few runs of the source: cheap to map again
     return out
 
@@ -1060,6 +1065,13 @@ def _take(column, order, out):  # pragma: no cover - compiled
     """``out[:] = column[order]`` (cast to ``out``'s type) without numpy's temporaries."""
     for k in range(order.shape[0]):
         out[k] = column[order[k]]
+
+
+@numba.njit(cache=True)
+def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
+    """``out[:] = new_id[column[order]]``: a gather of ids and their renumbering in one pass."""
+    for k in range(order.shape[0]):
+        out[k] = new_id[column[order[k]]]
 
 
 @numba.njit(cache=True)
@@ -1097,13 +1109,6 @@ def _runs_in_order(by_event, event_ptr, event_of_pos, out, out_ptr):  # pragma: 
             out[k] = by_event[j]
             k += 1
         out_ptr[p + 1] = k
-
-
-@numba.njit(cache=True)
-def _renumber(ids, new_id):  # pragma: no cover - compiled
-    """``ids[i] = new_id[ids[i]]`` in place."""
-    for i in range(ids.shape[0]):
-        ids[i] = new_id[ids[i]]
 
 
 def _ptr(keys: np.ndarray, n: int, dtype: type = np.int64) -> np.ndarray:
