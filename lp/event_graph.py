@@ -964,20 +964,19 @@ def _assemble(
     # come in runs of ascending events, so this pass streams through memory), then the
     # events' runs laid out in position order. One counting sort by position would scatter
     # every edge at random (3·10^6 vertices: 1.7 s against 0.4 s).
-    by_event = _group_by(cols.dst, num_events, index, out=store.empty(cols.dst.shape[0], index))
-    event_ptr = _ptr(cols.dst, num_events, index)
+    by_event, event_ptr = _group_by_rows(
+        cols.dst, num_events, index, out=store.empty(cols.dst.shape[0], index)
+    )
     store.release(cols.dst)
     by_dst = store.empty(cols.src.shape[0], index)
     in_ptr = np.empty(num_events + 1, dtype=index)
     _runs_in_order(by_event, event_ptr, event_of_pos, by_dst, in_ptr)
     store.release(by_event)
     del by_event, event_ptr, cols.dst
-    p_src = cols.src
-    _renumber(p_src, pos_of_event)
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
     step(LOWERING_STEPS[4])
-    p_src = _gather(store, p_src, by_dst)
+    p_src = _gather(store, cols.src, by_dst, renumber=pos_of_event)
     cols.src = None
     msg = _gather(store, cols.msg, by_dst)
     cols.msg = None
@@ -988,10 +987,10 @@ def _assemble(
     value = _gather(store, cols.value, by_dst, np.float32 if fits else np.float64)
     cols.value = None
     del by_dst
-    out_edge = _group_by(p_src, num_events, index, out=store.empty(p_src.shape[0], index))
+    out_edge, out_ptr = _group_by_rows(
+        p_src, num_events, index, out=store.empty(p_src.shape[0], index)
+    )
     store.release(p_src, out_edge)
-    out_ptr = _ptr(p_src, num_events, index)
-    store.release(p_src)
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
@@ -1019,25 +1018,44 @@ def _group_by(
 
     O(len + n), where ``np.argsort`` on int64 costs ~100 ns per element on this machine.
     """
+    return _group_by_rows(keys, n, dtype, out)[0]
+
+
+def _group_by_rows(
+    keys: np.ndarray, n: int, dtype: type = np.int32, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_group_by` and the row pointer of the groups (of ``dtype``: what :func:`_ptr`
+    gives), from the one counting pass the sort makes anyway."""
     if keys.shape[0] >= np.iinfo(np.int32).max:
         dtype = np.int64
     perm = np.empty(keys.shape[0], dtype=dtype) if out is None else out
     if perm.dtype != dtype or perm.shape != keys.shape:
         raise ValueError(f"_group_by: out is {perm.dtype}[{perm.shape[0]}], not {dtype}")
-    _counting_sort(keys, np.zeros(n + 1, dtype=dtype), perm)
-    return perm
+    ptr = np.zeros(n + 1, dtype=dtype)
+    _counting_sort(keys, ptr, perm)
+    # after the scatter, count[k] is the end of group k
+    ptr[1:] = ptr[:-1].copy()
+    ptr[0] = 0
+    return perm, ptr
 
 
 def _gather(
-    store: _Columns, column: np.ndarray, order: np.ndarray, dtype: type | None = None
+    store: _Columns,
+    column: np.ndarray,
+    order: np.ndarray,
+    dtype: type | None = None,
+    renumber: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``column[order]`` (cast to ``dtype``) as a new column of ``store``, in blocks so the
-    temporaries stay small; the source and the result leave the resident set afterwards."""
+    """``column[order]`` (cast to ``dtype``; ``renumber[column[order]]`` when given) as a new
+    column of ``store``, in blocks so the temporaries stay small; the source and the result leave the resident set afterwards."""
     out = store.empty(order.shape[0], column.dtype if dtype is None else dtype)
     block = 1 << 24
     source, target = np.asarray(column), np.asarray(out)
     for lo in range(0, order.shape[0], block):
-        _take(source, order[lo : lo + block], target[lo : lo + block])
+        if renumber is None:
+            _take(source, order[lo : lo + block], target[lo : lo + block])
+        else:
+            _take_renumbered(source, order[lo : lo + block], renumber, target[lo : lo + block])
         store.release(column, out)  # a block reads a few runs of the source: cheap to map again
     return out
 
@@ -1047,6 +1065,13 @@ def _take(column, order, out):  # pragma: no cover - compiled
     """``out[:] = column[order]`` (cast to ``out``'s type) without numpy's temporaries."""
     for k in range(order.shape[0]):
         out[k] = column[order[k]]
+
+
+@numba.njit(cache=True)
+def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
+    """``out[:] = new_id[column[order]]``: a gather of ids and their renumbering in one pass."""
+    for k in range(order.shape[0]):
+        out[k] = new_id[column[order[k]]]
 
 
 @numba.njit(cache=True)
@@ -1086,13 +1111,6 @@ def _runs_in_order(by_event, event_ptr, event_of_pos, out, out_ptr):  # pragma: 
         out_ptr[p + 1] = k
 
 
-@numba.njit(cache=True)
-def _renumber(ids, new_id):  # pragma: no cover - compiled
-    """``ids[i] = new_id[ids[i]]`` in place."""
-    for i in range(ids.shape[0]):
-        ids[i] = new_id[ids[i]]
-
-
 def _ptr(keys: np.ndarray, n: int, dtype: type = np.int64) -> np.ndarray:
     """Row pointer (of ``dtype``) of a CSR whose rows are ``keys`` (their counts: order does
     not matter)."""
@@ -1110,7 +1128,23 @@ def _count_rows(keys, ptr):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _kahn_depth(n, out_ptr, out_edge, dst, indeg):  # pragma: no cover - compiled
+def _adjacency(n, src, dst, out_ptr, out_dst, indeg):  # pragma: no cover - compiled
+    """Out-neighbours of every event, grouped by source in edge order (``out_dst``, row
+    pointer ``out_ptr``), and in-degrees: one counting pass over both columns, one scatter."""
+    for i in range(src.shape[0]):
+        out_ptr[src[i] + 1] += 1
+        indeg[dst[i]] += 1
+    for v in range(n):
+        out_ptr[v + 1] += out_ptr[v]
+    fill = out_ptr[:-1].copy()
+    for i in range(src.shape[0]):
+        s = src[i]
+        out_dst[fill[s]] = dst[i]
+        fill[s] += 1
+
+
+@numba.njit(cache=True)
+def _kahn_depth(n, out_ptr, out_dst, indeg):  # pragma: no cover - compiled
     depth = np.zeros(n, dtype=indeg.dtype)
     done = np.zeros(n, dtype=np.bool_)
     queue = np.empty(n, dtype=indeg.dtype)
@@ -1125,7 +1159,7 @@ def _kahn_depth(n, out_ptr, out_edge, dst, indeg):  # pragma: no cover - compile
         head += 1
         done[v] = True
         for k in range(out_ptr[v], out_ptr[v + 1]):
-            u = dst[out_edge[k]]
+            u = out_dst[k]
             if depth[v] + 1 > depth[u]:
                 depth[u] = depth[v] + 1
             indeg[u] -= 1
@@ -1140,12 +1174,12 @@ def _depths(n: int, src: np.ndarray, dst: np.ndarray, graph: ExecutionGraph) -> 
 
     Temporaries of the index type: 4 B per edge and 17 B per event besides the result."""
     index = src.dtype
-    out_edge = _group_by(src, n, index)
-    out_ptr = _ptr(src, n, index)
-    indeg = _ptr(dst, n, index)
-    indeg = np.diff(indeg)
-    depth, done = _kahn_depth(n, out_ptr, out_edge, dst, indeg)
-    del out_edge, out_ptr, indeg
+    out_ptr = np.zeros(n + 1, dtype=index)
+    out_dst = np.empty(src.shape[0], dtype=index)
+    indeg = np.zeros(n, dtype=index)
+    _adjacency(n, src, dst, out_ptr, out_dst, indeg)
+    depth, done = _kahn_depth(n, out_ptr, out_dst, indeg)
+    del out_dst, out_ptr, indeg
     if not done.all():
         raise GraphError(_describe_cycle(n, src, dst, ~done, graph))
     return depth
