@@ -1047,7 +1047,8 @@ def _gather(
     renumber: np.ndarray | None = None,
 ) -> np.ndarray:
     """``column[order]`` (cast to ``dtype``; ``renumber[column[order]]`` when given) as a new
-    column of ``store``, in blocks so the temporaries stay small; the source and the result leave the resident set afterwards."""
+    column of ``store``, in blocks so the temporaries stay small; the source and the result
+    leave the resident set afterwards."""
     out = store.empty(order.shape[0], column.dtype if dtype is None else dtype)
     block = 1 << 24
     source, target = np.asarray(column), np.asarray(out)
