@@ -42,11 +42,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.kernel import kernel
 from llamp.lp.event_graph import _group_by
 from llamp.params import LogGPS
 
@@ -197,7 +197,7 @@ def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> n
     return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     kind,
     qrank,
@@ -643,7 +643,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     )
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _release_sender(  # pragma: no cover - compiled
     s,
     h,
@@ -698,13 +698,13 @@ def _release_sender(  # pragma: no cover - compiled
 # ``k`` moving items ``x`` alongside, so ties fall as in LogGOPSim's runs.
 
 
-@numba.njit(cache=True)
+@kernel()
 def _swap(k, x, i, j):  # pragma: no cover - compiled
     k[i], k[j] = k[j], k[i]
     x[i], x[j] = x[j], x[i]
 
 
-@numba.njit(cache=True)
+@kernel()
 def _linear_insert(k, x, last):  # pragma: no cover - compiled
     vk = k[last]
     vx = x[last]
@@ -718,7 +718,7 @@ def _linear_insert(k, x, last):  # pragma: no cover - compiled
     x[last] = vx
 
 
-@numba.njit(cache=True)
+@kernel()
 def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
     if first == last:
         return
@@ -735,7 +735,7 @@ def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
             _linear_insert(k, x, i)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
     top = hole
     child = hole
@@ -761,7 +761,7 @@ def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
     x[first + hole] = vx
 
 
-@numba.njit(cache=True)
+@kernel()
 def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
     n = last - first
     if n >= 2:
@@ -780,7 +780,7 @@ def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
         _adjust_heap(k, x, first, 0, last - first, vk, vx)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
     """GCC's ``__introsort_loop``: partition around the median of three until the ranges left
     hold at most 16 items, heap sort a range whose depth runs out. Iterative: the range right
@@ -829,7 +829,7 @@ def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
             hi_end = lo
 
 
-@numba.njit(cache=True)
+@kernel()
 def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
     """``std::sort(first, last)`` of GCC's libstdc++ on ``k``, permuting ``x`` alike."""
     n = last - first

@@ -29,14 +29,20 @@ from llamp.params import LogGPS
 class _Root(click.Group):
     """The root group: once the subcommand is known, a command that calls compiled kernels
     starts numba's one-time set-up in the background (:mod:`llamp.lp.jit`), so it overlaps
-    option parsing and reading the graph file (not for ``-h``/``--help``)."""
+    option parsing and reading the graph file (not for ``-h``/``--help``). Not when the
+    install's ahead-of-time kernels serve this checkout (:mod:`llamp.kernel`): the
+    longest-path kernels then need no numba, and a command that does reach a JIT kernel sets
+    numba up at that call."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
         if name in COMPILED_COMMANDS and not HELP_OPTIONS.intersection(rest):
-            from llamp.lp import jit
+            from llamp.kernel import compiled_kernels
 
-            jit.start()
+            if not compiled_kernels():
+                from llamp.lp import jit
+
+                jit.start()
         return name, command, rest
 
 
