@@ -41,9 +41,15 @@ _SAFE = {"nnan", "ninf"}
 #: A finite "minus infinity" for running maxima under :data:`_SAFE` (no slope comes near it).
 _BIG = 1e300
 
-#: The CSR columns ``in_ptr, src, pattern`` of an event graph as compiled kernels take them:
-#: int32 or int64 indices, uint8 or uint16 patterns (:func:`llamp.lp.event_graph.build_event_graph`).
-_CSR = tuple(f"{i}[::1], {i}[::1], {q}[::1]" for i in ("i4", "i8") for q in ("u1", "u2"))
+#: The columns ``in_ptr, src, pattern, value`` of an event graph as compiled kernels take
+#: them: int32 or int64 indices, uint8 or uint16 patterns, float32 or float64 values
+#: (:func:`llamp.lp.event_graph.build_event_graph`).
+_CSR = tuple(
+    f"{i}[::1], {i}[::1], {q}[::1], {v}[::1]"
+    for i in ("i4", "i8")
+    for q in ("u1", "u2")
+    for v in ("f4", "f8")
+)
 
 
 # ------------------------------------------------------------------------------ one value
@@ -60,7 +66,7 @@ def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compi
     return best
 
 
-@kernel(*(f"{csr}, f8[::1], f8[::1], f8[::1]" for csr in _CSR), nogil=True)
+@kernel(*(f"{csr}, f8[::1], f8[::1]" for csr in _CSR), nogil=True)
 def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
     n = in_ptr.shape[0] - 1
@@ -114,7 +120,7 @@ def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pr
 
 
 @kernel(
-    *(f"{csr}, f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8, f8, f8" for csr in _CSR),
+    *(f"{csr}, f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8, f8, f8" for csr in _CSR),
     nogil=True,
 )
 def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover

@@ -64,7 +64,8 @@ def test_compiled_and_jit_sided_are_identical(index, pattern, sign):
 @needs_extension
 def test_compiled_and_jit_values_are_identical():
     in_ptr, src, pat, value, wa, wb, _, _ = _csr(np.int32, np.uint8, seed=11)
-    [(specs, fn)] = [e for e in kernels.values._bind() if e[0][0][0] == np.int32][:1]
+    args = (in_ptr, src, pat, value, wa, wb)
+    [fn] = [fn for specs, fn in kernels.values._bind() if all(map(kernel._matches, specs, args))]
     np.testing.assert_array_equal(
         fn(in_ptr, src, pat, value, wa, wb),
         kernels.values.dispatcher()(in_ptr, src, pat, value, wa, wb),
@@ -72,7 +73,8 @@ def test_compiled_and_jit_values_are_identical():
 
 
 def test_arguments_outside_the_signatures_go_to_the_jit():
-    """float32 values, a strided column, a Python float for an int: no export matches."""
+    """Another index dtype, a strided column, float32 slopes, a Python float for an int: no
+    export matches."""
     specs = kernel.parse_signature("i4[::1], f8[:, ::1], f8, i8")
     assert specs[0] == (np.dtype(np.int32), 1, True)
     assert specs[1] == (np.dtype(np.float64), 2, True)
@@ -89,7 +91,7 @@ def test_arguments_outside_the_signatures_go_to_the_jit():
         args = list(good)
         args[i] = bad
         assert not all(map(kernel._matches, specs, args)), (i, bad)
-    # and the kernel still answers, under the JIT, what it answers for float64
+    # float32 values (an export of their own) give what the JIT gives
     in_ptr, src, pat, value, wa, wb, _, _ = _csr(np.int32, np.uint8, seed=5)
     np.testing.assert_array_equal(
         kernels.values(in_ptr, src, pat, value.astype(np.float32), wa, wb),
