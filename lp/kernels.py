@@ -80,7 +80,10 @@ def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     return t
 
 
-@kernel(nogil=True)
+@kernel(
+    *(f"{csr}, f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8, f8, f8" for csr in _CSR),
+    nogil=True,
+)
 def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
     """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
     is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
@@ -166,7 +169,7 @@ def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pra
     return T, agg
 
 
-@kernel(nogil=True)
+@kernel(*(f"{csr}, f8[::1], f8[::1], f8[::1], f8[::1], f8, f8" for csr in _CSR), nogil=True)
 def pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
     """``T`` and its right and left derivative along one parameter (per-pattern slope
     ``sa[q] + value·sb[q]``) in one sweep: one lane of :func:`lanes` with its two columns
@@ -231,7 +234,7 @@ def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
     return late
 
 
-@kernel(nogil=True)
+@kernel("i8[::1], i4[::1], i8", "i8[::1], i8[::1], i8", nogil=True)
 def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
     """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
     length = 0
@@ -251,7 +254,7 @@ def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------------------------------------ lanes
-@kernel(nogil=True)
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]", nogil=True)
 def reach(in_ptr, src):  # pragma: no cover - compiled
     """The farthest any edge reaches back, ``max(p − src[k])`` (0 without edges).
 
@@ -338,7 +341,14 @@ def _sink_slopes(bt, bd, count, theta, agg, sgn, fixed):  # pragma: no cover - c
     return out
 
 
-@kernel(nogil=True, fastmath=_SAFE)
+@kernel(
+    *(
+        f"{csr}, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[::1], f8, f8"
+        for csr in _CSR
+    ),
+    nogil=True,
+    fastmath=_SAFE,
+)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
