@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 #: Modules whose kernels are compiled ahead of time (what :mod:`llamp.kernel_build` imports):
-#: the longest-path family, which every analysis of a saved graph calls. The kernels of other
-#: modules (event graph lowering, schedule pass, trace readers, checksums) are ``numba.njit``
-#: functions under the JIT, loaded from numba's cache.
-MODULES = ("llamp.lp.kernels", "llamp.lp.event_graph")
+#: what an analysis of a saved graph calls (the checks of its columns on load, the lowering
+#: to the event graph, the longest-path family). The kernels of other modules (schedule pass,
+#: trace readers, checksums) run under the JIT, loaded from numba's cache.
+MODULES = ("llamp.checks", "llamp.lp.event_graph", "llamp.lp.kernels")
 #: Name of the extension module the install builds.
 EXTENSION = "llamp._kernels"
 
