@@ -23,7 +23,8 @@ Two measurements per command, each the median of ``repeat`` runs:
   main thread's phases) and is not part of the sum. Waiting for an import that another thread
   is doing (numba's, begun by the set-up thread) counts in the phase that waited.
 
-``python -m benchmarks.bench_startup [--quick] [--repeat N] [--python PATH] [--before PATH]``:
+``python -m benchmarks.bench_startup [--quick] [--repeat N] [--predict-vertices N]
+[--python PATH] [--before PATH]``:
 ``--python`` runs llamp with another interpreter; ``--before`` adds a column for a second one
 (e.g. the main checkout's venv), its runs interleaved with the first's.
 """
@@ -324,7 +325,11 @@ def _make_graphs(workdir: Path, vertices: int, python: str) -> tuple[str, Path, 
 
 
 def run(
-    quick: bool = False, repeat: int = 3, python: str | None = None, before: str | None = None
+    quick: bool = False,
+    repeat: int = 3,
+    python: str | None = None,
+    before: str | None = None,
+    predict_vertices: int | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of both commands under ``python`` (default: this interpreter) and, when
     ``before`` names another interpreter (another checkout's venv), under it too, interleaved;
@@ -334,6 +339,7 @@ def run(
         interpreters = {"before": before, **interpreters}
     maker = interpreters["after" if before else ""]
     predict_size, ingest_size = (100_000, 100_000) if quick else (3_000_000, 1_000_000)
+    predict_size = predict_vertices or predict_size
     rows = []
     with tempfile.TemporaryDirectory(prefix="llamp-bench-startup-") as tmp:
         work = Path(tmp)
@@ -360,8 +366,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PYTHON",
         help="also run llamp with this interpreter (another checkout's venv), interleaved",
     )
+    parser.add_argument(
+        "--predict-vertices",
+        type=int,
+        metavar="N",
+        help="size of predict's graph (default 3·10^6, quick 10^5; 10^4 shows the fixed cost)",
+    )
     args = parser.parse_args(argv)
-    rows = run(quick=args.quick, repeat=args.repeat, python=args.python, before=args.before)
+    rows = run(
+        quick=args.quick,
+        repeat=args.repeat,
+        python=args.python,
+        before=args.before,
+        predict_vertices=args.predict_vertices,
+    )
     print(_table(rows))
     return 0
 

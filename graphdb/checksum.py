@@ -18,10 +18,10 @@ import hashlib
 import json
 from typing import Any
 
-import numba
 import numpy as np
 
 from llamp.graph import ExecutionGraph
+from llamp.kernel import kernel
 
 #: The name of the checksum scheme, stored before the digest (``"llamp1:<hex>"``).
 SCHEME = "llamp1"
@@ -36,7 +36,7 @@ _SALT2 = np.uint64(0xD6E8FEB86659FD93)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _mix(x: np.uint64) -> np.uint64:
     """SplitMix64's finaliser."""
     x = (x ^ (x >> _S30)) * _M1
@@ -44,7 +44,7 @@ def _mix(x: np.uint64) -> np.uint64:
     return x ^ (x >> _S31)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _edge_sums_kernel(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> tuple:
     """Two sums modulo 2^64 of a mix of each edge ``(src, dst, kind)``: order-free."""
     first = np.uint64(0)

@@ -131,6 +131,8 @@ def _chakra(
 
 
 def _is_chakra(path: Path) -> bool:
+    if path.is_file() and path.suffix != ".et":
+        return False  # told without importing the reader (protobuf): a Chakra file is *.<rank>.et
     from llamp.ingest.chakra import is_chakra
 
     return is_chakra(path)

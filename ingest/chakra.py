@@ -70,7 +70,6 @@ from llamp.errors import InputError, TraceError
 from llamp.graph import ExecutionGraph
 from llamp.ingest import et_def_pb2 as pb
 from llamp.ingest import nccl
-from llamp.ingest.gpu_graph import GpuGraphBuilder
 
 __all__ = [
     "COLL_OPS",
@@ -377,6 +376,9 @@ def read_chakra(
                for g in names}  # fmt: skip
     plans = _plan_instances(files, calls, members, choices, machine)
     lanes = max(machine.channels, 2)
+    # Imported here: its kernels (numba) are not needed to tell a Chakra file (is_chakra).
+    from llamp.ingest.gpu_graph import GpuGraphBuilder
+
     builder = GpuGraphBuilder(P, nics=machine.nics)
     ranks = enumerate(files)
     if progress:

@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
 from llamp.errors import InputError, TraceError
@@ -81,6 +80,7 @@ from llamp.ingest.events import (
     Events,
     Trace,
 )
+from llamp.kernel import kernel
 
 __all__ = ["FUNCTIONS", "LAYOUTS", "MAGIC", "find_rank_files", "is_dumpi", "read_dumpi"]
 
@@ -235,7 +235,7 @@ _OPS, _NOPS, _COND = _tables()
 
 
 # --------------------------------------------------------------------------- scanner
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _scan(buf, pos, end, ops, nops, cond, flags, cap, pool_cap):  # pragma: no cover - compiled
     """Walk the records in ``buf[pos:end]``.
 

@@ -24,8 +24,9 @@ otherwise its token is listed for Python's correctly rounded ``float()``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from llamp.kernel import kernel
 
 # ---- state slots (an int64 array shared with Python)
 S_POS = 0  # next byte of the chunk to read
@@ -78,7 +79,7 @@ _FNV_OFFSET = 14695981039346656037
 _FNV_PRIME = 1099511628211
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _eq(lb, s, e, word):  # pragma: no cover - compiled
     """lb[s:e] equals the ASCII bytes of ``word`` (a uint8 array)."""
     if e - s != word.shape[0]:
@@ -89,7 +90,7 @@ def _eq(lb, s, e, word):  # pragma: no cover - compiled
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _digits(lb, s, e):  # pragma: no cover - compiled
     """(is all decimal digits and non-empty, value, beyond int64)."""
     if e <= s:
@@ -107,12 +108,12 @@ def _digits(lb, s, e):  # pragma: no cover - compiled
     return True, np.int64(v), over
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _wild(lb, s, e):  # pragma: no cover - compiled
     return e - s == 2 and lb[s] == 45 and lb[s + 1] == 49
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _cost(lb, s, e, pow10):  # pragma: no cover - compiled
     """Match ``(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?``; returns (matches, value,
     exact) — ``exact`` False when Python must convert the token."""
@@ -183,7 +184,7 @@ def _cost(lb, s, e, pow10):  # pragma: no cover - compiled
     return True, np.float64(mant) / pow10[-e10], True
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _hash(b, s, e):  # pragma: no cover - compiled
     h = np.uint64(_FNV_OFFSET)
     for q in range(s, e):
@@ -191,7 +192,7 @@ def _hash(b, s, e):  # pragma: no cover - compiled
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _find(lb, s, e, h, ht_gen, ht_hash, ht_vid, gen, arena, ar_off):  # pragma: no cover
     """Local id of the label lb[s:e] in the block's table, or -1."""
     mask = ht_gen.shape[0] - 1
@@ -212,7 +213,7 @@ def _find(lb, s, e, h, ht_gen, ht_hash, ht_vid, gen, arena, ar_off):  # pragma: 
     return np.int64(-1)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _insert(h, v, ht_gen, ht_hash, ht_vid, gen):  # pragma: no cover - compiled
     mask = ht_gen.shape[0] - 1
     slot = np.int64(h & np.uint64(mask))
@@ -223,7 +224,7 @@ def _insert(h, v, ht_gen, ht_hash, ht_vid, gen):  # pragma: no cover - compiled
     ht_vid[slot] = v
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def rehash(old_gen, old_hash, old_vid, ht_gen, ht_hash, ht_vid, gen):  # pragma: no cover
     """Move the live entries of the old table into the (larger, empty) new one."""
     for slot in range(old_gen.shape[0]):
@@ -231,7 +232,7 @@ def rehash(old_gen, old_hash, old_vid, ht_gen, ht_hash, ht_vid, gen):  # pragma:
             _insert(old_hash[slot], old_vid[slot], ht_gen, ht_hash, ht_vid, gen)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _ndigits(k):  # pragma: no cover - compiled
     n = 1
     while k >= 10:
@@ -240,7 +241,7 @@ def _ndigits(k):  # pragma: no cover - compiled
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _canonical_number(lb, s, e):  # pragma: no cover - compiled
     """k if lb[s:e] is ``l<k>`` with k ≥ 1 written without leading zeros, else 0."""
     if e - s < 2 or e - s > 19 or lb[s] != 108 or lb[s + 1] == 48:
@@ -254,7 +255,7 @@ def _canonical_number(lb, s, e):  # pragma: no cover - compiled
     return k
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _bad_label(lb, s, e, keywords):  # pragma: no cover - compiled
     """0 if lb[s:e] is ``[A-Za-z][A-Za-z0-9_]*`` and not a statement keyword, else the code."""
     c = lb[s]
@@ -277,7 +278,7 @@ def _bad_label(lb, s, e, keywords):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _write_canonical(k, out, at):  # pragma: no cover - compiled
     """Write ``l<k>`` at out[at:]; return its length."""
     n = _ndigits(k)
@@ -290,7 +291,7 @@ def _write_canonical(k, out, at):  # pragma: no cover - compiled
     return n + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _tokens(lb, s, e, ws, ts, te):  # pragma: no cover - compiled
     """Split lb[s:e] on whitespace; store up to len(ts) tokens; return the count."""
     n = 0
@@ -311,7 +312,7 @@ def _tokens(lb, s, e, ws, ts, te):  # pragma: no cover - compiled
         i = j
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def scan_chunk(
     buf,
     st,
@@ -702,7 +703,7 @@ def scan_chunk(
     return EV_DONE
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def canonical_labels(bstart_of, rank, n0, n1, out):  # pragma: no cover - compiled
     """Fill out[v - n0, :] (UCS-4 code points) with ``l<position in block>`` for v in [n0, n1)."""
     for v in range(n0, n1):
@@ -717,7 +718,7 @@ def canonical_labels(bstart_of, rank, n0, n1, out):  # pragma: no cover - compil
             q -= 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def text_labels(clab, clab_off, out, row0):  # pragma: no cover - compiled
     """Fill out[row0 + i, :] with the bytes clab[clab_off[i]:clab_off[i + 1]]."""
     for i in range(clab_off.shape[0] - 1):

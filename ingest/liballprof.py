@@ -96,7 +96,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
 from llamp.errors import InputError, TraceError
@@ -129,6 +128,7 @@ from llamp.ingest.events import (
     Trace,
     kind_in,
 )
+from llamp.kernel import kernel
 
 __all__ = ["CALLS", "find_rank_files", "is_liballprof", "read_liballprof"]
 
@@ -210,7 +210,7 @@ F_FRAC, F_DASH, F_BAD, F_COMMA = 1, 2, 4, 8
 _NAME_TABLE_BITS = 11
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _scan(buf, max_records, max_tokens):  # pragma: no cover - compiled
     """One pass over a trace file: records (non-comment lines), tokens and interned call names.
 

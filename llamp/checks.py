@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from llamp.kernel import kernel
+
 #: Columns with at least this many elements are checked by a compiled kernel.
 COMPILED_MIN = 1 << 21
 
@@ -54,7 +56,7 @@ def bounds(column: np.ndarray) -> tuple[int | float, int | float]:
     column takes numpy's reductions, which keep a NaN: then both bounds are NaN)."""
     if column.size < COMPILED_MIN or column.dtype.kind not in "iu":
         return column.min(), column.max()
-    return _kernels().bounds(column)
+    return _bounds(column)
 
 
 def first_descent(column: np.ndarray) -> int:
@@ -64,7 +66,7 @@ def first_descent(column: np.ndarray) -> int:
     if column.size < COMPILED_MIN:
         down = np.flatnonzero(column[1:] < column[:-1])
         return int(down[0]) + 1 if down.size else -1
-    return int(_kernels().first_descent(column))
+    return int(_first_descent(column))
 
 
 def first_not_finite_nonnegative(column: np.ndarray) -> int:
@@ -75,7 +77,7 @@ def first_not_finite_nonnegative(column: np.ndarray) -> int:
         if column.min() >= 0.0 and column.max() < np.inf:  # NaN fails both comparisons
             return -1
         return int(np.flatnonzero(~((column >= 0.0) & (column < np.inf)))[0])
-    return int(_kernels().first_not_finite_nonnegative(column))
+    return int(_first_not_finite_nonnegative(column))
 
 
 def forward_csr(in_ptr: np.ndarray, src: np.ndarray) -> bool:
@@ -94,95 +96,76 @@ def forward_csr(in_ptr: np.ndarray, src: np.ndarray) -> bool:
         return bool(np.all((src >= 0) & (src < dst)))
     # Chunks of positions compose: each checks its pointers from in_ptr[first] on, which the
     # chunk before it checked as its last (the first chunk starts at in_ptr[0] = 0).
-    kernel = _kernels().forward_csr
     positions = in_ptr.size - 1
     parts = max(1, min(cores(), positions, (in_ptr.size + edges) // max(COMPILED_MIN, 1)))
     cuts = [positions * k // parts for k in range(parts + 1)]
     chunks = zip(cuts[:-1], cuts[1:], strict=True)
-    jobs = [lambda a=a, b=b: bool(kernel(in_ptr, src, a, b)) for a, b in chunks]
+    jobs = [lambda a=a, b=b: bool(_forward_csr(in_ptr, src, a, b)) for a, b in chunks]
     return all(together(jobs, in_ptr.size + edges))
 
 
-_compiled = None
+_INTS = ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8")
 
 
-def _kernels():
-    """The compiled kernels (numba, cached on disk), defined on first use: a process that
-    only checks small columns never imports numba for them."""
-    global _compiled
-    if _compiled is None:
-        _compiled = _define()
-    return _compiled
+# Each loop is written so that LLVM vectorises it: a count over a block (no branch inside),
+# then a search within the block only when the count says it holds a defect.
+@kernel(*(f"{t}[::1]" for t in _INTS), nogil=True)
+def _bounds(x):  # pragma: no cover - compiled
+    lo = x[0]
+    hi = x[0]
+    for i in range(x.size):
+        lo = min(lo, x[i])
+        hi = max(hi, x[i])
+    return lo, hi
 
 
-def _define():
-    import types
-
-    import numba
-
-    # Each loop is written so that LLVM vectorises it: a count over a block (no branch
-    # inside), then a search within the block only when the count says it holds a defect.
-    @numba.njit(cache=True, nogil=True)
-    def bounds_kernel(x):
-        lo = x[0]
-        hi = x[0]
-        for i in range(x.size):
-            lo = min(lo, x[i])
-            hi = max(hi, x[i])
-        return lo, hi
-
-    @numba.njit(cache=True, nogil=True)
-    def first_descent_kernel(x):
-        n = x.size
-        for start in range(1, n, _BLOCK):
-            stop = min(start + _BLOCK, n)
-            before, after = x[start - 1 : stop - 1], x[start:stop]
-            down = 0
+@kernel(*(f"{t}[::1]" for t in _INTS), nogil=True)
+def _first_descent(x):  # pragma: no cover - compiled
+    n = x.size
+    for start in range(1, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        before, after = x[start - 1 : stop - 1], x[start:stop]
+        down = 0
+        for i in range(after.size):
+            down += np.int32(after[i] < before[i])
+        if down:
             for i in range(after.size):
-                down += np.int32(after[i] < before[i])
-            if down:
-                for i in range(after.size):
-                    if after[i] < before[i]:
-                        return start + i
-        return -1
+                if after[i] < before[i]:
+                    return start + i
+    return -1
 
-    @numba.njit(cache=True, nogil=True)
-    def first_not_finite_nonnegative_kernel(x):
-        n = x.size
-        for start in range(0, n, _BLOCK):
-            block = x[start : min(start + _BLOCK, n)]
-            good = 0
-            for i in range(block.size):  # NaN fails both comparisons
-                good += np.int32(block[i] >= 0.0) & np.int32(block[i] < np.inf)
-            if good != block.size:
-                for i in range(block.size):
-                    if not (block[i] >= 0.0 and block[i] < np.inf):
-                        return start + i
-        return -1
 
-    @numba.njit(cache=True, nogil=True)
-    def forward_csr_kernel(in_ptr, src, first, stop):
-        edges = src.size
-        lo = in_ptr[first]
-        if lo < 0 or lo > edges:  # a chunk after a bad one: never index with it
+@kernel("f4[::1]", "f8[::1]", nogil=True)
+def _first_not_finite_nonnegative(x):  # pragma: no cover - compiled
+    n = x.size
+    for start in range(0, n, _BLOCK):
+        block = x[start : min(start + _BLOCK, n)]
+        good = 0
+        for i in range(block.size):  # NaN fails both comparisons
+            good += np.int32(block[i] >= 0.0) & np.int32(block[i] < np.inf)
+        if good != block.size:
+            for i in range(block.size):
+                if not (block[i] >= 0.0 and block[i] < np.inf):
+                    return start + i
+    return -1
+
+
+@kernel("i4[::1], i4[::1], i8, i8", "i8[::1], i8[::1], i8, i8", nogil=True)
+def _forward_csr(in_ptr, src, first, stop):  # pragma: no cover - compiled
+    edges = src.size
+    lo = in_ptr[first]
+    if lo < 0 or lo > edges:  # a chunk after a bad one: never index with it
+        return False
+    for p in range(first, stop):
+        hi = in_ptr[p + 1]
+        if hi < lo or hi > edges:
             return False
-        for p in range(first, stop):
-            hi = in_ptr[p + 1]
-            if hi < lo or hi > edges:
+        for e in range(lo, hi):
+            s = src[e]
+            if s < 0 or s >= p:
                 return False
-            for e in range(lo, hi):
-                s = src[e]
-                if s < 0 or s >= p:
-                    return False
-            lo = hi
-        return True
-
-    return types.SimpleNamespace(
-        bounds=bounds_kernel,
-        first_descent=first_descent_kernel,
-        first_not_finite_nonnegative=first_not_finite_nonnegative_kernel,
-        forward_csr=forward_csr_kernel,
-    )
+        lo = hi
+    return True
 
 
 __all__ = [

@@ -64,6 +64,15 @@ def llamp_home() -> Path:
     return Path(os.environ.get("LLAMP_HOME", ".llamp"))
 
 
+def kernels_mode() -> str:
+    """How kernels run (``$LLAMP_KERNELS``): ``auto`` (default: the compiled extension when it
+    was built from these sources, else numba's JIT) or ``jit`` (numba's JIT always)."""
+    value = os.environ.get("LLAMP_KERNELS", "").strip().lower() or "auto"
+    if value not in ("auto", "jit"):
+        raise ParameterError(f"$LLAMP_KERNELS={value[:40]!r}: expected 'auto' or 'jit'")
+    return value
+
+
 def seal_key_path() -> Path:
     """The file holding this installation's key for sealing graph files (:mod:`llamp.seal`):
     ``$LLAMP_SEAL_KEY``, default ``~/.config/llamp/seal.key`` (per user, not per

@@ -43,12 +43,12 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
 
 from llamp.errors import InputError
 from llamp.graph import CALC, COLL, RECV, SEND, ExecutionGraph
+from llamp.kernel import kernel
 from llamp.lp.engine import engine_for, slopes_at
 from llamp.lp.event_graph import COEF_G, COEF_GAP, COEF_L, COEF_O
 from llamp.params import LogGPS
@@ -134,7 +134,7 @@ def network(name: str) -> Network:
 
 
 # ------------------------------------------------------------------------------ counters
-@numba.njit(cache=True)
+@kernel()
 def _idle_split(
     order,
     begin,

@@ -104,7 +104,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from llamp import config
@@ -120,6 +119,7 @@ from llamp.graph import (
     SEND,
     ExecutionGraph,
 )
+from llamp.kernel import kernel
 from llamp.params import LogGPS
 
 #: Columns of :attr:`EventGraph.coef` (and of the pattern tables).
@@ -430,7 +430,7 @@ def program_position(graph: ExecutionGraph) -> np.ndarray:
     return position
 
 
-@numba.njit(cache=True)
+@kernel()
 def _stable_topological(n, src, dst):  # pragma: no cover - compiled
     """Kahn's algorithm popping the smallest ready id (a binary heap). Vertices on a cycle
     keep their id order at the end (the event graph's cycle check reports them)."""
@@ -620,7 +620,7 @@ def _program_line(
     return ops[keep], progress
 
 
-@numba.njit(cache=True)
+@kernel("i4[::1], i4[::1], i4[::1], i4[::1], i1[::1], i1[::1], i4[::1]")
 def _awaited_receive(order, out_ptr, out_edge, dst, ek, kind, position):  # pragma: no cover
     """Per vertex, the program position of the latest receive it waits for through its
     rank's ``requires`` edges (−1: none): ``order`` lists the vertices in program order (a
@@ -643,7 +643,7 @@ def _awaited_receive(order, out_ptr, out_edge, dst, ek, kind, position):  # prag
     return awaited
 
 
-@numba.njit(cache=True)
+@kernel("i8[::1], i8[::1], i4[::1], i1[::1], f8[::1]")
 def _in_order(ops, key, awaited, kind, cost):  # pragma: no cover - compiled
     """Each stream's ``ops`` walked backwards: (chained, waits ahead of the chain). A calc
     with a cost is chained; a send when it waits for no later receive than the next op
@@ -694,7 +694,7 @@ _THROUGH = 3
 _BUDGET = 4096
 
 
-@numba.njit(cache=True)
+@kernel("i8[::1], i8[::1], i4[::1], i4[::1], i4[::1], i1[::1], i1[::1], f8[::1]")
 def _not_ordered(a, b, out_ptr, order, dst, ek, kind, cost):  # pragma: no cover - compiled
     keep = np.ones(a.shape[0], dtype=np.bool_)
     stack = np.empty((_THROUGH + 1, 2), dtype=np.int64)  # (vertex, next out-edge slot)
@@ -1061,21 +1061,34 @@ def _gather(
     return out
 
 
-@numba.njit(cache=True)
+@kernel(
+    *(
+        f"{column}[::1], {index}[::1], {out}[::1]"
+        for index in ("i4", "i8")
+        for column, out in (
+            ("i4", "i4"),
+            ("i8", "i8"),
+            ("u2", "u1"),
+            ("u2", "u2"),
+            ("f8", "f8"),
+            ("f8", "f4"),
+        )
+    )
+)
 def _take(column, order, out):  # pragma: no cover - compiled
     """``out[:] = column[order]`` (cast to ``out``'s type) without numpy's temporaries."""
     for k in range(order.shape[0]):
         out[k] = column[order[k]]
 
 
-@numba.njit(cache=True)
+@kernel()
 def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
     """``out[:] = new_id[column[order]]``: a gather of ids and their renumbering in one pass."""
     for k in range(order.shape[0]):
         out[k] = new_id[column[order[k]]]
 
 
-@numba.njit(cache=True)
+@kernel("i4[::1], i4[::1], i4[::1]", "i8[::1], i4[::1], i4[::1]", "i8[::1], i8[::1], i8[::1]")
 def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
     for k in keys:
         count[k + 1] += 1
@@ -1087,7 +1100,7 @@ def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
         count[k] += 1
 
 
-@numba.njit(cache=True)
+@kernel("f8[::1]")
 def _fits_float32(values):  # pragma: no cover - compiled
     """Every value is exactly a float32 (integral costs and byte counts below 2^24: every
     graph read from GOAL): then ``value`` is stored as float32, 4 B per edge less, and the
@@ -1098,7 +1111,9 @@ def _fits_float32(values):  # pragma: no cover - compiled
     return True
 
 
-@numba.njit(cache=True)
+@kernel(
+    "i4[::1], i4[::1], i4[::1], i4[::1], i4[::1]", "i8[::1], i8[::1], i8[::1], i8[::1], i8[::1]"
+)
 def _runs_in_order(by_event, event_ptr, event_of_pos, out, out_ptr):  # pragma: no cover
     """``out``: the runs ``by_event[event_ptr[e]:event_ptr[e + 1]]`` of the events
     ``event_of_pos`` in that order; ``out_ptr`` their row pointer."""
@@ -1120,7 +1135,7 @@ def _ptr(keys: np.ndarray, n: int, dtype: type = np.int64) -> np.ndarray:
     return ptr
 
 
-@numba.njit(cache=True)
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]")
 def _count_rows(keys, ptr):  # pragma: no cover - compiled
     for k in keys:
         ptr[k + 1] += 1
@@ -1128,7 +1143,7 @@ def _count_rows(keys, ptr):  # pragma: no cover - compiled
         ptr[i + 1] += ptr[i]
 
 
-@numba.njit(cache=True)
+@kernel()
 def _adjacency(n, src, dst, out_ptr, out_dst, indeg):  # pragma: no cover - compiled
     """Out-neighbours of every event, grouped by source in edge order (``out_dst``, row
     pointer ``out_ptr``), and in-degrees: one counting pass over both columns, one scatter."""
@@ -1144,7 +1159,7 @@ def _adjacency(n, src, dst, out_ptr, out_dst, indeg):  # pragma: no cover - comp
         fill[s] += 1
 
 
-@numba.njit(cache=True)
+@kernel("i8, i4[::1], i4[::1], i4[::1]", "i8, i8[::1], i8[::1], i8[::1]")
 def _kahn_depth(n, out_ptr, out_dst, indeg):  # pragma: no cover - compiled
     depth = np.zeros(n, dtype=indeg.dtype)
     done = np.zeros(n, dtype=np.bool_)

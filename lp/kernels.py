@@ -27,8 +27,9 @@ One tie rule for all: :data:`REL_TOL`, :data:`ABS_TOL_NS`.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from llamp.kernel import kernel
 
 #: Two path lengths within ``REL_TOL·|t| + ABS_TOL_NS`` of each other are a tie (float noise).
 REL_TOL = 1e-12
@@ -40,9 +41,19 @@ _SAFE = {"nnan", "ninf"}
 #: A finite "minus infinity" for running maxima under :data:`_SAFE` (no slope comes near it).
 _BIG = 1e300
 
+#: The columns ``in_ptr, src, pattern, value`` of an event graph as compiled kernels take
+#: them: int32 or int64 indices, uint8 or uint16 patterns, float32 or float64 values
+#: (:func:`llamp.lp.event_graph.build_event_graph`).
+_CSR = tuple(
+    f"{i}[::1], {i}[::1], {q}[::1], {v}[::1]"
+    for i in ("i4", "i8")
+    for q in ("u1", "u2")
+    for v in ("f4", "f8")
+)
+
 
 # ------------------------------------------------------------------------------ one value
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     """The latest arrival over in-edges ``lo:hi`` (``hi > lo``): max of ``t[src] + weight``."""
     q = pattern[lo]
@@ -55,7 +66,7 @@ def _latest(t, lo, hi, src, pattern, value, wa, wb):  # pragma: no cover - compi
     return best
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(*(f"{csr}, f8[::1], f8[::1]" for csr in _CSR), nogil=True)
 def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     """Event times: edge ``k`` weighs ``wa[pattern[k]] + value[k]·wb[pattern[k]]``."""
     n = in_ptr.shape[0] - 1
@@ -69,7 +80,10 @@ def values(in_ptr, src, pattern, value, wa, wb):  # pragma: no cover - compiled
     return t
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(
+    *(f"{csr}, f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8, f8, f8" for csr in _CSR),
+    nogil=True,
+)
 def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
     """Times, one-sided slopes along the columns of ``sa/sb`` (patterns × k: an edge's slope
     is ``sa[q, j] + value·sb[q, j]``; sign +1: right derivatives, −1: left) and the in-edge
@@ -108,7 +122,10 @@ def slopes(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pr
     return t, d, pred
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(
+    *(f"{csr}, f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8, f8, f8" for csr in _CSR),
+    nogil=True,
+)
 def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pragma: no cover
     """``T`` and its one-sided derivatives along the columns of ``sa/sb`` (sign +1: right, −1:
     left), aggregated over the tight sinks: :func:`slopes` without its predecessor array and
@@ -152,7 +169,7 @@ def sided(in_ptr, src, pattern, value, wa, wb, sa, sb, sign, rel, absol):  # pra
     return T, agg
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(*(f"{csr}, f8[::1], f8[::1], f8[::1], f8[::1], f8, f8" for csr in _CSR), nogil=True)
 def pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no cover
     """``T`` and its right and left derivative along one parameter (per-pattern slope
     ``sa[q] + value·sb[q]``) in one sweep: one lane of :func:`lanes` with its two columns
@@ -195,7 +212,7 @@ def pair(in_ptr, src, pattern, value, wa, wb, sa, sb, rel, absol):  # pragma: no
     return T, right, left
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
     """Latest time of every event such that no path exceeds ``T`` (the backward sweep)."""
     n = out_ptr.shape[0] - 1
@@ -217,7 +234,7 @@ def backward_late(out_ptr, out_edge, dst, w, T):  # pragma: no cover - compiled
     return late
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel("i8[::1], i4[::1], i8", "i8[::1], i8[::1], i8", nogil=True)
 def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
     """Follow the chosen in-edges from ``sink`` back to a source; return both in path order."""
     length = 0
@@ -237,7 +254,7 @@ def backtrack_path(pred, src, sink):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------------------------------------ lanes
-@numba.njit(cache=True, nogil=True)
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]", nogil=True)
 def reach(in_ptr, src):  # pragma: no cover - compiled
     """The farthest any edge reaches back, ``max(p − src[k])`` (0 without edges).
 
@@ -268,7 +285,7 @@ CANDIDATES = 256
 SINK_BLOCK = 32
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
     """The candidate rows of :func:`_lanes_pass` (one row: an event's time and signed slopes
     in every lane) reduced to those some lane still needs: a lane drops a row below its
@@ -304,7 +321,7 @@ def _compact(bt, bd, count, theta):  # pragma: no cover - compiled
     return kept
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+@kernel(nogil=True, fastmath=_SAFE)
 def _sink_slopes(bt, bd, count, theta, agg, sgn, fixed):  # pragma: no cover - compiled
     """End of a lane pass: fold the candidate sink rows still within each lane's final
     threshold into ``agg`` (signed max per slope row and lane; with ``fixed`` thresholds the
@@ -324,7 +341,14 @@ def _sink_slopes(bt, bd, count, theta, agg, sgn, fixed):  # pragma: no cover - c
     return out
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+@kernel(
+    *(
+        f"{csr}, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[::1], f8, f8"
+        for csr in _CSR
+    ),
+    nogil=True,
+    fastmath=_SAFE,
+)
 def _lanes_pass(
     in_ptr, src, pattern, value, WA, WB, sa, sb, sgn, mask, known, rel, absol
 ):  # pragma: no cover - compiled
@@ -485,7 +509,7 @@ def lanes(
 
 
 # ------------------------------------------------------------------------------ per-edge weights
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def message_weights(
     pattern, value, fixed, scaled, msg, latency, gap, dlatency, dgap, o, g, scale, w, dw
 ):  # pragma: no cover - compiled
@@ -530,7 +554,7 @@ def message_weights(
             dw[k, j] = d
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - compiled
     """:func:`slopes` with weights given per edge: edge ``k`` weighs ``w[k]``, its slope along
     variable ``j`` is ``dw[k, j]``. Returns times, slopes (n × k) and chosen in-edges."""
@@ -570,7 +594,7 @@ def edge_slopes(in_ptr, src, w, dw, sign, rel, absol):  # pragma: no cover - com
     return t, d, pred
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+@kernel(nogil=True, fastmath=_SAFE)
 def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - compiled
     """Lanes of per-edge weights: lane ``j`` weighs edge ``k`` ``W[k, j]`` (E × K). Returns the
     latest event time of every group in every lane (K × num_groups; events of ``group`` −1
@@ -604,7 +628,7 @@ def edge_lanes(in_ptr, src, W, group, num_groups, mask):  # pragma: no cover - c
     return fin.T.copy()
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+@kernel(nogil=True, fastmath=_SAFE)
 def affine_lanes(in_ptr, src, c0, du, dv, us, vs, mask):  # pragma: no cover - compiled
     """``T`` and the affine length of one critical path in ``K`` lanes: lane ``j`` weighs
     edge ``k`` ``c0[k] + us[j]·du[k] + vs[j]·dv[k]`` (weights affine in two variables).
@@ -669,7 +693,7 @@ def affine_lanes(in_ptr, src, c0, du, dv, us, vs, mask):  # pragma: no cover - c
     return T, path
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SAFE)
+@kernel(nogil=True, fastmath=_SAFE)
 def _calc_pass(
     in_ptr, src, const, cL, rest, calc_row, St, Ls, with_slopes, mask, known, rel, absol
 ):  # pragma: no cover - compiled

@@ -42,11 +42,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from llamp.errors import GraphError
 from llamp.graph import CALC, COLL, IREQUIRES, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.kernel import kernel
 from llamp.params import LogGPS
 
 
@@ -202,7 +202,7 @@ def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> n
     return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragma: no cover
     """The out-edges of every vertex (CSR ``out_ptr``, ``out_dst``, ``out_irq``: the edges
     ``order`` lists, grouped by ``src`` ascending) and the in-degrees, in one sequential
@@ -225,7 +225,7 @@ def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragm
         out_ptr[v] = order.shape[0]
 
 
-@numba.njit(cache=True)
+@kernel()
 def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     kind,
     qrank,
@@ -671,7 +671,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     )
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _release_sender(  # pragma: no cover - compiled
     s,
     h,
@@ -726,13 +726,13 @@ def _release_sender(  # pragma: no cover - compiled
 # ``k`` moving items ``x`` alongside, so ties fall as in LogGOPSim's runs.
 
 
-@numba.njit(cache=True)
+@kernel()
 def _swap(k, x, i, j):  # pragma: no cover - compiled
     k[i], k[j] = k[j], k[i]
     x[i], x[j] = x[j], x[i]
 
 
-@numba.njit(cache=True)
+@kernel()
 def _linear_insert(k, x, last):  # pragma: no cover - compiled
     vk = k[last]
     vx = x[last]
@@ -746,7 +746,7 @@ def _linear_insert(k, x, last):  # pragma: no cover - compiled
     x[last] = vx
 
 
-@numba.njit(cache=True)
+@kernel()
 def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
     if first == last:
         return
@@ -763,7 +763,7 @@ def _insertion_sort(k, x, first, last):  # pragma: no cover - compiled
             _linear_insert(k, x, i)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
     top = hole
     child = hole
@@ -789,7 +789,7 @@ def _adjust_heap(k, x, first, hole, n, vk, vx):  # pragma: no cover - compiled
     x[first + hole] = vx
 
 
-@numba.njit(cache=True)
+@kernel()
 def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
     n = last - first
     if n >= 2:
@@ -808,7 +808,7 @@ def _heap_sort(k, x, first, last):  # pragma: no cover - compiled
         _adjust_heap(k, x, first, 0, last - first, vk, vx)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
     """GCC's ``__introsort_loop``: partition around the median of three until the ranges left
     hold at most 16 items, heap sort a range whose depth runs out. Iterative: the range right
@@ -857,7 +857,7 @@ def _introsort_loop(k, x, first, last, depth):  # pragma: no cover - compiled
             hi_end = lo
 
 
-@numba.njit(cache=True)
+@kernel()
 def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
     """``std::sort(first, last)`` of GCC's libstdc++ on ``k``, permuting ``x`` alike."""
     n = last - first

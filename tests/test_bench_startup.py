@@ -10,6 +10,7 @@ from random_graphs import random_graph
 
 from benchmarks import bench_startup
 from llamp.ingest.goal import write_goal
+from llamp.kernel import compiled_kernels
 from llamp.lp.lowered import save_graph
 from llamp.params import LogGPS
 
@@ -23,13 +24,20 @@ def files(tmp_path_factory):
     return work, npz, goal
 
 
-def test_predict_phases_cover_the_process(files):
+@pytest.mark.parametrize("mode", ["jit", "auto"])
+def test_predict_phases_cover_the_process(files, mode, monkeypatch):
+    if mode == "auto" and not compiled_kernels():
+        pytest.skip("llamp._kernels not built from these sources")
+    monkeypatch.setenv("LLAMP_KERNELS", mode)
     _, npz, _ = files
     timed = bench_startup.phases(sys.executable, ["predict", str(npz), *bench_startup.POINT], 1)
     assert set(timed) == {*bench_startup.PHASES, "background", "total"}
     assert all(v >= 0 for k, v in timed.items() if k != "other")
     assert timed["graph_load"] > 0 and timed["events"] > 0 and timed["point"] > 0
-    assert timed["background"] > 0  # numba's set-up ran in its thread
+    if mode == "jit":
+        assert timed["background"] > 0  # numba's set-up ran in its thread
+    else:  # the compiled kernels: no numba in the process
+        assert timed["background"] == 0 and timed["numba_import"] == 0
     parts = sum(timed[k] for k in bench_startup.PHASES)
     assert parts == pytest.approx(timed["total"], rel=0.05, abs=0.02)
 

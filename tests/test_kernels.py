@@ -69,7 +69,8 @@ def _longest_path_loops(path: Path) -> list[str]:
     for fn in ast.walk(tree):
         if not isinstance(fn, ast.FunctionDef):
             continue
-        if "njit" not in " ".join(ast.unparse(d) for d in fn.decorator_list):
+        decorators = " ".join(ast.unparse(d) for d in fn.decorator_list)
+        if "njit" not in decorators and "kernel(" not in decorators:
             continue
         for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
             if {"in_ptr", "src"} <= _names_subscripted(loop) and _running_max(loop):

@@ -5,8 +5,9 @@ compiled it for two argument types: the next process that loads the caller abort
 ``LLVM ERROR: Symbol not found: .numba.unresolved$…``, with no Python traceback to catch. The
 schedule pass's introsort (GCC's algorithm, recursive there) did exactly that after the index
 columns became int32 for small graphs and int64 for large ones; it is iterative now. This AST
-check keeps every ``numba.njit``/``numba.jit`` kernel of the distribution free of cycles among
-the kernels of its module, and names ``file:line`` of each one it finds.
+check keeps every kernel of the distribution (``numba.njit``, ``numba.jit`` or
+:func:`llamp.kernel.kernel`) free of cycles among the kernels of its module, and names
+``file:line`` of each one it finds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _is_kernel(fn: ast.FunctionDef) -> bool:
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name in ("njit", "jit"):
+        if name in ("njit", "jit", "kernel"):
             return True
     return False
 
@@ -81,5 +82,13 @@ def c(x):
     return b(x) if x else d(x)
 def d(x):
     return d(x)
+@kernel("i8", nogil=True)
+def e(x):
+    return e(x - 1) if x else 0
 """
-    assert recursive_kernels(source, "m.py") == ["m.py:4 a", "m.py:7 b", "m.py:10 c"]
+    assert recursive_kernels(source, "m.py") == [
+        "m.py:4 a",
+        "m.py:7 b",
+        "m.py:10 c",
+        "m.py:15 e",
+    ]

@@ -5,6 +5,7 @@ of the entry point (same output, same exit codes)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -40,9 +41,13 @@ _PROBE = textwrap.dedent(
 )
 
 
-def _probe(*args: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _probe(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=None if env is None else {**os.environ, **env},
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return done, report
@@ -64,13 +69,26 @@ def test_help_imports_nothing_heavy_and_starts_no_setup():
         assert report["setup_started"] is False, args
 
 
-def test_predict_imports_nothing_heavy_and_sets_numba_up_in_the_background(graph_file):
+def test_predict_under_the_jit_sets_numba_up_in_the_background(graph_file):
     _, path = graph_file
-    done, report = _probe("predict", str(path), *POINT, "--json")
+    done, report = _probe("predict", str(path), *POINT, "--json", env={"LLAMP_KERNELS": "jit"})
     assert done.returncode == 0, done.stderr
     assert not [m for m in HEAVY if m in report["modules"]]
     assert report["setup_started"] is True
     assert "numba" in report["modules"]
+
+
+@pytest.mark.skipif(
+    not __import__("llamp.kernel").kernel.compiled_kernels(),
+    reason="llamp._kernels not built from these sources",
+)
+def test_predict_with_the_compiled_kernels_imports_no_numba(graph_file):
+    _, path = graph_file
+    done, report = _probe("predict", str(path), *POINT, "--json")
+    assert done.returncode == 0, done.stderr
+    assert not [m for m in HEAVY if m in report["modules"]]
+    assert report["setup_started"] is False
+    assert not [m for m in report["modules"] if m.split(".")[0] in ("numba", "llvmlite")]
 
 
 def test_the_fast_exit_prints_the_same_numbers_bit_for_bit(graph_file):

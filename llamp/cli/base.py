@@ -29,14 +29,19 @@ from llamp.params import LogGPS
 class _Root(click.Group):
     """The root group: once the subcommand is known, a command that calls compiled kernels
     starts numba's one-time set-up in the background (:mod:`llamp.lp.jit`), so it overlaps
-    option parsing and reading the graph file (not for ``-h``/``--help``)."""
+    option parsing and reading the graph file (not for ``-h``/``--help``). Not for a command of
+    :data:`AHEAD_OF_TIME_COMMANDS` when the install's compiled kernels serve this checkout
+    (:mod:`llamp.kernel`): it then imports no numba at all."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
         if name in COMPILED_COMMANDS and not HELP_OPTIONS.intersection(rest):
-            from llamp.lp import jit
+            from llamp.kernel import compiled_kernels
 
-            jit.start()
+            if name not in AHEAD_OF_TIME_COMMANDS or not compiled_kernels():
+                from llamp.lp import jit
+
+                jit.start()
         return name, command, rest
 
 
@@ -60,6 +65,10 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     ctx.obj["store_uri"] = store_uri
     ctx.with_resource(relay_warnings())
 
+
+#: Subcommands whose kernels (on a graph file, default options) all have compiled exports in
+#: ``llamp._kernels``: with the extension they import no numba, so its set-up is not started.
+AHEAD_OF_TIME_COMMANDS = frozenset({"predict", "sweep"})
 
 #: Subcommands that call compiled kernels (numba): numba's one-time set-up starts in the
 #: background as soon as the command is known (:mod:`llamp.lp.jit`).
