@@ -1081,7 +1081,13 @@ def _take(column, order, out):  # pragma: no cover - compiled
         out[k] = column[order[k]]
 
 
-@kernel()
+@kernel(
+    *(
+        f"{ids}[::1], {index}[::1], {ids}[::1], {ids}[::1]"
+        for index in ("i4", "i8")
+        for ids in ("i4", "i8")
+    )
+)
 def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
     """``out[:] = new_id[column[order]]``: a gather of ids and their renumbering in one pass."""
     for k in range(order.shape[0]):
@@ -1143,7 +1149,10 @@ def _count_rows(keys, ptr):  # pragma: no cover - compiled
         ptr[i + 1] += ptr[i]
 
 
-@kernel()
+@kernel(
+    "i8, i4[::1], i4[::1], i4[::1], i4[::1], i4[::1]",
+    "i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1]",
+)
 def _adjacency(n, src, dst, out_ptr, out_dst, indeg):  # pragma: no cover - compiled
     """Out-neighbours of every event, grouped by source in edge order (``out_dst``, row
     pointer ``out_ptr``), and in-degrees: one counting pass over both columns, one scatter."""
