@@ -166,8 +166,8 @@ def _has_zero_byte_messages(graph) -> bool:
 @_requires("order", "rendezvous")
 def test_an_order_fixed_at_3us_drifts_on_lulesh_and_rescheduling_is_exact():
     """A real LULESH run (8 ranks): the order of the pass at L = 3 µs, kept up to L = 100 µs,
-    gives 16,114,039 ns; scheduled at 100 µs itself, T is LogGOPSim's 9,130,900 ns
-    (docs/model.md §Schedule order)."""
+    gives 16,114,039 ns; scheduled at 100 µs itself, T is LogGOPSim's 9,130,900 ns, as
+    docs/model.md §Schedule order (`--order schedule`) says."""
     from llamp.lp.predict import sweep
     from llamp.params import LogGPS
 
