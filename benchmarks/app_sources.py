@@ -4,6 +4,9 @@
   GitHub mirror of NASA's releases, at a fixed commit) are cloned from GitHub, or from a local
   clone or mirror given instead (``--npb-source``), and built with ``mpif90`` into a cache
   directory (``$LLAMP_APPS_CACHE``, default ``~/.cache/llamp/apps``), once per commit and class.
+  Open MPI's Fortran bindings call ``PMPI_*`` past the injector (C bindings only), so the
+  build links ``benchmarks/apps/fortran_mpi.c``: Fortran bindings of NPB's communication calls
+  that call the C ones, which the tracer and the injector wrap.
 - **HPCC** (HPC Challenge 1.5): Debian's ``hpcc`` package (``scripts/setup.sh``), with the input
   of ``tests/data/apps/hpccinf.txt`` on a 1 × ``ranks`` process grid.
 
@@ -13,6 +16,7 @@ validation skips that application and says why.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -21,7 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-APPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "apps"
+HERE = Path(__file__).resolve().parent
+APPS = HERE.parent / "tests" / "data" / "apps"
 
 
 class Unavailable(Exception):
@@ -41,7 +46,7 @@ class Source:
         return f"https://github.com/{self.repo}.git"
 
     def label(self) -> str:
-        return f"github.com/{self.repo} @ {self.commit[:12]}, {self.subdir}"
+        return f"github.com/{self.repo} at commit {self.commit}, {self.subdir}"
 
 
 #: NPB 3.4 (MPI) as released by NASA, in a public mirror of the releases.
@@ -104,13 +109,14 @@ def checkout(source: Source, dest: Path, origin: str | None = None) -> None:
         _run(["tar", "-xf", str(archive), "-C", str(dest)], Path(tmp), log)
 
 
-def _make_def(fortran_flags: str) -> str:
-    """NPB's ``config/make.def`` for Open MPI's or MPICH's compiler wrappers."""
+def _make_def(fortran_flags: str, shim: Path) -> str:
+    """NPB's ``config/make.def`` for Open MPI's or MPICH's compiler wrappers, linking the
+    Fortran-to-C bindings ``shim``."""
     return "\n".join(
         [
             "MPIFC = mpif90",
             "FLINK = $(MPIFC)",
-            "FMPI_LIB =",
+            f"FMPI_LIB = {shim}",
             "FMPI_INC =",
             f"FFLAGS = {fortran_flags}",
             "FLINKFLAGS = $(FFLAGS)",
@@ -146,10 +152,16 @@ def build_npb(
     for tool in ("mpif90", "mpicc", "make"):
         if shutil.which(tool) is None:
             raise Unavailable(f"{tool} not found (scripts/setup.sh installs it)")
+    shim_source = HERE / "apps" / "fortran_mpi.c"
+    digest = hashlib.sha256(shim_source.read_bytes()).hexdigest()[:12]
     root = (cache or cache_dir()) / f"npb-{NPB.commit[:12]}"
     tree = root / NPB.subdir
-    exe = tree / "bin" / f"{kernel}.{klass}.x"
-    provenance = NPB.label() + f", built with {_fortran_flags()}"
+    exe = root / f"{kernel}.{klass}.{digest}.x"  # one per shim version
+    flags = _fortran_flags()
+    provenance = (
+        NPB.label() + f", class {klass}, built with mpif90 {flags} and the C bindings of "
+        "benchmarks/apps/fortran_mpi.c"
+    )
     if exe.is_file():
         return exe, provenance
     if not tree.is_dir():
@@ -157,11 +169,17 @@ def build_npb(
         shutil.rmtree(staging, ignore_errors=True)
         checkout(NPB, staging, origin)
         staging.rename(root)
-    (tree / "config" / "make.def").write_text(_make_def(_fortran_flags()))
+    log = root / f"build-{kernel}.{klass}.log"
+    shim = root / f"fortran_mpi.{digest}.o"
+    _run(["mpicc", "-O2", "-c", str(shim_source), "-o", str(shim)], root, log)
+    (tree / "config" / "make.def").write_text(_make_def(flags, shim))
     (tree / "bin").mkdir(exist_ok=True)
-    _run(["make", kernel, f"CLASS={klass}"], tree, root / f"build-{kernel}.{klass}.log")
-    if not exe.is_file():
-        raise Unavailable(f"the NPB build made no {exe}")
+    built = tree / "bin" / f"{kernel}.{klass}.x"
+    built.unlink(missing_ok=True)
+    _run(["make", kernel, f"CLASS={klass}"], tree, log)
+    if not built.is_file():
+        raise Unavailable(f"the NPB build made no {built} (see {log})")
+    built.rename(exe)
     return exe, provenance
 
 

@@ -39,6 +39,7 @@ to the NPB sources) is skipped with one line saying why.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -96,7 +97,15 @@ def _launcher(ranks: int) -> list[str]:
 
 
 #: ``--apps`` keys, in the order they run.
-APPLICATIONS = ("lammps-2", "lammps-4", "npb-cg-2", "hpcc-2", "halo-8k-2", "halo-8k-4", "halo-1m-2")
+APPLICATIONS = (
+    "npb-cg-2",
+    "hpcc-2",
+    "halo-8k-2",
+    "halo-1m-2",
+    "lammps-2",
+    "lammps-4",
+    "halo-8k-4",
+)
 
 
 @dataclass(frozen=True)
@@ -236,6 +245,9 @@ def run(
         )
         log(f"  {time.perf_counter() - started:.0f} s; RRMSE by model: {result.rrmse_by_model()}")
         results.append((app, result))
+        saved = work / f"{app.key}.json"
+        saved.write_text(json.dumps(result.as_dict() | {"source": app.source}, indent=1))
+        log(f"  result kept in {saved}")
     return fit.as_dict(), results
 
 
