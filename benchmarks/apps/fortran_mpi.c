@@ -11,6 +11,26 @@
  * (NPB CG passes neither).
  */
 #include <mpi.h>
+#include <stdio.h>
+
+/* The C request of each Fortran request variable lives at one address from the call that
+ * starts it to the wait that completes it: tools that pair a wait with its send or receive
+ * by the MPI_Request* they were given (the tracer) see the same pointer in both: one slot per
+ * Fortran variable address (at most SLOTS variables; more stop the run with a message). */
+#define SLOTS 256
+static MPI_Fint *slot_owner[SLOTS];
+static MPI_Request slot_request[SLOTS];
+
+static MPI_Request *slot(MPI_Fint *fortran) {
+    int i = 0;
+    while (i < SLOTS && slot_owner[i] != NULL && slot_owner[i] != fortran) ++i;
+    if (i == SLOTS) {
+        fprintf(stderr, "fortran_mpi.c: more than %d Fortran request variables\n", SLOTS);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    slot_owner[i] = fortran;
+    return &slot_request[i];
+}
 
 void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
 
@@ -23,9 +43,9 @@ void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *dest, MPI_F
 
 void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *dest, MPI_Fint *tag,
                 MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
-    MPI_Request r;
-    *ierr = MPI_Isend(buf, *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm), &r);
-    if (*ierr == MPI_SUCCESS) *request = MPI_Request_c2f(r);
+    MPI_Request *r = slot(request);
+    *ierr = MPI_Isend(buf, *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm), r);
+    if (*ierr == MPI_SUCCESS) *request = MPI_Request_c2f(*r);
 }
 
 static void status_out(MPI_Status *s, MPI_Fint *status) {
@@ -41,17 +61,18 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI
 
 void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI_Fint *tag,
                 MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
-    MPI_Request r;
-    *ierr = MPI_Irecv(buf, *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), &r);
-    if (*ierr == MPI_SUCCESS) *request = MPI_Request_c2f(r);
+    MPI_Request *r = slot(request);
+    *ierr = MPI_Irecv(buf, *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), r);
+    if (*ierr == MPI_SUCCESS) *request = MPI_Request_c2f(*r);
 }
 
 void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr) {
-    MPI_Request r = MPI_Request_f2c(*request);
+    MPI_Request *r = slot(request);
     MPI_Status s;
-    *ierr = MPI_Wait(&r, &s);
+    *r = MPI_Request_f2c(*request);
+    *ierr = MPI_Wait(r, &s);
     if (*ierr != MPI_SUCCESS) return;
-    *request = MPI_Request_c2f(r);
+    *request = MPI_Request_c2f(*r);
     status_out(&s, status);
 }
 
