@@ -367,7 +367,7 @@ def test_benchmark_table_shows_protocol_offset_and_slope():
     assert "Applications: halo 8 KiB: benchmarks/apps/halo.c." in text
     per_model = [line for line in text.splitlines() if line.startswith("| halo 8 KiB | 2 | ")][1:]
     assert len(per_model) == len(MODELS)
-    assert per_model[-1] == (
+    assert per_model[5] == (
         "| halo 8 KiB | 2 | wait/serial/schedule/loggopsim | 0.7 % | +0.00 ms (± 49.68), +0.0 % "
         "| 1000 vs 1200 ± 327 |"
     )
@@ -399,6 +399,7 @@ def test_models_compared_include_loggopsims_schedule_order():
         "wait/serial",
         "async/serial/schedule/loggopsim",
         "wait/serial/schedule/loggopsim",
+        "async/serial/schedule/loggopsim/rescheduled",
     ]
     given = LogGPS(L=500.0, o=80.0, G=0.1, S=2048, order="schedule", rendezvous="loggopsim")
     program = MODELS[1].applied(given)  # the program-order models stay program-order
@@ -426,6 +427,10 @@ def test_schedule_model_predicts_through_the_validation_sweep():
     T = frame["runtime_ns"].to_numpy()
     assert T[0] == pytest.approx(schedule(graph, model).runtime, rel=1e-9)
     assert np.all(np.diff(T) > 0)
+    again = MODELS[6].applied(base)  # each ΔL in its own schedule pass's order
+    T_own = predict_deltas(graph, again, (0.0, 1e4, 5e4), engine="graph", reschedule=True)
+    for d, t in zip((0.0, 1e4, 5e4), T_own["runtime_ns"], strict=True):
+        assert t == pytest.approx(schedule(graph, again.with_(L=d).rescheduled()).runtime, rel=1e-9)
 
 
 def test_offset_and_slope_error_per_model():
