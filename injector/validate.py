@@ -39,15 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.config import (
-    DEFAULT_ORDER,
-    DEFAULT_RENDEZVOUS,
-    NIC_MODELS,
-    PROGRESS_MODELS,
-    format_ns,
-    llamp_home,
-    parse_duration_ns,
-)
+from llamp.config import NIC_MODELS, PROGRESS_MODELS, format_ns, llamp_home, parse_duration_ns
 from llamp.errors import InputError
 from llamp.injector.accuracy import (
     DEFAULT_WIDTH,
@@ -65,12 +57,12 @@ KIND = "validation"
 
 
 def model_name(
-    progress: str, nic: str, order: str = DEFAULT_ORDER, rendezvous: str = DEFAULT_RENDEZVOUS
+    progress: str, nic: str, order: str = "program", rendezvous: str = "handshake"
 ) -> str:
     """The key of a model combination in :attr:`Validation.models`: ``"wait/serial"`` under
-    the program order and the paper's rendezvous, else all four choices
-    (``"async/serial/schedule/loggopsim"``)."""
-    if order == DEFAULT_ORDER and rendezvous == DEFAULT_RENDEZVOUS:
+    the program order and the paper's rendezvous (whatever the defaults are), else all four
+    choices (``"async/serial/schedule/loggopsim"``)."""
+    if order == "program" and rendezvous == "handshake":
         return f"{progress}/{nic}"
     return f"{progress}/{nic}/{order}/{rendezvous}"
 
@@ -81,8 +73,8 @@ class Model:
 
     progress: str
     nic: str
-    order: str = DEFAULT_ORDER
-    rendezvous: str = DEFAULT_RENDEZVOUS
+    order: str = "program"
+    rendezvous: str = "handshake"
     #: under the schedule order: each ΔL in the order of its own schedule pass (LogGOPSim's
     #: T at every ΔL) instead of the order at ΔL = 0.
     reschedule: bool = False
