@@ -575,7 +575,8 @@ class _OutEdges:
     def of(cls, graph: ExecutionGraph) -> _OutEdges:
         V = graph.num_vertices
         index = graph.edge_src.dtype
-        return cls(_ptr(graph.edge_src, V, index), _group_by(graph.edge_src, V, index))
+        edge, ptr = _group_by_rows(graph.edge_src, V, index)
+        return cls(ptr, edge)
 
 
 def _program_line(
