@@ -1,8 +1,10 @@
 """How well do predictions match measured runs? ``python -m benchmarks.validation``
 
 Measures real applications under the latency injector and compares them with the predictions
-of every receive-progress × NIC model (``llamp validate`` predicts under all four from the same
-runs), then prints (and with ``--out`` writes) ``benchmarks/VALIDATION.md``. The protocol
+of every model (:data:`llamp.injector.validate.MODELS`: each receive-progress × NIC model in
+the program order, and LogGOPSim's schedule order with its rendezvous and a serial NIC under
+each progress model; ``llamp validate`` predicts under all of them from the same runs), then
+prints (and with ``--out`` writes) ``benchmarks/VALIDATION.md``. The protocol
 (:data:`PROTOCOL`, also the "Protocol" section of that file):
 
 1. ``llamp calibrate`` of this machine (ping-pong 1 B … 4 MiB and a 64-message burst) → the
@@ -12,36 +14,47 @@ runs), then prints (and with ``--out`` writes) ``benchmarks/VALIDATION.md``. The
    (``--call-cost``, the injector's less the tracer's; ``--no-overhead`` charges nothing).
 3. ``llamp validate`` at ΔL = 0, 5, 10, 20, 50, 100 µs, at least ``--min-repeat`` and at most
    ``--max-repeat`` runs each, until the mean's 95 % interval is under ``--ci-width``, of
+   (``--apps`` picks some; :data:`APPLICATIONS`)
    - LAMMPS (``lmp``, the LJ melt of ``tests/data/apps/in.melt``), 2 and 4 ranks;
+   - NPB CG class S (NAS Parallel Benchmarks 3.4, MPI), 2 ranks, built from source
+     (:mod:`benchmarks.app_sources`: cloned from GitHub, or ``--npb-source``, at a fixed
+     commit, into a cache directory outside the repository);
+   - HPCC (Debian's ``hpcc``, every test on N = 200, a 1 × 2 grid), 2 ranks;
    - ``benchmarks/apps/halo.c``: a periodic-ring halo exchange, Irecv/Isend, an interior
      compute of 50 µs overlapping the messages, Waitall, a boundary compute of 10 µs; 8 KiB
      messages on 2 and 4 ranks (overlapped, latency-bound), 1 MiB messages on 2 ranks
      (bandwidth-bound: 2 × 1 MiB in and out per iteration at ~0.2 ns/B is ~0.8 ms of transfer
      against 60 µs of compute).
 4. One table: RRMSE per application and model, the offset at ΔL = 0 and the slope error
-   under the default model, the machine load while it ran; per ΔL the measured mean, its 95 %
-   interval, the runs and their load averages, and each model's prediction.
+   under the default model, the machine load while it ran; per application and model its
+   RRMSE, offset and slope error; per ΔL the measured mean, its 95 % interval, the runs and
+   their load averages, and each model's prediction.
 
 Runs with more ranks than cores are oversubscribed (the table says so): their measured times
-depend on the scheduler as much as on the network. Needs Open MPI (``mpirun``, ``mpicc``);
-LAMMPS rows are skipped without ``lmp``.
+depend on the scheduler as much as on the network. Needs Open MPI (``mpirun``, ``mpicc``); an
+application that cannot be built or found here (no ``lmp``, ``hpcc``, ``mpif90``, or no access
+to the NPB sources) is skipped with one line saying why.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.app_sources import Unavailable, build_npb, hpcc_input
 from llamp.config import parse_percent
+from llamp.injector.accuracy import Offset, SlopeError
 from llamp.injector.calibrate import calibrate
 from llamp.injector.overhead import measure_overhead
-from llamp.injector.validate import MODELS, Validation, model_name, run_validation
+from llamp.injector.validate import MODELS, Validation, run_validation
 
 HERE = Path(__file__).resolve().parent
 APPS = HERE.parent / "tests" / "data" / "apps"
@@ -83,21 +96,90 @@ def _launcher(ranks: int) -> list[str]:
     return [mpirun, *over, "-n", str(ranks), "-x", "OMP_NUM_THREADS"]
 
 
-def _applications(halo: Path, quick: bool) -> list[tuple[str, int, list[str]]]:
+#: ``--apps`` keys, in the order they run.
+APPLICATIONS = (
+    "npb-cg-2",
+    "hpcc-2",
+    "halo-8k-2",
+    "halo-1m-2",
+    "lammps-2",
+    "lammps-4",
+    "halo-8k-4",
+)
+
+
+@dataclass(frozen=True)
+class Application:
+    key: str
+    name: str
+    ranks: int
+    argv: tuple[str, ...]
+    source: str  # where the program came from
+
+
+def _applications(
+    work: Path,
+    halo: Path,
+    quick: bool,
+    wanted: tuple[str, ...],
+    npb_source: str | None,
+    log=print,
+) -> list[Application]:
+    """The applications of ``wanted`` that can run here; one line for each skipped."""
     iterations = "500" if quick else "2000"
-    apps = [
-        ("halo 8 KiB", 2, [str(halo), "-n", iterations, "-s", "8192", "-c", "50", "-b", "10"]),
-        ("halo 8 KiB", 4, [str(halo), "-n", iterations, "-s", "8192", "-c", "50", "-b", "10"]),
-        (
-            "halo 1 MiB",
-            2,
-            [str(halo), "-n", "200" if quick else "500", "-s", "1048576", "-c", "50", "-b", "10"],
-        ),
-    ]
-    if shutil.which("lmp") and not quick:
-        melt = ["lmp", "-in", str(APPS / "in.melt"), "-log", "none", "-screen", "none"]
-        apps = [("LAMMPS in.melt", 2, melt), ("LAMMPS in.melt", 4, melt), *apps]
+    halo_8k = (str(halo), "-n", iterations, "-s", "8192", "-c", "50", "-b", "10")
+    halo_1m = (str(halo), "-n", "200" if quick else "500", "-s", "1048576", "-c", "50", "-b", "10")
+    melt = ("-in", str(APPS / "in.melt"), "-log", "none", "-screen", "none")
+    here = "benchmarks/apps/halo.c"
+    apps = []
+    for key in wanted:
+        try:
+            if key.startswith("lammps-"):
+                lmp = shutil.which("lmp")
+                if lmp is None:
+                    raise Unavailable("lmp not found (apt-get install lammps)")
+                apps.append(
+                    Application(key, "LAMMPS in.melt", int(key[-1]), ("lmp", *melt), _lammps(lmp))
+                )
+            elif key == "npb-cg-2":
+                exe, source = build_npb("cg", "S", origin=npb_source)
+                apps.append(Application(key, "NPB CG class S", 2, (str(exe),), source))
+            elif key == "hpcc-2":
+                source = hpcc_input(work, 2)
+                apps.append(Application(key, "HPCC (all tests, N = 200)", 2, ("hpcc",), source))
+            elif key.startswith("halo-8k-"):
+                apps.append(Application(key, "halo 8 KiB", int(key[-1]), halo_8k, here))
+            elif key == "halo-1m-2":
+                apps.append(Application(key, "halo 1 MiB", 2, halo_1m, here))
+        except Unavailable as why:
+            log(f"skipping {key}: {why}")
     return apps
+
+
+def _lammps(exe: str) -> str:
+    """LAMMPS's version, from its Debian package where there is one."""
+    if shutil.which("dpkg-query"):
+        version = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", "lammps"], capture_output=True, text=True
+        ).stdout.strip()
+        if version:
+            return f"Debian lammps {version}"
+    return exe
+
+
+def parse_apps(text: str | None, quick: bool) -> tuple[str, ...]:
+    """``--apps``: comma-separated keys of :data:`APPLICATIONS` (default: all; the halo
+    exchange alone with ``--quick``)."""
+    if not text:
+        return tuple(k for k in APPLICATIONS if k.startswith("halo-")) if quick else APPLICATIONS
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in keys if k not in APPLICATIONS]
+    if unknown:
+        raise SystemExit(
+            f"validation: error: unknown application {unknown[0]!r}; choose from "
+            + ", ".join(APPLICATIONS)
+        )
+    return tuple(k for k in APPLICATIONS if k in keys)
 
 
 def run(
@@ -107,8 +189,10 @@ def run(
     max_repeat: int = 30,
     width: float = 0.01,
     overhead: bool = True,
+    apps: tuple[str, ...] = APPLICATIONS,
+    npb_source: str | None = None,
     log=print,
-) -> tuple[dict, list[tuple[str, int, Validation]]]:
+) -> tuple[dict, list[tuple[Application, Validation]]]:
     """Calibrate, measure each application's tool overhead, then validate it; (calibration
     dict, results)."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -128,8 +212,9 @@ def run(
     )
     source = f"llamp calibrate -- {' '.join(_launcher(2))} ({fit.measured_on['transport']})"
     results = []
-    for name, ranks, argv in _applications(halo, quick):
-        command = [*_launcher(ranks), *argv]
+    for app in _applications(work, halo, quick, apps, npb_source, log):
+        name, ranks = app.name, app.ranks
+        command = [*_launcher(ranks), *app.argv]
         charge = 0.0
         if overhead and not quick:
             log(f"measuring the tools' per-call cost on {name}, {ranks} ranks…")
@@ -149,7 +234,7 @@ def run(
             width=width,
             call_cost_ns=charge,
             param_sources={p: source for p in ("L", "o", "G", "S", "g")},
-            run_name=f"{name.replace(' ', '-')}-{ranks}",
+            run_name=app.key,
             trace_dir=work / f"trace-{len(results)}",
             store=False,
             cwd=work,
@@ -159,7 +244,10 @@ def run(
             log=None,
         )
         log(f"  {time.perf_counter() - started:.0f} s; RRMSE by model: {result.rrmse_by_model()}")
-        results.append((name, ranks, result))
+        results.append((app, result))
+        saved = work / f"{app.key}.json"
+        saved.write_text(json.dumps(result.as_dict() | {"source": app.source}, indent=1))
+        log(f"  result kept in {saved}")
     return fit.as_dict(), results
 
 
@@ -171,19 +259,22 @@ def _per_parameter(calibration: dict) -> str:
     return ", ".join(parts)
 
 
-def markdown(calibration: dict, results: list[tuple[str, int, Validation]], command: str) -> str:
-    """The VALIDATION.md text: setup, protocol, the RRMSE table, per-ΔL detail."""
-    names = [model_name(p, n) for p, n in MODELS]
+def markdown(calibration: dict, results: list[tuple[Application, Validation]], command: str) -> str:
+    """The VALIDATION.md text: setup, protocol, the RRMSE table, the offset and slope error per
+    model, per-ΔL detail."""
+    names = [m.name for m in MODELS]
     cores = len(os.sched_getaffinity(0))
     lines = [
-        "# Validation: which receive-progress and NIC model fits measured runs",
+        "# Validation: which model fits measured runs",
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on this machine ({cores} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB), Open MPI over "
         f"shared memory, with `{command}` (`benchmarks/validation.py`). Each application is traced "
         "once at ΔL = 0, then run under the latency injector at every ΔL; the same measured runs "
-        "are compared with the predictions of all four models (`llamp validate` does this for "
-        "every run). RRMSE = sqrt(mean((T_pred − T_meas)²)) / mean(T_meas) over the ΔL list.",
+        f"are compared with the predictions of all {len(names)} models (`llamp validate` does "
+        "this for every run; `…/schedule/loggopsim` is LogGOPSim's schedule order with its "
+        "rendezvous, the order taken at ΔL = 0). RRMSE = sqrt(mean((T_pred − T_meas)²)) / "
+        "mean(T_meas) over the ΔL list.",
         "",
         f"Calibration: L = {calibration['L_ns']:.0f} ns, o = {calibration['o_ns']:.0f} ns, "
         f"G = {calibration['G_ns_per_byte']:.4g} ns/B, S = {calibration['S_bytes']}, "
@@ -192,35 +283,51 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
         f"{(calibration.get('measured_on') or {}).get('mpi', '?')}, "
         f"{(calibration.get('measured_on') or {}).get('transport', '?')}.",
         "",
+        "Applications: "
+        + "; ".join(f"{app.name}: {app.source}" for app in {a.name: a for a, _ in results}.values())
+        + ".",
+        "",
         PROTOCOL,
         "| application | ranks | runs per ΔL | other load (cores, mean) | call cost charged | "
         "offset at ΔL = 0 | slope error | " + " | ".join(f"RRMSE {n}" for n in names) + " |",
         "|---|---|---|---|---|---|---|" + "---|" * len(names),
     ]
-    for name, ranks, v in results:
+    for app, v in results:
         err = v.rrmse_by_model()
         best = min(err.values())
         cells = [
             f"**{err[n] * 100:.1f} %**" if err[n] == best else f"{err[n] * 100:.1f} %"
             for n in names
         ]
-        over = " (oversubscribed)" if ranks > cores else ""
+        over = " (oversubscribed)" if app.ranks > cores else ""
         counts = [len(p.runs_ns) for p in v.points]
         lines.append(
-            f"| {name} | {ranks}{over} | {min(counts)}–{max(counts)} | "
+            f"| {app.name} | {app.ranks}{over} | {min(counts)}–{max(counts)} | "
             f"{v.load.get('other_load_cores_mean', math.nan):.2f} | {v.call_cost_ns:.0f} ns | "
-            f"{_offset_cell(v)} | {_slope_cell(v)} | " + " | ".join(cells) + " |"
+            f"{_offset_cell(v.offset)} | {_slope_cell(v.slope)} | " + " | ".join(cells) + " |"
         )
-    means = {n: sum(v.rrmse_by_model()[n] for _, _, v in results) / len(results) for n in names}
+    means = {n: sum(v.rrmse_by_model()[n] for _, v in results) / len(results) for n in names}
     lines += [
         "| **mean** | | | | | | | " + " | ".join(f"{means[n] * 100:.1f} %" for n in names) + " |",
         "",
-        "Per ΔL (measured mean, and each model's prediction):",
+        "Per model: RRMSE, offset at ΔL = 0 (measured − predicted, the measured mean's 95 % "
+        "interval) and slope (predicted vs measured dT/dΔL, least squares over every run, ± its "
+        "standard error):",
         "",
+        "| application | ranks | model | RRMSE | offset at ΔL = 0 | slope predicted vs measured |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, ranks, v in results:
+    for app, v in results:
+        err, offsets, slopes = v.rrmse_by_model(), v.offset_by_model(), v.slope_by_model()
+        for n in names:
+            lines.append(
+                f"| {app.name} | {app.ranks} | {n} | {err[n] * 100:.1f} % | "
+                f"{_offset_cell(offsets.get(n))} | {_slope_cell(slopes.get(n))} |"
+            )
+    lines += ["", "Per ΔL (measured mean, and each model's prediction):", ""]
+    for app, v in results:
         lines += [
-            f"**{name}, {ranks} ranks** (λ_L at ΔL = 0: {v.points[0].lambda_L:g})",
+            f"**{app.name}, {app.ranks} ranks** (λ_L at ΔL = 0: {v.points[0].lambda_L:g})",
             "",
             "| ΔL | measured (mean ± sd) | 95 % interval | runs | load average | "
             + " | ".join(names)
@@ -236,20 +343,18 @@ def markdown(calibration: dict, results: list[tuple[str, int, Validation]], comm
                 f"| {p.delta_ns / 1000:g} µs | {p.mean_ns / 1e6:.3f} ± {p.sd_ns / 1e6:.3f} ms | "
                 f"{ci_text} | {len(p.runs_ns)} | {loads} | {preds} |"
             )
-        lines.append("")
+        lines += [""] + [f"- note: {n}" for n in v.notes] + ([""] if v.notes else [])
     return "\n".join(lines) + "\n"
 
 
-def _offset_cell(v: Validation) -> str:
-    off = v.offset
+def _offset_cell(off: Offset | None) -> str:
     if off is None:
         return "–"
     ci = "" if off.half_width_ns != off.half_width_ns else f" (± {off.half_width_ns / 1e6:.2f})"
     return f"{off.offset_ns / 1e6:+.2f} ms{ci}, {off.relative * 100:+.1f} %"
 
 
-def _slope_cell(v: Validation) -> str:
-    s = v.slope
+def _slope_cell(s: SlopeError | None) -> str:
     if s is None:
         return "–"
     se = "" if s.standard_error != s.standard_error else f" ± {s.standard_error:.3g}"
@@ -273,6 +378,16 @@ def main() -> None:
         help="do not measure the tools' per-call cost (charge nothing in the model)",
     )
     parser.add_argument("--quick", action="store_true", help="halo only, 3 ΔL, 1 run each")
+    parser.add_argument(
+        "--apps",
+        default=None,
+        help="comma-separated applications to run (default all): " + ", ".join(APPLICATIONS),
+    )
+    parser.add_argument(
+        "--npb-source",
+        default=None,
+        help="a git clone or mirror of the NPB repository to build from (default: GitHub)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here")
     parser.add_argument(
         "--max-load",
@@ -288,6 +403,8 @@ def main() -> None:
         max_repeat=max(args.max_repeat, args.repeat),
         width=parse_percent(args.ci_width, what="--ci-width"),
         overhead=not args.no_overhead,
+        apps=parse_apps(args.apps, args.quick),
+        npb_source=args.npb_source,
     )
     text = markdown(
         calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")

@@ -55,13 +55,52 @@ from llamp.params import LogGPS
 
 KIND = "validation"
 
-#: Every (progress, nic) model combination a validation also predicts under.
-MODELS = tuple((p, n) for p in PROGRESS_MODELS for n in NIC_MODELS)
+
+def model_name(
+    progress: str, nic: str, order: str = "program", rendezvous: str = "handshake"
+) -> str:
+    """The key of a model combination in :attr:`Validation.models`: ``"wait/serial"`` under
+    the program order and the paper's rendezvous (whatever the defaults are), else all four
+    choices (``"async/serial/schedule/loggopsim"``)."""
+    if order == "program" and rendezvous == "handshake":
+        return f"{progress}/{nic}"
+    return f"{progress}/{nic}/{order}/{rendezvous}"
 
 
-def model_name(progress: str, nic: str) -> str:
-    """``"wait/serial"``: the key of a model combination in :attr:`Validation.models`."""
-    return f"{progress}/{nic}"
+@dataclass(frozen=True)
+class Model:
+    """One combination of the model choices of docs/model.md a validation predicts under."""
+
+    progress: str
+    nic: str
+    order: str = "program"
+    rendezvous: str = "handshake"
+    #: under the schedule order: each ΔL in the order of its own schedule pass (LogGOPSim's
+    #: T at every ΔL) instead of the order at ΔL = 0.
+    reschedule: bool = False
+
+    @property
+    def name(self) -> str:
+        name = model_name(self.progress, self.nic, self.order, self.rendezvous)
+        return name + "/rescheduled" if self.reschedule else name
+
+    def applied(self, params: LogGPS) -> LogGPS:
+        """``params`` under this model (its schedule order taken at ``params``)."""
+        return params.with_(
+            progress=self.progress, nic=self.nic, order=self.order, rendezvous=self.rendezvous
+        )
+
+
+#: Every model a validation also predicts under: each progress × NIC model in the program
+#: order with the paper's rendezvous, and LogGOPSim's semantics (the schedule order, its
+#: rendezvous, a serial NIC) under each progress model with the order taken at ΔL = 0, and
+#: with the order of each ΔL's own schedule pass. The schedule order has no progress thread
+#: (docs/model.md), so its ``async`` and ``wait`` predictions agree.
+MODELS = (
+    *(Model(p, n) for p in PROGRESS_MODELS for n in NIC_MODELS),
+    *(Model(p, "serial", "schedule", "loggopsim") for p in PROGRESS_MODELS),
+    Model("async", "serial", "schedule", "loggopsim", reschedule=True),
+)
 
 
 #: Launchers whose arguments hold the application (``mpirun -np 4 ./app``).
@@ -233,6 +272,22 @@ class Validation:
         measured = [p.mean_ns for p in self.points]
         return {name: rrmse(pred, measured) for name, pred in self.models.items()}
 
+    def offset_by_model(self) -> dict[str, Offset]:
+        """Each model's offset at ΔL = 0 against the same runs (empty without a ΔL = 0)."""
+        k = next((i for i, p in enumerate(self.points) if p.delta_ns == 0), None)
+        if k is None:
+            return {}
+        runs = self.points[k].runs_ns
+        return {name: offset_at_zero(runs, pred[k]) for name, pred in self.models.items()}
+
+    def slope_by_model(self) -> dict[str, SlopeError]:
+        """Each model's dT/dΔL against the measured one (empty with fewer than two ΔL)."""
+        if len(self.points) < 2:
+            return {}
+        deltas = [p.delta_ns for p in self.points]
+        runs = [p.runs_ns for p in self.points]
+        return {name: slope_error(deltas, runs, pred) for name, pred in self.models.items()}
+
     def table(self) -> pd.DataFrame:
         """One row per ΔL, units in the column names."""
         return pd.DataFrame(
@@ -263,10 +318,7 @@ class Validation:
             "counters": dict(self.counters),
             "notes": list(self.notes),
             "created": self.created,
-            "models": {
-                name: {"predicted_ns": list(pred), "rrmse": self.rrmse_by_model()[name]}
-                for name, pred in self.models.items()
-            },
+            "models": self._models_dict(),
             "offset_at_zero": None if self.offset is None else self.offset.as_dict(),
             "slope": None if self.slope is None else self.slope.as_dict(),
             "call_cost_ns": self.call_cost_ns,
@@ -287,6 +339,18 @@ class Validation:
                 }
                 for p in self.points
             ],
+        }
+
+    def _models_dict(self) -> dict[str, dict[str, Any]]:
+        err, offsets, slopes = self.rrmse_by_model(), self.offset_by_model(), self.slope_by_model()
+        return {
+            name: {
+                "predicted_ns": list(pred),
+                "rrmse": err[name],
+                "offset_at_zero": offsets[name].as_dict() if name in offsets else None,
+                "slope": slopes[name].as_dict() if name in slopes else None,
+            }
+            for name, pred in self.models.items()
         }
 
     @classmethod
@@ -394,12 +458,7 @@ class Validation:
                 "traced MPI call (--call-cost)"
             )
         if self.models:
-            lines.append(
-                "RRMSE by model (same runs): "
-                + ", ".join(
-                    f"{name} {err * 100:.2f}%" for name, err in self.rrmse_by_model().items()
-                )
-            )
+            lines.append(self.models_table())
         if load:
             lines.append(
                 f"load: the traced run shared the machine with "
@@ -417,6 +476,46 @@ class Validation:
             )
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+    def models_table(self) -> str:
+        """Per model, against the same runs: RRMSE, the offset at ΔL = 0 (measured −
+        predicted) and the slope error (predicted − measured dT/dΔL)."""
+        from llamp.config import format_table as table
+
+        err, offsets, slopes = self.rrmse_by_model(), self.offset_by_model(), self.slope_by_model()
+        rows = []
+        for name in self.models:
+            off, slope = offsets.get(name), slopes.get(name)
+            rows.append(
+                (
+                    name,
+                    f"{err[name] * 100:.2f}%",
+                    "–"
+                    if off is None
+                    else f"{_signed_ns(off.offset_ns)} ({off.relative * 100:+.2f}%)",
+                    "–" if slope is None else f"{slope.predicted:.4g}",
+                    "–" if slope is None else _slope_error_text(slope),
+                )
+            )
+        measured = next(iter(slopes.values()), None)
+        title = "by model (same runs" + (
+            "):"
+            if measured is None
+            else f"; measured dT/dΔL {measured.measured:.4g}"
+            + (
+                f" ± {measured.standard_error:.4g} (s.e.)):"
+                if math.isfinite(measured.standard_error)
+                else "):"
+            )
+        )
+        return (
+            title
+            + "\n"
+            + table(
+                rows,
+                ("model", "RRMSE", "offset at ΔL = 0", "predicted dT/dΔL", "slope error"),
+            )
+        )
 
     def _diagnosis(self) -> list[str]:
         """The offset at ΔL = 0 and the slope error, each against its noise."""
@@ -454,6 +553,11 @@ class Validation:
         return lines
 
 
+def _slope_error_text(slope: SlopeError) -> str:
+    rel = f" ({slope.relative * 100:+.1f}%)" if math.isfinite(slope.relative) else ""
+    return f"{slope.error:+.4g}{rel}"
+
+
 def _signed_ns(value: float) -> str:
     return ("+" if value >= 0 else "−") + format_ns(abs(value))
 
@@ -465,14 +569,20 @@ def _interval_text(half_width_ns: float, mean_ns: float) -> str:
 
 
 def predict_deltas(
-    graph, params: LogGPS, deltas: Sequence[float], *, engine: str = "auto"
+    graph,
+    params: LogGPS,
+    deltas: Sequence[float],
+    *,
+    engine: str = "auto",
+    reschedule: bool = False,
 ) -> pd.DataFrame:
     """``T(L0 + ΔL)`` and ``λ_L`` for each ΔL (columns ``delta_L_ns``, ``runtime_ns``,
-    ``lambda_L``)."""
+    ``lambda_L``); under the schedule order with ``reschedule``, each ΔL in the order of its
+    own schedule pass (LogGOPSim's T there), else in the order at ``params``."""
     from llamp.lp import sweep
 
     values = [params.L + d for d in deltas]
-    frame = sweep(graph, params, values, parameter="L", engine=engine)
+    frame = sweep(graph, params, values, parameter="L", engine=engine, reschedule=reschedule)
     frame.insert(0, "delta_L_ns", list(deltas))
     return frame
 
@@ -689,12 +799,12 @@ def run_validation(
         graph = charge_call_cost(graph, call_cost_ns)
     predicted = predict_deltas(graph, params, deltas, engine=engine)
     models = {
-        model_name(p, n): tuple(
-            predict_deltas(graph, params.with_(progress=p, nic=n), deltas, engine="graph")[
-                "runtime_ns"
-            ].astype(float)
+        m.name: tuple(
+            predict_deltas(
+                graph, m.applied(params), deltas, engine="graph", reschedule=m.reschedule
+            )["runtime_ns"].astype(float)
         )
-        for p, n in MODELS
+        for m in MODELS
     }
     if log:
         log(

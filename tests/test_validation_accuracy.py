@@ -345,12 +345,12 @@ def test_parameter_sources(tmp_path):
 
 def test_benchmark_table_shows_protocol_offset_and_slope():
 
-    from benchmarks.validation import PROTOCOL, markdown
-    from llamp.injector.validate import MODELS, model_name
+    from benchmarks.validation import PROTOCOL, Application, markdown
+    from llamp.injector.validate import MODELS
 
     v = dataclasses.replace(
         _result(call_cost_ns=12.0),
-        models={model_name(p, n): (1.00e9, 1.05e9) for p, n in MODELS},
+        models={m.name: (1.00e9, 1.05e9) for m in MODELS},
         load={"other_load_cores_mean": 0.05},
     )
     calibration = {
@@ -358,11 +358,19 @@ def test_benchmark_table_shows_protocol_offset_and_slope():
         "parameter_residuals": {"L": {"rms_residual_pct": 1.25}, "S": {"rms_residual_pct": math.nan}},
         "measured_on": {"mpi": "Open MPI 4.1", "transport": "one node"},
     }  # fmt: skip
-    text = markdown(calibration, [("halo 8 KiB", 2, v)], "python -m benchmarks.validation")
+    app = Application("halo-8k-2", "halo 8 KiB", 2, ("./halo",), "benchmarks/apps/halo.c")
+    text = markdown(calibration, [(app, v)], "python -m benchmarks.validation")
     assert PROTOCOL in text and "L 1.2 %, S –" in text and "Open MPI 4.1, one node" in text
     row = next(line for line in text.splitlines() if line.startswith("| halo 8 KiB | 2 |"))
     assert "| 3–3 | 0.05 | 12 ns | +0.00 ms (± 49.68), +0.0 % | 1000 vs 1200 ± 327 |" in row
     assert "| 0 µs | 1000.000 ± 20.000 ms | ± 49.683 ms (9.94 %) | 3 | 0.40–0.60 |" in text
+    assert "Applications: halo 8 KiB: benchmarks/apps/halo.c." in text
+    per_model = [line for line in text.splitlines() if line.startswith("| halo 8 KiB | 2 | ")][1:]
+    assert len(per_model) == len(MODELS)
+    assert per_model[5] == (
+        "| halo 8 KiB | 2 | wait/serial/schedule/loggopsim | 0.7 % | +0.00 ms (± 49.68), +0.0 % "
+        "| 1000 vs 1200 ± 327 |"
+    )
 
 
 def test_new_fields_survive_the_store(tmp_path):
@@ -377,3 +385,93 @@ def test_new_fields_survive_the_store(tmp_path):
     assert found.call_cost_ns == -40.0 and found.param_sources == {"L": "default"}
     assert found.points[0].loadavg == (0.5, 0.6, 0.4) and found.max_repeat == 9
     assert found.slope.measured == pytest.approx(1200.0)
+
+
+# --------------------------------------------------------------------------- every model
+def test_models_compared_include_loggopsims_schedule_order():
+    from llamp.injector.validate import MODELS
+
+    names = [m.name for m in MODELS]
+    assert names == [
+        "async/overlap",
+        "async/serial",
+        "wait/overlap",
+        "wait/serial",
+        "async/serial/schedule/loggopsim",
+        "wait/serial/schedule/loggopsim",
+        "async/serial/schedule/loggopsim/rescheduled",
+    ]
+    given = LogGPS(L=500.0, o=80.0, G=0.1, S=2048, order="schedule", rendezvous="loggopsim")
+    program = MODELS[1].applied(given)  # the program-order models stay program-order
+    assert (program.order, program.rendezvous, program.nic) == ("program", "handshake", "serial")
+    schedule = MODELS[5].applied(LogGPS(L=500.0, o=80.0, G=0.1, S=2048))
+    assert (schedule.progress, schedule.nic, schedule.order, schedule.rendezvous) == (
+        "wait",
+        "serial",
+        "schedule",
+        "loggopsim",
+    )
+    assert schedule.schedule_at == (500.0, 80.0, 0.1, 0.0)  # one order, taken at ΔL = 0
+
+
+def test_schedule_model_predicts_through_the_validation_sweep():
+    """The schedule order at ΔL = 0 is the schedule pass's T; around it one fixed order."""
+    from llamp.ingest import read
+    from llamp.injector.validate import MODELS, predict_deltas
+    from llamp.lp.schedule import schedule
+
+    graph = read(Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2")
+    base = LogGPS(L=0.0, o=150.0, G=0.2, S=4096)
+    model = MODELS[4].applied(base)
+    frame = predict_deltas(graph, model, (0.0, 1e4, 5e4), engine="graph")
+    T = frame["runtime_ns"].to_numpy()
+    assert T[0] == pytest.approx(schedule(graph, model).runtime, rel=1e-9)
+    assert np.all(np.diff(T) > 0)
+    again = MODELS[6].applied(base)  # each ΔL in its own schedule pass's order
+    T_own = predict_deltas(graph, again, (0.0, 1e4, 5e4), engine="graph", reschedule=True)
+    for d, t in zip((0.0, 1e4, 5e4), T_own["runtime_ns"], strict=True):
+        assert t == pytest.approx(schedule(graph, again.with_(L=d).rescheduled()).runtime, rel=1e-9)
+
+
+def test_offset_and_slope_error_per_model():
+    """Each model against the same runs: its own offset at ΔL = 0 and slope error, in the
+    text table and the JSON."""
+    result = dataclasses.replace(
+        _result(),
+        models={
+            "async/serial": (1.00e9, 1.05e9),  # offset 0, slope 1000 (measured 1200)
+            "async/serial/schedule/loggopsim": (0.98e9, 1.04e9),  # +20 ms, slope 1200
+        },
+    )
+    offsets, slopes = result.offset_by_model(), result.slope_by_model()
+    assert offsets["async/serial"].offset_ns == pytest.approx(0.0, abs=1e-3)
+    assert offsets["async/serial/schedule/loggopsim"].offset_ns == pytest.approx(2e7)
+    assert slopes["async/serial"].error == pytest.approx(-200.0)
+    assert slopes["async/serial/schedule/loggopsim"].error == pytest.approx(0.0, abs=1e-6)
+    data = json.loads(json.dumps(result.as_dict()))["models"]["async/serial/schedule/loggopsim"]
+    assert data["offset_at_zero"]["offset_ns"] == pytest.approx(2e7)
+    assert data["slope"]["predicted"] == pytest.approx(1200.0)
+    assert data["rrmse"] == pytest.approx(
+        result.rrmse_by_model()["async/serial/schedule/loggopsim"]
+    )
+    text = result.summary()
+    assert "by model (same runs; measured dT/dΔL 1200 ± " in text
+    row = next(line for line in text.splitlines() if "schedule/loggopsim" in line)
+    assert "+20 ms (+2.00%)" in row and "1200" in row
+    assert "-200 (-16.7%)" in next(
+        line for line in text.splitlines() if line.lstrip().startswith("async/serial ")
+    )
+    assert Validation.from_dict(json.loads(json.dumps(result.as_dict()))).models == result.models
+
+
+def test_per_model_diagnosis_needs_zero_and_two_deltas():
+    one = Validation(
+        "a", (), LogGPS(), (ValidationPoint(1e4, 1e6, 0.0, (1e6,)),), 1, models={"x/y": (1e6,)}
+    )
+    assert one.offset_by_model() == {} and one.slope_by_model() == {}
+    assert one.as_dict()["models"]["x/y"] == {
+        "predicted_ns": [1e6],
+        "rrmse": 0.0,
+        "offset_at_zero": None,
+        "slope": None,
+    }

@@ -1,0 +1,150 @@
+"""The applications of ``python -m benchmarks.validation`` beyond the halo exchange: where their
+sources come from (a git repository at a fixed commit, built into a cache outside the
+repository), how HPCC's input is set up, and that an application that cannot be built is
+skipped with one line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import app_sources
+from benchmarks.app_sources import NPB, Source, Unavailable, build_npb, checkout, hpcc_input
+from benchmarks.validation import APPLICATIONS, _applications, parse_apps
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+
+
+def _git(*argv: str, cwd: Path) -> str:
+    env = os.environ | {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
+    done = subprocess.run(
+        ["git", *argv], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture()
+def repo(tmp_path) -> tuple[Path, str, str]:
+    """A git repository with ``sub/file.txt`` changed in a second commit: (path, first, second)."""
+    path = tmp_path / "origin"
+    (path / "sub").mkdir(parents=True)
+    (path / "other").mkdir()
+    _git("init", "-q", cwd=path)
+    (path / "sub" / "file.txt").write_text("first\n")
+    (path / "other" / "x.txt").write_text("x\n")
+    _git("add", ".", cwd=path)
+    _git("commit", "-qm", "one", cwd=path)
+    first = _git("rev-parse", "HEAD", cwd=path)
+    (path / "sub" / "file.txt").write_text("second\n")
+    _git("commit", "-qam", "two", cwd=path)
+    return path, first, _git("rev-parse", "HEAD", cwd=path)
+
+
+@needs_git
+def test_checkout_takes_the_directory_at_the_recorded_commit(repo, tmp_path):
+    path, first, _ = repo
+    dest = tmp_path / "dest"
+    checkout(Source("owner/name", first, "sub"), dest, origin=str(path))
+    assert (dest / "sub" / "file.txt").read_text() == "first\n"  # not the newest commit
+    assert not (dest / "other").exists()
+
+
+@needs_git
+def test_checkout_without_the_commit_or_the_repository_is_unavailable(repo, tmp_path):
+    path, _, _ = repo
+    with pytest.raises(Unavailable, match=r"has no commit 0{40}"):
+        checkout(Source("owner/name", "0" * 40, "sub"), tmp_path / "a", origin=str(path))
+    with pytest.raises(Unavailable, match="cannot clone .*missing"):
+        checkout(
+            Source("owner/name", "0" * 40, "sub"), tmp_path / "b", origin=str(path / "missing")
+        )
+
+
+def test_npb_is_pinned_to_one_commit_of_a_public_repository():
+    assert NPB.url == "https://github.com/mbdevpl/nas-parallel-benchmarks.git"
+    assert len(NPB.commit) == 40 and NPB.commit in NPB.label()
+
+
+def test_hpcc_input_puts_the_ranks_on_one_row(tmp_path, monkeypatch):
+    real_which = shutil.which
+    monkeypatch.setattr(
+        app_sources.shutil,
+        "which",
+        lambda name: (
+            "/usr/bin/hpcc"
+            if name == "hpcc"
+            else None
+            if name == "dpkg-query"
+            else real_which(name)
+        ),
+    )
+    assert hpcc_input(tmp_path, 2) == "/usr/bin/hpcc"
+    lines = (tmp_path / "hpccinf.txt").read_text().splitlines()
+    reference = (app_sources.APPS / "hpccinf.txt").read_text().splitlines()
+    assert len(lines) == len(reference)
+    assert lines[10].split() == ["1", "Ps"] and lines[11].split() == ["2", "Qs"]
+    changed = [k for k, (a, b) in enumerate(zip(lines, reference, strict=True)) if a != b]
+    assert changed == [10]  # the reference already has Qs = 2
+
+
+def test_hpcc_absent_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.setattr(app_sources.shutil, "which", lambda name: None)
+    with pytest.raises(Unavailable, match="hpcc not found"):
+        hpcc_input(tmp_path, 2)
+
+
+def test_apps_option():
+    assert parse_apps(None, quick=False) == APPLICATIONS
+    assert parse_apps(None, quick=True) == ("halo-8k-2", "halo-1m-2", "halo-8k-4")
+    assert parse_apps("hpcc-2, npb-cg-2", quick=False) == ("npb-cg-2", "hpcc-2")
+    with pytest.raises(SystemExit, match="unknown application 'cg'"):
+        parse_apps("cg", quick=False)
+
+
+def test_an_application_that_cannot_be_built_is_skipped_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLAMP_APPS_CACHE", str(tmp_path / "cache"))
+    said: list[str] = []
+    apps = _applications(
+        tmp_path,
+        tmp_path / "halo",
+        False,
+        ("npb-cg-2", "halo-8k-2"),
+        str(tmp_path / "none"),
+        said.append,
+    )
+    assert [a.key for a in apps] == ["halo-8k-2"]
+    assert len(said) == 1 and said[0].startswith("skipping npb-cg-2: ")
+    assert "\n" not in said[0]
+    assert not (tmp_path / "cache" / f"npb-{NPB.commit[:12]}").exists()  # nothing half-built
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_npb_cg_builds_and_verifies(tmp_path):
+    """NPB CG class S from its sources (GitHub, or a clone named by ``LLAMP_NPB_SOURCE``),
+    run on 2 ranks with the Fortran calls going through the C bindings."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun not installed")
+    try:
+        exe, source = build_npb(
+            "cg", "S", origin=os.environ.get("LLAMP_NPB_SOURCE"), cache=tmp_path
+        )
+    except Unavailable as why:
+        pytest.skip(f"NPB CG cannot be built here: {why}")
+    assert NPB.commit in source
+    symbols = subprocess.run(["nm", str(exe)], capture_output=True, text=True).stdout
+    assert " T mpi_send_" in symbols and " T mpi_wait_" in symbols
+    env = os.environ | {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    done = subprocess.run(
+        ["mpirun", "-n", "2", str(exe)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and "VERIFICATION SUCCESSFUL" in done.stdout
