@@ -943,13 +943,19 @@ def _assemble(
     num_events: int,
     index: type,
     step: Callable[[str], None],
+    position: np.ndarray | None = None,
     **fields,
 ) -> EventGraph:
     """The event graph of the edges in ``cols``: depths (raising on a cycle), events renumbered
-    by topological position, edges grouped by destination (the lowering's last three steps)."""
+    by topological position, edges grouped by destination (the lowering's last three steps).
+
+    ``position``: a topological position of every event known already (the order in which a
+    schedule pass fixed their times): the events are numbered by it instead of by depth, and
+    every edge is checked to go forward in it."""
     V = graph.num_vertices
     step(LOWERING_STEPS[2])
-    depth = _depths(num_events, cols.src, cols.dst, graph)
+    if position is None:
+        depth = _depths(num_events, cols.src, cols.dst, graph)
 
     # Renumber events by topological position so both engines sweep arrays front to back,
     # and sort edges by destination so the in-edges of an event are one contiguous run
@@ -957,10 +963,15 @@ def _assemble(
     # index type; the columns are reordered one at a time (a gather: far fewer cache misses
     # than following the permutation's cycles), so the extra memory is one column.
     step(LOWERING_STEPS[3])
-    event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0, index)
-    del depth
-    pos_of_event = np.empty(num_events, dtype=index)
-    pos_of_event[event_of_pos] = np.arange(num_events, dtype=index)
+    if position is None:
+        event_of_pos = _group_by(depth, int(depth.max()) + 1 if num_events else 0, index)
+        del depth
+        pos_of_event = np.empty(num_events, dtype=index)
+        pos_of_event[event_of_pos] = np.arange(num_events, dtype=index)
+    else:
+        pos_of_event = position
+        event_of_pos = np.empty(num_events, dtype=index)
+        event_of_pos[pos_of_event] = np.arange(num_events, dtype=index)
     # Edges by destination position, stably: grouped by destination event first (the columns
     # come in runs of ascending events, so this pass streams through memory), then the
     # events' runs laid out in position order. One counting sort by position would scatter
@@ -988,6 +999,8 @@ def _assemble(
     value = _gather(store, cols.value, by_dst, np.float32 if fits else np.float64)
     cols.value = None
     del by_dst
+    if position is not None and not _forward(in_ptr, p_src):
+        raise RuntimeError("event graph: an edge goes backward in the schedule pass's order")
     out_edge, out_ptr = _group_by_rows(
         p_src, num_events, index, out=store.empty(p_src.shape[0], index)
     )
@@ -1132,6 +1145,17 @@ def _runs_in_order(by_event, event_ptr, event_of_pos, out, out_ptr):  # pragma: 
             out[k] = by_event[j]
             k += 1
         out_ptr[p + 1] = k
+
+
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]")
+def _forward(in_ptr, src):  # pragma: no cover - compiled
+    """Every edge goes from a lower position to a higher one (``src`` grouped by destination
+    position, row pointer ``in_ptr``)."""
+    for p in range(in_ptr.shape[0] - 1):
+        for k in range(in_ptr[p], in_ptr[p + 1]):
+            if src[k] >= p:
+                return False
+    return True
 
 
 def _ptr(keys: np.ndarray, n: int, dtype: type = np.int64) -> np.ndarray:
@@ -1376,6 +1400,11 @@ def _build_scheduled(
     add(match_ev[plan.nic_bump[b]], start_event(b))
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
+    # The events numbered in the order the pass fixed their times: a topological order.
+    sequence = plan.sequence
+    position = np.concatenate((sequence[: 2 * V + M], sequence[2 * V + M :][rdv_ids]))
+    if plan.fixed != num_events or (num_events and position.min() < 0):
+        raise RuntimeError(f"event graph: the pass fixed {plan.fixed} of {num_events} events")
     return _assemble(
         graph,
         cols,
@@ -1383,6 +1412,7 @@ def _build_scheduled(
         num_events,
         index,
         step,
+        position.astype(index, copy=False),
         rendezvous=rdv,
         S=int(S),
         num_handshakes=int(M + rdv_ids.size),
