@@ -61,6 +61,15 @@ class Schedule:
     ``post_prev[r]`` / ``post_bump[r]`` the same for the CPU clock a receive ``r`` posts at.
     ``start`` (per vertex), ``processed`` (per message) and ``match`` (per message, rendezvous
     only, else NaN) are the times of the pass; ``runtime`` its T.
+
+    ``sequence`` numbers the times in the order the pass fixed them (``fixed`` of them, from
+    0): the start of vertex ``v`` at ``2v``, its finish at ``2v + 1``, the processing of
+    message ``m`` at ``2V + m``, its match at ``2V + M + m`` (−1: none). The pass fixes a
+    time only from times it fixed before (a predecessor on a stream or NIC was served
+    before, an operation is released after its dependencies finished, a message is processed
+    after its send started), so the event graph lowered from these orders has every edge
+    going forward in this numbering, equal times included: it is a topological order
+    (:func:`llamp.lp.event_graph.build_event_graph` numbers the events by it).
     """
 
     params: LogGPS
@@ -75,6 +84,8 @@ class Schedule:
     post_prev: np.ndarray
     post_bump: np.ndarray
     runtime: float
+    sequence: np.ndarray
+    fixed: int
 
     def same_order(self, other: Schedule) -> bool:
         """Both passes served every CPU stream and NIC in the same order (then both lower to
@@ -132,6 +143,10 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
         src, graph.edge_dst[local], ek[local] == IREQUIRES, order, out_ptr, out_dst, out_irq, indeg
     )
     del order, src, local
+    # Ranks of the times the pass fixes (a topological order of the lowered event graph):
+    # int32 while they fit, as the lowering's indices.
+    events = 2 * V + 2 * M
+    sequence = np.full(events, -1, dtype=np.int32 if events < np.iinfo(np.int32).max else np.int64)
 
     result = _run(
         kind.astype(np.int8),
@@ -155,9 +170,10 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
         float(params.g),
         params.nic == "serial",
         params.rendezvous == "loggopsim",
+        sequence,
     )
     (start, finish, processed, match, cpu_prev, cpu_bump, nic_prev, nic_bump) = result[:8]
-    post_prev, post_bump, done, runtime = result[8:]
+    post_prev, post_bump, done, runtime, fixed = result[8:]
     if done < V:
         left = np.flatnonzero(np.isnan(start))[:8]
         shown = ", ".join(graph.describe_vertex(v) for v in left)
@@ -179,6 +195,8 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
         post_prev=post_prev,
         post_bump=post_bump,
         runtime=float(runtime),
+        sequence=sequence,
+        fixed=int(fixed),
     )
 
 
@@ -248,6 +266,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     g,
     serial,
     loggopsim,
+    sequence,
 ):
     V = kind.shape[0]
     M = sends.shape[0]
@@ -300,6 +319,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     order = np.empty(V + 1, np.int64)
     runtime = 0.0
     done = 0
+    n_fixed = 0  # times fixed so far (``sequence``)
 
     # Roots: rank by rank, each rank's in LogGOPSim's queue order (stable within a kind).
     for v in range(V):
@@ -419,6 +439,9 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                     continue
                 start[v] = t
                 finish[v] = t + cost[v]
+                sequence[2 * v] = n_fixed
+                sequence[2 * v + 1] = n_fixed + 1
+                n_fixed += 2
                 clock[c] = finish[v]
                 cpu_prev[v] = last_cpu[c]
                 cpu_bump[v] = pend_cpu[c]
@@ -455,6 +478,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                     continue
                 m = msg_of[v]
                 start[v] = t
+                sequence[2 * v] = n_fixed
+                n_fixed += 1
                 clock[c] = t + o
                 cpu_prev[v] = last_cpu[c]
                 cpu_bump[v] = pend_cpu[c]
@@ -490,6 +515,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 seq += 1
                 if not rdv[m]:
                     finish[v] = t + o
+                    sequence[2 * v + 1] = n_fixed
+                    n_fixed += 1
                     for e in range(out_ptr[v], out_ptr[v + 1]):
                         if not out_irq[e]:
                             u = out_dst[e]
@@ -501,6 +528,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             else:  # RECV: posted (takes no CPU time)
                 m = msg_of[v]
                 start[v] = t
+                sequence[2 * v] = n_fixed
+                n_fixed += 1
                 done += 1
                 for e in range(out_ptr[v], out_ptr[v + 1]):
                     if out_irq[e]:
@@ -522,10 +551,16 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                         seq += 1
                 elif not np.isnan(processed[m]):  # the message is here: complete now
                     finish[v] = max(t, proc_end[m])
+                    sequence[2 * v + 1] = n_fixed
+                    n_fixed += 1
                     if rdv[m]:
                         h = t
                 if not np.isnan(h):
                     match[m] = h
+                    sequence[2 * V + M + m] = n_fixed
+                    n_fixed += 1
+                    sequence[2 * sends[m] + 1] = n_fixed  # the sender's finish, set below
+                    n_fixed += 1
                     n_freed = _release_sender(
                         sends[m],
                         h,
@@ -575,6 +610,8 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 continue
             op = V + m
             processed[m] = t
+            sequence[2 * V + m] = n_fixed
+            n_fixed += 1
             proc_end[m] = t + o + (B[m] * G if serial else 0.0)
             clock[c] = proc_end[m]
             cpu_prev[op] = last_cpu[c]
@@ -588,8 +625,14 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             runtime = max(runtime, proc_end[m])
             if not np.isnan(start[r]):  # posted: the receive completes
                 finish[r] = max(start[r], proc_end[m])
+                sequence[2 * r + 1] = n_fixed
+                n_fixed += 1
                 if rdv[m] and loggopsim:
                     match[m] = t
+                    sequence[2 * V + M + m] = n_fixed
+                    n_fixed += 1
+                    sequence[2 * sends[m] + 1] = n_fixed  # the sender's finish, set below
+                    n_fixed += 1
                     n_freed = _release_sender(
                         sends[m],
                         t,
@@ -626,12 +669,16 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             r = recvs[m]
             if not np.isnan(start[r]):
                 match[m] = t
+                sequence[2 * V + M + m] = n_fixed
+                n_fixed += 1
                 data = t + 2 * o + 2 * L + (0.0 if serial else B[m] * G)
                 st_t[n_st] = data
                 st_s[n_st] = seq
                 st_i[n_st] = V + m
                 n_st += 1
                 seq += 1
+                sequence[2 * sends[m] + 1] = n_fixed  # the sender's finish, set below
+                n_fixed += 1
                 n_freed = _release_sender(
                     sends[m],
                     t,
@@ -668,6 +715,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
         post_bump,
         done,
         runtime,
+        n_fixed,
     )
 
 

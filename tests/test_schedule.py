@@ -14,6 +14,7 @@ import pytest
 from random_graphs import random_graph
 
 from llamp.errors import GraphError
+from llamp.graph import CALC
 from llamp.ingest.goal import parse_goal_text
 from llamp.lp.engine import GraphEngine
 from llamp.lp.model import LinearProgram
@@ -487,3 +488,90 @@ def test_a_real_deadlock_names_the_operations_never_started():
     with pytest.raises(GraphError, match=r"2 of 4 operations never started .* label r"):
         schedule(_graph(text), LOGGOPSIM.with_(S=10))
     assert schedule(_graph(text), LOGGOPSIM).runtime == pytest.approx(6000.0 + 999 * 0.018)
+
+
+def _numbered_by_depth(graph, ev):
+    """The same edges (in-edges in the same order) numbered by event depth, as the program
+    order numbers its events."""
+    from llamp.lp.event_graph import _assemble, _Columns, _EdgeColumns
+
+    store, index = _Columns(), ev.src.dtype.type
+    cols = _EdgeColumns(ev.num_edges, index, store)
+    cols.patterns = {
+        (tuple(ev.fixed[q].tolist()), tuple(ev.scaled[q].tolist())): q
+        for q in range(ev.fixed.shape[0])
+    }
+    cols.add(
+        ev.event_of_pos[ev.src],
+        ev.event_of_pos[ev.dst],
+        value=ev.value.astype(np.float64),
+        m=ev.msg,
+        pattern=ev.pattern.astype(np.uint16),
+    )
+    names = ("rendezvous", "S", "num_handshakes", "extra_owner", "progress", "nic", "order")
+    fields = {name: getattr(ev, name) for name in names}
+    return _assemble(
+        graph,
+        cols,
+        store,
+        ev.num_events,
+        index,
+        lambda step: None,
+        rendezvous_model=ev.rendezvous_model,
+        schedule_at=ev.schedule_at,
+        **fields,
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("rendezvous", ["loggopsim", "handshake"])
+@pytest.mark.parametrize("nic", ["serial", "overlap"])
+def test_events_are_numbered_in_the_order_the_pass_fixed_their_times(seed, rendezvous, nic):
+    """The schedule order's events are numbered by the pass's ``sequence`` (no depth pass):
+    every edge goes forward, zero-weight edges between equal times included, and every event's
+    time and slopes are bit-identical to those of the same graph numbered by depth."""
+    from llamp.lp.engine import slopes_at
+    from llamp.lp.event_graph import build_event_graph
+
+    graph = random_graph(seed, ranks=4, steps=60, max_size=4096)
+    base = LogGPS(
+        L=3000.0, o=1500.0, G=6.0, g=700.0 * (seed % 2), S=2048, nic=nic, order="schedule",
+        rendezvous=rendezvous,
+    )  # fmt: skip
+    plan = schedule(graph, base)
+    ev = build_event_graph(
+        graph, base.S, nic=nic, order="schedule", rendezvous=rendezvous,
+        schedule_at=base.schedule_at, plan=plan,
+    )  # fmt: skip
+    V, M = graph.num_vertices, ev.rendezvous.size
+    fixed = np.concatenate(
+        (plan.sequence[: 2 * V + M], plan.sequence[2 * V + M :][np.flatnonzero(ev.rendezvous)])
+    )
+    assert np.array_equal(ev.pos_of_event, fixed)
+    assert np.all(ev.src < ev.dst)
+    by_depth = _numbered_by_depth(graph, ev)
+    assert not np.array_equal(by_depth.event_of_pos, ev.event_of_pos)
+    for params in (base, base.with_(L=20000.0, G=0.5, o=700.0)):
+        for sign in (1.0, -1.0):
+            t, d, _ = slopes_at(ev, params, sign=sign)
+            t_depth, d_depth, _ = slopes_at(by_depth, params, sign=sign)
+            assert np.array_equal(t[ev.pos_of_event], t_depth[by_depth.pos_of_event])
+            assert np.array_equal(d[ev.pos_of_event], d_depth[by_depth.pos_of_event])
+
+
+def test_a_pass_order_with_an_edge_going_backward_is_refused():
+    """The lowering checks the pass's numbering: a calc numbered finish before start fails
+    loudly instead of sweeping the graph out of order."""
+    from llamp.lp.event_graph import build_event_graph
+
+    graph = random_graph(0, ranks=2, steps=10, max_size=64)
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=65535, order="schedule")
+    plan = schedule(graph, params)
+    calc = int(np.flatnonzero(graph.kind == CALC)[0])
+    s = plan.sequence
+    s[2 * calc], s[2 * calc + 1] = s[2 * calc + 1], s[2 * calc]
+    with pytest.raises(RuntimeError, match="goes backward"):
+        build_event_graph(
+            graph, params.S, nic=params.nic, order="schedule", rendezvous=params.rendezvous,
+            plan=plan,
+        )  # fmt: skip
