@@ -187,8 +187,8 @@ def test_a_match_that_moves_no_clock_does_not_bind_a_fixed_order():
     the first match (o + L = 4.5 µs) comes exactly when the root starts its fourth send, so it
     moves no clock and is no constraint. The order of that pass, kept over [0, 100 µs], gives
     LogGOPSim's T at every latency (24,000 … 124,000 ns) — not 410,500 ns at 100 µs, as it
-    did while such a match was chained to the root's next send (docs/model.md §Schedule order
-    (`--order schedule`))."""
+    did while such a match was chained to the root's next send, as
+    docs/model.md §Schedule order (`--order schedule`) says."""
     from llamp.lp.predict import sweep
     from llamp.params import LogGPS
 
