@@ -221,9 +221,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: Subcommands whose kernels (on a graph file, default options) all have compiled exports in
-#: ``llamp._kernels``: with the extension they import no numba, so its set-up is not started.
-AHEAD_OF_TIME_COMMANDS = frozenset({"predict", "sweep"})
+#: Subcommands whose kernels (on a graph file or a GOAL file, either order) all have compiled
+#: exports in ``llamp._kernels``: with the extension they import no numba, so its set-up is
+#: not started (a trace format whose reader runs under the JIT loads numba at its first call).
+AHEAD_OF_TIME_COMMANDS = frozenset({"ingest", "predict", "sweep"})
 
 #: Subcommands that call compiled kernels (numba): numba's one-time set-up starts in the
 #: background as soon as the command is known (:mod:`llamp.lp.jit`).
