@@ -26,7 +26,9 @@ Two measurements per command, each the median of ``repeat`` runs (default 5):
 
 With a ``txt2bin`` (``--txt2bin PATH``, ``$TXT2BIN``, or next to ``$LOGGOPSIM``), each round
 also runs ``txt2bin -i X.goal -o X.bin`` on ingest's GOAL file, whole process, its turn
-alternating with llamp's. The machine's load average (1 minute, ``/proc/loadavg``) is shown
+alternating with llamp's. Each command runs once unmeasured first (bytecode written, files in
+the page cache); ``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment, as an
+install has its bytecode. The machine's load average (1 minute, ``/proc/loadavg``) is shown
 before and after each command's runs: timings on a shared machine are only comparable at
 similar load (the CPU time is the steadier figure).
 
@@ -43,6 +45,7 @@ import atexit
 import functools
 import importlib.abc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -249,6 +252,7 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             stderr=subprocess.PIPE,
             check=False,
             cwd=tmp,  # not a checkout: ``-m llamp`` imports the interpreter's own llamp
+            env=_CHILD_ENV,
         )
         wall = time.perf_counter() - start
         if done.returncode != 0:
@@ -256,6 +260,12 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {tail}")
         user, system, peak_kib = usage.read_text().split()[-3:]
     return wall, float(user) + float(system), int(peak_kib) / 1024.0, started_epoch
+
+
+#: The children's environment: this one without ``PYTHONDONTWRITEBYTECODE``, so that llamp's
+#: modules run from their cached bytecode as in an install (with it set, every process compiled
+#: every llamp module from source: 0.05–0.1 s more per process here).
+_CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, Any]:
@@ -315,6 +325,8 @@ def compare(
     whole: dict[str, list] = {k: [] for k in interpreters}
     peer_runs: list = []
     labels = list(interpreters) + (["peer"] if peer else [])
+    for path in interpreters.values():  # unmeasured: bytecode written, files in the page cache
+        _spawn(path, ["-m", "llamp", *argv])
     for k in range(max(1, repeat)):
         for label in labels if k % 2 == 0 else labels[::-1]:
             if label == "peer":
@@ -365,8 +377,6 @@ def _peer_rows(case: str, name: str, peer: dict[str, Any], llamp: dict[str, Any]
 
 def find_txt2bin(given: str | None = None) -> str | None:
     """LogGOPSim's ``txt2bin``: the argument, ``$TXT2BIN``, or next to ``$LOGGOPSIM``."""
-    import os
-
     candidates = [given, os.environ.get("TXT2BIN")]
     if os.environ.get("LOGGOPSIM"):
         candidates.append(str(Path(os.environ["LOGGOPSIM"]).with_name("txt2bin")))

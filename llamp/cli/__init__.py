@@ -123,7 +123,7 @@ def _keep_freed_memory() -> None:
 
 
 #: Environment variables that set the thread count of numpy's OpenBLAS when it is loaded.
-_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def _one_blas_thread() -> None:
