@@ -710,12 +710,12 @@ def _release_sender(  # pragma: no cover - compiled
         c = cpu[s]
         if clock[c] < h:
             clock[c] = h
-        pend_cpu[c] = m
+            pend_cpu[c] = m
         if serial:
             n = nic[s]
             if nic_s[n] < h:
                 nic_s[n] = h
-            pend_nics[n] = m
+                pend_nics[n] = m
     for e in range(out_ptr[s], out_ptr[s + 1]):
         if not out_irq[e]:
             u = out_dst[e]

@@ -179,3 +179,22 @@ def test_an_order_fixed_at_3us_drifts_on_lulesh_and_rescheduling_is_exact():
     again = sweep(graph, params, [0.0, 100_000.0], reschedule=True)
     assert list(again["runtime_ns"]) == [facts[0], facts[-1]] == [3_167_368, 9_130_900]
     assert fixed["runtime_ns"].iloc[-1] == 16_114_039
+
+
+@_requires("order", "rendezvous")
+def test_a_match_that_moves_no_clock_does_not_bind_a_fixed_order():
+    """Schedgen's linear scatter of 1 MiB (rendezvous) over 16 ranks, g = G = 0: at L = 3 µs
+    the first match (o + L = 4.5 µs) comes exactly when the root starts its fourth send, so it
+    moves no clock and is no constraint. The order of that pass, kept over [0, 100 µs], gives
+    LogGOPSim's T at every latency (24,000 … 124,000 ns) — not 410,500 ns at 100 µs, as it
+    did while such a match was chained to the root's next send (docs/model.md §Schedule order
+    (`--order schedule`))."""
+    from llamp.lp.predict import sweep
+    from llamp.params import LogGPS
+
+    name = "schedgen/scatter-p16-rendezvous.goal"
+    graph = read_reference(name)
+    facts = FACTS["graphs"][name]["g0_G0"]
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, g=0.0, S=65535, **SCHEDULE_MODEL)
+    fixed = sweep(graph, params, [float(L) for L in FACTS["L_ns"]])
+    assert list(fixed["runtime_ns"]) == facts
