@@ -252,7 +252,7 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             stderr=subprocess.PIPE,
             check=False,
             cwd=tmp,  # not a checkout: ``-m llamp`` imports the interpreter's own llamp
-            env=_CHILD_ENV,
+            env=_child_env(),
         )
         wall = time.perf_counter() - start
         if done.returncode != 0:
@@ -262,10 +262,11 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
     return wall, float(user) + float(system), int(peak_kib) / 1024.0, started_epoch
 
 
-#: The children's environment: this one without ``PYTHONDONTWRITEBYTECODE``, so that llamp's
-#: modules run from their cached bytecode as in an install (with it set, every process compiled
-#: every llamp module from source: 0.05–0.1 s more per process here).
-_CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+def _child_env() -> dict[str, str]:
+    """This process's environment without ``PYTHONDONTWRITEBYTECODE``, so that llamp's modules
+    run from their cached bytecode as in an install (with it set, every process compiled every
+    llamp module from source: 0.05–0.1 s more per process here)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, Any]:

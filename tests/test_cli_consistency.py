@@ -305,3 +305,11 @@ def test_the_help_is_the_same_before_and_after_every_command_is_loaded():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+def test_a_mistyped_command_is_pointed_to_the_right_one(capsys):
+    code, out, err = run(capsys, "predic")
+    assert code == 2
+    assert err.strip() == (
+        "llamp: error: No such command 'predic'. Did you mean 'predict'? (llamp -h for help)"
+    )

@@ -71,6 +71,9 @@ class _Root(click.Group):
             formatter.write_dl(rows)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        given = args[0] if args else ""
+        if given not in COMMANDS and given not in self.commands and not given.startswith("-"):
+            self.load_all()  # an unknown name: click's "Did you mean" picks among all commands
         name, command, rest = super().resolve_command(ctx, args)
         if name in COMPILED_COMMANDS and not HELP_OPTIONS.intersection(rest):
             from llamp.kernel import compiled_kernels
