@@ -1,13 +1,14 @@
 """Where the time of one ``llamp`` process goes: ``predict`` from a saved graph and ``ingest``
-of a GOAL file, phase by phase.
+of a GOAL file, phase by phase, and ``ingest`` beside LogGOPSim's ``txt2bin``.
 
 Graphs: the noisy 16-rank stencil of :func:`llamp.ingest.synthetic.stencil_with_vertices`
 (as :mod:`benchmarks.bench_peers`), written as GOAL and ingested to ``.npz`` by ``llamp
-ingest``; ``predict`` runs on the ``.npz`` of 3·10^6 vertices (``quick``: 10^5), ``ingest`` on
-the GOAL file of 10^6 vertices (``quick``: 10^5). Parameters: L = 3 µs, o = 1.5 µs, G = 0,
-S = 65535 B (bench_peers' one point).
+ingest``; ``predict`` runs on the ``.npz`` of 10^4 vertices (its fixed cost: what every
+analysis command pays before its first pass), ``ingest`` on the GOAL file of 10^6 vertices
+(``quick``: 10^5). Parameters: L = 3 µs, o = 1.5 µs, G = 0, S = 65535 B (bench_peers' one
+point).
 
-Two measurements per command, each the median of ``repeat`` runs:
+Two measurements per command, each the median of ``repeat`` runs (default 5):
 
 - **whole process** (``python -m llamp …`` as a user runs it, nothing added): wall time, CPU
   time (user + system, all threads) and peak RSS, both from GNU time;
@@ -23,8 +24,16 @@ Two measurements per command, each the median of ``repeat`` runs:
   main thread's phases) and is not part of the sum. Waiting for an import that another thread
   is doing (numba's, begun by the set-up thread) counts in the phase that waited.
 
+With a ``txt2bin`` (``--txt2bin PATH``, ``$TXT2BIN``, or next to ``$LOGGOPSIM``), each round
+also runs ``txt2bin -i X.goal -o X.bin`` on ingest's GOAL file, whole process, its turn
+alternating with llamp's. Each command runs once unmeasured first (bytecode written, files in
+the page cache); ``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment, as an
+install has its bytecode. The machine's load average (1 minute, ``/proc/loadavg``) is shown
+before and after each command's runs: timings on a shared machine are only comparable at
+similar load (the CPU time is the steadier figure).
+
 ``python -m benchmarks.bench_startup [--quick] [--repeat N] [--predict-vertices N]
-[--python PATH] [--before PATH]``:
+[--ingest-vertices N] [--txt2bin PATH] [--python PATH] [--before PATH]``:
 ``--python`` runs llamp with another interpreter; ``--before`` adds a column for a second one
 (e.g. the main checkout's venv), its runs interleaved with the first's.
 """
@@ -36,6 +45,7 @@ import atexit
 import functools
 import importlib.abc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -51,6 +61,8 @@ POINT = ["--L", "3us", "--o", "1500ns", "--G", "0ns/B", "--S", "65535"]
 PHASES = {
     "interpreter": "interpreter start-up",
     "imports": "imports (llamp.cli)",
+    "numpy_import": "import numpy (with its BLAS threads)",
+    "command_import": "import the command (llamp.cli.base, the subcommand's module)",
     "numba_import": "import numba (on the main thread)",
     "other": "options, dispatch, other",
     "read": "llamp.ingest.read (GOAL: the tokenizer; .npz: see next)",
@@ -137,7 +149,12 @@ def _patches(timers: _Timers) -> dict[str, Any]:
     def jit(m):
         m.prepare = timers.wrap_background(m.prepare)
 
+    def root(m):
+        if hasattr(m, "_Root") and "get_command" in m._Root.__dict__:
+            _patch_class(m, "_Root", "get_command", lambda f: timers.wrap("command_import", f))
+
     return {
+        "llamp.cli.base": root,
         "llamp.graph": graph,
         "llamp.lp.engine": engine,
         "numba.core.dispatcher": dispatcher,
@@ -147,9 +164,17 @@ def _patches(timers: _Timers) -> dict[str, Any]:
     }
 
 
+#: Imports timed as a phase of their own (with everything they import), on the main thread.
+TIMED_IMPORTS = {
+    "numba": "numba_import",
+    "numpy": "numpy_import",
+    "llamp.cli.base": "command_import",
+}
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Applies ``patches[name]`` right after module ``name`` is executed by its own loader, and
-    times the import of ``numba`` (with everything it imports) on the main thread."""
+    times the imports of :data:`TIMED_IMPORTS` on the main thread."""
 
     def __init__(self, patches: dict[str, Any], timers: _Timers):
         self.patches = patches
@@ -157,7 +182,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name, path, target=None):
         patch = self.patches.get(name)
-        if name == "numba":
+        if patch is None and name in TIMED_IMPORTS:
             patch = lambda module: None  # noqa: E731 - timed below, nothing to attach
         if patch is None:
             return None
@@ -170,8 +195,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         else:
             return None
         execute = spec.loader.exec_module
-        if name == "numba":
-            execute = self.timers.wrap("numba_import", execute)
+        if name in TIMED_IMPORTS:
+            execute = self.timers.wrap(TIMED_IMPORTS[name], execute)
 
         def exec_module(module):
             execute(module)
@@ -227,6 +252,7 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             stderr=subprocess.PIPE,
             check=False,
             cwd=tmp,  # not a checkout: ``-m llamp`` imports the interpreter's own llamp
+            env=_child_env(),
         )
         wall = time.perf_counter() - start
         if done.returncode != 0:
@@ -234,6 +260,13 @@ def _spawn(python: str, args: list[str]) -> tuple[float, float, float, float]:
             raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {tail}")
         user, system, peak_kib = usage.read_text().split()[-3:]
     return wall, float(user) + float(system), int(peak_kib) / 1024.0, started_epoch
+
+
+def _child_env() -> dict[str, str]:
+    """This process's environment without ``PYTHONDONTWRITEBYTECODE``, so that llamp's modules
+    run from their cached bytecode as in an install (with it set, every process compiled every
+    llamp module from source: 0.05–0.1 s more per process here)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def whole_process(python: str, argv: list[str], repeat: int) -> dict[str, Any]:
@@ -280,19 +313,38 @@ def _phase_run(python: str, argv: list[str]) -> dict[str, float]:
 
 
 def compare(
-    interpreters: dict[str, str], argv: list[str], repeat: int
-) -> dict[str, tuple[dict[str, float], dict[str, Any]]]:
+    interpreters: dict[str, str],
+    argv: list[str],
+    repeat: int,
+    peer: list[str] | None = None,
+) -> tuple[dict[str, tuple[dict[str, float], dict[str, Any]]], dict[str, Any] | None]:
     """Phases and whole-process numbers of ``llamp argv`` under each interpreter (label →
     path), interleaved: each round runs every interpreter once, in turn, the first one
-    alternating, so background load on the shared machine hits all alike."""
+    alternating, so background load on the shared machine hits all alike; ``peer`` (a
+    program and its arguments) runs once per round too, its turn alternating the same way."""
     timed: dict[str, list] = {k: [] for k in interpreters}
     whole: dict[str, list] = {k: [] for k in interpreters}
-    labels = list(interpreters)
+    peer_runs: list = []
+    labels = list(interpreters) + (["peer"] if peer else [])
+    for path in interpreters.values():  # unmeasured: bytecode written, files in the page cache
+        _spawn(path, ["-m", "llamp", *argv])
     for k in range(max(1, repeat)):
         for label in labels if k % 2 == 0 else labels[::-1]:
+            if label == "peer":
+                peer_runs.append(_spawn(peer[0], peer[1:]))
+                continue
             timed[label].append(_phase_run(interpreters[label], argv))
             whole[label].append(_spawn(interpreters[label], ["-m", "llamp", *argv]))
-    return {k: (_median_phases(timed[k]), _whole(whole[k])) for k in labels}
+    results = {k: (_median_phases(timed[k]), _whole(whole[k])) for k in interpreters}
+    return results, (_whole(peer_runs) if peer_runs else None)
+
+
+def load_average() -> float:
+    """The machine's 1-minute load average (``/proc/loadavg``; NaN where there is none)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def _rows(case: str, command: str, timed: dict[str, float], whole: dict[str, float]) -> list:
@@ -312,6 +364,31 @@ def _rows(case: str, command: str, timed: dict[str, float], whole: dict[str, flo
     return rows
 
 
+def _peer_rows(case: str, name: str, peer: dict[str, Any], llamp: dict[str, Any]) -> list:
+    from benchmarks.timing import row
+
+    return [
+        row("startup", case, f"{name}: whole process wall", peer["wall"], "s", peer["runs"]),
+        row("startup", case, f"{name}: whole process CPU", peer["cpu"], "s"),
+        row("startup", case, f"{name}: whole process peak RSS", peer["rss"], "MB"),
+        row("startup", case, f"{name}: llamp / {name}, wall", llamp["wall"] / peer["wall"], "×"),
+        row("startup", case, f"{name}: llamp / {name}, CPU", llamp["cpu"] / peer["cpu"], "×"),
+    ]
+
+
+def find_txt2bin(given: str | None = None) -> str | None:
+    """LogGOPSim's ``txt2bin``: the argument, ``$TXT2BIN``, or next to ``$LOGGOPSIM``."""
+    candidates = [given, os.environ.get("TXT2BIN")]
+    if os.environ.get("LOGGOPSIM"):
+        candidates.append(str(Path(os.environ["LOGGOPSIM"]).with_name("txt2bin")))
+    for path in candidates:
+        if path and Path(path).is_file() and os.access(path, os.X_OK):
+            return path
+    if given:
+        raise SystemExit(f"--txt2bin {given}: not an executable file")
+    return None
+
+
 def _make_graphs(workdir: Path, vertices: int, python: str) -> tuple[str, Path, Path]:
     from llamp.ingest.goal import write_goal
     from llamp.ingest.synthetic import stencil_with_vertices
@@ -326,40 +403,52 @@ def _make_graphs(workdir: Path, vertices: int, python: str) -> tuple[str, Path, 
 
 def run(
     quick: bool = False,
-    repeat: int = 3,
+    repeat: int = 5,
     python: str | None = None,
     before: str | None = None,
     predict_vertices: int | None = None,
+    ingest_vertices: int | None = None,
+    txt2bin: str | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of both commands under ``python`` (default: this interpreter) and, when
     ``before`` names another interpreter (another checkout's venv), under it too, interleaved;
-    the metric then says which (``[before]``/``[after]``)."""
+    the metric then says which (``[before]``/``[after]``). ``txt2bin``: beside ``ingest``."""
+    from benchmarks.timing import row
+
     interpreters = {"after" if before else "": python or sys.executable}
     if before:
         interpreters = {"before": before, **interpreters}
     maker = interpreters["after" if before else ""]
-    predict_size, ingest_size = (100_000, 100_000) if quick else (3_000_000, 1_000_000)
-    predict_size = predict_vertices or predict_size
+    predict_size = predict_vertices or 10_000
+    ingest_size = ingest_vertices or (100_000 if quick else 1_000_000)
     rows = []
     with tempfile.TemporaryDirectory(prefix="llamp-bench-startup-") as tmp:
         work = Path(tmp)
         graphs = {n: _make_graphs(work, n, maker) for n in {predict_size, ingest_size}}
         case, _, npz = graphs[predict_size]
-        commands = [("predict", case, ["predict", str(npz), *POINT])]
+        commands = [("predict", case, ["predict", str(npz), *POINT], None)]
         case, goal, _ = graphs[ingest_size]
         out = work / "ingested.npz"
-        commands.append(("ingest", case, ["ingest", str(goal), "-o", str(out), "--no-progress"]))
-        for command, case, argv in commands:
-            for label, (timed, whole) in compare(interpreters, argv, repeat).items():
+        peer = [txt2bin, "-i", str(goal), "-o", str(work / "txt2bin.bin")] if txt2bin else None
+        argv = ["ingest", str(goal), "-o", str(out), "--no-progress"]
+        commands.append(("ingest", case, argv, peer))
+        for command, case, argv, peer in commands:
+            load_before = load_average()
+            results, peer_whole = compare(interpreters, argv, repeat, peer)
+            rows.append(row("startup", case, f"{command}: load average before", load_before, ""))
+            rows.append(row("startup", case, f"{command}: load average after", load_average(), ""))
+            for label, (timed, whole) in results.items():
                 name = f"{command} [{label}]" if label else command
                 rows += _rows(case, name, timed, whole)
+            if peer_whole is not None:
+                rows += _peer_rows(case, "txt2bin", peer_whole, list(results.values())[-1][1])
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_startup", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="10^5 vertices only")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--python", help="interpreter to run llamp with (default: this one)")
     parser.add_argument(
         "--before",
@@ -370,7 +459,18 @@ def main(argv: list[str] | None = None) -> int:
         "--predict-vertices",
         type=int,
         metavar="N",
-        help="size of predict's graph (default 3·10^6, quick 10^5; 10^4 shows the fixed cost)",
+        help="size of predict's graph (default 10^4: the fixed cost of a command)",
+    )
+    parser.add_argument(
+        "--ingest-vertices",
+        type=int,
+        metavar="N",
+        help="size of ingest's GOAL file (default 10^6, quick 10^5)",
+    )
+    parser.add_argument(
+        "--txt2bin",
+        metavar="PATH",
+        help="LogGOPSim's txt2bin, run beside ingest (default $TXT2BIN, or next to $LOGGOPSIM)",
     )
     args = parser.parse_args(argv)
     rows = run(
@@ -379,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         python=args.python,
         before=args.before,
         predict_vertices=args.predict_vertices,
+        ingest_vertices=args.ingest_vertices,
+        txt2bin=find_txt2bin(args.txt2bin),
     )
     print(_table(rows))
     return 0
@@ -394,8 +496,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
         label = label.rstrip("]") or "value"
         if label not in columns:
             columns.append(label)
-        unit = "MB" if r["unit"] == "MB" else "s"
-        value = f"{r['value']:.0f} MB" if unit == "MB" else f"{r['value']:.3f} s"
+        formats = {"MB": "{:.0f} MB", "s": "{:.3f} s", "×": "{:.2f}×", "": "{:.2f}"}
+        value = formats[r["unit"]].format(r["value"])
         cells.setdefault((r["case"], command, what), {})[label] = value
     lines = ["| case | command | phase | " + " | ".join(columns) + " |"]
     lines.append("|" + "---|" * (3 + len(columns)))

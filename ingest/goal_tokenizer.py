@@ -224,7 +224,7 @@ def _insert(h, v, ht_gen, ht_hash, ht_vid, gen):  # pragma: no cover - compiled
     ht_vid[slot] = v
 
 
-@kernel(nogil=True)
+@kernel("i8[::1], u8[::1], i8[::1], i8[::1], u8[::1], i8[::1], i8", nogil=True)
 def rehash(old_gen, old_hash, old_vid, ht_gen, ht_hash, ht_vid, gen):  # pragma: no cover
     """Move the live entries of the old table into the (larger, empty) new one."""
     for slot in range(old_gen.shape[0]):
@@ -312,7 +312,17 @@ def _tokens(lb, s, e, ws, ts, te):  # pragma: no cover - compiled
         i = j
 
 
-@kernel(nogil=True)
+@kernel(
+    # buffer, state, byte tables, keywords, powers of ten
+    "u1[::1], i8[::1], u1[::1], b1[::1], u1[:, ::1], i8[::1], i8[:, ::1], f8[::1], "
+    # vertex columns; cpu/nic entries, slow costs, bad labels; labels; edges
+    "i1[::1], i8[::1], i8[::1], i8[::1], f8[::1], i8[::1], "
+    "i8[::1], i2[::1], i2[::1], i8[::1], i8[::1], i8[::1], u1[::1], i8[::1], "
+    "i8[::1], u1[::1], i8[::1], i8[::1], i1[::1], "
+    # label table, generation, arena; the kind codes
+    "i8[::1], u8[::1], i8[::1], i8, u1[::1], i8[::1], i8, i8, i8, i8, i8",
+    nogil=True,
+)
 def scan_chunk(
     buf,
     st,
@@ -703,7 +713,7 @@ def scan_chunk(
     return EV_DONE
 
 
-@kernel(nogil=True)
+@kernel("i8[::1], i4[::1], i8, i8, u4[:, ::1]", nogil=True)
 def canonical_labels(bstart_of, rank, n0, n1, out):  # pragma: no cover - compiled
     """Fill out[v - n0, :] (UCS-4 code points) with ``l<position in block>`` for v in [n0, n1)."""
     for v in range(n0, n1):
@@ -718,7 +728,7 @@ def canonical_labels(bstart_of, rank, n0, n1, out):  # pragma: no cover - compil
             q -= 1
 
 
-@kernel(nogil=True)
+@kernel("u1[::1], i8[::1], u4[:, ::1], i8", nogil=True)
 def text_labels(clab, clab_off, out, row0):  # pragma: no cover - compiled
     """Fill out[row0 + i, :] with the bytes clab[clab_off[i]:clab_off[i + 1]]."""
     for i in range(clab_off.shape[0] - 1):

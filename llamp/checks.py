@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,8 @@ def together(jobs: list[Callable[[], Any]], elements: int) -> list[Any]:
     workers = min(len(jobs), cores())
     if workers <= 1 or elements < COMPILED_MIN:
         return [job() for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor  # here: a small graph needs none
+
     with ThreadPoolExecutor(workers, thread_name_prefix="llamp-check") as pool:
         futures = [pool.submit(job) for job in jobs]
         return [future.result() for future in futures]

@@ -34,9 +34,16 @@ import numpy as np
 
 #: Modules whose kernels are compiled ahead of time (what :mod:`llamp.kernel_build` imports):
 #: what an analysis of a saved graph calls (the checks of its columns on load, the lowering
-#: to the event graph, the longest-path family). The kernels of other modules (schedule pass,
-#: trace readers, checksums) run under the JIT, loaded from numba's cache.
-MODULES = ("llamp.checks", "llamp.lp.event_graph", "llamp.lp.kernels")
+#: to the event graph, the longest-path family, the schedule pass) and what ``ingest`` of a
+#: GOAL file calls (its tokenizer). The kernels of other modules (the other trace readers,
+#: the what-if analyses, checksums) run under the JIT, loaded from numba's cache.
+MODULES = (
+    "llamp.checks",
+    "llamp.ingest.goal_tokenizer",
+    "llamp.lp.event_graph",
+    "llamp.lp.kernels",
+    "llamp.lp.schedule",
+)
 #: Name of the extension module the install builds.
 EXTENSION = "llamp._kernels"
 

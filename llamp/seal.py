@@ -16,7 +16,6 @@ sealed member (~2.9 GB/s): checking the seal costs less than checking the zip's 
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 import blake3
@@ -53,10 +52,10 @@ def _read_or_create(path: Path) -> bytes | None:
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.write(fd, secrets.token_bytes(_KEY_BYTES))
+            os.write(fd, os.urandom(_KEY_BYTES))
         finally:
             os.close(fd)
         try:
@@ -73,7 +72,7 @@ def _read_or_create(path: Path) -> bytes | None:
 
 def new_file_id() -> str:
     """A random id for one written file: its members' digests hold only within it."""
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 class Digest:

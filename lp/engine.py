@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -461,6 +460,8 @@ def _spread(run, jobs: list) -> None:
         for job in jobs:
             run(job)
         return
+    from concurrent.futures import ThreadPoolExecutor  # here: a one-pass command needs none
+
     pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs)))
     try:
         list(pool.map(run, jobs))

@@ -220,7 +220,16 @@ def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> n
     return (graph.rank.astype(np.int64) * width + stream).astype(dtype)
 
 
-@kernel()
+#: Argument types of the pass's kernels, ahead of time: the graph's index columns (``e``)
+#: and the pass's own indices (``i``), int32 below their limits and int64 above.
+_OUT_EDGES = "{e}[::1], {e}[::1], b1[::1], i8[::1], i8[::1], {i}[::1], b1[::1], {i}[::1]"
+_RUN = (
+    "i1[::1], i1[::1], {i}[::1], {i}[::1], {i}[::1], f8[::1], i8[::1], {i}[::1], b1[::1], "
+    "{i}[::1], {i}[::1], {i}[::1], {i}[::1], b1[::1], f8[::1], f8, f8, f8, f8, b1, b1"
+)
+
+
+@kernel(*(_OUT_EDGES.format(e=e, i=i) for e, i in (("i4", "i4"), ("i8", "i4"), ("i8", "i8"))))
 def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragma: no cover
     """The out-edges of every vertex (CSR ``out_ptr``, ``out_dst``, ``out_irq``: the edges
     ``order`` lists, grouped by ``src`` ascending) and the in-degrees, in one sequential
@@ -243,7 +252,7 @@ def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragm
         out_ptr[v] = order.shape[0]
 
 
-@kernel()
+@kernel(*(_RUN.format(i=i) for i in ("i4", "i8")))
 def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     kind,
     qrank,

@@ -9,6 +9,7 @@ import pytest
 from random_graphs import random_graph
 
 from benchmarks import bench_startup
+from benchmarks.timing import row
 from llamp.ingest.goal import write_goal
 from llamp.kernel import compiled_kernels
 from llamp.lp.lowered import save_graph
@@ -56,3 +57,26 @@ def test_ingest_phases_and_whole_process_rows(files):
     assert "ingest: whole process wall" in metrics
     assert f"ingest: {bench_startup.PHASES['read']}" in metrics
     assert all(r["benchmark"] == "startup" for r in rows)
+
+
+def test_a_peer_runs_beside_ingest_and_the_table_shows_load_and_ratios(files):
+    """The peer (here a Python that copies the GOAL file, standing for txt2bin) runs once per
+    round; its rows, the ratios and the load averages reach the table."""
+    work, _, goal = files
+    argv = ["ingest", str(goal), "-o", str(work / "out2.npz"), "--no-progress"]
+    copy = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
+    peer = [sys.executable, "-c", copy, str(goal), str(work / "copy.goal")]
+    results, peer_whole = bench_startup.compare({"": sys.executable}, argv, 2, peer)
+    assert (work / "copy.goal").read_bytes() == goal.read_bytes()
+    assert len(peer_whole["runs"]) == 2 and peer_whole["cpu"] > 0
+    timed, whole = results[""]
+    rows = bench_startup._rows("tiny", "ingest", timed, whole)
+    rows += bench_startup._peer_rows("tiny", "txt2bin", peer_whole, whole)
+    ratio = next(r for r in rows if r["metric"] == "txt2bin: llamp / txt2bin, CPU")
+    assert ratio["value"] == pytest.approx(whole["cpu"] / peer_whole["cpu"])
+    load = bench_startup.load_average()
+    assert load >= 0
+    rows.append(row("startup", "tiny", "ingest: load average before", load, ""))
+    table = bench_startup._table(rows)
+    assert "| tiny | txt2bin | whole process CPU |" in table
+    assert "| tiny | ingest | load average before | " in table

@@ -5,6 +5,8 @@ runs named after the application."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -273,3 +275,41 @@ def test_a_target_network_given_as_a_profile_is_pointed_to_classify(
     line = one_error(err)
     assert code == 2 and "no network profile 'hdr'" in line
     assert line.endswith("HDR is a target network of `llamp classify --target`, not a profile")
+
+
+def test_the_command_table_names_every_command_its_module_and_its_help():
+    """``llamp --help`` lists the commands from :data:`COMMANDS` without importing them: the
+    table holds every registered command, the module that defines it and its one-line help."""
+    import click
+
+    from llamp.cli.base import COMMANDS, cli
+
+    commands = {n: c for n, c in cli.load_all().items() if not c.hidden}
+    assert sorted(COMMANDS) == sorted(commands)
+    for name, (module, short_help) in COMMANDS.items():
+        command = commands[name]
+        assert command.callback.__module__ == f"llamp.cli.{module}", name
+        assert command.get_short_help_str(10**6) == short_help, name
+        for limit in (30, 45, 80):
+            shown = click.Command(name, help=short_help).get_short_help_str(limit)
+            assert shown == command.get_short_help_str(limit), (name, limit)
+
+
+def test_the_help_is_the_same_before_and_after_every_command_is_loaded():
+    code = (
+        "import sys; from click.testing import CliRunner; from llamp.cli.base import cli; "
+        "lazy = CliRunner().invoke(cli, ['--help']).output; "
+        "loaded = [m for m in sys.modules if m.startswith('llamp.cli.') and m != 'llamp.cli.base']; "
+        "cli.load_all(); full = CliRunner().invoke(cli, ['--help']).output; "
+        "print(loaded == [], lazy == full, 'predict' in lazy)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+def test_a_mistyped_command_is_pointed_to_the_right_one(capsys):
+    code, out, err = run(capsys, "predic")
+    assert code == 2
+    assert err.strip() == (
+        "llamp: error: No such command 'predic'. Did you mean 'predict'? (llamp -h for help)"
+    )

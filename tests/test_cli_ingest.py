@@ -163,7 +163,7 @@ def test_every_command_that_reads_a_trace_takes_host_speed():
     from llamp.cli import cli
 
     readers = []
-    for name, command in cli.commands.items():
+    for name, command in cli.load_all().items():
         arguments = {p.name for p in command.params if isinstance(p, click.Argument)}
         if arguments & {"graph_spec", "path", "trace"}:
             readers.append(name)

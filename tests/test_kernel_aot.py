@@ -151,3 +151,77 @@ def stencil_npz(tmp_path) -> Path:
     path = tmp_path / "stencil.npz"
     stencil_with_vertices(2000, ranks=4).save(path)
     return path
+
+
+GOAL_TRACES = Path(__file__).resolve().parent / "data" / "traces" / "goal"
+COLUMNS = ("kind", "rank", "cost_ns", "size", "peer", "tag", "edge_src", "edge_dst", "edge_kind")
+
+
+@needs_extension
+@pytest.mark.slow
+def test_compiled_and_jit_goal_reading_and_schedule_pass_are_identical(tmp_path, monkeypatch):
+    """The GOAL tokenizer (numeric and text labels) and the schedule pass, compiled and under
+    the JIT (every kernel's compiled exports taken away): the same columns, the same schedule."""
+    from llamp.ingest.goal import read_goal, write_goal
+    from llamp.ingest.goal_tokenizer import scan_chunk
+    from llamp.ingest.synthetic import stencil_with_vertices
+    from llamp.lp.schedule import _run, schedule
+    from llamp.params import LogGPS
+
+    goals = [write_goal(stencil_with_vertices(3000, ranks=4), tmp_path / "s.goal").path]
+    goals += sorted(GOAL_TRACES.glob("*.goal"))
+    params = LogGPS(
+        L=3000.0, o=1500.0, G=0.02, S=4096, nic="serial", order="schedule", rendezvous="loggopsim"
+    )
+    assert scan_chunk._bind() and _run._bind()
+
+    def run_all():
+        graphs = [read_goal(path) for path in goals]
+        return graphs, schedule(graphs[0], params)
+
+    compiled, compiled_schedule = run_all()
+    for k in kernel.registered().values():
+        monkeypatch.setattr(k, "_exports", [])
+    jit, jit_schedule = run_all()
+    for path, a, b in zip(goals, compiled, jit, strict=True):
+        for column in COLUMNS:
+            np.testing.assert_array_equal(getattr(a, column), getattr(b, column), f"{path.name}")
+    assert compiled_schedule.runtime == jit_schedule.runtime > 0
+    for field in ("start", "finish", "processed", "match", "cpu_prev", "nic_prev"):
+        np.testing.assert_array_equal(
+            getattr(compiled_schedule, field), getattr(jit_schedule, field), field
+        )
+
+
+@needs_extension
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "{goal}", "-o", "{out}", "--no-progress"],
+        ["predict", "{npz}", "--order", "schedule", "--rendezvous", "loggopsim", "--json"],
+        ["sweep", "{npz}", "--points", "3", "--order", "schedule", "--json"],
+    ],
+)
+def test_ingest_of_a_goal_file_and_the_schedule_order_import_no_numba(
+    tmp_path, stencil_npz, command
+):
+    from llamp.ingest.goal import write_goal
+    from llamp.ingest.synthetic import stencil_with_vertices
+
+    goal = write_goal(stencil_with_vertices(2000, ranks=4), tmp_path / "s.goal").path
+    argv = [a.format(goal=goal, out=tmp_path / "out.npz", npz=stencil_npz) for a in command]
+    code = (
+        "import sys\n"
+        "from llamp.cli import main\n"
+        f"try:\n    main({argv!r})\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    if command[0] == "ingest":
+        assert (tmp_path / "out.npz").is_file()
+    else:
+        assert '"runtime_ns"' in done.stdout

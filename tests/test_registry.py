@@ -22,7 +22,7 @@ SEVERAL_RUNS = [n for n in NAMES if ANALYSES[n].input == "runs"]
 
 
 def _command(name: str) -> click.Command:
-    return cli.commands[name]
+    return cli.get_command(click.Context(cli), name)
 
 
 def _cli_settings(name: str, args: list[str]):

@@ -13,6 +13,7 @@ import textwrap
 import pytest
 from random_graphs import random_graph
 
+import llamp.cli as entry_point
 from llamp.graph import ExecutionGraph
 from llamp.lp import jit, predict
 from llamp.lp.lowered import save_graph
@@ -26,12 +27,13 @@ HEAVY = ("pandas", "streamlit", "ortools", "llamp.graphdb", "ladybug", "neo4j", 
 #: (which the fast exit runs too) prints what was imported and whether numba's set-up started.
 _PROBE = textwrap.dedent(
     """
-    import atexit, json, sys
+    import atexit, json, os, sys
     def report():
         jit = sys.modules.get("llamp.lp.jit")
         print(json.dumps({
             "modules": sorted(sys.modules),
             "setup_started": bool(jit and jit._thread is not None),
+            "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"),
         }), file=sys.stderr)
     atexit.register(report)
     sys.argv = ["llamp", *sys.argv[1:]]
@@ -67,6 +69,50 @@ def test_help_imports_nothing_heavy_and_starts_no_setup():
         assert "Usage: llamp" in done.stdout
         assert not [m for m in HEAVY if m in report["modules"]], args
         assert report["setup_started"] is False, args
+
+
+def test_help_lists_every_command_and_imports_none_of_their_modules():
+    done, report = _probe("--help")
+    assert done.returncode == 0, done.stderr
+    assert "predict" in done.stdout and "synth-training" in done.stdout
+    assert [m for m in report["modules"] if m.startswith("llamp.cli.")] == ["llamp.cli.base"]
+    assert "numba" not in report["modules"]
+
+
+def test_importing_the_cli_imports_no_numpy():
+    """The entry point loads numpy itself, after choosing its BLAS threads."""
+    code = "import sys, llamp.cli; print(sorted(m for m in ('numpy', 'click') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["['click']"], done.stderr
+
+
+@pytest.mark.parametrize("given", [None, "3"])
+def test_predict_imports_its_own_command_only_and_leaves_the_blas_variable(graph_file, given):
+    """``predict`` imports one command module (``llamp.cli.analyze``), no scipy, pandas,
+    OR-Tools, nor numba when the compiled kernels serve this checkout; numpy's OpenBLAS is loaded on one thread unless the user chose, and the
+    variable is left as the user gave it (programs llamp starts inherit it)."""
+    _, path = graph_file
+    env = {"OPENBLAS_NUM_THREADS": given} if given else {}
+    base = {k: v for k, v in os.environ.items() if k not in entry_point._BLAS_THREADS}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "predict", str(path), *POINT, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**base, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    modules = report["modules"]
+    assert [m for m in modules if m.startswith("llamp.cli.")] == [
+        "llamp.cli.analyze",
+        "llamp.cli.base",
+    ]
+    heavy = ("scipy", "pandas", "ortools", "streamlit")
+    if __import__("llamp.kernel").kernel.compiled_kernels():
+        heavy += ("numba", "llvmlite")
+    assert not [m for m in modules if m.split(".")[0] in heavy]
+    assert report["blas_threads_env"] == given
 
 
 def test_predict_under_the_jit_sets_numba_up_in_the_background(graph_file):

@@ -16,22 +16,10 @@ import atexit
 import os
 import sys
 import threading
+from typing import Any
 
 import click
 
-# Each module registers its subcommands on ``cli`` when imported.
-from llamp.cli import analyze as _analyze  # noqa: E402,F401
-from llamp.cli import application as _application  # noqa: E402,F401
-from llamp.cli import compare_export as _compare_export  # noqa: E402,F401
-from llamp.cli import ingest as _ingest  # noqa: E402,F401
-from llamp.cli import injector as _injector  # noqa: E402,F401
-from llamp.cli import network as _network  # noqa: E402,F401
-from llamp.cli import store_commands as _store_commands  # noqa: E402,F401
-from llamp.cli import study as _study  # noqa: E402,F401
-from llamp.cli import synth as _synth  # noqa: E402,F401
-from llamp.cli import trace as _trace  # noqa: E402,F401
-from llamp.cli import ui as _ui  # noqa: E402,F401
-from llamp.cli.base import cli, message
 from llamp.config import redact
 from llamp.errors import InputError, LlampError, tidy
 from llamp.lp.jit import THREAD_NAME
@@ -45,14 +33,28 @@ def main(argv: list[str] | None = None) -> None:
     interpreter's teardown."""
     if argv is None:
         _keep_freed_memory()
+        _one_blas_thread()
     code = _run(argv)
     if argv is None and _may_exit_now():
         _exit_now(code)
     sys.exit(code)
 
 
+def __getattr__(name: str) -> Any:
+    """``cli`` (the root group) and ``message``, from :mod:`llamp.cli.base` on first use: the
+    entry point imports it after :func:`_one_blas_thread`. Each subcommand's module is imported
+    by the root group when that command runs (:data:`llamp.cli.base.COMMANDS`)."""
+    if name in ("cli", "message"):
+        from llamp.cli import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'llamp.cli' has no attribute {name!r}")
+
+
 def _run(argv: list[str] | None) -> int:
     """The command's exit code; every failure becomes one line on stderr."""
+    from llamp.cli.base import cli, message
+
     try:
         code = cli.main(args=argv, standalone_mode=False, prog_name="llamp")
     except click.exceptions.Abort:
@@ -118,6 +120,29 @@ def _keep_freed_memory() -> None:
         return
     for option, value in _MALLOPT:
         mallopt(option, value)
+
+
+#: Environment variables that set the thread count of numpy's OpenBLAS when it is loaded.
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _one_blas_thread() -> None:
+    """Load numpy with its OpenBLAS on one thread, unless the user chose a thread count.
+
+    OpenBLAS starts its thread pool and their buffers when numpy is imported: 0.04–0.05 s of
+    CPU per process here (2 cores; more with more cores), a third of what a ``predict`` of a
+    small graph costs (``benchmarks/bench_startup.py``). llamp's passes are compiled kernels
+    and sparse products, and its dense BLAS calls are matrix-vector products over a few
+    columns, which do not gain from the pool. The variable is set for numpy's import only and
+    removed again, so programs llamp starts (``llamp inject -- mpirun ./app``) get the
+    environment as the user gave it."""
+    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREADS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401 - loaded now, with one BLAS thread
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 #: Modules whose objects may still have something to write when they are destroyed (a store's

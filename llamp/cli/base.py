@@ -7,6 +7,7 @@ UI and study specs); they are re-exported here for the commands."""
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -27,13 +28,52 @@ from llamp.params import LogGPS
 
 
 class _Root(click.Group):
-    """The root group: once the subcommand is known, a command that calls compiled kernels
-    starts numba's one-time set-up in the background (:mod:`llamp.lp.jit`), so it overlaps
-    option parsing and reading the graph file (not for ``-h``/``--help``). Not for a command of
+    """The root group. Its subcommands are listed in :data:`COMMANDS` and each one's module
+    is imported when that command runs (``llamp --help`` lists them from the table and
+    imports none). Once the subcommand is known, a command that calls compiled kernels starts
+    numba's one-time set-up in the background (:mod:`llamp.lp.jit`), so it overlaps option
+    parsing and reading the graph file (not for ``-h``/``--help``). Not for a command of
     :data:`AHEAD_OF_TIME_COMMANDS` when the install's compiled kernels serve this checkout
     (:mod:`llamp.kernel`): it then imports no numba at all."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            importlib.import_module(f"llamp.cli.{COMMANDS[name][0]}")
+        return self.commands.get(name)
+
+    def load_all(self) -> dict[str, click.Command]:
+        """Every subcommand, its module imported (for tools that walk the whole CLI)."""
+        for name in COMMANDS:
+            self.get_command(click.Context(self), name)
+        return dict(self.commands)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their one-line helps: from :data:`COMMANDS` for a command whose
+        module is not imported, else from the command (the same text: a test compares)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = self.commands.get(name)
+            if command is None:
+                text = click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)
+            elif command.hidden:
+                continue
+            else:
+                text = command.get_short_help_str(limit)
+            rows.append((name, text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        given = args[0] if args else ""
+        if given not in COMMANDS and given not in self.commands and not given.startswith("-"):
+            self.load_all()  # an unknown name: click's "Did you mean" picks among all commands
         name, command, rest = super().resolve_command(ctx, args)
         if name in COMPILED_COMMANDS and not HELP_OPTIONS.intersection(rest):
             from llamp.kernel import compiled_kernels
@@ -66,9 +106,128 @@ def cli(ctx: click.Context, store_uri: str | None) -> None:
     ctx.with_resource(relay_warnings())
 
 
-#: Subcommands whose kernels (on a graph file, default options) all have compiled exports in
-#: ``llamp._kernels``: with the extension they import no numba, so its set-up is not started.
-AHEAD_OF_TIME_COMMANDS = frozenset({"predict", "sweep"})
+#: Every subcommand: its module in :mod:`llamp.cli` (imported when the command runs) and its
+#: one-line help as ``llamp --help`` shows it (the first sentence of the command's docstring;
+#: ``tests/test_cli_consistency.py`` checks both against the commands).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": ("injector", "Fit LogGP L, o, G (and S) with a ping-pong run by COMMAND (e.g."),
+    "classify": (
+        "application",
+        "Computation-, load-imbalance-, bandwidth-, latency- or communication-bound on a network.",
+    ),
+    "collectives": (
+        "application",
+        "T(L), λ_L, ρ_L and x% tolerance of TRACE under collective-algorithm VARIANTs.",
+    ),
+    "compare": (
+        "compare_export",
+        "Two or more runs side by side: each run's exact T(L) and λ_L (every critical latency over its own L range, or up to --to), tolerances, critical-path composition and what changed against the first RUN (a stored run, a graph file or a trace directory).",
+    ),
+    "critical": (
+        "analyze",
+        "Every critical latency in [FROM, TO] and λ_L on each linear piece (exact).",
+    ),
+    "cypher": ("store_commands", "Run the Cypher QUERY on the store (read-only unless --write)."),
+    "export": ("store_commands", "Write the stored RUN to a graph file."),
+    "export-report": (
+        "compare_export",
+        "The report of llamp report as one self-contained HTML file (inline CSS and SVG plots).",
+    ),
+    "export-timeline": (
+        "compare_export",
+        "The schedule at the given parameters as a Perfetto/Chrome trace: one track per rank, calc/send/recv slices, the critical path's slices and messages marked.",
+    ),
+    "gpu-machine": (
+        "network",
+        "T, λ and x% tolerance per link class (NVLink, network) of a GPU machine.",
+    ),
+    "info": (
+        "ingest",
+        "Summary of GRAPH (.npz, .goal, trace directory or stored run): ranks, ops, messages.",
+    ),
+    "ingest": (
+        "ingest",
+        "Read the trace or graph at PATH into an execution graph; write it to OUT or the store.",
+    ),
+    "inject": (
+        "injector",
+        "Run COMMAND (an MPI launch: -- mpirun -np 4 ./app) with ΔL added to every MPI message.",
+    ),
+    "matrix": (
+        "network",
+        "Pairwise sensitivities λ_L^{ij}, λ_G^{ij} under per-pair L_ij, G_ij (LLAMP App.",
+    ),
+    "mc": (
+        "application",
+        "Monte Carlo of T, λ_L, ρ_L and x% latency tolerance under compute variability.",
+    ),
+    "neo4j-import-files": (
+        "store_commands",
+        "Write GRAPHs (trace, .npz, .goal or stored run) as CSV files for Neo4j's offline importer.",
+    ),
+    "overhead": (
+        "injector",
+        "Measure the injector's and the tracer's per-call costs on COMMAND (-- mpirun -n 2 ./app).",
+    ),
+    "path": ("analyze", "The critical path: its messages and where its time goes, per rank."),
+    "place": ("network", "Rank placement by sensitivity-driven swaps (LLAMP App."),
+    "place-groups": (
+        "network",
+        "T, λ and x% tolerance per link class when the run's parallel groups are placed onto the nodes of a GPU machine in different orders.",
+    ),
+    "predict": ("analyze", "Runtime T and sensitivities λ_L, λ_G, λ_o, ρ_L at one configuration."),
+    "query": (
+        "store_commands",
+        "Run the catalogue query NAME on --run RUN (llamp query --list shows the catalogue).",
+    ),
+    "region": (
+        "analyze",
+        "Exact joint tolerance regions: every (U, V) with T ≤ (1+x)·T0, as polygons.",
+    ),
+    "report": (
+        "analyze",
+        "Everything at once: summary, prediction, sweep, critical latencies, tolerance, path.",
+    ),
+    "runs": (
+        "store_commands",
+        "List the stored runs and the store's size on disk (or: runs show NAME, runs delete NAME, runs check [NAME]).",
+    ),
+    "study": (
+        "study",
+        "Run the study SPEC.yaml: every cell (run × collectives × network × placement × option × analysis) not computed yet; one Analysis per cell in the store and one row per cell in the table.",
+    ),
+    "sweep": ("analyze", "T, λ and ρ_L over evenly spaced values of L (or G, o)."),
+    "synth": (
+        "synth",
+        "Write a noisy iterative stencil (halo exchange, allreduce, alltoall) to OUTPUT (.goal streamed, or .npz).",
+    ),
+    "synth-training": (
+        "synth",
+        "Write one 3D-parallel transformer training step (dp × tp × pp GPUs) as a Chakra trace in DIRECTORY, one rank file at a time.",
+    ),
+    "tolerance": (
+        "analyze",
+        "x% latency and bandwidth tolerance relative to T at the configured L, G.",
+    ),
+    "topology": (
+        "network",
+        "T, λ and x% tolerance per link class on each topology SPEC (LLAMP §IV-2, App.",
+    ),
+    "trace": (
+        "trace",
+        "Trace COMMAND with llamp's PMPI tracer: llamp trace -o DIR -- mpirun -np 4 ./app",
+    ),
+    "ui": ("ui", "Serve the web UI (runs, latency tolerance, critical path, Cypher console)."),
+    "validate": (
+        "injector",
+        "Predict T(L0 + ΔL) from one trace and compare with runs under the injector (RRMSE).",
+    ),
+}
+
+#: Subcommands whose kernels (on a graph file or a GOAL file, either order) all have compiled
+#: exports in ``llamp._kernels``: with the extension they import no numba, so its set-up is
+#: not started (a trace format whose reader runs under the JIT loads numba at its first call).
+AHEAD_OF_TIME_COMMANDS = frozenset({"ingest", "predict", "sweep"})
 
 #: Subcommands that call compiled kernels (numba): numba's one-time set-up starts in the
 #: background as soon as the command is known (:mod:`llamp.lp.jit`).
