@@ -225,7 +225,8 @@ def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> n
 _OUT_EDGES = "{e}[::1], {e}[::1], b1[::1], i8[::1], i8[::1], {i}[::1], b1[::1], {i}[::1]"
 _RUN = (
     "i1[::1], i1[::1], {i}[::1], {i}[::1], {i}[::1], f8[::1], i8[::1], {i}[::1], b1[::1], "
-    "{i}[::1], {i}[::1], {i}[::1], {i}[::1], b1[::1], f8[::1], f8, f8, f8, f8, b1, b1"
+    "{i}[::1], {i}[::1], {i}[::1], {i}[::1], b1[::1], f8[::1], f8, f8, f8, f8, b1, b1, "
+    "{s}[::1]"
 )
 
 
@@ -252,7 +253,7 @@ def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragm
         out_ptr[v] = order.shape[0]
 
 
-@kernel(*(_RUN.format(i=i) for i in ("i4", "i8")))
+@kernel(*(_RUN.format(i=i, s=q) for i, q in (("i4", "i4"), ("i4", "i8"), ("i8", "i8"))))
 def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     kind,
     qrank,
