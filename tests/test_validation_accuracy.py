@@ -367,8 +367,8 @@ def test_benchmark_table_shows_protocol_offset_and_slope():
     assert "Applications: halo 8 KiB: benchmarks/apps/halo.c." in text
     per_model = [line for line in text.splitlines() if line.startswith("| halo 8 KiB | 2 | ")][1:]
     assert len(per_model) == len(MODELS)
-    assert per_model[5] == (
-        "| halo 8 KiB | 2 | wait/serial/schedule/loggopsim | 0.7 % | +0.00 ms (± 49.68), +0.0 % "
+    assert per_model[6] == (
+        "| halo 8 KiB | 2 | async/serial/schedule/handshake | 0.7 % | +0.00 ms (± 49.68), +0.0 % "
         "| 1000 vs 1200 ± 327 |"
     )
 
@@ -398,19 +398,21 @@ def test_models_compared_include_loggopsims_schedule_order():
         "wait/overlap",
         "wait/serial",
         "async/serial/schedule/loggopsim",
-        "wait/serial/schedule/loggopsim",
         "async/serial/schedule/loggopsim/rescheduled",
+        "async/serial/schedule/handshake",
+        "async/serial/schedule/handshake/rescheduled",
     ]
     given = LogGPS(L=500.0, o=80.0, G=0.1, S=2048, order="schedule", rendezvous="loggopsim")
     program = MODELS[1].applied(given)  # the program-order models stay program-order
     assert (program.order, program.rendezvous, program.nic) == ("program", "handshake", "serial")
-    schedule = MODELS[5].applied(LogGPS(L=500.0, o=80.0, G=0.1, S=2048))
+    schedule = MODELS[6].applied(LogGPS(L=500.0, o=80.0, G=0.1, S=2048, progress="wait"))
     assert (schedule.progress, schedule.nic, schedule.order, schedule.rendezvous) == (
-        "wait",
+        "async",
         "serial",
         "schedule",
-        "loggopsim",
+        "handshake",
     )
+    assert MODELS[7].reschedule and not MODELS[6].reschedule
     assert schedule.schedule_at == (500.0, 80.0, 0.1, 0.0)  # one order, taken at ΔL = 0
 
 
