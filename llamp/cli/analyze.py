@@ -126,7 +126,7 @@ def _echo_note(choice) -> None:
 def _params_line(params: LogGPS) -> str:
     return (
         f"L = {format_ns(params.L)}, o = {format_ns(params.o)}, G = {params.G:g} ns/B, "
-        f"S = {params.S} B"
+        f"S = {params.S} B; {params.model_text()}"
     )
 
 
