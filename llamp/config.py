@@ -41,12 +41,12 @@ DEFAULT_NIC = "serial"
 #: each CPU stream and NIC serves them from one event-driven pass at the baseline parameters
 #: (LogGOPSim's schedule).
 ORDER_MODELS = ("program", "schedule")
-DEFAULT_ORDER = "program"
+DEFAULT_ORDER = "schedule"
 #: Rendezvous protocols (size > S): ``handshake`` is the paper's RTS, CTS, data (3 L per
 #: message); ``loggopsim`` is LogGOPSim's: the data travels at once and the sender is released
 #: when the receiver has matched it (L per message).
 RENDEZVOUS_MODELS = ("handshake", "loggopsim")
-DEFAULT_RENDEZVOUS = "handshake"
+DEFAULT_RENDEZVOUS = "loggopsim"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -123,6 +123,15 @@ class LogGPS:
         """The same configuration with its schedule order taken at its own parameters."""
         return replace(self, schedule_at=None)
 
+    def model_text(self) -> str:
+        """The model choices in words, for headers: ``order schedule, rendezvous loggopsim,
+        NIC serial``; under the program order also its receive-progress model (the schedule
+        order has none: it processes each message when its CPU stream is free)."""
+        parts = [f"order {self.order}", f"rendezvous {self.rendezvous}", f"NIC {self.nic}"]
+        if self.order == "program":
+            parts.append(f"progress {self.progress}")
+        return ", ".join(parts)
+
     def as_dict(self) -> dict[str, float | int | str]:
         """``{"L_ns", "o_ns", "G_ns_per_byte", "S_bytes", "g_ns", "progress", "nic", "order",
         "rendezvous"}`` for JSON output and the store."""

@@ -396,9 +396,10 @@ class GraphEngine:
         late = backward_late(ev.out_ptr, ev.out_edge, ev.dst, w, T)
         start = t[ev.start_pos()]
         finish = t[ev.finish_pos()]
-        slack = np.maximum(
-            np.minimum(late[ev.start_pos()] - start, late[ev.finish_pos()] - finish), 0.0
-        )
+        slack = np.minimum(late[ev.start_pos()] - start, late[ev.finish_pos()] - finish)
+        # within the rounding of T a vertex is on a critical path: its slack is 0, not an ulp
+        # of T (the schedule order's long resource chains leave such residues)
+        slack = np.where(slack <= tol, 0.0, slack)
         lambda_L = _round_slope(lam[0])
         return Evaluation(
             params=params,

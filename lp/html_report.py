@@ -233,7 +233,7 @@ def _params_text(p: LogGPS) -> str:
     bandwidth = f" ({8.0 / p.G:.4g} Gb/s)" if p.G > 0 else ""
     return (
         f"L = {format_ns(p.L)} · o = {format_ns(p.o)} · G = {p.G:.6g} ns/B{bandwidth} · "
-        f"S = {p.S} B · g = {format_ns(p.g)} · progress {p.progress} · NIC {p.nic}"
+        f"S = {p.S} B · g = {format_ns(p.g)} · " + p.model_text().replace(", ", " · ")
     )
 
 

@@ -108,8 +108,9 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     kind = graph.kind
     if np.any(kind == COLL):
         raise GraphError(
-            "order schedule needs point-to-point messages: this graph has analytic collectives "
-            "(ingest with the collectives expanded, or use --order program)"
+            "the schedule order (the default) needs point-to-point messages and this graph has "
+            "analytic collectives: use --order program (order='program'), or ingest with the "
+            "collectives expanded (e.g. --collectives allreduce=ring)"
         )
     sends, recvs = graph.messages()
     M = sends.size

@@ -29,6 +29,15 @@ per-sample scales (no edges × samples matrix), one sample after another in each
 event times of one sample stay in cache), spread over the machine's cores. Sample ``j`` draws
 from its own stream ``SeedSequence(seed).spawn(samples)[j]``, so results depend only on
 ``seed`` and ``j`` — not on the number of threads or the batch size.
+
+Under ``order="schedule"`` every sample is re-scheduled: the schedule pass runs on the sample's
+own costs at the configuration and the sample is evaluated on the event graph of that order
+(LogGOPSim's order for those costs), so sample ``j`` equals the ordinary analyses of the graph
+with sample ``j``'s costs (:func:`sample_costs`); its tolerance keeps that order, as
+:func:`llamp.lp.tolerance.tolerance` does. A noisy sample changes the order a CPU or NIC
+serves its operations in, and the baseline's order would charge it orders the network never
+produces. Each sample then costs one schedule pass and one lowering (the program order shares
+one event graph among all samples).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -201,7 +210,7 @@ class _Sampler:
 class _Evaluator:
     """The event graph of one graph and configuration, split into the arrays the kernels need."""
 
-    def __init__(self, graph: ExecutionGraph, params: LogGPS, sampler: _Sampler):
+    def __init__(self, graph: ExecutionGraph, params: LogGPS, calc_vertices: np.ndarray, scales):
         ev = engine_for(graph).events(params)
         self.ev = ev
         c = ev.coef
@@ -211,11 +220,11 @@ class _Evaluator:
             c[:, COEF_G] * params.G + c[:, COEF_O] * params.o + c[:, COEF_GAP] * params.g
         )
         row_of_vertex = np.full(graph.num_vertices, -1, dtype=np.int64)
-        row_of_vertex[sampler.calc_vertices] = np.arange(sampler.calc_vertices.size)
+        row_of_vertex[calc_vertices] = np.arange(calc_vertices.size)
         edges, vertices = calc_edges(graph, ev)
         self.calc_row = np.full(ev.num_edges, -1, dtype=np.int64)
         self.calc_row[edges] = row_of_vertex[vertices]
-        self.scales = sampler.scales
+        self.scales = scales
         self.mask = ring_size(ev.in_ptr, ev.src) - 1
 
     def runtimes(self, S: np.ndarray, Ls: np.ndarray) -> np.ndarray:
@@ -317,6 +326,20 @@ def _summary(frame: pd.DataFrame, baseline: dict[str, float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _unbounded(graph: ExecutionGraph, params: LogGPS) -> bool:
+    """No latency on any path far out: every latency tolerance of ``graph`` is unbounded."""
+    point = engine_for(graph).point(params.with_(L=UNBOUNDED_AT["L"]), ("L",), left=False)
+    return point.right["L"] <= 0.0
+
+
+def _with_costs(graph: ExecutionGraph, calc_vertices: np.ndarray, scale: np.ndarray):
+    """``graph`` with its calcs ``calc_vertices`` scaled by ``scale`` (one sample's costs)."""
+    cost = graph.cost_ns.astype(np.float64, copy=True)
+    cost[calc_vertices] *= scale
+    # no source: the graph file's stored event graphs are of the traced costs
+    return replace(graph, cost_ns=cost, source=None)
+
+
 def sample_costs(graph: ExecutionGraph, spec: VariabilitySpec, sample: int) -> np.ndarray:
     """The calc costs (ns, one per vertex; 0 for sends/recvs) of sample ``sample`` of ``spec``.
 
@@ -354,7 +377,8 @@ def monte_carlo(
     samples are drawn and evaluated together; ``workers`` threads (default: all cores).
     ``progress`` shows a bar on the terminal; ``on_samples(done)`` is called on the calling
     thread after each batch with the samples done so far: an exception it raises (a UI's
-    Cancel) stops the run, and the batches not started are dropped.
+    Cancel) stops the run, and the batches not started are dropped. Under
+    ``order="schedule"`` each sample is re-scheduled at its own costs (module docstring).
     """
     if spec is not None and spec_fields:
         raise InputError("pass either a VariabilitySpec or its fields as keywords, not both")
@@ -363,7 +387,11 @@ def monte_carlo(
     if any(x < 0 for x in levels):
         raise InputError("tolerance levels must be ≥ 0 (fractions, e.g. 0.01 for 1%)")
     started = time.perf_counter()
-    evaluator = _Evaluator(graph, params, _Sampler(graph, spec))
+    sampler = _Sampler(graph, spec)
+    reschedule = params.order == "schedule"
+    evaluator = (
+        None if reschedule else _Evaluator(graph, params, sampler.calc_vertices, sampler.scales)
+    )
     eng = engine_for(graph)
     base_point = eng.point(params, ("L",), left=False)
     baseline: dict[str, float] = {"runtime_ns": base_point.runtime_ns}
@@ -377,34 +405,44 @@ def monte_carlo(
             baseline[_tolerance_column(x)] = max_parameter_within(
                 graph, params, (1.0 + x) * base_point.runtime_ns, parameter="L"
             )
-        unbounded = (
-            eng.point(params.with_(L=UNBOUNDED_AT["L"]), ("L",), left=False).right["L"] <= 0.0
-        )
+        unbounded = _unbounded(graph, params)
+    else:
+        unbounded = False
     seeds = np.random.SeedSequence(spec.seed).spawn(spec.samples)
     chunks = [list(range(i, min(i + batch, spec.samples))) for i in range(0, spec.samples, batch)]
     n_cols = 1 + (2 + len(levels) if sensitivity else 0)
     results = np.zeros((spec.samples, n_cols))
 
+    def evaluate(ev: _Evaluator, idx: list[int], S: np.ndarray, unbounded: bool) -> None:
+        """The samples ``idx`` (rows of ``S``) on the event graph of ``ev``."""
+        Ls = np.full(len(idx), params.L)
+        if not sensitivity:
+            results[idx, 0] = ev.runtimes(S, Ls)
+            return
+        T0, right, _ = ev.slopes(S, Ls)
+        results[idx, 0] = T0
+        results[idx, 1] = right
+        results[idx, 2] = np.where(T0 > 0, params.L * right / np.where(T0 > 0, T0, 1.0), 0.0)
+        for k, x in enumerate(levels):
+            if unbounded:
+                results[idx, 3 + k] = math.inf
+            else:
+                results[idx, 3 + k] = _tolerance_walk(ev, S, params.L, T0, right, (1.0 + x) * T0)
+
     def run(idx: list[int]) -> tuple[float, float]:
         """Evaluate the samples ``idx``; return (sampling, evaluation) seconds."""
         t0 = time.perf_counter()
-        S = evaluator.scales([seeds[i] for i in idx])
+        S = sampler.scales([seeds[i] for i in idx])
         t1 = time.perf_counter()
-        Ls = np.full(len(idx), params.L)
-        if not sensitivity:
-            results[idx, 0] = evaluator.runtimes(S, Ls)
-        else:
-            T0, right, _ = evaluator.slopes(S, Ls)
-            results[idx, 0] = T0
-            results[idx, 1] = right
-            results[idx, 2] = np.where(T0 > 0, params.L * right / np.where(T0 > 0, T0, 1.0), 0.0)
-            for k, x in enumerate(levels):
-                if unbounded:
-                    results[idx, 3 + k] = math.inf
-                else:
-                    results[idx, 3 + k] = _tolerance_walk(
-                        evaluator, S, params.L, T0, right, (1.0 + x) * T0
-                    )
+        if evaluator is not None:
+            evaluate(evaluator, idx, S, sensitivity and unbounded)
+            return t1 - t0, time.perf_counter() - t1
+        ones = np.ones((1, sampler.calc_vertices.size))
+        for i, scale in zip(idx, S, strict=True):
+            own = _with_costs(graph, sampler.calc_vertices, scale)
+            ev = _Evaluator(own, params, sampler.calc_vertices, sampler.scales)
+            own_unbounded = sensitivity and _unbounded(own, params)
+            evaluate(ev, [i], ones, own_unbounded)
         return t1 - t0, time.perf_counter() - t1
 
     n_workers = min(workers or _WORKERS, len(chunks))

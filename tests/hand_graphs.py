@@ -6,6 +6,13 @@ from typing import Any
 
 from llamp.graph import CALC, COLL, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 
+#: The LLAMP paper's model: resource orders by static rules over the program order and the
+#: RTS/CTS/data rendezvous (3 L per message). The default is LogGOPSim's schedule order with its
+#: rendezvous (docs/model.md); tests of the paper's equations and worked examples, of the
+#: handshake's formulas and of the program order's own rules pass this explicitly
+#: (``LogGPS(..., **PAPER_MODEL)``, ``build_event_graph(..., **PAPER_MODEL)``).
+PAPER_MODEL = {"order": "program", "rendezvous": "handshake"}
+
 _KINDS = {"calc": CALC, "send": SEND, "recv": RECV, "coll": COLL}
 _EDGES = {"requires": REQUIRES, "irequires": IREQUIRES, "message": MESSAGE}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_process import llamp
 from click.testing import CliRunner
 from hand_graphs import build
 from liballprof_writer import SWEEP3D, allreduce_call, write_trace
@@ -63,7 +64,10 @@ def two_ranks() -> ExecutionGraph:
     return graph
 
 
-P = LogGPS(L=1000.0, o=700.0, G=0.5)  # o must not matter: a modelled collective has no o
+#: Analytic collectives have no sender/receiver to schedule: they need the program order (the
+#: default schedule order refuses them, ``test_the_default_order_refuses_with_both_fixes``).
+PROGRAM = {"order": "program"}
+P = LogGPS(L=1000.0, o=700.0, G=0.5, **PROGRAM)  # o must not matter: a modelled collective has no o
 
 
 # ------------------------------------------------------------------------------ semantics
@@ -97,7 +101,7 @@ def test_critical_path_charges_the_collective_as_latency_and_bandwidth():
 def test_counters_split_the_collective_like_a_message():
     """Rank 0 enters at 10 and waits until 2080: the last 2000 + 50 ns are the collective's
     latency and bandwidth, the first 20 its wait for rank 1 (Tong et al.'s counters)."""
-    c = rank_counters(two_ranks(), LogGPS(L=1000.0, o=0.0, G=0.5)).set_index("rank")
+    c = rank_counters(two_ranks(), LogGPS(L=1000.0, o=0.0, G=0.5, **PROGRAM)).set_index("rank")
     assert c.loc[0].to_dict() == pytest.approx(
         {
             "end_ns": 2080.0 + 5.0,
@@ -190,7 +194,7 @@ def test_dimemas_lowering_of_a_traced_allreduce(tmp_path):
     assert graph.meta["collectives"] == {"allreduce": "dimemas"}
     cost = dimemas("allreduce", 4, 8, 8)
     assert (cost.latency_terms, cost.byte_terms) == (4.0, 48.0)
-    p = predict(graph, LogGPS(L=1000.0, o=0.0, G=0.25))
+    p = predict(graph, LogGPS(L=1000.0, o=0.0, G=0.25, **PROGRAM))
     assert p.runtime_ns == pytest.approx(4 * 1000.0 + 48 * 0.25)
     assert (p.lambda_L, p.lambda_G) == (4.0, 48.0)
 
@@ -200,7 +204,7 @@ def test_thakur_gropp_matches_the_expanded_schedule_on_one_allreduce(tmp_path, a
     """P = 8, no compute, o = G = 0: the formula's latency count equals the latencies on the
     critical path of the expansion, so both lowerings give the same λ_L and T."""
     trace = write_trace(tmp_path / "ar8", 8, allreduce_call, 1, 0)
-    params = LogGPS(L=1000.0, o=0.0, G=0.0)
+    params = LogGPS(L=1000.0, o=0.0, G=0.0, **PROGRAM)
     analytic = read(trace, collectives={"allreduce": f"thakur_gropp:{algorithm}"})
     expanded = read(trace, collectives={"allreduce": algorithm})
     a, e = predict(analytic, params), predict(expanded, params)
@@ -220,7 +224,7 @@ def test_sweep3d_expansion_and_models_side_by_side():
             "allreduce=thakur_gropp:recursive_doubling",
             "allreduce=thakur_gropp:ring",
         ],
-        LogGPS(),
+        LogGPS(**PROGRAM),
         [0.0, 5e4],
     )
     s = result.summary.set_index("variant")
@@ -233,8 +237,8 @@ def test_sweep3d_expansion_and_models_side_by_side():
         > s.loc["allreduce=thakur_gropp:recursive_doubling", "lambda_L"]
     )
     g = result.graphs["allreduce=dimemas"]
-    glop = predict(g, LogGPS(), engine="glop")
-    graph = predict(g, LogGPS())
+    glop = predict(g, LogGPS(**PROGRAM), engine="glop")
+    graph = predict(g, LogGPS(**PROGRAM))
     assert glop.runtime_ns == pytest.approx(graph.runtime_ns, rel=1e-12)
     assert glop.lambda_L == graph.lambda_L
 
@@ -273,14 +277,36 @@ def test_cli_ingest_info_and_collectives(tmp_path):
             "allreduce=thakur_gropp:ring",
             "--points",
             "2",
+            "--order",
+            "program",
             "--json",
         ],
         catch_exceptions=False,
     )
     summary = json.loads(out.output)["summary"]
     assert [r["analytic_collectives"] for r in summary] == [0, 128]
-    out = runner.invoke(cli, ["predict", str(graph_file), "--json"], catch_exceptions=False)
-    assert json.loads(out.output)["lambda_L"] == predict(read(graph_file), LogGPS()).lambda_L
+    out = runner.invoke(
+        cli, ["predict", str(graph_file), "--order", "program", "--json"], catch_exceptions=False
+    )
+    assert (
+        json.loads(out.output)["lambda_L"] == predict(read(graph_file), LogGPS(**PROGRAM)).lambda_L
+    )
+
+
+def test_the_default_order_refuses_with_both_fixes(tmp_path):
+    """The default (schedule) order needs point-to-point messages: an analytic graph is refused
+    in one line that says the order is the default and names both ways out."""
+    graph_file = two_ranks().save(tmp_path / "g.npz")
+    proc = llamp("predict", str(graph_file), home=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("llamp: error: ")
+    assert "the schedule order (the default) needs point-to-point messages" in proc.stderr
+    assert "--order program" in proc.stderr and "collectives expanded" in proc.stderr
+    proc = llamp("predict", str(graph_file), "--order", "program", "--json", home=tmp_path)
+    expected = predict(two_ranks(), LogGPS(**PROGRAM)).runtime_ns
+    assert json.loads(proc.stdout)["runtime_ns"] == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(GraphError, match="--order program"):
+        predict(two_ranks(), LogGPS(L=1000.0, o=700.0, G=0.5))
 
 
 def test_every_trace_collective_has_a_model_or_says_why():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hand_graphs import build
+from hand_graphs import PAPER_MODEL, build
 from random_graphs import random_graph
 
 from llamp.errors import InputError
@@ -57,7 +57,7 @@ def fig2(receiver_enters: float, sender_enters: float):
     return graph
 
 
-FIG2 = LogGPS(L=2.0, o=2.0, G=1.0, S=1 << 20)
+FIG2 = LogGPS(L=2.0, o=2.0, G=1.0, S=1 << 20, **PAPER_MODEL)  # Tong et al. on the paper's model
 
 
 def test_fig2b_early_receiver():
@@ -107,7 +107,7 @@ def test_sweep3d_counters_and_class():
     at most its overhead (overheads of one collective round that overlap count once); Sweep3D
     computes 95 % of the time and is computation-bound on every built-in network."""
     graph = read(Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2")
-    params = LogGPS(nic="overlap")  # the paper's model, as Tong et al.'s counters
+    params = LogGPS(nic="overlap", **PAPER_MODEL)  # the paper's model, as Tong et al.'s counters
     counters = rank_counters(graph, params)
     split = rank_time_split(graph, evaluate(graph, params))
     np.testing.assert_array_equal(counters["compute_ns"], split["compute_ns"])
@@ -176,7 +176,9 @@ def test_networks():
 
 
 # ------------------------------------------------------------------------------ rules
-NO_O = LogGPS(o=0.0, nic="overlap")  # the paper's Hockney model: no CPU overhead, no NIC queue
+NO_O = LogGPS(
+    o=0.0, nic="overlap", **PAPER_MODEL
+)  # the paper's Hockney model: no CPU overhead, no NIC queue
 
 
 def _target(result):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hand_graphs import PAPER_MODEL
 from liballprof_writer import CALLS, SWEEP3D, allreduce_call, write_trace
 
 from llamp.errors import InputError
@@ -40,8 +41,9 @@ def allreduce_heavy(tmp_path_factory) -> Path:
 # ------------------------------------------------------------------------------ what-ifs
 def test_sweep3d_ring_vs_recursive_doubling_side_by_side():
     """Sweep3D (4 ranks, 32 MPI_Allreduce per rank): recursive doubling sends 4·log2 4 = 8
-    messages per allreduce, the ring 2·4·3 = 24, so the ring graph has 32·16 = 512 more."""
-    params = LogGPS()
+    messages per allreduce, the ring 2·4·3 = 24, so the ring graph has 32·16 = 512 more.
+    λ_L as on the paper's model (program order, handshake)."""
+    params = LogGPS(**PAPER_MODEL)
     Ls = np.linspace(0.0, 100_000.0, 11)
     result = compare_collectives(
         SWEEP3D, ["allreduce=recursive_doubling", "allreduce=ring"], params, Ls
@@ -576,7 +578,11 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
     costs = next(d.value for d in at.dataframe if "Thakur–Gropp formula" in d.value.columns)
     assert set(costs[header("variant")]) == {"allreduce=recursive_doubling", "allreduce=ring"}
 
+    assert at.selectbox(key="param_order::collectives").value == "schedule"  # the default
     at.button(key="coll_use_analytic").click().run()
+    # analytic collectives have no messages to schedule: the page switches to the program order
+    assert at.selectbox(key="param_order::collectives").value == "program"
+    assert any("resource order is now program" in i.value for i in at.info)
     assert at.selectbox(key="coll_v0_allreduce").value == "thakur_gropp:recursive_doubling"
     assert at.selectbox(key="coll_v1_allreduce").value == "thakur_gropp:ring"
     # every collective charged analytically: one coll vertex per member and instance
@@ -599,7 +605,7 @@ def test_collectives_page_announces_a_long_what_if_and_offers_the_analytic_model
             Variant(label, tuple(sorted(c.items())))
             for label, c in zip(labels, choices, strict=True)
         ],
-        LogGPS(),
+        LogGPS(order="program"),
         [LogGPS().L],
     ).summary
     shown = [m.value for m in at.metric if m.label == "T(L0) predicted"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from hand_graphs import build, paper_example
+from hand_graphs import PAPER_MODEL, build, paper_example
 
 from llamp.errors import GraphError
 from llamp.lp import critical_latencies, critical_path, evaluate, max_parameter_within, predict
@@ -73,7 +73,7 @@ def test_rendezvous_message():
     start_s → h → finish_r holds 3 L's and 4 o's;
     finish_s = h + o + L + o = 2300."""
     graph = _pair(1000)
-    params = LogGPS(L=1000.0, o=100.0, G=1.0, S=999)
+    params = LogGPS(L=1000.0, o=100.0, G=1.0, S=999, **PAPER_MODEL)  # the handshake's formulas
     p = predict(graph, params)
     assert p.runtime_ns == pytest.approx(4399.0)
     assert (p.lambda_L, p.lambda_G, p.lambda_o) == (3.0, 999.0, 4.0)
@@ -90,7 +90,7 @@ def test_rendezvous_late_receiver_holds_the_sender():
         {"s": (0, "send", 1000, 1), "c": (1, "calc", 5000.0), "r": (1, "recv", 1000, 0)},
         [("c", "requires", "r"), ("s", "message", "r")],
     )
-    params = LogGPS(L=1000.0, o=100.0, G=1.0, S=999)
+    params = LogGPS(L=1000.0, o=100.0, G=1.0, S=999, **PAPER_MODEL)  # the handshake's formulas
     ev = evaluate(graph, params)
     assert ev.finish_ns[ids["s"]] == pytest.approx(6200.0)
     assert ev.runtime_ns == pytest.approx(8299.0)

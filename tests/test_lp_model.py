@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from hand_graphs import PAPER_MODEL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.linear_solver.python import model_builder
 
+from llamp.config import ORDER_MODELS, RENDEZVOUS_MODELS
 from llamp.errors import InputError, LlampError
 from llamp.graph import CALC, IREQUIRES, MESSAGE, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp.engine import engine_for
@@ -38,13 +40,22 @@ def running_example() -> ExecutionGraph:
 
 
 #: The paper's configuration for Eq. 5/6: o = 0, G = 5 ns/B, every message eager.
-PAPER = LogGPS(L=500.0, o=0.0, G=5.0, S=EAGER, nic="overlap")  # the paper's model
+PAPER = LogGPS(L=500.0, o=0.0, G=5.0, S=EAGER, nic="overlap", **PAPER_MODEL)
 RECV_VERTEX = 4
 
 
 def example_lp(params: LogGPS = PAPER, solver: str = "glop", **kw) -> LinearProgram:
     return LinearProgram(
-        build_event_graph(running_example(), params.S, nic=params.nic), params, solver=solver, **kw
+        build_event_graph(
+            running_example(),
+            params.S,
+            nic=params.nic,
+            order=params.order,
+            rendezvous=params.rendezvous,
+        ),
+        params,
+        solver=solver,
+        **kw,
     )
 
 
@@ -90,7 +101,7 @@ def test_running_example_lp_has_the_structure_of_eq6():
         ((0.0, 0.0, -1.0, 1.0, 0.0), 1100.0),  # (3) t ≥ c0 + o + c1        (= 1.1 µs)
         ((0.0, 0.0, 0.0, 1.0, -1.0), 1000.0),  # (4) t ≥ y + c3
     }
-    events = build_event_graph(running_example(), EAGER, nic=PAPER.nic)
+    events = build_event_graph(running_example(), EAGER, nic=PAPER.nic, **PAPER_MODEL)
     matrix, row_lb, join_pos = build_arrays(events)
     assert np.array_equal(matrix.toarray(), lp.matrix.toarray())
     assert np.array_equal(row_lb, lp.row_lb) and join_pos.size == 1
@@ -210,7 +221,9 @@ def test_graph_without_messages_tolerates_any_latency():
         edge_kind=[REQUIRES],
     )
     for solver in SIMPLEX:
-        lp = LinearProgram(build_event_graph(graph, EAGER, nic=PAPER.nic), PAPER, solver=solver)
+        lp = LinearProgram(
+            build_event_graph(graph, EAGER, nic=PAPER.nic, **PAPER_MODEL), PAPER, solver=solver
+        )
         sol = lp.solve()
         assert (sol.runtime_ns, sol.lambda_L, sol.lambda_G, sol.lambda_o) == (12.0, 0.0, 0.0, 0.0)
         assert lp.tolerance(12.0) == math.inf
@@ -231,7 +244,7 @@ def test_empty_graph_runs_in_zero_time():
         edge_dst=[],
         edge_kind=[],
     )
-    lp = LinearProgram(build_event_graph(graph, EAGER, nic=PAPER.nic), PAPER)
+    lp = LinearProgram(build_event_graph(graph, EAGER, nic=PAPER.nic, **PAPER_MODEL), PAPER)
     assert (lp.num_variables, lp.num_constraints) == (4, 0)
     assert lp.solve().runtime_ns == 0.0
     assert lp.tolerance(1.0) == math.inf
@@ -392,6 +405,8 @@ def programs(draw):
         g=draw(st.sampled_from([0.0, 0.0, 300.0])),
         progress=draw(st.sampled_from(["async", "wait"])),
         nic=draw(st.sampled_from(["overlap", "serial"])),
+        order=draw(st.sampled_from(ORDER_MODELS)),
+        rendezvous=draw(st.sampled_from(RENDEZVOUS_MODELS)),
     )
     return graph, params
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from hand_graphs import paper_example
+from hand_graphs import PAPER_MODEL, paper_example
 from random_graphs import random_graph
 
 from llamp.cli import main
@@ -62,11 +62,15 @@ def test_pair_matrices_of_the_paper_example_under_two_levels():
 
 
 def test_rendezvous_counts_three_latencies():
-    """A rendezvous message (size > S) on the path pays L three times (RTS, CTS, data)."""
+    """A rendezvous message (size > S) on the path pays L three times under the paper's
+    handshake (RTS, CTS, data), once under LogGOPSim's rendezvous (the default)."""
     graph = paper_example()
-    params = LogGPS(L=5000.0, o=0.0, G=5.0, S=0)
-    result = pair_sensitivity(graph, params, two_level(np.array([0, 1]), (0.0, 5.0), (5000.0, 5.0)))
+    params = LogGPS(L=5000.0, o=0.0, G=5.0, S=0, **PAPER_MODEL)
+    costs = two_level(np.array([0, 1]), (0.0, 5.0), (5000.0, 5.0))
+    result = pair_sensitivity(graph, params, costs)
     assert result.lambda_L[0, 1] == 3 and result.lambda_G[0, 1] == 3
+    default = pair_sensitivity(graph, LogGPS(L=5000.0, o=0.0, G=5.0, S=0), costs)
+    assert default.lambda_L[0, 1] == 1 and default.lambda_G[0, 1] == 3
 
 
 def rand_costs(rng, P, tie=False):

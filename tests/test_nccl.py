@@ -22,8 +22,12 @@ from llamp.lp import evaluate
 from llamp.params import LogGPS
 
 L, G = 1000.0, 0.5
-TEXTBOOK = LogGPS(L=L, o=0.0, G=G, S=1 << 40)
-DUPLEX = LogGPS(L=L, o=0.0, G=G, S=1 << 40, nic="overlap")
+#: The textbook formulas assume each member forwards a piece as soon as it has received it, in
+#: the order NCCL posts them: the program order. The default schedule order processes every
+#: arriving piece on the receiving CPU first, as LogGOPSim does
+#: (``test_pipelined_bcast_under_the_schedule_order_is_loggopsims``).
+TEXTBOOK = LogGPS(L=L, o=0.0, G=G, S=1 << 40, order="program")
+DUPLEX = LogGPS(L=L, o=0.0, G=G, S=1 << 40, nic="overlap", order="program")
 
 
 def runtime(op, P, n, params=TEXTBOOK, *, nics=1, **kw):
@@ -62,6 +66,17 @@ def test_ring_bcast_and_reduce_are_a_chain(op, P, root):
     assert runtime(op, P, n, root=root, pieces=C) == pytest.approx(
         (P - 1) * L + (P - 1 + C - 1) * (n / C - 1) * G, 1e-9
     )
+
+
+def test_pipelined_bcast_under_the_schedule_order_is_loggopsims():
+    """Ring bcast over 4 GPUs, 3 pieces of 4 KiB, L = 1 µs, o = 0, G = 6 ns/B, S = 65535: the
+    schedule order gives LogGOPSim's T (76451de on this graph written as GOAL, tag 1:
+    174,990 ns); the program order the textbook's pipeline 3L + (3 + 2)·4095·G = 125,850 ns."""
+    params = LogGPS(L=L, o=0.0, G=6.0, S=65535)
+    assert params.order == "schedule"
+    assert runtime("bcast", 4, 4096 * 3, params, root=0, pieces=3) == 174_990.0
+    program = params.with_(order="program")
+    assert runtime("bcast", 4, 4096 * 3, program, root=0, pieces=3) == 3 * L + 5 * 4095 * 6.0
 
 
 @pytest.mark.parametrize("P", [2, 3, 4, 5, 8, 13, 16])

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from hand_graphs import build
+from hand_graphs import PAPER_MODEL, build
 from random_graphs import random_graph
 
 from llamp.cli import main
@@ -100,7 +100,8 @@ def planted_graph(
     )
 
 
-PARAMS = LogGPS(o=500.0, S=1 << 30)
+#: Algorithm 3 as the paper runs it, on the paper's model (program order).
+PARAMS = LogGPS(o=500.0, S=1 << 30, **PAPER_MODEL)
 INTRA, INTER = (100.0, 0.01), (2000.0, 0.1)
 
 
@@ -301,6 +302,10 @@ def test_cli_place_writes_a_rankfile(tmp_path, capsys):
         "500ns",
         "--S",
         "1GiB",
+        "--order",
+        "program",
+        "--rendezvous",
+        "handshake",
         "--hosts",
         hosts,
         "-o",

@@ -309,8 +309,9 @@ def test_random_graphs_equal_the_pass_at_the_baseline_and_engines_agree(seed, re
 def test_analytic_collectives_are_refused_with_a_reason():
     from test_analytic_collectives import two_ranks
 
-    with pytest.raises(GraphError, match="order schedule needs point-to-point"):
+    with pytest.raises(GraphError, match=r"the schedule order \(the default\) needs point-to") as e:
         schedule(two_ranks(), LOGGOPSIM)
+    assert "--order program" in str(e.value) and "collectives expanded" in str(e.value)
 
 
 @pytest.mark.parametrize("n", [5, 17, 40, 200])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hand_graphs import build
+from hand_graphs import PAPER_MODEL, build
 
 from llamp.graph import CALC, RECV, REQUIRES, SEND, ExecutionGraph
 from llamp.lp import evaluate, predict
@@ -17,7 +17,8 @@ from llamp.lp.model import LinearProgram
 from llamp.params import LogGPS
 
 BIG_S = 1 << 30
-BASE = LogGPS(L=1000.0, o=100.0, G=0.0, S=BIG_S)
+#: The program order's rules are the subject here (the schedule order's are in test_schedule.py).
+BASE = LogGPS(L=1000.0, o=100.0, G=0.0, S=BIG_S, **PAPER_MODEL)
 
 
 def _runtime_both_engines(graph: ExecutionGraph, params: LogGPS) -> float:
@@ -337,7 +338,7 @@ def test_sends_on_two_cpus_of_one_rank_are_not_serialised():
         ("s1", "message", "r1"),
     ]
     graph, ids = build(2, vertices, edges)
-    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=100_000)
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, S=100_000, **PAPER_MODEL)
     assert _runtime_both_engines(graph, params) == pytest.approx(146_000.0)
     assert _runtime_both_engines(graph, params.with_(order="schedule")) == 147_500.0
     cpu = np.zeros(graph.num_vertices, np.int16)

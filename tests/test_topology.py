@@ -12,7 +12,7 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from hand_graphs import build
+from hand_graphs import PAPER_MODEL, build
 from random_graphs import random_graph
 
 from llamp.cli import main
@@ -277,7 +277,10 @@ def two_rank(c2: float):
     return graph
 
 
-PARAMS = LogGPS(o=0.0, G=5.0, S=1 << 20)
+#: The hand computations below follow the paper's model (a receive posted after its message
+#: arrived pays o at the post); the default schedule order is checked in
+#: ``test_sweep_of_the_wire_latency_under_the_default_order``.
+PARAMS = LogGPS(o=0.0, G=5.0, S=1 << 20, **PAPER_MODEL)
 SAME_POD = RankMapping(np.array([0, 2]), "ranks on nodes 0 and 2")
 
 
@@ -418,6 +421,18 @@ def test_sweep_of_the_wire_latency_by_hand():
             [300.0],
             latencies=LinkLatencies(per_class_ns={"core": 1.0}),
         )
+
+
+def test_wire_latency_breakpoints_are_found_exactly_under_the_default_order():
+    """The default schedule order, its order taken at the uniform parameters (L = 3 µs: c2,
+    then the message, on rank 1's CPU). At l = 100 the message (L_m = 2·100 + 108) arrives at
+    408, during c2: the CPU processes it at 500 for B·G = 15 (nic serial), as LogGOPSim does,
+    so T = 1515 (the paper's model: 1500); from l = 274 it arrives after c2: 1771 and 2071."""
+    default = LogGPS(o=0.0, G=5.0, S=1 << 20)
+    assert default.order == "schedule" and default.nic == "serial"
+    frame = sweep_topologies(two_rank(500.0), default, ["fattree:k=4"], [100.0, 274.0, 424.0])
+    assert frame.runtime_ns.tolist() == pytest.approx([1515.0, 1771.0, 2071.0])
+    assert frame["lambda"].tolist() == [0.0, 2.0, 2.0]
 
 
 def test_wire_latency_breakpoints_are_found_exactly():

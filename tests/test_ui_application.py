@@ -169,10 +169,13 @@ def test_collective_variant_choice_and_layout(store_env, monkeypatch):
 
 def test_collective_variant_with_an_analytic_model(store_env):
     """A variant may charge allreduce with Thakur–Gropp's ring formula instead of expanding it:
-    the page shows the same numbers as the API, with fewer messages than the expansion."""
-    params = LogGPS()
+    the page shows the same numbers as the API, with fewer messages than the expansion. An
+    analytic collective needs the program order: under the default the page says so."""
+    params = LogGPS(order="program")
     at = page("collectives")
     at.selectbox(key="coll_v1_allreduce").set_value("thakur_gropp:ring").run()
+    assert any("--order program" in e.value for e in at.error), [e.value for e in at.error]
+    at.selectbox(key="param_order::collectives").set_value("program").run()
     assert_clean(at)
     variants = [
         ",".join(f"{op}={alg}" for op, alg in sorted({**INGESTED, "allreduce": alg}.items()))

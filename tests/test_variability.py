@@ -42,13 +42,16 @@ def with_costs(graph: ExecutionGraph, cost: np.ndarray) -> ExecutionGraph:
     )
 
 
-def test_without_variability_every_sample_is_the_deterministic_value(synchronising):
-    result = monte_carlo(synchronising, PARAMS, samples=16, spatial_cv=0.0, temporal_cv=0.0)
-    ref = predict(synchronising, PARAMS)
-    tol = tolerance(synchronising, PARAMS, [0.01], bandwidth=False).latency[0].value
-    # the engine's values for this graph, pinned: T = 820.00756 µs, 60 latencies on the path
-    assert (ref.runtime_ns, ref.lambda_L) == (pytest.approx(820_007.56), 60.0)
-    assert tol == pytest.approx(3136.6679266667)
+@pytest.mark.parametrize("order", ["program", "schedule"])
+def test_without_variability_every_sample_is_the_deterministic_value(synchronising, order):
+    params = PARAMS.with_(order=order)
+    result = monte_carlo(synchronising, params, samples=16, spatial_cv=0.0, temporal_cv=0.0)
+    ref = predict(synchronising, params)
+    tol = tolerance(synchronising, params, [0.01], bandwidth=False).latency[0].value
+    if order == "program":
+        # the program order's values for this graph, pinned: T = 820.00756 µs, 60 latencies
+        assert (ref.runtime_ns, ref.lambda_L) == (pytest.approx(820_007.56), 60.0)
+        assert tol == pytest.approx(3136.6679266667)
     s = result.samples
     np.testing.assert_allclose(s["runtime_ns"], ref.runtime_ns, rtol=1e-12)
     assert (s["lambda_L"] == ref.lambda_L).all()
@@ -61,11 +64,14 @@ def test_without_variability_every_sample_is_the_deterministic_value(synchronisi
     )
     assert summary.loc["runtime_ns", "baseline"] == ref.runtime_ns
     assert result.baseline["tolerance_1pct_L_ns"] == tol
+    assert result.params.order == order
 
 
 def test_each_sample_equals_the_engine_on_its_own_costs(synchronising):
     """Sample j, re-evaluated by the ordinary analyses on a graph with sample j's costs, gives the
-    same T (1e-12), λ_L (exact) and 1 % / 5 % latency tolerance (1e-9)."""
+    same T (1e-12), λ_L (exact) and 1 % / 5 % latency tolerance (1e-9): under the default
+    schedule order each sample is re-scheduled at its own costs."""
+    assert PARAMS.order == "schedule"
     spec = VariabilitySpec(spatial_cv=0.05, temporal_cv=0.1, samples=12, seed=7)
     result = monte_carlo(synchronising, PARAMS, spec, levels=(0.01, 0.05), batch=5)
     for j in (0, 4, 11):
@@ -81,10 +87,13 @@ def test_each_sample_equals_the_engine_on_its_own_costs(synchronising):
 
 
 def test_runtimes_match_runtime_batch(synchronising):
-    """The fused sampler kernel and llamp.lp.weighted.runtime_batch agree on T."""
+    """The fused sampler kernel and llamp.lp.weighted.runtime_batch agree on T. Both evaluate
+    one event graph for every sample: the program order's (the schedule order re-schedules
+    each sample, ``test_each_sample_equals_the_engine_on_its_own_costs``)."""
+    params = PARAMS.with_(order="program")
     spec = VariabilitySpec(spatial_cv=0.1, temporal_cv=0.1, samples=6, seed=1)
-    result = monte_carlo(synchronising, PARAMS, spec, sensitivity=False)
-    ev = engine_for(synchronising).events(PARAMS)
+    result = monte_carlo(synchronising, params, spec, sensitivity=False)
+    ev = engine_for(synchronising).events(params)
     edges, vertices = calc_edges(synchronising, ev)
     scales = np.ones((ev.num_edges, spec.samples))
     base = synchronising.cost_ns[vertices]
@@ -92,7 +101,7 @@ def test_runtimes_match_runtime_batch(synchronising):
         cost = sample_costs(synchronising, spec, j)[vertices]
         scales[edges, j] = np.where(base > 0, cost / np.where(base > 0, base, 1.0), 1.0)
     np.testing.assert_allclose(
-        result.samples["runtime_ns"], runtime_batch(synchronising, PARAMS, scales), rtol=1e-12
+        result.samples["runtime_ns"], runtime_batch(synchronising, params, scales), rtol=1e-12
     )
     assert list(result.samples.columns) == ["sample", "runtime_ns"]
 

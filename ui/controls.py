@@ -136,7 +136,8 @@ def _shown(err: BaseException) -> str:
 
 def describe(params: LogGPS) -> str:
     """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B · g = 0 ns ·
-    progress async · NIC overlap · order program · rendezvous handshake``."""
+    progress async · NIC serial · order schedule · rendezvous loggopsim`` (every choice, as
+    the sidebar has them; the schedule order has no use for the progress model)."""
     bandwidth = f" ({8.0 / params.G:.4g} Gb/s)" if params.G > 0 else ""
     return (
         f"L = {config.format_ns(params.L)} · o = {config.format_ns(params.o)} · "
@@ -239,6 +240,13 @@ def _kept(key: str, default: str) -> str:
 
 def _keep(key: str, value: str) -> None:
     st.session_state[f"_keep_{key}"] = value
+
+
+def set_model_choice(page: str, key: str, value: str) -> None:
+    """Set the sidebar's model choice ``key`` (e.g. ``param_order``) on ``page`` and on the
+    pages after it; call from a widget's callback (before the sidebar is drawn again)."""
+    st.session_state[f"{key}::{page}"] = value
+    _keep(key, value)
 
 
 def _sidebar(page: str) -> Selection | None:

@@ -204,8 +204,10 @@ def _params_of(params: dict[str, Any]) -> LogGPS:
         g=params["g_ns"],
         progress=params["progress"],
         nic=params["nic"],
-        order=params.get("order", config.DEFAULT_ORDER),
-        rendezvous=params.get("rendezvous", config.DEFAULT_RENDEZVOUS),
+        # an analysis stored without these was computed before they were choices: the program
+        # order and the handshake, whatever the default is now
+        order=params.get("order", "program"),
+        rendezvous=params.get("rendezvous", "handshake"),
     )
 
 

@@ -126,7 +126,7 @@ def _echo_note(choice) -> None:
 def _params_line(params: LogGPS) -> str:
     return (
         f"L = {format_ns(params.L)}, o = {format_ns(params.o)}, G = {params.G:g} ns/B, "
-        f"S = {params.S} B"
+        f"S = {params.S} B; {params.model_text()}"
     )
 
 
@@ -602,6 +602,11 @@ def report(graph, graph_spec, params, engine, as_json, settings) -> None:
         f"{s.recvs} recv), {s.messages} messages, {s.bytes} bytes"
     )
     click.echo(_params_line(params))
+    if params.order == "schedule":
+        click.echo(
+            f"order: the schedule at L = {format_ns(params.L)} for the sweep, the critical "
+            "latencies and the tolerances (llamp sweep --reschedule: each point's own)"
+        )
     click.echo(f"engine: {choice.engine} (--engine {choice.requested}; the critical path: graph)")
     _echo_note(choice)
     click.echo("")

@@ -111,7 +111,7 @@ def collectives(
         )
     click.echo(
         f"L = {format_ns(params.L)}, o = {format_ns(params.o)}, G = {params.G:g} ns/B, "
-        f"S = {params.S} B"
+        f"S = {params.S} B; {params.model_text()}"
     )
     click.echo(
         table(
@@ -346,6 +346,14 @@ def mc(
             else ""
         )
         + f", seed {s.seed}; {result.seconds['total']:.2f} s"
+    )
+    click.echo(
+        f"{params.model_text()}: "
+        + (
+            "each sample re-scheduled at its own costs"
+            if params.order == "schedule"
+            else "one event graph for every sample"
+        )
     )
     rows = []
     for r in result.summary.to_dict(orient="records"):

@@ -39,6 +39,17 @@ from llamp.lp.registry import levels as parse_levels
 from llamp.params import LogGPS
 
 
+def _order_line(params: LogGPS) -> str:
+    """What order a pairwise analysis evaluates: under the schedule order the pass at the
+    uniform parameters; every pair's latency and gap is then evaluated on that one order."""
+    if params.order != "schedule":
+        return params.model_text()
+    return (
+        f"{params.model_text()}: the order of the schedule at the uniform L = "
+        f"{format_ns(params.L)}, G = {params.G:g} ns/B, for every pair"
+    )
+
+
 def _ns(value: float) -> str:
     return "∞" if math.isinf(value) else format_ns(value)
 
@@ -94,6 +105,7 @@ def topology(
     if as_json:
         emit_json(result.as_dict())
         return
+    click.echo(_order_line(params))
     for analysis in result.analyses:
         click.echo(
             f"{analysis.topology}: T = {format_ns(analysis.runtime_ns)}, mapping {analysis.mapping}, "
@@ -211,6 +223,7 @@ def place_groups_cmd(
         return
     x = settings.levels
     dims = result.dimensions.to_dict(orient="records")
+    click.echo(_order_line(params))
     click.echo(
         f"{result.machine}; parallel dimensions: "
         + (
@@ -358,6 +371,7 @@ def matrix(
     if as_json:
         emit_json(payload)
         return
+    click.echo(_order_line(params))
     click.echo(
         f"{costs.source}: T = {format_ns(result.runtime_ns)}, λ_L = "
         f"{result.lambda_L.sum():g}, λ_G = {result.lambda_G.sum():g}"
@@ -508,6 +522,7 @@ def place(
     if as_json:
         emit_json(payload)
         return
+    click.echo(_order_line(params))
     click.echo(
         f"{machine_.description}, {machine_.ranks_per_node} ranks per node; heuristic: "
         f"{len(result.history) - 1} swaps, stopped: {result.stop_reason} "

@@ -234,7 +234,11 @@ def _analytic_costs() -> None:
 
 def _use_analytic() -> None:
     """Charge every expanded collective of every variant with the analytic model of its
-    algorithm (Thakur–Gropp where it has a formula, Dimemas otherwise)."""
+    algorithm (Thakur–Gropp where it has a formula, Dimemas otherwise). An analytic collective
+    has no messages to schedule: the sidebar's resource order becomes ``program``."""
+    if sel.params.order != "program":
+        controls.set_model_choice("collectives", "param_order", "program")
+        st.session_state["coll_order_switched"] = True
     for i in range(int(count)):
         for op in ops:
             key = f"coll_v{i}_{op}"
@@ -247,6 +251,12 @@ def _use_analytic() -> None:
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
+
+if st.session_state.pop("coll_order_switched", False):
+    st.info(
+        "The analytic models charge a collective without its messages, and the schedule order "
+        "(the default) needs the messages: the resource order is now program (sidebar)."
+    )
 
 # ---------------------------------------------------------------------- estimate
 estimate = levels = None
