@@ -369,6 +369,10 @@ class Validation:
                 g=float(p.get("g_ns", 0.0)),
                 progress=str(p.get("progress", "async")),
                 nic=str(p.get("nic", "overlap")),
+                # stored before the order and protocol were recorded: the program order and
+                # the handshake, the only model there was
+                order=str(p.get("order", "program")),
+                rendezvous=str(p.get("rendezvous", "handshake")),
             )
             points = tuple(
                 ValidationPoint(

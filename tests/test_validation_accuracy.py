@@ -477,3 +477,15 @@ def test_per_model_diagnosis_needs_zero_and_two_deltas():
         "offset_at_zero": None,
         "slope": None,
     }
+
+
+def test_a_stored_validation_keeps_its_order_and_one_stored_before_reads_as_the_program_order():
+    schedule = _result()
+    assert schedule.params.order == "schedule"  # the default
+    again = Validation.from_dict(schedule.as_dict())
+    assert (again.params.order, again.params.rendezvous) == ("schedule", "loggopsim")
+    old = schedule.as_dict()
+    for key in ("order", "rendezvous"):
+        del old["params"][key]
+    before = Validation.from_dict(old)
+    assert (before.params.order, before.params.rendezvous) == ("program", "handshake")
