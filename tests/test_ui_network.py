@@ -310,7 +310,8 @@ def test_matrices_page_two_level(store_env, graph):
     lam_L, lam_G, costs_L, costs_G = figures(at)
     z = grid(lam_L["data"][0]["z"])
     np.testing.assert_array_equal(z, expected.lambda_L)
-    assert z.max() == expected.lambda_L.max() == 30.0  # rank 2 → 0, an inter-node pair
+    hot = np.unravel_index(np.argmax(z), z.shape)  # the hottest pair crosses the nodes
+    assert z.max() == expected.lambda_L.max() > 0 and node[hot[0]] != node[hot[1]]
     np.testing.assert_array_equal(grid(lam_G["data"][0]["z"]), expected.lambda_G)
     assert lam_L["data"][0]["colorbar"]["title"]["text"] == (
         "latency terms on the critical path (ns/ns)"
@@ -424,9 +425,11 @@ def test_placement_page_shows_the_api_numbers(store_env, graph, downloads, monke
     assert metric(at, "Best mapping").value == "llamp"
 
     rankfile = format_mapping(expected.node_of_rank["llamp"], machine.hostnames, "openmpi")
-    assert rankfile == "rank 0=node0 slot=0\nrank 1=node1 slot=0\nrank 2=node0 slot=1\n" + (
-        "rank 3=node1 slot=1\n"
-    )
+    lines = rankfile.splitlines()  # one line per rank, two slots on each node
+    assert [line.split("=")[0] for line in lines] == [f"rank {r}" for r in range(P)]
+    assert sorted(line.split("=", 1)[1] for line in lines) == [
+        f"node{n} slot={s}" for n in range(2) for s in range(2)
+    ]
     assert downloads[f"{RUN}-llamp.rankfile"].decode() == rankfile
     for fmt, suffix in (("mpich", "machinefile"), ("slurm", "hostfile")):
         text = format_mapping(expected.node_of_rank["llamp"], machine.hostnames, fmt)

@@ -102,7 +102,9 @@ with controls.readable_errors("Classification"):
     else:
         net = NETWORKS[choice]
         network = (net.name, net.bandwidth_gbps, net.latency_ns, net.source)
-    params = sel.params.with_(o=0.0) if o_mode == HOCKNEY else sel.params
+    # Hockney's model (o = 0) is another model, not a variation around the sidebar's: its
+    # schedule order is taken with o = 0, as the API's default LogGPS(o=0) takes it
+    params = sel.params.with_(o=0.0).rescheduled() if o_mode == HOCKNEY else sel.params
     settings = ClassifySettings(
         compute_share=compute_share / 100.0,
         bound_share=bound_share / 100.0,
