@@ -46,7 +46,7 @@ DEFAULT_ORDER = "schedule"
 #: message); ``loggopsim`` is LogGOPSim's: the data travels at once and the sender is released
 #: when the receiver has matched it (L per message).
 RENDEZVOUS_MODELS = ("handshake", "loggopsim")
-DEFAULT_RENDEZVOUS = "loggopsim"
+DEFAULT_RENDEZVOUS = "handshake"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -124,7 +124,7 @@ class LogGPS:
         return replace(self, schedule_at=None)
 
     def model_text(self) -> str:
-        """The model choices in words, for headers: ``order schedule, rendezvous loggopsim,
+        """The model choices in words, for headers: ``order schedule, rendezvous handshake,
         NIC serial``; under the program order also its receive-progress model (the schedule
         order has none: it processes each message when its CPU stream is free)."""
         parts = [f"order {self.order}", f"rendezvous {self.rendezvous}", f"NIC {self.nic}"]

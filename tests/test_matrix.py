@@ -63,14 +63,17 @@ def test_pair_matrices_of_the_paper_example_under_two_levels():
 
 def test_rendezvous_counts_three_latencies():
     """A rendezvous message (size > S) on the path pays L three times under the paper's
-    handshake (RTS, CTS, data), once under LogGOPSim's rendezvous (the default)."""
+    handshake (RTS, CTS, data; the default's protocol), once under LogGOPSim's rendezvous."""
     graph = paper_example()
     params = LogGPS(L=5000.0, o=0.0, G=5.0, S=0, **PAPER_MODEL)
     costs = two_level(np.array([0, 1]), (0.0, 5.0), (5000.0, 5.0))
     result = pair_sensitivity(graph, params, costs)
     assert result.lambda_L[0, 1] == 3 and result.lambda_G[0, 1] == 3
     default = pair_sensitivity(graph, LogGPS(L=5000.0, o=0.0, G=5.0, S=0), costs)
-    assert default.lambda_L[0, 1] == 1 and default.lambda_G[0, 1] == 3
+    assert default.lambda_L[0, 1] == 3 and default.lambda_G[0, 1] == 3
+    ours = LogGPS(L=5000.0, o=0.0, G=5.0, S=0, rendezvous="loggopsim")
+    loggopsim = pair_sensitivity(graph, ours, costs)
+    assert loggopsim.lambda_L[0, 1] == 1 and loggopsim.lambda_G[0, 1] == 3
 
 
 def rand_costs(rng, P, tie=False):

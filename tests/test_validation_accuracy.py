@@ -483,8 +483,10 @@ def test_a_stored_validation_keeps_its_order_and_one_stored_before_reads_as_the_
     schedule = _result()
     assert schedule.params.order == "schedule"  # the default
     again = Validation.from_dict(schedule.as_dict())
-    assert (again.params.order, again.params.rendezvous) == ("schedule", "loggopsim")
+    assert (again.params.order, again.params.rendezvous) == ("schedule", "handshake")
     old = schedule.as_dict()
+    old["params"]["rendezvous"] = "loggopsim"
+    assert Validation.from_dict(old).params.rendezvous == "loggopsim"
     for key in ("order", "rendezvous"):
         del old["params"][key]
     before = Validation.from_dict(old)
