@@ -189,6 +189,17 @@ class GraphEngine:
         self._events[key] = cached
         return cached
 
+    def holds(self, params: LogGPS) -> bool:
+        """The event graph of ``params`` is in this engine's cache."""
+        return self._key(params) in self._events
+
+    def forget(self, params: LogGPS) -> None:
+        """Drop the event graph of ``params`` from the cache (a caller done with a lowering
+        no other analysis shares: a re-scheduled sweep's point), so its memory is freed."""
+        key = self._key(params)
+        self._events.pop(key, None)
+        self._masks.pop(key, None)
+
     def share(self, params: LogGPS, like: LogGPS) -> None:
         """Evaluate ``params`` on the event graph of ``like`` (order ``schedule``): for callers
         whose schedule passes at both served every resource in the same order

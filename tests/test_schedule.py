@@ -10,6 +10,7 @@ measured on this machine; they are facts here, LogGOPSim is not needed to run th
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -431,29 +432,42 @@ def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed):
+def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed, monkeypatch):
     """Points whose passes served every resource in the same order share one lowering; every
-    row equals the point evaluated alone on its own lowering."""
+    row equals the point evaluated alone on its own lowering; the sweep holds one re-scheduled
+    lowering at a time and none when it is done (11 at once took 1.46 GB at Sweep3D ×32)."""
     from llamp.lp.engine import engine_for
     from llamp.lp.predict import sweep_rows
 
     graph = random_graph(seed, ranks=4, steps=40, max_size=4096) if seed else _graph(ORDER_FLIPS)
     base = LOGGOPSIM.with_(L=3000.0, G=0.5 if seed else 0.0, S=2048).rescheduled()
     Ls = [0.0, 1000.0, 3000.0, 3001.0, 10000.0, 30000.0, 100000.0]
+    configs = [base.with_(L=L).rescheduled() for L in Ls]
+    engine = engine_for(graph)
+    arrays: dict[float, np.ndarray] = {}  # L → the edge array its row was evaluated on
+    held: list[int] = []  # lowerings of the sweep in the cache at each evaluation
+    evaluate = engine.points
+
+    def recording(group, *args, **kwargs):
+        held.append(sum(engine.holds(c) for c in configs))
+        arrays.update((c.L, engine.events(c).src) for c in group)
+        return evaluate(group, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "points", recording)
     rows = sweep_rows(graph, base, Ls, engine="graph", reschedule=True)
     for L, r in zip(Ls, rows, strict=True):
         alone = GraphEngine(graph).point(base.with_(L=L).rescheduled(), left=False)
         assert r["runtime_ns"] == alone.runtime_ns
         assert [r["lambda_L"], r["lambda_G"], r["lambda_o"]] == list(alone.right.values())
-    engine = engine_for(graph)
-    events = [engine.events(base.with_(L=L).rescheduled()) for L in Ls]
     for i in range(1, len(Ls)):
-        same = schedule(graph, base.with_(L=Ls[i]).rescheduled()).same_order(
-            schedule(graph, base.with_(L=Ls[i - 1]).rescheduled())
-        )
-        assert (events[i].src is events[i - 1].src) == same
+        same = schedule(graph, configs[i]).same_order(schedule(graph, configs[i - 1]))
+        assert (arrays[Ls[i]] is arrays[Ls[i - 1]]) == same
+    # one evaluation per run of equal orders, with that run's points (and no other) in the cache
+    runs = [len(list(run)) for _, run in itertools.groupby(id(arrays[L]) for L in Ls)]
+    assert held == runs
+    assert not any(engine.holds(c) for c in configs)
     if not seed:
-        assert events[0].src is events[1].src  # the order of L = 0 holds up to 3 µs
+        assert arrays[0.0] is arrays[1000.0]  # the order of L = 0 holds up to 3 µs
 
 
 def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
