@@ -435,7 +435,7 @@ def test_sweep_reschedules_per_point_and_says_where_the_order_changes():
 def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed, monkeypatch):
     """Points whose passes served every resource in the same order share one lowering; every
     row equals the point evaluated alone on its own lowering; the sweep holds one re-scheduled
-    lowering at a time and none when it is done (11 at once took 1.46 GB at Sweep3D ×32)."""
+    lowering at a time and none when it is done (11 at once took 1.49 GB at Sweep3D ×32)."""
     from llamp.lp.engine import engine_for
     from llamp.lp.predict import sweep_rows
 
@@ -445,7 +445,7 @@ def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed, m
     configs = [base.with_(L=L).rescheduled() for L in Ls]
     engine = engine_for(graph)
     arrays: dict[float, np.ndarray] = {}  # L → the edge array its row was evaluated on
-    held: list[int] = []  # lowerings of the sweep in the cache at each evaluation
+    held: list[int] = []  # points of the sweep with a lowering cached, at each evaluation
     evaluate = engine.points
 
     def recording(group, *args, **kwargs):
