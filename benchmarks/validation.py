@@ -2,9 +2,12 @@
 
 Measures real applications under the latency injector and compares them with the predictions
 of every model (:data:`llamp.injector.validate.MODELS`: each receive-progress × NIC model in
-the program order, and LogGOPSim's schedule order with its rendezvous and a serial NIC under
-each progress model; ``llamp validate`` predicts under all of them from the same runs), then
-prints (and with ``--out`` writes) ``benchmarks/VALIDATION.md``. The protocol
+the program order; the schedule order under each rendezvous protocol × NIC model, its order
+taken at ΔL = 0 or re-scheduled at every ΔL;
+``llamp validate`` predicts under all of them from the same runs), then prints (and with
+``--out`` writes) ``benchmarks/VALIDATION.md``. Each run keeps its traces, calibration and
+results in a ``llamp-validation-*`` directory; ``--rescore DIR`` predicts those measured runs
+again under today's models without measuring anything. The protocol
 (:data:`PROTOCOL`, also the "Protocol" section of that file):
 
 1. ``llamp calibrate`` of this machine (ping-pong 1 B … 4 MiB and a 64-message burst) → the
@@ -54,7 +57,14 @@ from llamp.config import parse_percent
 from llamp.injector.accuracy import Offset, SlopeError
 from llamp.injector.calibrate import calibrate
 from llamp.injector.overhead import measure_overhead
-from llamp.injector.validate import MODELS, Validation, run_validation
+from llamp.injector.validate import (
+    MODELS,
+    Validation,
+    ValidationPoint,
+    predict_deltas,
+    predict_models,
+    run_validation,
+)
 
 HERE = Path(__file__).resolve().parent
 APPS = HERE.parent / "tests" / "data" / "apps"
@@ -108,6 +118,18 @@ APPLICATIONS = (
 )
 
 
+#: The name each application has in the tables.
+NAMES = {
+    "npb-cg-2": "NPB CG class S",
+    "hpcc-2": "HPCC (all tests, N = 200)",
+    "halo-8k-2": "halo 8 KiB",
+    "halo-1m-2": "halo 1 MiB",
+    "lammps-2": "LAMMPS in.melt",
+    "lammps-4": "LAMMPS in.melt",
+    "halo-8k-4": "halo 8 KiB",
+}
+
+
 @dataclass(frozen=True)
 class Application:
     key: str
@@ -139,18 +161,18 @@ def _applications(
                 if lmp is None:
                     raise Unavailable("lmp not found (apt-get install lammps)")
                 apps.append(
-                    Application(key, "LAMMPS in.melt", int(key[-1]), ("lmp", *melt), _lammps(lmp))
+                    Application(key, NAMES[key], int(key[-1]), ("lmp", *melt), _lammps(lmp))
                 )
             elif key == "npb-cg-2":
                 exe, source = build_npb("cg", "S", origin=npb_source)
-                apps.append(Application(key, "NPB CG class S", 2, (str(exe),), source))
+                apps.append(Application(key, NAMES[key], 2, (str(exe),), source))
             elif key == "hpcc-2":
                 source = hpcc_input(work, 2)
-                apps.append(Application(key, "HPCC (all tests, N = 200)", 2, ("hpcc",), source))
+                apps.append(Application(key, NAMES[key], 2, ("hpcc",), source))
             elif key.startswith("halo-8k-"):
-                apps.append(Application(key, "halo 8 KiB", int(key[-1]), halo_8k, here))
+                apps.append(Application(key, NAMES[key], int(key[-1]), halo_8k, here))
             elif key == "halo-1m-2":
-                apps.append(Application(key, "halo 1 MiB", 2, halo_1m, here))
+                apps.append(Application(key, NAMES[key], 2, halo_1m, here))
         except Unavailable as why:
             log(f"skipping {key}: {why}")
     return apps
@@ -211,6 +233,7 @@ def run(
         f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns"
     )
     source = f"llamp calibrate -- {' '.join(_launcher(2))} ({fit.measured_on['transport']})"
+    (work / "calibration.json").write_text(json.dumps(fit.as_dict(), indent=1))
     results = []
     for app in _applications(work, halo, quick, apps, npb_source, log):
         name, ranks = app.name, app.ranks
@@ -235,7 +258,7 @@ def run(
             call_cost_ns=charge,
             param_sources={p: source for p in ("L", "o", "G", "S", "g")},
             run_name=app.key,
-            trace_dir=work / f"trace-{len(results)}",
+            trace_dir=work / _trace_dir(len(results)),
             store=False,
             cwd=work,
             engine="graph",
@@ -246,9 +269,98 @@ def run(
         log(f"  {time.perf_counter() - started:.0f} s; RRMSE by model: {result.rrmse_by_model()}")
         results.append((app, result))
         saved = work / f"{app.key}.json"
-        saved.write_text(json.dumps(result.as_dict() | {"source": app.source}, indent=1))
+        saved.write_text(
+            json.dumps(
+                result.as_dict()
+                | {"source": app.source, "trace_dir": _trace_dir(len(results) - 1)},
+                indent=1,
+            )
+        )
         log(f"  result kept in {saved}")
     return fit.as_dict(), results
+
+
+def _trace_dir(index: int) -> str:
+    return f"trace-{index}"
+
+
+def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, Validation]]]:
+    """An earlier run's measured runs against today's predictions: the results it kept in
+    ``directory`` (``<app>.json`` and the traces) predicted again, under today's default and
+    every model of :data:`MODELS`, from the same traces, tool costs and calibration. Nothing
+    is measured again; the runs, loads and notes are the run's own."""
+    import warnings
+
+    from llamp.ingest import read
+    from llamp.injector.overhead import charge_call_cost
+    from llamp.params import LogGPS
+
+    directory = Path(directory)
+    kept = [k for k in APPLICATIONS if (directory / f"{k}.json").is_file()]
+    if not kept:
+        raise SystemExit(f"validation: error: no results (<application>.json) in {directory}")
+    calibration_file = directory / "calibration.json"
+    calibration = json.loads(calibration_file.read_text()) if calibration_file.is_file() else None
+    results = []
+    for index, key in enumerate(kept):
+        saved = json.loads((directory / f"{key}.json").read_text())
+        p = saved["params"]
+        params = LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"])
+        if calibration is None:  # a run from before calibration.json was kept
+            calibration = {
+                "L_ns": params.L,
+                "o_ns": params.o,
+                "G_ns_per_byte": params.G,
+                "S_bytes": params.S,
+                "g_ns": params.g,
+                "measured_on": {"mpi": saved.get("mpi", "?"), "transport": "?"},
+            }
+        # Runs from before the trace directory was recorded traced the applications in
+        # APPLICATIONS order into trace-0, trace-1, …
+        trace = directory / saved.get("trace_dir", _trace_dir(index))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = read(trace, fmt="liballprof", name=key)
+        if saved.get("call_cost_ns"):
+            graph = charge_call_cost(graph, saved["call_cost_ns"])
+        deltas = [pt["delta_ns"] for pt in saved["points"]]
+        predicted = predict_deltas(graph, params, deltas, engine="graph")
+        points = tuple(
+            ValidationPoint(
+                delta_ns=pt["delta_ns"],
+                predicted_ns=float(row.runtime_ns),
+                lambda_L=float(row.lambda_L),
+                runs_ns=tuple(pt["runs_ns"]),
+                loadavg=tuple(pt.get("loadavg", ())),
+                other_load_cores=tuple(pt.get("other_load_cores", ())),
+            )
+            for pt, row in zip(saved["points"], predicted.itertuples(index=False), strict=True)
+        )
+        stopping = saved.get("stopping") or {}
+        result = Validation(
+            run=saved["run"],
+            command=tuple(saved["command"]),
+            params=params,
+            points=points,
+            repeat=saved["repeat"],
+            engine="graph",
+            traced_runtime_ns=saved.get("traced_runtime_ns", math.nan),
+            mpi=saved.get("mpi", ""),
+            load=saved.get("load", {}),
+            counters=saved.get("counters", {}),
+            notes=tuple(saved.get("notes", ())),
+            created=saved.get("created", ""),
+            models=predict_models(graph, params, deltas),
+            call_cost_ns=float(saved.get("call_cost_ns", 0.0)),
+            param_sources=saved.get("parameter_sources", {}),
+            target_width=stopping.get("ci95_width", 0.01),
+            max_repeat=stopping.get("max_repeat", 0),
+        )
+        ranks = int(key[-1])
+        app = Application(key, NAMES[key], ranks, tuple(saved["command"]), saved.get("source", ""))
+        log(f"{NAMES[key]}: RRMSE by model {result.rrmse_by_model()}")
+        results.append((app, result))
+    return calibration, results
 
 
 def _per_parameter(calibration: dict) -> str:
@@ -272,8 +384,10 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"shared memory, with `{command}` (`benchmarks/validation.py`). Each application is traced "
         "once at ΔL = 0, then run under the latency injector at every ΔL; the same measured runs "
         f"are compared with the predictions of all {len(names)} models (`llamp validate` does "
-        "this for every run; `…/schedule/loggopsim` is LogGOPSim's schedule order with its "
-        "rendezvous, the order taken at ΔL = 0). RRMSE = sqrt(mean((T_pred − T_meas)²)) / "
+        "this for every run; `progress/NIC/schedule/rendezvous` is the schedule order with "
+        "that NIC model and rendezvous protocol, its order taken at ΔL = 0, `…/rescheduled` at "
+        "every ΔL; `async/serial/schedule/loggopsim` is LogGOPSim's model). "
+        "RRMSE = sqrt(mean((T_pred − T_meas)²)) / "
         "mean(T_meas) over the ΔL list.",
         "",
         f"Calibration: L = {calibration['L_ns']:.0f} ns, o = {calibration['o_ns']:.0f} ns, "
@@ -395,7 +509,26 @@ def main() -> None:
         default=None,
         help="wait (up to 2 min) until other processes use at most this many cores before a run",
     )
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="measure nothing: predict the runs an earlier run kept in DIR (its "
+        "llamp-validation-* directory) again under today's models",
+    )
     args = parser.parse_args()
+    if args.rescore is not None:
+        calibration, results = rescore(args.rescore)
+        text = markdown(
+            calibration,
+            results,
+            "python -m benchmarks.validation`, re-scored with `--rescore DIR",
+        )
+        print(text)
+        if args.out:
+            args.out.write_text(text)
+        return
     calibration, results = run(
         repeat=args.repeat,
         quick=args.quick,

@@ -13,8 +13,10 @@
    square error over the ΔL list, ``RRMSE = sqrt(mean((T_pred − T_meas)²)) / mean(T_meas)``
    (the paper's accuracy measure, its ref. [56]), and store it as an analysis of kind
    ``validation`` of the run. The injected runs do not depend on the model, so the same runs
-   are also compared with the predictions of every receive-progress × NIC model
-   (:data:`MODELS`): the evidence that chooses the defaults (``benchmarks/VALIDATION.md``).
+   are also compared with the predictions of every model of :data:`MODELS` (each
+   receive-progress × NIC model in the program order, each rendezvous × NIC model in the
+   schedule order, fixed and re-scheduled): the evidence that chooses the defaults
+   (``benchmarks/VALIDATION.md``).
 
 Measured runtime = the injector's: end of ``MPI_Init`` to start of ``MPI_Finalize`` of the
 slowest rank, the span ``T`` covers. Each run also records the CPU other processes used while
@@ -39,7 +41,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llamp.config import NIC_MODELS, PROGRESS_MODELS, format_ns, llamp_home, parse_duration_ns
+from llamp.config import (
+    NIC_MODELS,
+    PROGRESS_MODELS,
+    RENDEZVOUS_MODELS,
+    format_ns,
+    llamp_home,
+    parse_duration_ns,
+)
 from llamp.errors import InputError
 from llamp.injector.accuracy import (
     DEFAULT_WIDTH,
@@ -92,15 +101,16 @@ class Model:
 
 
 #: Every model a validation also predicts under: each progress × NIC model in the program
-#: order with the paper's rendezvous, and the schedule order (serial NIC) with LogGOPSim's
-#: rendezvous and with the handshake, each with the order taken at ΔL = 0 and with the order of
-#: each ΔL's own schedule pass. The schedule order has no progress thread (docs/model.md), so
-#: one progress model stands for both.
+#: order with the paper's rendezvous; the schedule order under each rendezvous protocol × NIC
+#: model (``loggopsim``/``serial`` is LogGOPSim's semantics), each with the order taken at
+#: ΔL = 0 and with the order of each ΔL's own schedule pass. The schedule order has no
+#: progress thread (docs/model.md), so one progress model stands for both.
 MODELS = (
     *(Model(p, n) for p in PROGRESS_MODELS for n in NIC_MODELS),
     *(
-        Model("async", "serial", "schedule", r, reschedule=again)
-        for r in ("loggopsim", "handshake")
+        Model("async", n, "schedule", r, reschedule=again)
+        for r in RENDEZVOUS_MODELS
+        for n in NIC_MODELS
         for again in (False, True)
     ),
 )
@@ -594,6 +604,19 @@ def predict_deltas(
     return frame
 
 
+def predict_models(graph, params: LogGPS, deltas: Sequence[float]) -> dict[str, tuple[float, ...]]:
+    """``T(L0 + ΔL)`` for each ΔL under every model of :data:`MODELS` (by name), the graph
+    engine's."""
+    return {
+        m.name: tuple(
+            predict_deltas(
+                graph, m.applied(params), deltas, engine="graph", reschedule=m.reschedule
+            )["runtime_ns"].astype(float)
+        )
+        for m in MODELS
+    }
+
+
 def measure(
     command: Sequence[str],
     deltas: Sequence[float],
@@ -805,14 +828,7 @@ def run_validation(
 
         graph = charge_call_cost(graph, call_cost_ns)
     predicted = predict_deltas(graph, params, deltas, engine=engine)
-    models = {
-        m.name: tuple(
-            predict_deltas(
-                graph, m.applied(params), deltas, engine="graph", reschedule=m.reschedule
-            )["runtime_ns"].astype(float)
-        )
-        for m in MODELS
-    }
+    models = predict_models(graph, params, deltas)
     if log:
         log(
             f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "

@@ -35,7 +35,7 @@ PROGRESS_MODELS = ("async", "wait")
 #: each NIC injects and accepts one message after another.
 NIC_MODELS = ("overlap", "serial")
 DEFAULT_PROGRESS = "async"
-DEFAULT_NIC = "serial"
+DEFAULT_NIC = "overlap"
 #: Resource orders (docs/model.md §Serialisation): ``program`` chains each resource's
 #: operations by static rules over the program order; ``schedule`` takes the order in which
 #: each CPU stream and NIC serves them from one event-driven pass at the baseline parameters

@@ -26,7 +26,7 @@ L, G = 1000.0, 0.5
 #: the order NCCL posts them: the program order. The default schedule order processes every
 #: arriving piece on the receiving CPU first, as LogGOPSim does
 #: (``test_pipelined_bcast_under_the_schedule_order_is_loggopsims``).
-TEXTBOOK = LogGPS(L=L, o=0.0, G=G, S=1 << 40, order="program")
+TEXTBOOK = LogGPS(L=L, o=0.0, G=G, S=1 << 40, nic="serial", order="program")
 DUPLEX = LogGPS(L=L, o=0.0, G=G, S=1 << 40, nic="overlap", order="program")
 
 
@@ -69,14 +69,18 @@ def test_ring_bcast_and_reduce_are_a_chain(op, P, root):
 
 
 def test_pipelined_bcast_under_the_schedule_order_is_loggopsims():
-    """Ring bcast over 4 GPUs, 3 pieces of 4 KiB, L = 1 µs, o = 0, G = 6 ns/B, S = 65535: the
-    schedule order gives LogGOPSim's T (76451de on this graph written as GOAL, tag 1:
-    174,990 ns); the program order the textbook's pipeline 3L + (3 + 2)·4095·G = 125,850 ns."""
-    params = LogGPS(L=L, o=0.0, G=6.0, S=65535)
+    """Ring bcast over 4 GPUs, 3 pieces of 4 KiB, L = 1 µs, o = 0, G = 6 ns/B, S = 65535, the
+    serial NIC: the schedule order gives LogGOPSim's T (76451de on this graph written as GOAL,
+    tag 1: 174,990 ns); the program order the textbook's pipeline 3L + (3 + 2)·4095·G =
+    125,850 ns. Under the default overlap NIC the pieces do not queue on a link:
+    3·(L + 4095·G)."""
+    params = LogGPS(L=L, o=0.0, G=6.0, S=65535, nic="serial")
     assert params.order == "schedule"
     assert runtime("bcast", 4, 4096 * 3, params, root=0, pieces=3) == 174_990.0
     program = params.with_(order="program")
     assert runtime("bcast", 4, 4096 * 3, program, root=0, pieces=3) == 3 * L + 5 * 4095 * 6.0
+    duplex = params.with_(nic="overlap")
+    assert runtime("bcast", 4, 4096 * 3, duplex, root=0, pieces=3) == 3 * (L + 4095 * 6.0)
 
 
 @pytest.mark.parametrize("P", [2, 3, 4, 5, 8, 13, 16])

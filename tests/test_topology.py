@@ -423,15 +423,18 @@ def test_sweep_of_the_wire_latency_by_hand():
         )
 
 
-def test_wire_latency_breakpoints_are_found_exactly_under_the_default_order():
+@pytest.mark.parametrize(("nic", "first"), [("overlap", 1500.0), ("serial", 1515.0)])
+def test_wire_latency_breakpoints_are_found_exactly_under_the_default_order(nic, first):
     """The default schedule order, its order taken at the uniform parameters (L = 3 µs: c2,
-    then the message, on rank 1's CPU). At l = 100 the message (L_m = 2·100 + 108) arrives at
-    408, during c2: the CPU processes it at 500 for B·G = 15 (nic serial), as LogGOPSim does,
-    so T = 1515 (the paper's model: 1500); from l = 274 it arrives after c2: 1771 and 2071."""
+    then the message, on rank 1's CPU). At l = 100 the message (L_m = 2·100 + 108) arrives
+    during c2: under the default overlap NIC its B·G = 15 was paid on the wire and T = 1500
+    (the paper's model); under nic serial the CPU processes it at 500 for B·G, as LogGOPSim
+    does, so T = 1515. From l = 274 it arrives after c2: 1771 and 2071."""
     default = LogGPS(o=0.0, G=5.0, S=1 << 20)
-    assert default.order == "schedule" and default.nic == "serial"
-    frame = sweep_topologies(two_rank(500.0), default, ["fattree:k=4"], [100.0, 274.0, 424.0])
-    assert frame.runtime_ns.tolist() == pytest.approx([1515.0, 1771.0, 2071.0])
+    assert (default.order, default.nic) == ("schedule", "overlap")
+    params = default.with_(nic=nic)
+    frame = sweep_topologies(two_rank(500.0), params, ["fattree:k=4"], [100.0, 274.0, 424.0])
+    assert frame.runtime_ns.tolist() == pytest.approx([first, 1771.0, 2071.0])
     assert frame["lambda"].tolist() == [0.0, 2.0, 2.0]
 
 

@@ -148,3 +148,58 @@ def test_npb_cg_builds_and_verifies(tmp_path):
         ["mpirun", "-n", "2", str(exe)], capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 0 and "VERIFICATION SUCCESSFUL" in done.stdout
+
+
+def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
+    """``--rescore DIR``: the measured runs an earlier validation kept are predicted again from
+    their trace, call cost and calibration, under today's default and every model; the runs,
+    loads and notes stay the run's own."""
+    import json
+
+    from benchmarks.validation import markdown, rescore
+    from llamp.ingest import read
+    from llamp.injector.overhead import charge_call_cost
+    from llamp.injector.validate import MODELS, predict_deltas
+    from llamp.params import LogGPS
+
+    trace = Path(__file__).parent / "data" / "traces" / "liballprof" / "sweep3d-2x2"
+    shutil.copytree(trace, tmp_path / "trace-0")
+    runs = {0.0: [2.0e6, 2.1e6, 2.05e6], 20_000.0: [2.5e6, 2.6e6, 2.55e6]}
+    kept = {
+        "run": "halo-8k-2",
+        "command": ["mpirun", "-n", "2", "./halo"],
+        # the model choices of the day it ran; a re-score predicts under today's
+        "params": {
+            "L_ns": 0.0,
+            "o_ns": 238.5,
+            "G_ns_per_byte": 0.14,
+            "S_bytes": 2048,
+            "g_ns": 115.0,
+            "progress": "wait",
+            "nic": "serial",
+            "order": "program",
+            "rendezvous": "loggopsim",
+        },
+        "repeat": 3,
+        "call_cost_ns": 50.0,
+        "mpi": "Open MPI 4.1.4",
+        "notes": ["injector at ΔL = 0 vs the traced run: +1.4% runtime"],
+        "points": [
+            {"delta_ns": d, "runs_ns": r, "loadavg": [0.1] * 3, "other_load_cores": [0.01] * 3}
+            for d, r in runs.items()
+        ],
+    }
+    (tmp_path / "halo-8k-2.json").write_text(json.dumps(kept))
+    calibration, results = rescore(tmp_path, log=lambda *_: None)
+    ((app, v),) = results
+    assert app.name == "halo 8 KiB" and calibration["o_ns"] == 238.5
+    assert [m.name for m in MODELS] == list(v.models)
+    assert [p.runs_ns for p in v.points] == [tuple(r) for r in runs.values()]
+    assert v.notes == tuple(kept["notes"]) and v.call_cost_ns == 50.0
+    today = LogGPS(L=0.0, o=238.5, G=0.14, S=2048, g=115.0)
+    graph = charge_call_cost(read(tmp_path / "trace-0", name="x"), 50.0)
+    expected = predict_deltas(graph, today, list(runs), engine="graph")["runtime_ns"]
+    assert [p.predicted_ns for p in v.points] == pytest.approx(list(expected), rel=1e-12)
+    assert "| halo 8 KiB | 2 |" in markdown(calibration, results, "x")
+    with pytest.raises(SystemExit, match="no results"):
+        rescore(tmp_path / "trace-0")

@@ -136,7 +136,7 @@ def _shown(err: BaseException) -> str:
 
 def describe(params: LogGPS) -> str:
     """``L = 3 µs · o = 1.5 µs · G = 0.018 ns/B (444 Gb/s) · S = 262144 B · g = 0 ns ·
-    progress async · NIC serial · order schedule · rendezvous handshake`` (every choice, as
+    progress async · NIC overlap · order schedule · rendezvous handshake`` (every choice, as
     the sidebar has them; the schedule order has no use for the progress model)."""
     bandwidth = f" ({8.0 / params.G:.4g} Gb/s)" if params.G > 0 else ""
     return (
