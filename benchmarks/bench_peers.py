@@ -26,7 +26,8 @@ so background load on the shared machine hits both alike:
   against the same round's 11 LogGOPSim runs (which give T at 11 points, not
   the breakpoints: the issue's yardstick for "all critical latencies in seconds").
 
-``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep.
+``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep;
+``LLAMP_PEERS_SIZES`` (e.g. ``"3e6"``) replaces the stencil sizes.
 
 When the installed llamp has the schedule order (``LogGPS.order``, :mod:`llamp.lp.schedule`),
 each round also measures it with LogGOPSim's rendezvous (``--order schedule --rendezvous
@@ -491,6 +492,8 @@ def run(
         _log(note)
         return [row("peers", note, "—", "—", "")]
     sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000, 10_000_000] if full else [])
+    if os.environ.get("LLAMP_PEERS_SIZES"):
+        sizes = [int(float(n)) for n in os.environ["LLAMP_PEERS_SIZES"].split(",")]
     schedgen = None if quick else tools[0].with_name("schedgen")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="llamp-peers-") as tmp:

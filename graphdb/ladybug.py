@@ -74,8 +74,12 @@ _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 #: Rows per chunk of a native Arrow result.
 _ARROW_CHUNK_ROWS = 1 << 20
 _LOCK = re.compile(r"Could not set lock on file.*?(?:held by PID (\d+))?", re.DOTALL)
-#: A read-only open that a writer's checkpoint (running, or killed half-way) blocks.
-_RECOVERY = re.compile(r"checkpoint recovery is pending|replay shadow pages|Could not set lock")
+#: A read-only open that a writer's checkpoint (running, or killed half-way) blocks; the
+#: last alternative is the instant a checkpoint has truncated the write-ahead log.
+_RECOVERY = re.compile(
+    r"checkpoint recovery is pending|replay shadow pages|Could not set lock"
+    r"|Reading past the end of the file .+?\.wal with size 0"
+)
 
 
 def _return_freed_memory() -> None:

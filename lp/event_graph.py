@@ -105,10 +105,12 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -347,6 +349,14 @@ class _EdgeColumns:
         self.msg = store.empty(capacity, np.int32)
         self.patterns: dict[tuple, int] = {}
         self.size = 0
+
+    def trim(self, capacity: int) -> None:
+        """Shorten the columns to ``capacity`` edges (allocated at a bound before the count
+        was known; views, nothing copied)."""
+        if not self.size <= capacity <= self.src.shape[0]:
+            raise RuntimeError(f"event graph: {capacity} edges do not fit {self.src.shape[0]}")
+        for name in ("src", "dst", "pattern", "value", "msg"):
+            setattr(self, name, getattr(self, name)[:capacity])
 
     def pattern_of(self, fixed=_ZERO, scaled=_ZERO) -> int:
         key = (tuple(float(x) for x in fixed), tuple(float(x) for x in scaled))
@@ -959,6 +969,10 @@ def _assemble(
     schedule pass fixed their times): the events are numbered by it instead of by depth, and
     every edge is checked to go forward in it."""
     V = graph.num_vertices
+    # Steps that do not depend on each other share the machine's cores when the columns are
+    # in memory (scratch columns stay one at a time: that path is about memory).
+    parallel = store.scratch is None and _cores() > 1
+    inverse = None
     step(LOWERING_STEPS[2])
     if position is None:
         depth = _depths(num_events, cols.src, cols.dst, graph)
@@ -977,7 +991,10 @@ def _assemble(
     else:
         pos_of_event = position
         event_of_pos = np.empty(num_events, dtype=index)
-        event_of_pos[pos_of_event] = np.arange(num_events, dtype=index)
+        # on a second core while the edges are sorted (it reads only the positions)
+        inverse = _Background(_invert, pos_of_event, event_of_pos) if parallel else None
+        if inverse is None:
+            _invert(pos_of_event, event_of_pos)
     by_dst = store.empty(cols.src.shape[0], index)
     in_ptr = np.empty(num_events + 1, dtype=index)
     if position is None:
@@ -995,12 +1012,26 @@ def _assemble(
     else:
         _by_position(cols.dst, position, by_dst, in_ptr, store)
         store.release(cols.dst)
+        if inverse is not None:
+            inverse.result()
     del cols.dst
     fixed, scaled = cols.tables()
     narrow = fixed.shape[0] <= 256
     step(LOWERING_STEPS[4])
-    p_src = _gather(store, cols.src, by_dst, renumber=pos_of_event)
-    cols.src = None
+
+    def sources() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sources by destination, renumbered, checked, and grouped by source."""
+        p_src = _gather(store, cols.src, by_dst, renumber=pos_of_event)
+        if position is not None and not _forward(in_ptr, p_src):
+            raise RuntimeError("event graph: an edge goes backward in the schedule pass's order")
+        out_edge, out_ptr = _group_by_rows(
+            p_src, num_events, index, out=store.empty(p_src.shape[0], index)
+        )
+        store.release(p_src, out_edge)
+        return p_src, out_edge, out_ptr
+
+    # In memory, the sources on a second core while this one gathers the other columns.
+    from_sources = _Background(sources) if parallel else None
     msg = _gather(store, cols.msg, by_dst)
     cols.msg = None
     pattern = _gather(store, cols.pattern, by_dst, np.uint8 if narrow else np.uint16)
@@ -1009,13 +1040,8 @@ def _assemble(
     store.release(cols.value)
     value = _gather(store, cols.value, by_dst, np.float32 if fits else np.float64)
     cols.value = None
-    del by_dst
-    if position is not None and not _forward(in_ptr, p_src):
-        raise RuntimeError("event graph: an edge goes backward in the schedule pass's order")
-    out_edge, out_ptr = _group_by_rows(
-        p_src, num_events, index, out=store.empty(p_src.shape[0], index)
-    )
-    store.release(p_src, out_edge)
+    p_src, out_edge, out_ptr = sources() if from_sources is None else from_sources.result()
+    cols.src = by_dst = None
     return EventGraph(
         num_vertices=V,
         num_events=num_events,
@@ -1098,7 +1124,8 @@ def _gather(
             ("f8", "f8"),
             ("f8", "f4"),
         )
-    )
+    ),
+    nogil=True,
 )
 def _take(column, order, out):  # pragma: no cover - compiled
     """``out[:] = column[order]`` (cast to ``out``'s type) without numpy's temporaries."""
@@ -1111,7 +1138,8 @@ def _take(column, order, out):  # pragma: no cover - compiled
         f"{ids}[::1], {index}[::1], {ids}[::1], {ids}[::1]"
         for index in ("i4", "i8")
         for ids in ("i4", "i8")
-    )
+    ),
+    nogil=True,
 )
 def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
     """``out[:] = new_id[column[order]]``: a gather of ids and their renumbering in one pass."""
@@ -1119,7 +1147,12 @@ def _take_renumbered(column, order, new_id, out):  # pragma: no cover - compiled
         out[k] = new_id[column[order[k]]]
 
 
-@kernel("i4[::1], i4[::1], i4[::1]", "i8[::1], i4[::1], i4[::1]", "i8[::1], i8[::1], i8[::1]")
+@kernel(
+    "i4[::1], i4[::1], i4[::1]",
+    "i8[::1], i4[::1], i4[::1]",
+    "i8[::1], i8[::1], i8[::1]",
+    nogil=True,
+)
 def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
     for k in keys:
         count[k + 1] += 1
@@ -1131,7 +1164,18 @@ def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
         count[k] += 1
 
 
-@kernel("f8[::1]")
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]", nogil=True)
+def _invert(perm, out):  # pragma: no cover - compiled
+    """``out[perm[i]] = i``: the inverse of the permutation ``perm``."""
+    for i in range(perm.shape[0]):
+        out[perm[i]] = i
+
+
+@kernel("f8[::1]", nogil=True)
 def _fits_float32(values):  # pragma: no cover - compiled
     """Every value is exactly a float32 (integral costs and byte counts below 2^24: every
     graph read from GOAL): then ``value`` is stored as float32, 4 B per edge less, and the
@@ -1221,7 +1265,7 @@ def _bucket_sort(dst, position, bits, buckets, edge, key, order, ptr):  # pragma
     ptr[n] = dst.shape[0]
 
 
-@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]")
+@kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]", nogil=True)
 def _forward(in_ptr, src):  # pragma: no cover - compiled
     """Every edge goes from a lower position to a higher one (``src`` grouped by destination
     position, row pointer ``in_ptr``)."""
@@ -1366,7 +1410,15 @@ def _build_scheduled(
 
     step(LOWERING_STEPS[0])
     at = tuple(float(x) for x in (schedule_at or (0.0, 0.0, 0.0, 0.0)))
-    if plan is None:
+    # The pass runs on a second thread while this one writes the edges that do not depend on
+    # its orders (its kernels release the GIL): on two cores the lowering then costs about
+    # the pass, not the pass plus those edges (benchmarks/RESULTS.md, "the lowering beside
+    # the schedule pass"). In memory only: the columns are then allocated at a bound on the
+    # edge count (pages never written are never backed), which scratch files would hold.
+    pending = None
+    if plan is None and store.scratch is None:
+        pending = _Background(run_schedule, graph, S, nic, rendezvous, at)
+    elif plan is None:
         plan = run_schedule(graph, S, nic, rendezvous, at)
     V = graph.num_vertices
     kind = graph.kind
@@ -1375,39 +1427,43 @@ def _build_scheduled(
     M = sends.size
     nbytes = graph.size[sends]
     rdv = nbytes > S
-    B = np.maximum(nbytes - 1, 0).astype(np.float64)
-    msg_ids = np.arange(M, dtype=np.int32)
-    rdv_ids = np.flatnonzero(rdv)
-    match_ev = np.full(M, -1, dtype=np.int64)
-    match_ev[rdv_ids] = 2 * V + M + np.arange(rdv_ids.size)
-    proc_ev = 2 * V + np.arange(M, dtype=np.int64)
-    num_events = 2 * V + M + rdv_ids.size
-    extra_owner = np.concatenate((recvs, recvs[rdv_ids]))
-    serial = nic == "serial"
-    handshake = rendezvous == "handshake"
-
-    calc = np.flatnonzero(kind == CALC)
+    r_all = np.flatnonzero(kind == RECV)
+    # Edges that do not depend on the pass's orders, and a bound on those that do (each
+    # operation has at most one predecessor and one bump per chain).
     ek = graph.edge_kind
     req, ireq = ek == REQUIRES, ek == IREQUIRES
-    ops = np.arange(V + M, dtype=np.int64)
-    has_cpu, has_cbump = plan.cpu_prev >= 0, plan.cpu_bump >= 0
-    has_nic, has_nbump = plan.nic_prev >= 0, plan.nic_bump >= 0
-    r_all = np.flatnonzero(kind == RECV)
-    has_post, has_pbump = plan.post_prev[r_all] >= 0, plan.post_bump[r_all] >= 0
-    hs = rdv if handshake else np.zeros_like(rdv)
-    lg = np.zeros_like(rdv) if handshake else rdv
-    capacity = (
-        calc.size
+    fixed_edges = (
+        int((kind == CALC).sum())
         + int((~rdv).sum())  # eager sends
         + r_all.size
         + 2 * M
         + 3 * int(rdv.sum())
         + int(req.sum())
         + int(ireq.sum())
-        + int(has_cpu.sum() + has_cbump.sum() + has_nic.sum() + has_nbump.sum())
-        + int(has_post.sum() + has_pbump.sum())
     )
-    index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
+    ordered_bound = 4 * (V + M) + 2 * r_all.size
+    num_events = 2 * V + M + int(rdv.sum())
+    if pending is not None and num_events < _INDEX32_LIMIT <= fixed_edges + ordered_bound:
+        plan, pending = pending.result(), None  # the bound would widen the indices: wait
+    B = np.maximum(nbytes - 1, 0).astype(np.float64)
+    msg_ids = np.arange(M, dtype=np.int32)
+    rdv_ids = np.flatnonzero(rdv)
+    match_ev = np.full(M, -1, dtype=np.int64)
+    match_ev[rdv_ids] = 2 * V + M + np.arange(rdv_ids.size)
+    proc_ev = 2 * V + np.arange(M, dtype=np.int64)
+    extra_owner = np.concatenate((recvs, recvs[rdv_ids]))
+    serial = nic == "serial"
+    handshake = rendezvous == "handshake"
+
+    calc = np.flatnonzero(kind == CALC)
+    hs = rdv if handshake else np.zeros_like(rdv)
+    lg = np.zeros_like(rdv) if handshake else rdv
+    if pending is None:
+        capacity = fixed_edges + _ordered_edges(plan, r_all)
+        index = np.int32 if max(num_events, capacity) < _INDEX32_LIMIT else np.int64
+    else:
+        capacity = fixed_edges + ordered_bound
+        index = np.int32 if num_events < _INDEX32_LIMIT else np.int64
     cols = _EdgeColumns(capacity, index, store)
     add = cols.add
     O1 = (0.0, 0.0, 0.0, 1.0, 0.0)
@@ -1440,6 +1496,15 @@ def _build_scheduled(
     from_send = kind[isrc] == SEND
     add(2 * isrc[from_send], 2 * idst[from_send], O1)
     add(2 * isrc[~from_send], 2 * idst[~from_send])
+    del src, dst, isrc, idst, from_send, req, ireq
+    if pending is not None:
+        plan = pending.result()
+        capacity = cols.size + _ordered_edges(plan, r_all)
+        cols.trim(capacity)
+    ops = np.arange(V + M, dtype=np.int64)
+    has_cpu, has_cbump = plan.cpu_prev >= 0, plan.cpu_bump >= 0
+    has_nic, has_nbump = plan.nic_prev >= 0, plan.nic_bump >= 0
+    has_post, has_pbump = plan.post_prev[r_all] >= 0, plan.post_bump[r_all] >= 0
 
     # The schedule's orders. An operation ``a`` served before ``b`` holds the resource from
     # its start for its duration: a calc until its finish, a send o, a processing o (+ B·G).
@@ -1497,6 +1562,38 @@ def _build_scheduled(
         rendezvous_model=rendezvous,
         schedule_at=at,
     )
+
+
+def _ordered_edges(plan, r_all: np.ndarray) -> int:
+    """The edges that fix the schedule pass's orders (predecessors and bumps of every CPU
+    stream, NIC and receive post)."""
+    chains = (plan.cpu_prev, plan.cpu_bump, plan.nic_prev, plan.nic_bump)
+    posts = (plan.post_prev[r_all], plan.post_bump[r_all])
+    return sum(int(np.count_nonzero(x >= 0)) for x in (*chains, *posts))
+
+
+class _Background:
+    """``func(*args)`` on a daemon thread (its kernels release the GIL); :meth:`result`
+    waits for it and returns its value or raises its exception. A daemon: Ctrl-C ends the
+    process without waiting for a pass under way."""
+
+    def __init__(self, func: Callable, *args: Any):
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._target, args=(func, args), daemon=True)
+        self._thread.start()
+
+    def _target(self, func: Callable, args: tuple) -> None:
+        try:
+            self._value = func(*args)
+        except BaseException as err:  # handed to the caller of result()
+            self._error = err
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _message_of(graph: ExecutionGraph, sends: np.ndarray, vertices: np.ndarray) -> np.ndarray:

@@ -232,7 +232,10 @@ _RUN = (
 )
 
 
-@kernel(*(_OUT_EDGES.format(e=e, i=i) for e, i in (("i4", "i4"), ("i8", "i4"), ("i8", "i8"))))
+@kernel(
+    *(_OUT_EDGES.format(e=e, i=i) for e, i in (("i4", "i4"), ("i8", "i4"), ("i8", "i8"))),
+    nogil=True,
+)
 def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragma: no cover
     """The out-edges of every vertex (CSR ``out_ptr``, ``out_dst``, ``out_irq``: the edges
     ``order`` lists, grouped by ``src`` ascending, each group by ``dst``) and the in-degrees,
@@ -271,7 +274,7 @@ def _out_edges(src, dst, irq, order, out_ptr, out_dst, out_irq, indeg):  # pragm
             out_irq[j] = q
 
 
-@kernel(*(_RUN.format(i=i, s=q) for i, q in (("i4", "i4"), ("i4", "i8"), ("i8", "i8"))))
+@kernel(*(_RUN.format(i=i, s=q) for i, q in (("i4", "i4"), ("i4", "i8"), ("i8", "i8"))), nogil=True)
 def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     kind,
     qrank,

@@ -541,6 +541,46 @@ def test_a_real_deadlock_names_the_operations_never_started():
     assert schedule(_graph(text), LOGGOPSIM).runtime == pytest.approx(6000.0 + 999 * 0.018)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pass_beside_the_fixed_edges_lowers_what_the_pass_before_them_does(seed):
+    """In memory the lowering runs the schedule pass on a second thread while it writes the
+    edges that do not depend on its orders, into columns allocated at a bound; the event
+    graph is the one lowered from a pass run first, array for array."""
+    from dataclasses import fields
+
+    from llamp.lp.event_graph import build_event_graph
+    from llamp.lp.schedule import schedule_at
+
+    graph = random_graph(seed, ranks=4, steps=60, max_size=8192)
+    at = (3000.0, 1500.0, 0.5, 100.0)
+    for S, nic, rendezvous in itertools.product(
+        (0, 2048), ("overlap", "serial"), ("handshake", "loggopsim")
+    ):
+        options = dict(order="schedule", nic=nic, rendezvous=rendezvous, schedule_at=at)
+        beside = build_event_graph(graph, S, **options)
+        before = build_event_graph(
+            graph, S, plan=schedule_at(graph, S, nic, rendezvous, at), **options
+        )
+        for f in fields(beside):
+            x, y = getattr(beside, f.name), getattr(before, f.name)
+            if isinstance(x, np.ndarray):
+                assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+            else:
+                assert x == y, f.name
+
+
+def test_a_deadlock_found_by_the_pass_beside_the_edges_is_raised_by_the_lowering():
+    from llamp.lp.event_graph import build_event_graph
+
+    text = "num_ranks 2\n" + "".join(
+        f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
+        "r requires s\n}\n"
+        for r in (0, 1)
+    )
+    with pytest.raises(GraphError, match=r"2 of 4 operations never started"):
+        build_event_graph(_graph(text), 10, order="schedule")
+
+
 def _numbered_by_depth(graph, ev):
     """The same edges (in-edges in the same order) numbered by event depth, as the program
     order numbers its events."""

@@ -34,6 +34,9 @@ _PROBE = textwrap.dedent(
             "modules": sorted(sys.modules),
             "setup_started": bool(jit and jit._thread is not None),
             "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "hugepage_env": os.environ.get("NUMPY_MADVISE_HUGEPAGE"),
+            "hugepage": "numpy" in sys.modules
+            and sys.modules["numpy"]._core.multiarray._set_madvise_hugepage(True),
         }), file=sys.stderr)
     atexit.register(report)
     sys.argv = ["llamp", *sys.argv[1:]]
@@ -113,6 +116,28 @@ def test_predict_imports_its_own_command_only_and_leaves_the_blas_variable(graph
         heavy += ("numba", "llvmlite")
     assert not [m for m in modules if m.split(".")[0] in heavy]
     assert report["blas_threads_env"] == given
+
+
+@pytest.mark.parametrize("given", [None, "1", "0"])
+def test_numpy_is_loaded_without_huge_pages_unless_the_user_asks(graph_file, given):
+    """numpy's huge pages are off in a ``llamp`` process (a first touch costs about five times
+    as much with them here: docs/architecture.md §Start-up of a command);
+    ``NUMPY_MADVISE_HUGEPAGE`` chosen by the user wins, and the variable is left as given."""
+    _, path = graph_file
+    base = {k: v for k, v in os.environ.items() if k != entry_point._HUGEPAGE}
+    env = {entry_point._HUGEPAGE: given} if given else {}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "predict", str(path), *POINT, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**base, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["hugepage"] is (given == "1")
+    assert report["hugepage_env"] == given
+    assert json.loads(done.stdout)["runtime_ns"] > 0
 
 
 def test_predict_under_the_jit_sets_numba_up_in_the_background(graph_file):

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     interpreter's teardown."""
     if argv is None:
         _keep_freed_memory()
-        _one_blas_thread()
+        _load_numpy()
     code = _run(argv)
     if argv is None and _may_exit_now():
         _exit_now(code)
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def __getattr__(name: str) -> Any:
     """``cli`` (the root group) and ``message``, from :mod:`llamp.cli.base` on first use: the
-    entry point imports it after :func:`_one_blas_thread`. Each subcommand's module is imported
+    entry point imports it after :func:`_load_numpy`. Each subcommand's module is imported
     by the root group when that command runs (:data:`llamp.cli.base.COMMANDS`)."""
     if name in ("cli", "message"):
         from llamp.cli import base
@@ -124,25 +124,43 @@ def _keep_freed_memory() -> None:
 
 #: Environment variables that set the thread count of numpy's OpenBLAS when it is loaded.
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+#: numpy's switch for ``madvise(MADV_HUGEPAGE)`` on its large arrays, read when it is loaded.
+_HUGEPAGE = "NUMPY_MADVISE_HUGEPAGE"
 
 
-def _one_blas_thread() -> None:
-    """Load numpy with its OpenBLAS on one thread, unless the user chose a thread count.
+def _load_numpy() -> None:
+    """Load numpy with its OpenBLAS on one thread and without transparent huge pages for its
+    arrays, each unless the user chose (set the variable to choose).
 
-    OpenBLAS starts its thread pool and their buffers when numpy is imported: 0.04–0.05 s of
-    CPU per process here (2 cores; more with more cores), a third of what a ``predict`` of a
-    small graph costs (``benchmarks/bench_startup.py``). llamp's passes are compiled kernels
-    and sparse products, and its dense BLAS calls are matrix-vector products over a few
-    columns, which do not gain from the pool. The variable is set for numpy's import only and
-    removed again, so programs llamp starts (``llamp inject -- mpirun ./app``) get the
-    environment as the user gave it."""
-    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREADS):
+    - OpenBLAS starts its thread pool and their buffers when numpy is imported: 0.04–0.05 s of
+      CPU per process here (2 cores; more with more cores), a third of what a ``predict`` of a
+      small graph costs (``benchmarks/bench_startup.py``). llamp's passes are compiled kernels
+      and sparse products, and its dense BLAS calls are matrix-vector products over a few
+      columns, which do not gain from the pool.
+    - numpy asks the kernel for huge pages on every large array. A large analysis touches most
+      of its memory once (columns written once, read a few times), and on this machine (a
+      virtual machine whose host backs memory a guest touches for the first time) a huge page
+      costs about five times what its 512 small pages cost: a new 400 MB array touched once,
+      1.21 s of system time with huge pages, 0.19 s without; ``sweep`` of the 3·10^6-vertex
+      stencil 2.24 → 1.40 s of system time and 4.24 → 3.96 s wall, ``predict`` 3.92 → 3.24 s
+      (``benchmarks/bench_hugepages.py``, RESULTS.md). ``NUMPY_MADVISE_HUGEPAGE=1`` restores
+      them.
+
+    The variables are set for numpy's import only and removed again, so programs llamp starts
+    (``llamp inject -- mpirun ./app``) get the environment as the user gave it."""
+    if "numpy" in sys.modules:
         return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    chosen = {}
+    if not any(name in os.environ for name in _BLAS_THREADS):
+        chosen["OPENBLAS_NUM_THREADS"] = "1"
+    if _HUGEPAGE not in os.environ:
+        chosen[_HUGEPAGE] = "0"
+    os.environ.update(chosen)
     try:
-        import numpy  # noqa: F401 - loaded now, with one BLAS thread
+        import numpy  # noqa: F401 - loaded now, with the settings above
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        for name in chosen:
+            del os.environ[name]
 
 
 #: Modules whose objects may still have something to write when they are destroyed (a store's
