@@ -529,13 +529,17 @@ def test_release_order_matches_gcc_std_sort_on_forty_operations():
     assert items.tolist() == gcc
 
 
+#: Two blocking sends of 1000 B facing each other: a deadlock under rendezvous (S < 1000).
+FACING_SENDS = "num_ranks 2\n" + "".join(
+    f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
+    "r requires s\n}\n"
+    for r in (0, 1)
+)
+
+
 def test_a_real_deadlock_names_the_operations_never_started():
     """Two blocking rendezvous sends facing each other never get their receives posted."""
-    text = "num_ranks 2\n" + "".join(
-        f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
-        "r requires s\n}\n"
-        for r in (0, 1)
-    )
+    text = FACING_SENDS
     with pytest.raises(GraphError, match=r"2 of 4 operations never started .* label r"):
         schedule(_graph(text), LOGGOPSIM.with_(S=10))
     assert schedule(_graph(text), LOGGOPSIM).runtime == pytest.approx(6000.0 + 999 * 0.018)
@@ -572,13 +576,8 @@ def test_the_pass_beside_the_fixed_edges_lowers_what_the_pass_before_them_does(s
 def test_a_deadlock_found_by_the_pass_beside_the_edges_is_raised_by_the_lowering():
     from llamp.lp.event_graph import build_event_graph
 
-    text = "num_ranks 2\n" + "".join(
-        f"rank {r} {{\ns: send 1000b to {1 - r} tag 0\nr: recv 1000b from {1 - r} tag 0\n"
-        "r requires s\n}\n"
-        for r in (0, 1)
-    )
     with pytest.raises(GraphError, match=r"2 of 4 operations never started"):
-        build_event_graph(_graph(text), 10, order="schedule")
+        build_event_graph(_graph(FACING_SENDS), 10, order="schedule")
 
 
 def _numbered_by_depth(graph, ev):

@@ -46,13 +46,18 @@ _PROBE = textwrap.dedent(
 )
 
 
-def _probe(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def _probe(
+    *args: str, env: dict | None = None, drop: tuple[str, ...] = ()
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``llamp *args`` under :data:`_PROBE` with ``env`` added to this environment and the
+    variables ``drop`` removed from it."""
+    base = {k: v for k, v in os.environ.items() if k not in drop}
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         capture_output=True,
         text=True,
         timeout=300,
-        env=None if env is None else {**os.environ, **env},
+        env={**base, **(env or {})},
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return done, report
@@ -96,16 +101,10 @@ def test_predict_imports_its_own_command_only_and_leaves_the_blas_variable(graph
     variable is left as the user gave it (programs llamp starts inherit it)."""
     _, path = graph_file
     env = {"OPENBLAS_NUM_THREADS": given} if given else {}
-    base = {k: v for k, v in os.environ.items() if k not in entry_point._BLAS_THREADS}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, "predict", str(path), *POINT, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**base, **env},
+    done, report = _probe(
+        "predict", str(path), *POINT, "--json", env=env, drop=entry_point._BLAS_THREADS
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stderr.strip().splitlines()[-1])
     modules = report["modules"]
     assert [m for m in modules if m.startswith("llamp.cli.")] == [
         "llamp.cli.analyze",
@@ -124,17 +123,11 @@ def test_numpy_is_loaded_without_huge_pages_unless_the_user_asks(graph_file, giv
     as much with them here: docs/architecture.md §Start-up of a command);
     ``NUMPY_MADVISE_HUGEPAGE`` chosen by the user wins, and the variable is left as given."""
     _, path = graph_file
-    base = {k: v for k, v in os.environ.items() if k != entry_point._HUGEPAGE}
     env = {entry_point._HUGEPAGE: given} if given else {}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, "predict", str(path), *POINT, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**base, **env},
+    done, report = _probe(
+        "predict", str(path), *POINT, "--json", env=env, drop=(entry_point._HUGEPAGE,)
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["hugepage"] is (given == "1")
     assert report["hugepage_env"] == given
     assert json.loads(done.stdout)["runtime_ns"] > 0
