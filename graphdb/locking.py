@@ -2,7 +2,8 @@
 
 LadybugDB admits one read-write process per database file, and read-only processes beside it;
 a read-only open fails while the writer checkpoints ("checkpoint recovery is pending", or
-"reading past the end" of a write-ahead log the checkpoint has just emptied) and after a writer was killed mid-checkpoint until a writer reopens the file. So:
+"reading past the end" of a write-ahead log the checkpoint has just emptied) and after a
+writer was killed mid-checkpoint until a writer reopens the file. So:
 
 - writers take an exclusive ``flock`` on ``writer.lock`` in the store directory for as long as
   they hold the database; a second writer waits for it (with a message naming the holder)
