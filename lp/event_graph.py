@@ -115,6 +115,7 @@ from typing import Any
 import numpy as np
 
 from llamp import config
+from llamp.checks import cores
 from llamp.errors import GraphError
 from llamp.graph import (
     ARRAY_FIELDS,
@@ -971,7 +972,7 @@ def _assemble(
     V = graph.num_vertices
     # Steps that do not depend on each other share the machine's cores when the columns are
     # in memory (scratch columns stay one at a time: that path is about memory).
-    parallel = store.scratch is None and _cores() > 1
+    parallel = store.scratch is None and cores() > 1
     inverse = None
     step(LOWERING_STEPS[2])
     if position is None:
@@ -1162,10 +1163,6 @@ def _counting_sort(keys, count, perm):  # pragma: no cover - compiled
         k = keys[i]
         perm[count[k]] = i
         count[k] += 1
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @kernel("i4[::1], i4[::1]", "i8[::1], i8[::1]", nogil=True)
