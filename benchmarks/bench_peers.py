@@ -34,7 +34,8 @@ each round also measures it with LogGOPSim's rendezvous (``--order schedule --re
 loggopsim``), against the same round's LogGOPSim runs:
 
 - the schedule pass alone: :func:`llamp.lp.schedule.schedule` on the loaded graph, in a fresh
-  process after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
+  process set up as a ``llamp`` process is (:func:`llamp.cli.prepare_process`: glibc's
+  allocator, numpy without huge pages), after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
   call (its kernels loaded from numba's cache) and a second call, wall and CPU time (on a
   loaded machine the CPU time is the steadier figure);
 - one point: ``llamp predict --order schedule`` (pass + lowering + evaluation) vs one run;
@@ -85,6 +86,8 @@ _SCHEDULE = ["--order", "schedule", "--rendezvous", "loggopsim"]
 #: Times :func:`llamp.lp.schedule.schedule` on a saved graph: argv[1] the .npz, then L o G S.
 _PASS_TIMER = """
 import json, sys, time
+import llamp.cli
+llamp.cli.prepare_process()  # glibc and numpy as in a llamp process
 from llamp.graph import ExecutionGraph
 from llamp.lp.schedule import schedule
 from llamp.params import LogGPS

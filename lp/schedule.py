@@ -343,6 +343,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     st_s = np.empty(cap, np.int64)
     st_i = np.empty(cap, np.int64)
     n_st = 0
+    served = False  # the root is the item being served
     seq = 0
     freed = np.empty(V + 1, np.int64)  # operations released by the current event
     n_freed = 0
@@ -409,10 +410,51 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 n_st += 1
                 seq += 1
             n_freed = 0
-        # The binary heap ordered by (time, insertion): the staged items go in (sift up),
-        # then the least comes out (sift down). Written out here, not as functions: every
-        # array passed to a call costs an atomic reference-count update in and out.
-        for q in range(n_st):
+        # The binary heap ordered by (time, insertion), both unique together, so any heap
+        # serves the same sequence. The item being served stays at the root while it is
+        # served: the first item it stages then takes its place (one sift down, where a pop
+        # and a push would cost a sift each), the others go in (sift up). Written out here,
+        # not as functions: every array passed to a call costs an atomic reference-count
+        # update in and out.
+        q0 = 0
+        if served:
+            if n_st > 0:
+                lt = st_t[0]
+                ls = st_s[0]
+                li = st_i[0]
+                q0 = 1
+            else:
+                size -= 1
+                lt = heap_t[size]
+                ls = heap_s[size]
+                li = heap_i[size]
+            # Floyd's: the hole goes down to a leaf along the lesser children (chosen without
+            # a branch), then the item comes up from there (it belongs near the bottom).
+            i = 0
+            while True:
+                c = 2 * i + 1
+                if c + 1 < size:
+                    a = heap_t[c]
+                    b = heap_t[c + 1]
+                    c += (b < a) | ((b == a) & (heap_s[c + 1] < heap_s[c]))
+                elif c >= size:
+                    break
+                heap_t[i] = heap_t[c]
+                heap_s[i] = heap_s[c]
+                heap_i[i] = heap_i[c]
+                i = c
+            while i > 0:
+                p = (i - 1) // 2
+                if heap_t[p] < lt or (heap_t[p] == lt and heap_s[p] < ls):
+                    break
+                heap_t[i] = heap_t[p]
+                heap_s[i] = heap_s[p]
+                heap_i[i] = heap_i[p]
+                i = p
+            heap_t[i] = lt
+            heap_s[i] = ls
+            heap_i[i] = li
+        for q in range(q0, n_st):
             t = st_t[q]
             s = st_s[q]
             i = size
@@ -434,29 +476,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
         t = heap_t[0]
         s = heap_s[0]
         item = heap_i[0]
-        size -= 1
-        lt = heap_t[size]
-        ls = heap_s[size]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= size:
-                break
-            if c + 1 < size and (
-                heap_t[c + 1] < heap_t[c]
-                or (heap_t[c + 1] == heap_t[c] and heap_s[c + 1] < heap_s[c])
-            ):
-                c += 1
-            if heap_t[c] < lt or (heap_t[c] == lt and heap_s[c] < ls):
-                heap_t[i] = heap_t[c]
-                heap_s[i] = heap_s[c]
-                heap_i[i] = heap_i[c]
-                i = c
-            else:
-                break
-        heap_t[i] = lt
-        heap_s[i] = ls
-        heap_i[i] = heap_i[size]
+        served = True
         if item < V:
             v = item
             c = cpu[v]

@@ -32,12 +32,20 @@ def main(argv: list[str] | None = None) -> None:
     llamp``), it ends the process with :func:`_exit_now` when that is safe, skipping the
     interpreter's teardown."""
     if argv is None:
-        _keep_freed_memory()
-        _load_numpy()
+        prepare_process()
     code = _run(argv)
     if argv is None and _may_exit_now():
         _exit_now(code)
     sys.exit(code)
+
+
+def prepare_process() -> None:
+    """What the ``llamp`` entry point sets up before its command: glibc keeps and reuses freed
+    memory (:func:`_keep_freed_memory`), numpy is loaded with one BLAS thread and without huge
+    pages (:func:`_load_numpy`). A benchmark that times llamp's functions in a process of its
+    own calls it first, to measure what a ``llamp`` process does."""
+    _keep_freed_memory()
+    _load_numpy()
 
 
 def __getattr__(name: str) -> Any:
@@ -99,19 +107,26 @@ def _run(argv: list[str] | None) -> int:
     return code if isinstance(code, int) else 0
 
 
-#: glibc ``mallopt`` settings of a ``llamp`` process (``M_TOP_PAD``, ``M_TRIM_THRESHOLD``).
-_MALLOPT = ((-2, 64 << 20), (-1, 256 << 20))
+#: glibc ``mallopt`` settings of a ``llamp`` process (``M_TOP_PAD``, ``M_TRIM_THRESHOLD``,
+#: ``M_MMAP_THRESHOLD``: 32 MB is the largest glibc accepts).
+_MALLOPT = ((-2, 64 << 20), (-1, 256 << 20), (-3, 32 << 20))
 
 
 def _keep_freed_memory() -> None:
-    """Let glibc keep up to 256 MB of freed heap and grow it 64 MB at a time.
+    """Let glibc keep up to 256 MB of freed heap, grow it 64 MB at a time, and serve blocks
+    up to 32 MB from it.
 
     A command allocates and frees arrays of a few MB to a few tens of MB over and over
     (columns, chunk buffers, kernel outputs); with glibc's defaults (128 KB) the heap is trimmed
     and grown back each time, and every page comes back as a fresh, zeroed page fault. Measured
     on ``llamp ingest`` of the 10^6-vertex stencil: 205,000 → 67,000 page faults, 0.1–0.3 s less
-    system time, peak RSS +23 MB (375 → 398 MB). Only for the process's entry point, only where
-    glibc is the C library (nothing happens elsewhere)."""
+    system time, peak RSS +23 MB (375 → 398 MB). Setting either of those fixes glibc's
+    threshold for blocks it maps on their own (and unmaps when freed) at 128 KB, where glibc
+    would otherwise raise it as such blocks are freed: every array above 128 KB was fresh
+    memory again. At 32 MB (glibc's upper limit) ``sweep`` of the 3·10^6-vertex stencil:
+    1.13 → 0.87 s of system time, 3.13 → 2.85 s wall, peak RSS 1.20 → 1.34 GB (RESULTS.md,
+    "freed memory reused"). Only for the process's entry point, only where glibc is the C
+    library (nothing happens elsewhere)."""
     try:
         import ctypes
 
