@@ -284,6 +284,9 @@ _LOWERED_FROM = tuple(name for name in ARRAY_FIELDS if name != "t_trace_ns")
 #: Event and edge counts below this use int32 indices (a module constant so that tests can
 #: lower small graphs with int64 indices too).
 _INDEX32_LIMIT = int(np.iinfo(np.int32).max)
+#: The kind the schedule order's edges give the processing of a message (an operation of the
+#: schedule pass besides the vertices, whose kinds are CALC, SEND, RECV and COLL).
+_PROCESSING = 4
 
 
 class _Columns:
@@ -1498,41 +1501,35 @@ def _build_scheduled(
         plan = pending.result()
         capacity = cols.size + _ordered_edges(plan, r_all)
         cols.trim(capacity)
-    ops = np.arange(V + M, dtype=np.int64)
-    has_cpu, has_cbump = plan.cpu_prev >= 0, plan.cpu_bump >= 0
-    has_nic, has_nbump = plan.nic_prev >= 0, plan.nic_bump >= 0
-    has_post, has_pbump = plan.post_prev[r_all] >= 0, plan.post_bump[r_all] >= 0
-
     # The schedule's orders. An operation ``a`` served before ``b`` holds the resource from
     # its start for its duration: a calc until its finish, a send o, a processing o (+ B·G).
-    def start_event(op: np.ndarray) -> np.ndarray:
-        return np.where(op < V, 2 * op, 2 * V + (op - V))
+    # Operations are vertices ``v`` and the processing of message ``m`` (``V + m``).
+    holds = np.concatenate((kind, np.full(M, _PROCESSING, dtype=kind.dtype)))
+
+    def start_event(op: np.ndarray) -> np.ndarray:  # 2v, or 2V + m for the processing of m
+        return op + np.minimum(op, V)
 
     def after(a: np.ndarray, dst_events: np.ndarray) -> None:
-        is_calc = np.zeros(a.size, dtype=bool)
-        is_send = np.zeros(a.size, dtype=bool)
-        vert = a < V
-        is_calc[vert] = kind[a[vert]] == CALC
-        is_send[vert] = kind[a[vert]] == SEND
-        proc = ~vert
+        held = holds[a]
+        is_calc, is_send, proc = held == CALC, held == SEND, held == _PROCESSING
         add(2 * a[is_calc] + 1, dst_events[is_calc])
         add(2 * a[is_send], dst_events[is_send], O1)
         mm = a[proc] - V
-        add(proc_ev[mm], dst_events[proc], O1, at_cpu, B[mm], m=mm.astype(np.int32))
+        add(mm + 2 * V, dst_events[proc], O1, at_cpu, B[mm], m=mm.astype(np.int32))
 
-    b = ops[has_cpu]
+    b = np.flatnonzero(plan.cpu_prev >= 0)
     after(plan.cpu_prev[b], start_event(b))
-    b = ops[has_cbump]
+    b = np.flatnonzero(plan.cpu_bump >= 0)
     add(match_ev[plan.cpu_bump[b]], start_event(b))
-    r = r_all[has_post]
+    r = r_all[plan.post_prev[r_all] >= 0]
     after(plan.post_prev[r], 2 * r)
-    r = r_all[has_pbump]
+    r = r_all[plan.post_bump[r_all] >= 0]
     add(match_ev[plan.post_bump[r]], 2 * r)
-    b = ops[has_nic]
+    b = np.flatnonzero(plan.nic_prev >= 0)
     a = plan.nic_prev[b]
     m_a = np.where(a < V, _message_of(graph, sends, a), a - V)
     add(start_event(a), start_event(b), GAP, BYTES, B[m_a], m=m_a.astype(np.int32))
-    b = ops[has_nbump]
+    b = np.flatnonzero(plan.nic_bump >= 0)
     add(match_ev[plan.nic_bump[b]], start_event(b))
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
