@@ -1510,6 +1510,7 @@ def _build_scheduled(
         return op + np.minimum(op, V)
 
     def after(a: np.ndarray, dst_events: np.ndarray) -> None:
+        a = a.astype(np.int64)  # the pass's orders may be int32, and 2a + 1 may not fit
         held = holds[a]
         is_calc, is_send, proc = held == CALC, held == SEND, held == _PROCESSING
         add(2 * a[is_calc] + 1, dst_events[is_calc])
@@ -1526,7 +1527,7 @@ def _build_scheduled(
     r = r_all[plan.post_bump[r_all] >= 0]
     add(match_ev[plan.post_bump[r]], 2 * r)
     b = np.flatnonzero(plan.nic_prev >= 0)
-    a = plan.nic_prev[b]
+    a = plan.nic_prev[b].astype(np.int64)
     m_a = np.where(a < V, _message_of(graph, sends, a), a - V)
     add(start_event(a), start_event(b), GAP, BYTES, B[m_a], m=m_a.astype(np.int32))
     b = np.flatnonzero(plan.nic_bump >= 0)

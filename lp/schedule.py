@@ -59,6 +59,7 @@ class Schedule:
     receiving NIC), ``bump[op]`` the rendezvous message whose match last moved ``op``'s CPU
     stream / NIC clock since the previous operation there (−1: none; ``loggopsim`` only).
     ``post_prev[r]`` / ``post_bump[r]`` the same for the CPU clock a receive ``r`` posts at.
+    These six are int32 while ``V + 2M`` fits, else int64.
     ``start`` (per vertex), ``processed`` (per message) and ``match`` (per message, rendezvous
     only, else NaN) are the times of the pass; ``runtime`` its T.
 
@@ -115,7 +116,7 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
     sends, recvs = graph.messages()
     M = sends.size
     # Vertex, message and stream indices as int32 while they fit (half the memory traffic of
-    # int64 in the event loop); the results are int64 either way.
+    # int64 in the event loop), and so are the serving orders the pass returns.
     idx = np.int32 if V + 2 * M + 1 < np.iinfo(np.int32).max else np.int64
     sends = sends.astype(idx, copy=False)
     recvs = recvs.astype(idx, copy=False)
@@ -325,12 +326,14 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     match = np.full(M, nan)
     rts = np.full(M, nan)  # handshake: request arrived
     ops = V + M
-    cpu_prev = np.full(ops, -1, np.int64)
-    cpu_bump = np.full(ops, -1, np.int64)
-    nic_prev = np.full(ops, -1, np.int64)
-    nic_bump = np.full(ops, -1, np.int64)
-    post_prev = np.full(V, -1, np.int64)
-    post_bump = np.full(V, -1, np.int64)
+    # Serving orders in the pass's index type (int32 while V + 2M fits: these six arrays are
+    # most of the memory the pass writes).
+    cpu_prev = np.full(ops, -1, msg_of.dtype)
+    cpu_bump = np.full(ops, -1, msg_of.dtype)
+    nic_prev = np.full(ops, -1, msg_of.dtype)
+    nic_bump = np.full(ops, -1, msg_of.dtype)
+    post_prev = np.full(V, -1, msg_of.dtype)
+    post_bump = np.full(V, -1, msg_of.dtype)
 
     # Heap items: a vertex operation ``v``, the arrival of message ``m`` for processing
     # (``V + m``), or the arrival of a handshake's request (``V + M + m``).
