@@ -35,9 +35,10 @@ loggopsim``), against the same round's LogGOPSim runs:
 
 - the schedule pass alone: :func:`llamp.lp.schedule.schedule` on the loaded graph, in a fresh
   process set up as a ``llamp`` process is (:func:`llamp.cli.prepare_process`: glibc's
-  allocator, numpy without huge pages), after numba's one-time set-up (:func:`llamp.lp.jit.prepare`, timed apart): the first
-  call (its kernels loaded from numba's cache) and a second call, wall and CPU time (on a
-  loaded machine the CPU time is the steadier figure);
+  allocator, numpy without huge pages), after numba's one-time set-up
+  (:func:`llamp.lp.jit.prepare`, timed apart): the first call (its kernels loaded from numba's
+  cache) and a second call, wall and CPU time (on a loaded machine the CPU time is the steadier
+  figure);
 - one point: ``llamp predict --order schedule`` (pass + lowering + evaluation) vs one run;
 - 11-point sweep, the order fixed at the baseline L = 3 µs (one pass) and, when ``sweep`` has
   ``--reschedule``, re-scheduled at every point (11 passes), vs 11 runs; and the farthest

@@ -437,9 +437,9 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             while True:
                 c = 2 * i + 1
                 if c + 1 < size:
-                    a = heap_t[c]
-                    b = heap_t[c + 1]
-                    c += (b < a) | ((b == a) & (heap_s[c + 1] < heap_s[c]))
+                    t1 = heap_t[c]
+                    t2 = heap_t[c + 1]
+                    c += (t2 < t1) | ((t2 == t1) & (heap_s[c + 1] < heap_s[c]))
                 elif c >= size:
                     break
                 heap_t[i] = heap_t[c]

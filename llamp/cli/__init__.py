@@ -125,7 +125,7 @@ def _keep_freed_memory() -> None:
     would otherwise raise it as such blocks are freed: every array above 128 KB was fresh
     memory again. At 32 MB (glibc's upper limit) ``sweep`` of the 3·10^6-vertex stencil:
     1.13 → 0.87 s of system time, 3.13 → 2.85 s wall, peak RSS 1.20 → 1.34 GB (RESULTS.md,
-    "freed memory reused"). Only for the process's entry point, only where glibc is the C
+    "The schedule pass's heap, and freed memory reused"). Only for the process's entry point, only where glibc is the C
     library (nothing happens elsewhere)."""
     try:
         import ctypes
