@@ -30,6 +30,7 @@ from llamp.lp.event_graph import (
 )
 from llamp.lp.kernels import (
     ABS_TOL_NS,
+    LANE_STEP,
     REL_TOL,
     backtrack_path,
     backward_late,
@@ -85,8 +86,10 @@ def _probe_least(events: int) -> int:
 
 def _per_pass(mask: int, rows: int) -> int:
     """Lanes one pass holds: at most :data:`LANES` and :data:`LANE_BYTES` of lane state
-    (``rows`` values per event of a ring of ``mask + 1`` events)."""
-    return int(max(1, min(LANES, LANE_BYTES // (8 * rows * (mask + 1)))))
+    (``rows`` values per event of a ring of ``mask + 1`` events), a multiple of
+    :data:`~llamp.lp.kernels.LANE_STEP` above it (what a pass computes)."""
+    fits = int(max(1, min(LANES, LANE_BYTES // (8 * rows * (mask + 1)))))
+    return fits if fits <= LANE_STEP else fits - fits % LANE_STEP  # passes pad to LANE_STEP
 
 
 @dataclass(frozen=True)

@@ -1499,39 +1499,49 @@ def _build_scheduled(
     del src, dst, isrc, idst, from_send, req, ireq
     if pending is not None:
         plan = pending.result()
-        capacity = cols.size + _ordered_edges(plan, r_all)
-        cols.trim(capacity)
     # The schedule's orders. An operation ``a`` served before ``b`` holds the resource from
     # its start for its duration: a calc until its finish, a send o, a processing o (+ B·G).
     # Operations are vertices ``v`` and the processing of message ``m`` (``V + m``).
     holds = np.concatenate((kind, np.full(M, _PROCESSING, dtype=kind.dtype)))
+    nic_chains = plan.params.nic == "serial"  # the pass chains NICs only then
+    send_msg = np.zeros(V if nic_chains else 0, dtype=np.int64)  # a send's message
+    if nic_chains:
+        send_msg[sends] = np.arange(M)
+    chains = (plan.cpu_prev, plan.cpu_bump, plan.post_prev, plan.post_bump)
+    chains += (plan.nic_prev, plan.nic_bump)
+    # The patterns of the edge groups _order_edges writes, in its order: after a calc, a send
+    # and a processing on a CPU stream, a rendezvous match bumping it; the same before a
+    # receive is posted; the NIC chains (g, + B·G) and their bumps.
+    cpu_groups = ((_ZERO, _ZERO), (O1, _ZERO), (O1, at_cpu), (_ZERO, _ZERO))
+    groups = (*cpu_groups, *cpu_groups, (GAP, BYTES), (_ZERO, _ZERO))
+    count = np.zeros(len(groups), dtype=np.int64)
+    ids = np.zeros(len(groups), dtype=np.int64)
+    ops = V + M
 
-    def start_event(op: np.ndarray) -> np.ndarray:  # 2v, or 2V + m for the processing of m
-        return op + np.minimum(op, V)
+    def order_edges(lo: int, hi: int, columns: tuple, at: int) -> int:
+        r = r_all[np.searchsorted(r_all, lo) : np.searchsorted(r_all, hi)]
+        return _order_edges(
+            V, lo, hi, holds, *chains, r, match_ev, B, send_msg, ids, *columns, at, count
+        )
 
-    def after(a: np.ndarray, dst_events: np.ndarray) -> None:
-        a = a.astype(np.int64)  # the pass's orders may be int32, and 2a + 1 may not fit
-        held = holds[a]
-        is_calc, is_send, proc = held == CALC, held == SEND, held == _PROCESSING
-        add(2 * a[is_calc] + 1, dst_events[is_calc])
-        add(2 * a[is_send], dst_events[is_send], O1)
-        mm = a[proc] - V
-        add(mm + 2 * V, dst_events[proc], O1, at_cpu, B[mm], m=mm.astype(np.int32))
-
-    b = np.flatnonzero(plan.cpu_prev >= 0)
-    after(plan.cpu_prev[b], start_event(b))
-    b = np.flatnonzero(plan.cpu_bump >= 0)
-    add(match_ev[plan.cpu_bump[b]], start_event(b))
-    r = r_all[plan.post_prev[r_all] >= 0]
-    after(plan.post_prev[r], 2 * r)
-    r = r_all[plan.post_bump[r_all] >= 0]
-    add(match_ev[plan.post_bump[r]], 2 * r)
-    b = np.flatnonzero(plan.nic_prev >= 0)
-    a = plan.nic_prev[b].astype(np.int64)
-    m_a = np.where(a < V, _message_of(graph, sends, a), a - V)
-    add(start_event(a), start_event(b), GAP, BYTES, B[m_a], m=m_a.astype(np.int32))
-    b = np.flatnonzero(plan.nic_bump >= 0)
-    add(match_ev[plan.nic_bump[b]], start_event(b))
+    nothing = np.zeros(0, dtype=index)
+    types = (index, index, np.uint16, np.float64, np.int32)
+    order_edges(0, ops, tuple(nothing.astype(t) for t in types), 0)  # counts only
+    for g, (fixed_c, scaled_c) in enumerate(groups):
+        if count[g]:  # registered in the order the groups come, as add() would
+            ids[g] = cols.pattern_of(fixed_c, scaled_c)
+    if pending is not None:
+        capacity = cols.size + int(count.sum())
+        cols.trim(capacity)
+    elif cols.size + int(count.sum()) != capacity:
+        raise RuntimeError(f"event graph: {cols.size + count.sum()} edges, {capacity} planned")
+    # In chunks of operations on scratch columns, each chunk's columns released once written
+    # (an event's in-edges all come from the chunk of its operation, in the same order).
+    chunk = cols.CHUNK if store.scratch is not None else max(ops, 1)
+    columns = (cols.src, cols.dst, cols.pattern, cols.value, cols.msg)
+    for lo in range(0, ops, chunk):
+        cols.size = order_edges(lo, min(lo + chunk, ops), columns, cols.size)
+        store.release(cols.pattern, cols.value, cols.msg)
     if cols.size != capacity:
         raise RuntimeError(f"event graph: {cols.size} edges, {capacity} planned")
     # The events numbered in the order the pass fixed their times: a topological order.
@@ -1567,6 +1577,124 @@ def _ordered_edges(plan, r_all: np.ndarray) -> int:
     return sum(int(np.count_nonzero(x >= 0)) for x in (*chains, *posts))
 
 
+@kernel(inline="always")
+def _after(held):  # pragma: no cover - compiled
+    """The group (0 a calc, 1 a send, 2 a processing; −1 none) of an edge after an operation
+    that holds its resource as ``held``."""
+    return 0 if held == CALC else 1 if held == SEND else 2 if held == _PROCESSING else -1
+
+
+@kernel(inline="always")
+def _after_source(a, group, V):  # pragma: no cover - compiled
+    """(source event, message) of the edge after operation ``a`` of ``group``: its finish
+    (a calc), its start + o (a send), its processing + o (+ B·G) (message ``a − V``)."""
+    if group == 0:
+        return 2 * a + 1, -1
+    if group == 1:
+        return 2 * a, -1
+    return a + V, a - V
+
+
+@kernel(
+    *(
+        f"i8, i8, i8, i1[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], "
+        f"i8[::1], i8[::1], f8[::1], i8[::1], i8[::1], {e}[::1], {e}[::1], u2[::1], f8[::1], "
+        "i4[::1], i8, i8[::1]"
+        for p, e in (("i4", "i4"), ("i4", "i8"), ("i8", "i8"))
+    ),
+    nogil=True,
+)
+def _order_edges(
+    V, lo, hi, holds, cpu_prev, cpu_bump, post_prev, post_bump, nic_prev, nic_bump,
+    r_all, match_ev, B, send_msg, ids, src, dst, pattern, value, msg, at, count,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The edges that fix the schedule pass's orders into operations ``lo`` … ``hi − 1``
+    (the receives ``r_all`` among them), written from edge ``at`` on in ten groups, group
+    ``g`` with pattern ``ids[g]``, each in operation order: into each operation's start
+    from the one before it on its CPU stream if that is a calc (0), a send (1), a processing
+    (2); from a rendezvous match bumping it (3); the same four into each receive's post
+    (4–7); from the one before it on its NIC (8); from a match bumping that (9). Returns
+    the end. With no columns given (``src`` empty) it only adds each group's count to
+    ``count``.
+
+    An operation is a vertex ``v`` (start event ``2v``) or the processing of message ``m``
+    (``V + m``, event ``2V + m``); ``a`` served before ``b`` holds the resource from its
+    start, so its edge leaves ``a``'s finish (a calc), its start + o (a send) or its
+    processing + o (+ B·G)."""
+    n = np.zeros(10, dtype=np.int64)  # this range's edges per group (phase 0)
+    cur = np.zeros(10, dtype=np.int64)  # where each group's next edge goes (phase 1)
+    k = at
+    for phase in range(1 if src.shape[0] == 0 else 2):
+        if phase == 1:
+            for g in range(10):
+                cur[g] = k
+                k += n[g]
+        for b in range(lo, hi):
+            d = b + min(b, V)
+            a = cpu_prev[b]
+            g = _after(holds[a]) if a >= 0 else -1
+            if g >= 0 and phase == 0:
+                n[g] += 1
+            elif g >= 0:
+                s, m = _after_source(a, g, V)
+                _put(src, dst, pattern, msg, cur[g], s, d, ids[g], m)
+                cur[g] += 1
+            a = cpu_bump[b]
+            if a >= 0 and phase == 0:
+                n[3] += 1
+            elif a >= 0:
+                _put(src, dst, pattern, msg, cur[3], match_ev[a], d, ids[3], -1)
+                cur[3] += 1
+            a = nic_prev[b]
+            if a >= 0 and phase == 0:
+                n[8] += 1
+            elif a >= 0:
+                m = send_msg[a] if a < V else a - V
+                _put(src, dst, pattern, msg, cur[8], a + min(a, V), d, ids[8], m)
+                cur[8] += 1
+            a = nic_bump[b]
+            if a >= 0 and phase == 0:
+                n[9] += 1
+            elif a >= 0:
+                _put(src, dst, pattern, msg, cur[9], match_ev[a], d, ids[9], -1)
+                cur[9] += 1
+        for i in range(r_all.shape[0]):
+            r = r_all[i]
+            a = post_prev[r]
+            g = _after(holds[a]) if a >= 0 else -1
+            if g >= 0 and phase == 0:
+                n[4 + g] += 1
+            elif g >= 0:
+                s, m = _after_source(a, g, V)
+                _put(src, dst, pattern, msg, cur[4 + g], s, 2 * r, ids[4 + g], m)
+                cur[4 + g] += 1
+            a = post_bump[r]
+            if a >= 0 and phase == 0:
+                n[7] += 1
+            elif a >= 0:
+                _put(src, dst, pattern, msg, cur[7], match_ev[a], 2 * r, ids[7], -1)
+                cur[7] += 1
+    if src.shape[0] == 0:
+        for g in range(10):
+            count[g] += n[g]
+        return k
+    # the values after the branches: these loads are independent, so they overlap
+    for j in range(at, k):
+        m = msg[j]
+        value[j] = B[m] if m >= 0 else 0.0
+    return k
+
+
+@kernel(inline="always")
+def _put(src, dst, pattern, msg, j, s, d, q, m):  # pragma: no cover - compiled
+    """Edge ``j``: ``s → d``, pattern ``q``, message ``m`` (its value: its bytes − 1 if it
+    has a message, else 0)."""
+    src[j] = s
+    dst[j] = d
+    pattern[j] = q
+    msg[j] = m
+
+
 class _Background:
     """``func(*args)`` on a daemon thread (its kernels release the GIL); :meth:`result`
     waits for it and returns its value or raises its exception. A daemon: Ctrl-C ends the
@@ -1589,10 +1717,3 @@ class _Background:
         if self._error is not None:
             raise self._error
         return self._value
-
-
-def _message_of(graph: ExecutionGraph, sends: np.ndarray, vertices: np.ndarray) -> np.ndarray:
-    """Message index of each send vertex in ``vertices`` (others: 0)."""
-    msg_of = np.zeros(graph.num_vertices, dtype=np.int64)
-    msg_of[sends] = np.arange(sends.size)
-    return msg_of[np.clip(vertices, 0, graph.num_vertices - 1)]

@@ -303,3 +303,11 @@ def _single_arrays(in_ptr, src, pattern, value, wa, wb, sa, sb, sign):
     T = t.max()
     tight = t >= T - (REL_TOL * abs(T) + ABS_TOL_NS)
     return T, d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
+
+
+def test_a_pass_of_more_than_four_lanes_computes_a_multiple_of_four():
+    from llamp.lp.kernels import padded_lanes
+
+    assert [padded_lanes(k) for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 64)] == [
+        1, 2, 3, 4, 8, 8, 8, 8, 12, 12, 12, 16, 64
+    ]  # fmt: skip
