@@ -27,7 +27,11 @@ so background load on the shared machine hits both alike:
   the breakpoints: the issue's yardstick for "all critical latencies in seconds").
 
 ``LLAMP_PEERS_OPTIONS`` (e.g. ``"--progress wait"``) is appended to llamp's predict and sweep;
-``LLAMP_PEERS_SIZES`` (e.g. ``"3e6"``) replaces the stencil sizes.
+``LLAMP_PEERS_SIZES`` (e.g. ``"3e6"``) replaces the stencil sizes (empty: no stencil and no
+Sweep3D);
+``LLAMP_PEERS_PASS_SIZES`` (e.g. ``"1e7"``) adds stencils on which only the schedule pass is
+measured against one LogGOPSim run (:func:`pass_alone`: sizes where the whole comparison,
+all critical latencies included, would take too long).
 
 When the installed llamp has the schedule order (``LogGPS.order``, :mod:`llamp.lp.schedule`),
 each round also measures it with LogGOPSim's rendezvous (``--order schedule --rendezvous
@@ -371,12 +375,11 @@ def compare(
     return rows
 
 
-class _Scheduled:
-    """The schedule-order rows of one graph: per round, the pass alone, one point and the
-    11-point sweeps, each beside the same round's LogGOPSim runs."""
+class _PassAlone:
+    """The schedule pass alone (:data:`_PASS_TIMER`, a fresh process per round) beside one
+    LogGOPSim run of the same round."""
 
-    def __init__(self, reschedule: bool) -> None:
-        self.reschedule = reschedule
+    def __init__(self) -> None:
         self.setup: list[float] = []  # numba's one-time set-up in that process
         self.first: list[float] = []  # the pass, first call in a process
         self.warm: list[float] = []  # the pass, second call
@@ -384,6 +387,78 @@ class _Scheduled:
         self.first_cpu: list[float] = []  # CPU seconds of the same three
         self.warm_cpu: list[float] = []
         self.one_run_cpu: list[float] = []
+
+    def measure(self, npz: Path, one_run: float, one_run_cpu: float) -> None:
+        _, _, out = run_process(
+            [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
+        )
+        (setup, _), (first, first_cpu), (warm, warm_cpu) = json.loads(out)
+        self.setup.append(setup)
+        self.first.append(first)
+        self.warm.append(warm)
+        self.first_cpu.append(first_cpu)
+        self.warm_cpu.append(warm_cpu)
+        self.one_run.append(one_run)
+        self.one_run_cpu.append(one_run_cpu)
+
+    def rows(self, case: str) -> list[dict[str, Any]]:
+        one = statistics.median(self.one_run)
+        first, warm = statistics.median(self.first), statistics.median(self.warm)
+        what = "schedule pass alone"
+        return [
+            row("peers", case, "numba set-up before it", statistics.median(self.setup), "s"),
+            row("peers", case, f"{what}, first call in a process", first, "s", self.first),
+            row("peers", case, f"{what}, second call", warm, "s", self.warm),
+            row("peers", case, f"{what}: one LogGOPSim run", one, "s", self.one_run),
+            row("peers", case, f"{what}: one LogGOPSim run / first call", one / first, "×"),
+            row("peers", case, f"{what}, first call CPU", statistics.median(self.first_cpu), "s"),
+            row("peers", case, f"{what}, second call CPU", statistics.median(self.warm_cpu), "s"),
+            row(
+                "peers",
+                case,
+                f"{what}: one LogGOPSim run CPU",
+                statistics.median(self.one_run_cpu),
+                "s",
+            ),
+        ]
+
+
+def pass_alone(
+    case: str, goal: Path, tools: tuple[Path, Path], repeat: int
+) -> list[dict[str, Any]]:
+    """Only the schedule pass against one LogGOPSim run on ``goal`` (removed afterwards, with
+    its .npz/.bin), the two sides alternating which goes first: for sizes where the whole
+    comparison would take too long (``LLAMP_PEERS_PASS_SIZES``, e.g. 10^7)."""
+    sim, t2b = tools
+    npz, binfile = goal.with_suffix(".npz"), goal.with_suffix(".bin")
+    run_process([*_LLAMP, "ingest", goal, "-o", npz])
+    run_process([t2b, "-i", goal, "-o", binfile])
+    alone, peer_cpu = _PassAlone(), []
+
+    def ours() -> None:
+        alone.measure(npz, 0.0, 0.0)  # its LogGOPSim run filled in below
+
+    def peer() -> float:
+        return run_process(_loggopsim_argv(sim, binfile, POINT_L_NS), peer_cpu)[0]
+
+    for k in range(max(1, repeat)):
+        _, one_run = _both(k % 2 == 0, ours, peer)
+        alone.one_run[-1], alone.one_run_cpu[-1] = one_run, peer_cpu[-1]
+        _log(
+            f"{case}: round {k + 1}/{repeat}: pass {alone.first[-1]:.2f} s, LogGOPSim {one_run:.2f} s"
+        )
+    for f in (goal, npz, binfile):
+        f.unlink(missing_ok=True)
+    return alone.rows(case)
+
+
+class _Scheduled:
+    """The schedule-order rows of one graph: per round, the pass alone, one point and the
+    11-point sweeps, each beside the same round's LogGOPSim runs."""
+
+    def __init__(self, reschedule: bool) -> None:
+        self.reschedule = reschedule
+        self.alone = _PassAlone()
         self.point, self.fixed, self.resched = _Pair(), _Pair(), _Pair()
         self.T: dict[str, list[float]] = {}
         self.peer_T: list[int] = []
@@ -396,17 +471,7 @@ class _Scheduled:
         point: _Pair,
         peer_T: list[int],
     ) -> None:
-        _, _, out = run_process(
-            [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
-        )
-        (setup, _), (first, first_cpu), (warm, warm_cpu) = json.loads(out)
-        self.setup.append(setup)
-        self.first.append(first)
-        self.warm.append(warm)
-        self.first_cpu.append(first_cpu)
-        self.warm_cpu.append(warm_cpu)
-        self.one_run_cpu.append(point.peer_cpu[-1])
-        self.one_run.append(point.peer[-1][0])
+        self.alone.measure(npz, point.peer[-1][0], point.peer_cpu[-1])
         s, m, _ = run_process(
             [*_LLAMP, "predict", npz, "--L", f"{POINT_L_NS}ns", *_NETWORK, *_SCHEDULE, "--json"],
             self.point.llamp_cpu,
@@ -430,25 +495,7 @@ class _Scheduled:
             self.T[name] = [p["runtime_ns"] for p in _json(out)["points"]]
 
     def rows(self, case: str) -> list[dict[str, Any]]:
-        one = statistics.median(self.one_run)
-        first, warm = statistics.median(self.first), statistics.median(self.warm)
-        what = "schedule pass alone"
-        rows = [
-            row("peers", case, "numba set-up before it", statistics.median(self.setup), "s"),
-            row("peers", case, f"{what}, first call in a process", first, "s", self.first),
-            row("peers", case, f"{what}, second call", warm, "s", self.warm),
-            row("peers", case, f"{what}: one LogGOPSim run", one, "s", self.one_run),
-            row("peers", case, f"{what}: one LogGOPSim run / first call", one / first, "×"),
-            row("peers", case, f"{what}, first call CPU", statistics.median(self.first_cpu), "s"),
-            row("peers", case, f"{what}, second call CPU", statistics.median(self.warm_cpu), "s"),
-            row(
-                "peers",
-                case,
-                f"{what}: one LogGOPSim run CPU",
-                statistics.median(self.one_run_cpu),
-                "s",
-            ),
-        ]
+        rows = self.alone.rows(case)
         rows += self.point.rows(case, "one point, --order schedule", "LogGOPSim")
         labels = {"fixed": "order fixed at L=3 µs", "re-scheduled": "re-scheduled per point"}
         for name, pair in (("fixed", self.fixed), ("re-scheduled", self.resched)):
@@ -496,13 +543,19 @@ def run(
         _log(note)
         return [row("peers", note, "—", "—", "")]
     sizes = [100_000] if quick else [100_000, 1_000_000] + ([3_000_000, 10_000_000] if full else [])
-    if os.environ.get("LLAMP_PEERS_SIZES"):
-        sizes = [int(float(n)) for n in os.environ["LLAMP_PEERS_SIZES"].split(",")]
-    schedgen = None if quick else tools[0].with_name("schedgen")
+    if "LLAMP_PEERS_SIZES" in os.environ:  # empty: only the pass sizes below
+        sizes = [int(float(n)) for n in os.environ["LLAMP_PEERS_SIZES"].split(",") if n]
+    pass_sizes = [
+        int(float(n)) for n in os.environ.get("LLAMP_PEERS_PASS_SIZES", "").split(",") if n
+    ]
+    schedgen = None if quick or not sizes else tools[0].with_name("schedgen")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="llamp-peers-") as tmp:
         for n in sizes:
             rows += compare(*stencil_goal(n, Path(tmp)), tools, repeat)
+        for n in pass_sizes if has_schedule_order() else []:
+            case, goal, _ = stencil_goal(n, Path(tmp))
+            rows += pass_alone(case, goal, tools, repeat)
         if schedgen is not None and schedgen.is_file():
             rows += compare(*sweep3d_goal(schedgen, Path(tmp)), tools, repeat)
         elif schedgen is not None:

@@ -478,6 +478,20 @@ def _lanes_pass(
     return T, _sink_slopes(bt, bd, count, theta, agg, sgn, fixed), over
 
 
+#: The lane kernels' vectorised loops run over the lanes in chunks of 4 (AVX2) or 8 (AVX-512)
+#: doubles and leave the rest to scalar code, so a pass of more than 4 lanes computes a
+#: multiple of 4 (:func:`padded_lanes`). :func:`lanes` on the 3·10^6-vertex stencil (7·10^6
+#: events, one thread, T and three slopes; ``benchmarks/RESULTS.md``, "Lanes in multiples of
+#: 4"): 0.43 s at K = 4, 0.50 at 5, 0.54 at 6, 0.59 at 7, 0.46 at 8, 0.64 at 11, 0.52 at 12.
+LANE_STEP = 4
+
+
+def padded_lanes(count: int) -> int:
+    """Lanes a pass of ``count`` values computes: ``count`` up to :data:`LANE_STEP`, else the
+    next multiple of it (each lane's numbers are its own: the extra ones change none)."""
+    return count if count <= LANE_STEP else -(-count // LANE_STEP) * LANE_STEP
+
+
 def lanes(
     in_ptr: np.ndarray,
     src: np.ndarray,
@@ -510,20 +524,6 @@ def lanes(
         known = T - (REL_TOL * np.abs(T) + ABS_TOL_NS)
         T, agg, _ = _lanes_pass(*args, known, REL_TOL, ABS_TOL_NS)
     return T[:K], agg[:K]
-
-
-#: The lane kernels' vectorised loops run over the lanes in chunks of 4 (AVX2) or 8 (AVX-512)
-#: doubles and leave the rest to scalar code, so a pass of more than 4 lanes computes a
-#: multiple of 4 (:func:`padded_lanes`). :func:`lanes` on the 3·10^6-vertex stencil (7·10^6
-#: events, one thread, T and three slopes; ``benchmarks/RESULTS.md``, "Lanes in multiples of
-#: 4"): 0.43 s at K = 4, 0.50 at 5, 0.54 at 6, 0.59 at 7, 0.46 at 8, 0.64 at 11, 0.52 at 12.
-LANE_STEP = 4
-
-
-def padded_lanes(count: int) -> int:
-    """Lanes a pass of ``count`` values computes: ``count`` up to :data:`LANE_STEP`, else the
-    next multiple of it (each lane's numbers are its own: the extra ones change none)."""
-    return count if count <= LANE_STEP else -(-count // LANE_STEP) * LANE_STEP
 
 
 # ------------------------------------------------------------------------------ per-edge weights

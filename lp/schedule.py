@@ -419,15 +419,13 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
         # and a push would cost a sift each), the others go in (sift up). Written out here,
         # not as functions: every array passed to a call costs an atomic reference-count
         # update in and out.
-        q = 0  # staged items taken
-        i = -1  # where the next item enters the heap (-1: none chosen yet)
-        lt, ls, li = 0.0, 0, 0
+        q0 = 0
         if served:
             if n_st > 0:
                 lt = st_t[0]
                 ls = st_s[0]
                 li = st_i[0]
-                q = 1
+                q0 = 1
             else:
                 size -= 1
                 lt = heap_t[size]
@@ -448,16 +446,6 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                 heap_s[i] = heap_s[c]
                 heap_i[i] = heap_i[c]
                 i = c
-        while True:  # sift up: the root's replacement from its leaf, the other items from the end
-            if i < 0:
-                if q == n_st:
-                    break
-                lt = st_t[q]
-                ls = st_s[q]
-                li = st_i[q]
-                q += 1
-                i = size
-                size += 1
             while i > 0:
                 p = (i - 1) // 2
                 if heap_t[p] < lt or (heap_t[p] == lt and heap_s[p] < ls):
@@ -469,7 +457,25 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
             heap_t[i] = lt
             heap_s[i] = ls
             heap_i[i] = li
-            i = -1
+        # (The same sift up as above, written again: one loop over both, the root's
+        # replacement first, made the pass 1-2 % slower; benchmarks/RESULTS.md, "Lanes in
+        # multiples of 4, and the schedule order's edges in one kernel".)
+        for q in range(q0, n_st):
+            t = st_t[q]
+            s = st_s[q]
+            i = size
+            while i > 0:
+                p = (i - 1) // 2
+                if heap_t[p] < t or (heap_t[p] == t and heap_s[p] < s):
+                    break
+                heap_t[i] = heap_t[p]
+                heap_s[i] = heap_s[p]
+                heap_i[i] = heap_i[p]
+                i = p
+            heap_t[i] = t
+            heap_s[i] = s
+            heap_i[i] = st_i[q]
+            size += 1
         n_st = 0
         if size == 0:
             break

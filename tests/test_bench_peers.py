@@ -68,8 +68,10 @@ def test_a_small_comparison_end_to_end(tmp_path):
     by_metric = {r["metric"]: r for r in rows}
     worst = next(r for r in rows if r["metric"].startswith("T, 11 points"))
     assert len(worst["llamp_T"]) == len(worst["loggopsim_T"]) == 11
-    # both tools are latency-bound at 100 µs, where the models agree to a fraction of a percent
-    assert worst["llamp_T"][-1] == pytest.approx(worst["loggopsim_T"][-1], rel=0.01)
+    # the default model's one order is a measurement here (docs/model.md); re-scheduled at every
+    # point under LogGOPSim's rendezvous, llamp's T is LogGOPSim's at all 11 points
+    again = next(r for r in rows if r["metric"].startswith("T, 11 points, --order schedule, re-"))
+    assert again["llamp_T"] == again["loggopsim_T"] and again["value"] == 0.0
     assert by_metric["11-point sweep: LogGOPSim peak RSS"]["value"] > 0
     # LogGOPSim's CPU time on 3,000 vertices is below GNU time's 10 ms resolution
     assert by_metric["11-point sweep: LogGOPSim CPU"]["value"] >= 0
@@ -79,4 +81,21 @@ def test_a_small_comparison_end_to_end(tmp_path):
     assert by_metric["critical latencies found in [0, 100 µs]"]["value"] > 0
     yardstick = "all critical latencies (llamp) vs 11 points: LogGOPSim"
     assert by_metric[yardstick]["value"] == by_metric["11-point sweep: LogGOPSim"]["value"]
+    assert not list(tmp_path.iterdir())  # graph files removed
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("LOGGOPSIM"), reason="set LOGGOPSIM to a LogGOPSim binary")
+def test_the_pass_alone_beside_one_loggopsim_run_per_round(tmp_path):
+    tools = bench_peers.find_tools(None)
+    case, goal, _ = bench_peers.stencil_goal(3000, tmp_path)
+    rows = bench_peers.pass_alone(case, goal, tools, repeat=2)
+    by_metric = {r["metric"]: r for r in rows}
+    first = by_metric["schedule pass alone, first call in a process"]
+    one_run = by_metric["schedule pass alone: one LogGOPSim run"]
+    assert len(first["runs"]) == len(one_run["runs"]) == 2
+    assert all(s > 0 for s in first["runs"] + one_run["runs"])
+    ratio = by_metric["schedule pass alone: one LogGOPSim run / first call"]["value"]
+    assert ratio == pytest.approx(one_run["value"] / first["value"])
     assert not list(tmp_path.iterdir())  # graph files removed
