@@ -1639,12 +1639,6 @@ def _order_edges(
                 s, m = _after_source(a, g, V)
                 _put(src, dst, pattern, msg, cur[g], s, d, ids[g], m)
                 cur[g] += 1
-            a = cpu_bump[b]
-            if a >= 0 and phase == 0:
-                n[3] += 1
-            elif a >= 0:
-                _put(src, dst, pattern, msg, cur[3], match_ev[a], d, ids[3], -1)
-                cur[3] += 1
             a = nic_prev[b]
             if a >= 0 and phase == 0:
                 n[8] += 1
@@ -1652,12 +1646,13 @@ def _order_edges(
                 m = send_msg[a] if a < V else a - V
                 _put(src, dst, pattern, msg, cur[8], a + min(a, V), d, ids[8], m)
                 cur[8] += 1
-            a = nic_bump[b]
-            if a >= 0 and phase == 0:
-                n[9] += 1
-            elif a >= 0:
-                _put(src, dst, pattern, msg, cur[9], match_ev[a], d, ids[9], -1)
-                cur[9] += 1
+            for g in (3, 9):  # a rendezvous match bumping the CPU stream, the NIC
+                a = cpu_bump[b] if g == 3 else nic_bump[b]
+                if a >= 0 and phase == 0:
+                    n[g] += 1
+                elif a >= 0:
+                    _put(src, dst, pattern, msg, cur[g], match_ev[a], d, ids[g], -1)
+                    cur[g] += 1
         for i in range(r_all.shape[0]):
             r = r_all[i]
             a = post_prev[r]
