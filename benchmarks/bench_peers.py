@@ -388,11 +388,18 @@ class _PassAlone:
         self.warm_cpu: list[float] = []
         self.one_run_cpu: list[float] = []
 
-    def measure(self, npz: Path, one_run: float, one_run_cpu: float) -> None:
+    @staticmethod
+    def time(npz: Path) -> list[list[float]]:
+        """:data:`_PASS_TIMER` on ``npz`` in a fresh process: [set-up, first call, second
+        call], each [wall, CPU] seconds."""
         _, _, out = run_process(
             [sys.executable, "-c", _PASS_TIMER, npz, POINT_L_NS, O_NS, G_NS, S_BYTES]
         )
-        (setup, _), (first, first_cpu), (warm, warm_cpu) = json.loads(out)
+        return json.loads(out)
+
+    def add(self, timed: list[list[float]], one_run: float, one_run_cpu: float) -> None:
+        """One round: the pass's times (:meth:`time`) and that round's LogGOPSim run."""
+        (setup, _), (first, first_cpu), (warm, warm_cpu) = timed
         self.setup.append(setup)
         self.first.append(first)
         self.warm.append(warm)
@@ -435,15 +442,12 @@ def pass_alone(
     run_process([t2b, "-i", goal, "-o", binfile])
     alone, peer_cpu = _PassAlone(), []
 
-    def ours() -> None:
-        alone.measure(npz, 0.0, 0.0)  # its LogGOPSim run filled in below
-
     def peer() -> float:
         return run_process(_loggopsim_argv(sim, binfile, POINT_L_NS), peer_cpu)[0]
 
     for k in range(max(1, repeat)):
-        _, one_run = _both(k % 2 == 0, ours, peer)
-        alone.one_run[-1], alone.one_run_cpu[-1] = one_run, peer_cpu[-1]
+        timed, one_run = _both(k % 2 == 0, lambda: _PassAlone.time(npz), peer)
+        alone.add(timed, one_run, peer_cpu[-1])
         _log(
             f"{case}: round {k + 1}/{repeat}: pass {alone.first[-1]:.2f} s, LogGOPSim {one_run:.2f} s"
         )
@@ -471,7 +475,7 @@ class _Scheduled:
         point: _Pair,
         peer_T: list[int],
     ) -> None:
-        self.alone.measure(npz, point.peer[-1][0], point.peer_cpu[-1])
+        self.alone.add(_PassAlone.time(npz), point.peer[-1][0], point.peer_cpu[-1])
         s, m, _ = run_process(
             [*_LLAMP, "predict", npz, "--L", f"{POINT_L_NS}ns", *_NETWORK, *_SCHEDULE, "--json"],
             self.point.llamp_cpu,

@@ -305,9 +305,31 @@ def _single_arrays(in_ptr, src, pattern, value, wa, wb, sa, sb, sign):
     return T, d[tight].max(axis=0) if sign > 0 else d[tight].min(axis=0)
 
 
-def test_a_pass_of_more_than_four_lanes_computes_a_multiple_of_four():
-    from llamp.lp.kernels import padded_lanes
+def test_a_pass_of_more_than_four_lanes_computes_a_multiple_of_four(monkeypatch):
+    """Five values run as eight lanes (the extra three repeat the last value) and come back
+    as five, each bit-identical to its own sweep."""
+    import llamp.lp.kernels as kernels
+    from llamp.lp.engine import _lane_weights
 
-    assert [padded_lanes(k) for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 64)] == [
+    assert [kernels.padded_lanes(k) for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 64)] == [
         1, 2, 3, 4, 8, 8, 8, 8, 12, 12, 12, 16, 64
     ]  # fmt: skip
+    graph = _graph(3)
+    params = LogGPS(L=2000.0, o=500.0, G=0.02, S=1024)
+    eng = engine_for(graph)
+    ev = eng.events(params)
+    configs = [params.with_(L=L) for L in (0.0, 1000.0, 5000.0, 20_000.0, 80_000.0)]
+    cols = np.array([1, 2, 3])
+    sa, sb = np.ascontiguousarray(ev.fixed[:, cols]), np.ascontiguousarray(ev.scaled[:, cols])
+    widths, real = [], kernels._lanes_pass
+    monkeypatch.setattr(
+        kernels, "_lanes_pass", lambda *args: widths.append(args[4].shape[1]) or real(*args)
+    )
+    WA, WB = _lane_weights(ev, configs)
+    T, agg = kernels.lanes(
+        ev.in_ptr, ev.src, ev.pattern, ev.value, WA, WB, sa, sb, np.ones(3), eng.mask(params)
+    )
+    assert widths[0] == 8 and T.shape == (5,) and agg.shape == (5, 3)
+    for j, c in enumerate(configs):
+        T1, right = _single(ev, c, cols, 1.0)
+        assert T[j] == T1 and np.array_equal(agg[j], right)
