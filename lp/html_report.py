@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from llamp.config import format_ns
+from llamp.config import format_ns, format_value
 from llamp.lp.compare import PARTS, Comparison
 from llamp.lp.report import ReportData
 from llamp.lp.tolerance import Tolerance
@@ -215,6 +215,58 @@ def svg_composition(rows: Sequence[tuple[str, dict[str, float]]], *, width: int 
 
 
 # ---------------------------------------------------------------------------- HTML
+def _order_section(data: ReportData) -> list[str]:
+    """Under the schedule order: the network's own ``T`` where the report re-scheduled
+    (:mod:`llamp.lp.order_check`) beside the fixed order's (the five largest differences over
+    the range) and every tolerance under the network's own order."""
+    rng = data.order
+    if rng is None:
+        return []
+    over = rng.agrees_over()
+    where = (
+        "nowhere checked" if over is None else f"from {format_ns(over[0])} to {format_ns(over[1])}"
+    )
+    out = [
+        f"<h2>The network's own order</h2><p>Every number above is exact for the order of the "
+        f"schedule at L = {html.escape(format_ns(data.params.L))}. Re-scheduled at a value, the "
+        "network's own order (LogGOPSim's under <code>--rendezvous loggopsim --nic serial</code>) "
+        f"gives its own T. Over the range ({len(rng.points)} values checked of "
+        f"{rng.candidates}) the own T is the fixed order's {html.escape(where)} and differs at "
+        f"{len(rng.disagreements)}.</p>"
+    ]
+    rows = [
+        (format_ns(p.value), format_ns(p.fixed_ns), format_ns(p.own_ns), f"{p.error:+.2%}")
+        for p in rng.disagreements[:5]
+    ]
+    if rows:
+        out.append(_table(("L", "T (this order)", "T (own order)", "difference"), rows))
+    rows = [
+        (
+            name,
+            f"{w.x * 100:g}%",
+            format_value(name, w.fixed),
+            format_ns(w.fixed_own_ns),
+            "budget out"
+            if w.value is None
+            else format_value(name, w.value) + ("" if w.exact else " (T jumps over the bound)"),
+        )
+        for name, walks in data.own_tolerance.items()
+        for w in walks
+    ]
+    if rows:
+        out.append(
+            "<p>Tolerances under the network's own order (where its T, re-scheduled at each "
+            "value, reaches the bound):</p>"
+        )
+        out.append(
+            _table(
+                ("parameter", "x", "fixed order", "own T there", "own order"),
+                rows,
+            )
+        )
+    return out
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> str:
     """An HTML table; the first ``left`` columns left-aligned (names), the rest right."""
 
@@ -338,6 +390,7 @@ def render_report(data: ReportData) -> str:
     body.append(
         _table(("x", "bound T ≤", "L tolerance", "G tolerance"), _tolerance_rows(data.tolerance))
     )
+    body.extend(_order_section(data))
     totals = cp.totals
     body.append(
         f"<h2>Critical path</h2><p>{len(cp.vertices):,} vertices, {len(cp.messages):,} "

@@ -1191,6 +1191,7 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
     from llamp.lp.critical import CriticalLatencies, Segment, Unresolved
     from llamp.lp.group_placement import GroupPlacement
     from llamp.lp.matrix import PairCosts, PairSensitivity
+    from llamp.lp.order_check import OrderCheck, OrderPoint, OwnTolerance
     from llamp.lp.path import CriticalPath
     from llamp.lp.placement import Machine, Placement
     from llamp.lp.predict import EngineChoice, Prediction
@@ -1221,7 +1222,8 @@ def _result_types() -> dict[str, tuple[type, tuple[type, ...]]]:
         "report": (
             ReportData,
             (LogGPS, GraphSummary, EngineChoice, Prediction, Segment, Unresolved)
-            + (CriticalLatencies, ToleranceLevel, Tolerance, CriticalPath, ReportData),
+            + (CriticalLatencies, ToleranceLevel, Tolerance, CriticalPath)
+            + (OrderPoint, OrderCheck, OwnTolerance, ReportData),
         ),
     }
 

@@ -22,13 +22,14 @@ import pandas as pd
 from llamp.config import DEFAULT_TOLERANCES
 from llamp.graph import ExecutionGraph, GraphSummary
 from llamp.lp.critical import CriticalLatencies
+from llamp.lp.order_check import OrderCheck, OwnTolerance
 from llamp.lp.path import CriticalPath
 from llamp.lp.predict import EngineChoice, Prediction
 from llamp.lp.tolerance import Tolerance
 from llamp.params import LogGPS
 
 #: The stages of a report, in order.
-STAGES = ("predict", "critical", "sweep", "tolerance", "path")
+STAGES = ("predict", "critical", "sweep", "tolerance", "order", "path")
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,10 @@ class ReportData:
     """The analyses of a report. ``sweep``: ``T`` at the ``points`` evenly spaced latencies
     (``source`` says whether a row was read from the exact segments or evaluated); ``curve``:
     ``L_ns``, ``runtime_ns``, ``lambda_L`` at every breakpoint and sweep point (the plots);
-    ``engine``: the engine choice; ``seconds``: each stage's wall time."""
+    ``engine``: the engine choice; ``seconds``: each stage's wall time. Under the schedule
+    order (:mod:`llamp.lp.order_check`; else ``None`` and empty): ``order``, the network's own
+    order and ``T`` re-scheduled at the range ends, the critical values and the sweep points;
+    ``own_tolerance``, each tolerance under the network's own order (``"L"``, ``"G"``)."""
 
     summary: GraphSummary
     params: LogGPS
@@ -48,6 +52,8 @@ class ReportData:
     path: CriticalPath
     engine: EngineChoice | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    order: OrderCheck | None = None
+    own_tolerance: dict[str, list[OwnTolerance]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The stable ``report --json`` shape (the path without its vertex list: it always
@@ -64,6 +70,11 @@ class ReportData:
         }
         if self.engine is not None:
             out["engine"] = self.engine.as_dict()
+        if self.order is not None:
+            out["schedule_order"] = {
+                "range": self.order.as_dict(),
+                "tolerance": {k: [w.as_dict() for w in v] for k, v in self.own_tolerance.items()},
+            }
         return out
 
 
@@ -164,6 +175,7 @@ def build_report(
     values = np.linspace(lo, hi, points)
     frame = timed("sweep", lambda: sweep_from_segments(graph, params, crit, values, engine))
     tol = timed("tolerance", lambda: tolerance(graph, params, levels, engine=engine))
+    order, own = timed("order", lambda: _order(graph, params, crit, values, tol))
     cp = timed("path", lambda: critical_path(graph, params))
     return ReportData(
         summary=graph.summary(),
@@ -176,7 +188,25 @@ def build_report(
         path=cp,
         engine=choice,
         seconds=seconds,
+        order=order,
+        own_tolerance=own,
     )
+
+
+def _order(
+    graph: ExecutionGraph,
+    params: LogGPS,
+    crit: CriticalLatencies,
+    values: np.ndarray,
+    tol: Tolerance,
+) -> tuple[OrderCheck | None, dict[str, list[OwnTolerance]]]:
+    """The report's order checks (:class:`ReportData` ``order``, ``own_tolerance``)."""
+    from llamp.lp.order_check import check_order, check_tolerance
+
+    candidates = [crit.lo, *crit.critical, *values.tolist(), crit.hi]
+    # the sweep points inside an unresolved interval have no exact piece: the engine's T
+    fixed = None if crit.unresolved else crit.runtime_at
+    return check_order(graph, params, "L", candidates, fixed), check_tolerance(graph, params, tol)
 
 
 __all__ = [

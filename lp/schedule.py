@@ -978,29 +978,3 @@ def _gnu_sort(k, x, first, last):  # pragma: no cover - compiled
             _linear_insert(k, x, i)
     else:
         _insertion_sort(k, x, first, last)
-
-
-#: Most configurations :func:`order_changes` re-schedules (each is one pass).
-MAX_ORDER_CHECKS = 64
-
-
-def order_changes(
-    graph: ExecutionGraph, params: LogGPS, parameter: str, values: list[float] | np.ndarray
-) -> tuple[list[float], list[float]]:
-    """(values checked, values where the order differs) for ``parameter`` at ``values``: the
-    schedule pass at each value against the one at ``params`` (``order="schedule"``).
-
-    An analysis over a range evaluates the order of its baseline; this says where the
-    network's own order is another one (at most :data:`MAX_ORDER_CHECKS` values, evenly
-    picked, the ends always)."""
-    values = np.unique(np.asarray(values, dtype=np.float64))
-    if values.size > MAX_ORDER_CHECKS:
-        pick = np.unique(np.linspace(0, values.size - 1, MAX_ORDER_CHECKS).round().astype(int))
-        values = values[pick]
-    base = schedule(graph, params)
-    changed = [
-        float(v)
-        for v in values
-        if not schedule(graph, params.with_(**{parameter: float(v)}).rescheduled()).same_order(base)
-    ]
-    return [float(v) for v in values], changed

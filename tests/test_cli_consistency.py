@@ -106,7 +106,8 @@ def test_tolerance_labels_half_a_percent_as_such(capsys, paper_npz):
     code, out, err = run(capsys, "tolerance", paper_npz, "--x", "0.5,5%")
     assert code == 0, err
     expected = tolerance(ExecutionGraph.load(paper_npz), LogGPS(), [0.005, 0.05])
-    rows = {line.split()[0]: line for line in out.splitlines()[3:]}
+    lines = [line for line in out.splitlines()[3:] if line]
+    rows = {line.split()[0]: line for line in lines if line.split()[0].endswith("%")}
     assert set(rows) == {"0.5%", "5%"}
     for level in expected.latency:
         row = rows[format_percent(level.x)]

@@ -182,6 +182,31 @@ def test_an_order_fixed_at_3us_drifts_on_lulesh_and_rescheduling_is_exact():
 
 
 @_requires("order", "rendezvous")
+def test_the_critical_latencies_of_lulesh_say_where_the_fixed_order_drifts():
+    """docs/model.md §Schedule order (`--order schedule`). Re-scheduled at the ends of
+    [0, 100 µs], the network's own T is LogGOPSim's (3,167,368 and 9,130,900 ns) where the order of L = 3 µs gives
+    3,166,010 and 16,114,039 ns; it agrees with that order at the baseline only."""
+    from llamp.lp.critical import critical_latencies
+    from llamp.lp.order_check import check_order
+    from llamp.params import LogGPS
+
+    name = "traces/lulesh-p8.goal"
+    graph = read_reference(name)
+    facts = FACTS["graphs"][name]["g0_G0"]
+    params = LogGPS(L=3000.0, o=1500.0, G=0.0, g=0.0, S=65535, **SCHEDULE_MODEL)
+    crit = critical_latencies(graph, params, 0.0, 100_000.0)
+    check = check_order(graph, params, "L", [0.0, 100_000.0], crit.runtime_at)
+    got = [(p.value, round(p.fixed_ns), p.own_ns) for p in check.points]
+    assert got == [
+        (0.0, 3_166_010, facts[0]),
+        (3000.0, 3_252_963, 3_252_963),
+        (100_000.0, 16_114_039, facts[-1]),
+    ]
+    assert check.agrees_over() == (3000.0, 3000.0)
+    assert check.disagreements[0].error == pytest.approx(16_114_039 / 9_130_900 - 1)
+
+
+@_requires("order", "rendezvous")
 def test_a_match_that_moves_no_clock_does_not_bind_a_fixed_order():
     """Schedgen's linear scatter of 1 MiB (rendezvous) over 16 ranks, g = G = 0: at L = 3 µs
     the first match (o + L = 4.5 µs) comes exactly when the root starts its fourth send, so it

@@ -474,8 +474,9 @@ def test_a_rescheduled_sweep_shares_a_lowering_only_between_equal_orders(seed, m
 
 
 def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
-    """Exact for the baseline's order (L = 3 µs) over [0, 20 µs]; re-scheduled at the ends and
-    the critical value, the network's own order differs at 20 µs (the calc goes first)."""
+    """Exact for the baseline's order (L = 3 µs) over [0, 20 µs]; re-scheduled at the ends, the
+    critical value and the baseline, the network's own order differs at 20 µs (the calc goes
+    first): T 23 µs there, 33 µs in the baseline's order."""
     import json
 
     from cli_process import llamp
@@ -496,11 +497,12 @@ def test_critical_latencies_say_where_the_schedule_order_changes(tmp_path):
     )
     data = json.loads(out.stdout)
     assert data["critical_latencies_ns"] == [pytest.approx(2000.0)]
-    assert data["schedule_order"] == {
-        "baseline": 3000.0,
-        "checked": [0.0, 2000.0, 20000.0],
-        "differs_at": [20000.0],
-    }
+    order = data["schedule_order"]
+    assert order["checked"] == [0.0, 2000.0, 3000.0, 20000.0]  # the ends, 2 µs, the baseline
+    assert order["differs_at"] == order["runtime_differs_at"] == [20000.0]
+    assert (order["agrees_from_ns"], order["agrees_to_ns"]) == (0.0, 3000.0)
+    assert [p["own_runtime_ns"] for p in order["points"]] == [15000.0, 15000.0, 16000.0, 23000.0]
+    assert order["points"][-1]["runtime_ns"] == 33000.0
 
 
 @pytest.mark.parametrize(("G", "expected"), [(0.0, 76000), (6.0, 88276)])

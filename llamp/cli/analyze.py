@@ -185,38 +185,64 @@ def critical(graph, graph_spec, params, engine, as_json, settings) -> None:
     with bar:
         result, payload = _run("critical", graph, Inputs(params, engine, report=report), settings)
     a, b = settings.range()
-    order = _order_check(graph, params, settings.parameter, [a, *result.critical, b])
+    order = _order_check(graph, params, settings.parameter, [a, *result.critical, b], result)
     if as_json:
         if order is not None:
-            payload["schedule_order"] = order
+            payload["schedule_order"] = order.as_dict()
         emit_json(payload | {"engine_note": choice.note})
         return
     _print_critical(result, settings.min_jump)
-    if order is not None:
-        parameter = settings.parameter
-        shown = ", ".join(config.format_value(parameter, v) for v in order["differs_at"])
-        click.echo(
-            f"order: the schedule at {parameter} = "
-            f"{config.format_value(parameter, order['baseline'])}; re-scheduled at the range "
-            f"ends and critical values ({len(order['checked'])}), it differs at: "
-            f"{shown or 'none'}"
-        )
+    _print_order(order, "the range ends and critical values")
     _echo_note(choice)
 
 
-def _order_check(graph, params, parameter: str, values: list[float]) -> dict | None:
-    """Under the schedule order: where (among ``values``) the network's own order is not the
-    baseline's (:func:`llamp.lp.schedule.order_changes`)."""
-    if params.order != "schedule":
-        return None
-    from llamp.lp.schedule import order_changes
+def _order_check(graph, params, parameter: str, values, critical=None):
+    """Under the schedule order: the network's own order and ``T`` at ``values`` against the
+    baseline's (:func:`llamp.lp.order_check.check_order`); ``critical``: the search whose exact
+    pieces give the baseline order's ``T`` there."""
+    from llamp.lp.order_check import check_order
 
-    checked, differs = order_changes(graph, params, parameter, values)
-    return {
-        "baseline": float(getattr(params, parameter)),
-        "checked": checked,
-        "differs_at": differs,
-    }
+    # a value inside an interval the budget left unresolved has no exact piece: the engine's T
+    fixed = None if critical is None or critical.unresolved else critical.runtime_at
+    return check_order(graph, params, parameter, values, fixed)
+
+
+def _print_order(check, where: str) -> None:
+    """What :func:`_order_check` found, in words, and the largest differences of ``T``."""
+    if check is None:
+        return
+    name = check.parameter
+
+    def fmt(value: float) -> str:
+        return config.format_value(name, value)
+
+    n = len(check.points)
+    picked = "" if n == check.candidates else f" of {check.candidates}, evenly picked"
+    moved = len(check.differs_at)
+    off = check.disagreements
+    over = check.agrees_over()
+    if not off:
+        runtime = f"its own T is this order's at all {n}"
+    elif over is None:
+        runtime = f"its own T differs at all {n}"
+    else:
+        span = (
+            f"only at {fmt(over[0])}"
+            if over[0] == over[1]
+            else f"from {fmt(over[0])} to {fmt(over[1])}"
+        )
+        runtime = f"its own T is this order's {span} and differs at {len(off)}"
+    click.echo(
+        f"order: the schedule at {name} = {fmt(check.baseline)}, re-scheduled at {where} "
+        f"({n}{picked}): the network's own order differs at {moved}, {runtime}"
+        + (" (the largest differences below)" if off else "")
+    )
+    if off:
+        rows = [
+            (fmt(p.value), format_ns(p.fixed_ns), format_ns(p.own_ns), f"{p.error:+.2%}")
+            for p in off[:5]
+        ]
+        click.echo(table(rows, (name, "T (this order)", "T (own order)", "difference")))
 
 
 def _print_critical(result, min_jump: float | None = None) -> None:
@@ -297,32 +323,63 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, settings) -> Non
     choice = _engine_choice(engine, graph)
     result, payload = _run("tolerance", graph, Inputs(params, engine), settings)
     payload["engine_note"] = choice.note
+    from llamp.lp.order_check import check_tolerance
+
+    order = check_tolerance(graph, params, result)
+    if order:
+        payload["schedule_order"] = {k: [w.as_dict() for w in v] for k, v in order.items()}
     if save:
         payload["analysis_id"] = _save("tolerance", graph_spec, graph, params, payload)
     if as_json:
         emit_json(payload)
         return
-    _print_tolerance(result)
+    _print_tolerance(result, order)
     _echo_note(choice)
 
 
-def _print_tolerance(result) -> None:
+def _print_tolerance(result, order: dict | None = None) -> None:
+    """The tolerance table; ``order`` (:func:`llamp.lp.order_check.check_tolerance`) adds each
+    tolerance under the network's own order."""
+    order = order or {}
     click.echo(f"baseline T = {format_ns(result.baseline_ns)} ({result.engine})")
+
+    def own(parameter: str, i: int) -> list[str]:
+        if parameter not in order:
+            return []
+        return [_own_tolerance_text(order[parameter][i])]
+
     rows = []
-    for lat, bw in zip(
-        result.latency, result.bandwidth or [None] * len(result.latency), strict=True
+    for i, (lat, bw) in enumerate(
+        zip(result.latency, result.bandwidth or [None] * len(result.latency), strict=True)
     ):
         rows.append(
             (
                 format_percent(lat.x),
                 format_ns(lat.bound_ns),
                 format_ns(lat.value),
-                "—"
-                if bw is None
-                else ("∞" if bw.value == float("inf") else f"{bw.value:.6g} ns/B"),
+                *own("L", i),
+                "—" if bw is None else config.format_value("G", bw.value),
+                *(own("G", i) if bw is not None else []),
             )
         )
-    click.echo(table(rows, ("x", "T bound", "max L", "max G")))
+    header = ["x", "T bound", "max L", *(["own order"] if "L" in order else []), "max G"]
+    click.echo(table(rows, (*header, *(["own order"] if "G" in order else []))))
+    if order:
+        walks = [w for ws in order.values() for w in ws]
+        click.echo(
+            "own order: where the network's own T (the schedule pass re-run at each value) "
+            f"reaches the bound, {sum(len(w.walk) for w in walks)} passes; ↑: it jumps over the "
+            "bound just above (an order change); ≥: the pass budget ran out first"
+        )
+
+
+def _own_tolerance_text(walk) -> str:
+    """An own-order tolerance (:class:`llamp.lp.order_check.OwnTolerance`) for a table cell."""
+    if walk.value is None:
+        below = [v for v, t in walk.walk if t < walk.bound_ns]
+        return "≥ " + config.format_value(walk.parameter, max(below)) if below else "?"
+    text = config.format_value(walk.parameter, walk.value)
+    return text if walk.exact else text + " ↑"
 
 
 # ---------------------------------------------------------------------- region
@@ -371,16 +428,39 @@ def region(
     bar, report = progress_bar("evaluations")
     with bar:
         result, payload = _run("region", graph, replace(inputs, report=report), settings)
+    from llamp.lp.order_check import check_region
+    from llamp.lp.region import level_key
+
+    order = check_region(graph, result)
     if as_json:
+        if order:
+            au, av = result.axes
+            payload["schedule_order"] = {
+                level_key(x): [
+                    {
+                        au.key: c.u,
+                        av.key: c.v,
+                        "bound_ns": c.bound_ns,
+                        "runtime_ns": c.fixed_ns,
+                        "own_runtime_ns": c.own_ns,
+                        "same_order": c.same_order,
+                    }
+                    for c in checks
+                ]
+                for x, checks in order.items()
+            }
         emit_json(payload)
         return
     designs = region_designs(result, settings, inputs)
-    _print_region(result, result.designs(designs) if designs else None)
+    _print_region(result, result.designs(designs) if designs else None, order)
 
 
-def _print_region(result, frame) -> None:
+def _print_region(result, frame, order: dict | None = None) -> None:
+    """The regions' vertices; ``order`` (:func:`llamp.lp.order_check.check_region`) adds the
+    network's own ``T`` at the vertices it re-scheduled."""
     from llamp.lp.region import NS, level_key
 
+    order = order or {}
     au, av = result.axes
 
     def fmt(axis, value: float) -> str:
@@ -406,6 +486,7 @@ def _print_region(result, frame) -> None:
         click.echo(
             f"\n{level.x * 100:g}% region: T ≤ {format_ns(level.bound_ns)}, {level.u.size} vertices{beyond}"
         )
+        checked = {(c.u, c.v): c for c in order.get(level.x, [])}
         rows = []
         for i, edge in enumerate(level.edges):
             T = level.runtime_ns[i]
@@ -415,15 +496,26 @@ def _print_region(result, frame) -> None:
                 along = (
                     f"T = bound, λ_{au.name} = {edge.lambda_u:g}, λ_{av.name} = {edge.lambda_v:g}"
                 )
+            own = checked.get((float(level.u[i]), float(level.v[i])))
             rows.append(
                 (
                     fmt(au, level.u[i]),
                     fmt(av, level.v[i]),
                     "?" if np.isnan(T) else format_ns(T),
+                    *([] if not order else ["—" if own is None else _own_text(own)]),
                     along,
                 )
             )
-        click.echo(table(rows, (au.name, av.name, "T", "edge to the next vertex")))
+        own_head = ["own T (vs bound)"] if order else []
+        click.echo(table(rows, (au.name, av.name, "T", *own_head, "edge to the next vertex")))
+        if checked:
+            over = [c for c in checked.values() if c.excess > 1e-9]
+            moved = sum(not c.same_order for c in checked.values())
+            click.echo(
+                f"own T: the network's own order re-scheduled at {len(checked)} of "
+                f"{level.u.size} vertices: over the bound at {len(over)}, its order differs "
+                f"from the baseline's at {moved}"
+            )
     if frame is not None:
         click.echo("\ndesigns:")
         rows = []
@@ -440,6 +532,11 @@ def _print_region(result, frame) -> None:
                 )
             )
         click.echo(table(rows, ("design", au.name, av.name, "T", "vs T0", "within")))
+
+
+def _own_text(check) -> str:
+    """The network's own ``T`` at a region's vertex and its excess over the bound."""
+    return f"{format_ns(check.own_ns)} ({check.excess:+.2%})"
 
 
 # ---------------------------------------------------------------------- path
@@ -605,7 +702,8 @@ def report(graph, graph_spec, params, engine, as_json, settings) -> None:
     if params.order == "schedule":
         click.echo(
             f"order: the schedule at L = {format_ns(params.L)} for the sweep, the critical "
-            "latencies and the tolerances (llamp sweep --reschedule: each point's own)"
+            "latencies and the tolerances, each checked against the network's own order below "
+            "(llamp sweep --reschedule: each point's own)"
         )
     click.echo(f"engine: {choice.engine} (--engine {choice.requested}; the critical path: graph)")
     _echo_note(choice)
@@ -626,8 +724,9 @@ def report(graph, graph_spec, params, engine, as_json, settings) -> None:
     click.echo(table(rows, ("L", "T", "λ_L", "ρ_L")))
     click.echo("")
     _print_critical(data.critical)
+    _print_order(data.order, "the range ends, critical values and sweep points")
     click.echo("")
-    _print_tolerance(data.tolerance)
+    _print_tolerance(data.tolerance, data.own_tolerance)
     click.echo("")
     _print_path(graph, data.path, 5, engine="graph")
     click.echo("\n" + "  ".join(f"{k} {v:.2f}s" for k, v in data.seconds.items()))
