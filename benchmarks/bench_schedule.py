@@ -13,7 +13,9 @@ kernels loaded or compiled):
 - one point: T and λ at L = 3 µs on a fresh engine (pass, lowering, evaluation: what
   ``llamp predict --order schedule`` computes after loading the graph);
 - 11-point sweep of L over [0, 100 µs], the order fixed at L = 3 µs (one pass) and
-  re-scheduled at every point (``sweep --reschedule``), each on a fresh engine.
+  re-scheduled at every point (``sweep --reschedule``), each on a fresh engine;
+- the checks of answers against the network's own order (wall and CPU): the x % tolerances
+  fixed and under the network's own order, and a range re-scheduled at 64 values.
 
 With ``--loggopsim PATH`` (or ``$LOGGOPSIM``; ``txt2bin`` next to it) the graph is also written
 as GOAL and one LogGOPSim run at L = 3 µs is timed beside it (CPU of its process, GNU time).
@@ -97,10 +99,44 @@ def measure(vertices: int, loggopsim: str | None = None) -> list[dict[str, Any]]
         )
         add(f"11-point sweep, {name}", seconds)
     rows.append(row("schedule", case, "T at L = 3 µs", point.runtime_ns, "ns"))
+    rows += _order_checks(graph, params, case)
     if loggopsim:
         rows.append(_loggopsim_row(graph, case, loggopsim))
     rows.append(row("schedule", case, "peak RSS", peak_rss_mb(), "MB"))
     return rows
+
+
+def _order_checks(graph, params, case: str) -> list[dict[str, Any]]:
+    """What the answers' checks against the network's own order cost (:mod:`llamp.lp.order_check`),
+    wall and CPU seconds on the engine the sweeps left: the 1/2/5 % tolerances of L and G in the
+    fixed order, the same under the network's own order (the walks), and the check of the
+    range [0, 100 µs] at 64 evenly spaced values (what ``critical`` and ``report`` re-schedule at
+    most)."""
+    from llamp.lp.order_check import check_order, check_tolerance
+    from llamp.lp.tolerance import tolerance
+
+    out: list[dict[str, Any]] = []
+
+    def timed(what: str, step) -> Any:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = step()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        out.append(row("schedule", case, f"{what}: wall", wall, "s"))
+        out.append(row("schedule", case, f"{what}: CPU", cpu, "s"))
+        return result
+
+    tol = timed("tolerances 1/2/5 % of L and G, order fixed", lambda: tolerance(graph, params))
+    walks = timed(
+        "the same under the network's own order (walks)",
+        lambda: check_tolerance(graph, params, tol),
+    )
+    passes = sum(len(w.walk) for ws in walks.values() for w in ws)
+    out.append(row("schedule", case, "passes of the walks", passes, "passes"))
+    values = [100_000.0 * i / 63 for i in range(64)]
+    timed(
+        "order check of [0, 100 µs] at 64 values", lambda: check_order(graph, params, "L", values)
+    )
+    return out
 
 
 def _loggopsim_row(graph, case: str, loggopsim: str) -> dict[str, Any]:

@@ -246,9 +246,7 @@ def _order_section(data: ReportData) -> list[str]:
             f"{w.x * 100:g}%",
             format_value(name, w.fixed),
             format_ns(w.fixed_own_ns),
-            "budget out"
-            if w.value is None
-            else format_value(name, w.value) + ("" if w.exact else " (T jumps over the bound)"),
+            w.text(lambda v, name=name: format_value(name, v)),
         )
         for name, walks in data.own_tolerance.items()
         for w in walks
@@ -256,7 +254,9 @@ def _order_section(data: ReportData) -> list[str]:
     if rows:
         out.append(
             "<p>Tolerances under the network's own order (where its T, re-scheduled at each "
-            "value, reaches the bound):</p>"
+            "value, reaches the bound; ↑: it jumps over the bound within 10<sup>−5</sup> above; "
+            "≥ a, &lt; b, a … b: the pass budget ran out first, its T was below the bound at a "
+            "and above it at b):</p>"
         )
         out.append(
             _table(
@@ -350,11 +350,22 @@ def render_report(data: ReportData) -> str:
         )
         + "</div>"
     )
+    own = {p.value: p.own_ns for p in data.order.points} if data.order is not None else {}
     body.append(
         _table(
-            ("L", "T", "λ_L", "ρ_L"),
+            ("L", "T", "λ_L", "ρ_L", *(["T, own order"] if data.order is not None else [])),
             [
-                (format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}")
+                (
+                    format_ns(r.L_ns),
+                    format_ns(r.runtime_ns),
+                    f"{r.lambda_L:g}",
+                    f"{r.rho_L:.3%}",
+                    *(
+                        [format_ns(own[r.L_ns]) if r.L_ns in own else "—"]
+                        if data.order is not None
+                        else []
+                    ),
+                )
                 for r in sw.itertuples(index=False)
             ],
         )

@@ -6,10 +6,13 @@ order: the schedule pass's at the configuration it was given. Away from it the n
 order (the pass run at that point: LogGOPSim's, under its model) may be another one, and then
 its ``T`` may differ. :func:`check_order` re-schedules at chosen values of the parameter and
 reports, per value, whether the pass served every resource in the baseline's order and its own
-``T`` beside the fixed order's. The two are different questions: on LULESH the order differs a
-few nanoseconds away from the baseline (ties among the 8 ranks' messages break the other way)
-while ``T`` stays the fixed order's up to ~10 µs. The answer an analysis gives is exact for the
-order it states; this says over which part of its range that answer is also the network's.
+``T`` beside the fixed order's. The two are different questions: an order may differ where ties
+among equal-time messages break the other way and ``T`` does not change (on ``ORDER_FLIPS`` of
+the tests the order holds up to 3.5 µs), or ``T`` may differ everywhere but at the baseline (on
+LULESH, 8 ranks: 0.02–0.14 % below L0 = 3 µs, 12 % at 10.3 µs, 76.5 % at 100 µs). The answer
+an analysis gives is exact for the order it states; this says over which part of its range that
+answer is also the network's, and :func:`own_tolerance` finds a tolerance under the network's
+own order.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ CHECK_VERTICES = 1e8
 #: How close (relative) an own-order tolerance walk brackets a jump of the own ``T`` over the
 #: bound (an order change) before it stops: the value below it is reported.
 JUMP_RTOL = 1e-5
+#: What one step of an own-order tolerance walk costs, in passes: it lowers the event graph of
+#: a new order and walks its tangents (1.3 s at 10^6 vertices against 0.33 s for a pass).
+STEP_COST = 4
 #: Above this many vertices the passes run one at a time (each holds its own state).
 SERIAL_ABOVE = 10**7
 #: Two ``T`` agree when they differ by at most this fraction (plus ``ABS_TOL_NS``): the pass
@@ -53,9 +59,8 @@ class OrderPoint:
 
     value: float
     fixed_ns: float  # T in the order of the baseline's pass (what the analysis evaluated)
-    own_ns: (
-        float  # T of the pass at this value (LogGOPSim's under --rendezvous loggopsim --nic serial)
-    )
+    #: T of the pass at this value (LogGOPSim's under --rendezvous loggopsim --nic serial)
+    own_ns: float
     same_order: bool  # the pass served every CPU stream and NIC in the baseline's order
 
     @property
@@ -82,7 +87,8 @@ class OrderPoint:
 class OrderCheck:
     """The re-scheduled values of ``parameter`` (ascending) around ``baseline``, where the
     analysis' order was taken; ``candidates`` values were asked for, at most
-    :data:`MAX_ORDER_CHECKS` of them checked (evenly picked, the ends always)."""
+    :data:`MAX_ORDER_CHECKS` of them checked (:func:`check_order`: the values to keep first, the
+    others evenly picked with the ends, and the baseline)."""
 
     parameter: str
     baseline: float
@@ -100,9 +106,9 @@ class OrderCheck:
         return sorted((p for p in self.points if not p.agrees), key=lambda p: -abs(p.error))
 
     def agrees_over(self) -> tuple[float, float] | None:
-        """The checked values ``(first, last)`` of the longest run of consecutive checked values
-        around the baseline (the nearest checked one to it inside the run) where the fixed
-        order's ``T`` is the own one; ``None`` when no checked value agrees."""
+        """``(first, last)`` of the run of consecutive checked values whose own ``T`` is the
+        fixed order's that holds the checked value nearest the baseline (the baseline itself
+        when it lies inside the values); ``None`` when that value does not agree."""
         if not self.points:
             return None
         values = np.array([p.value for p in self.points])
@@ -120,7 +126,8 @@ class OrderCheck:
         return "ns_per_byte" if self.parameter == "G" else "ns"
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``schedule_order`` shape of ``critical``/``tolerance``/``report --json``."""
+        """The ``schedule_order`` shape of ``critical --json`` (``report --json``: its
+        ``range``)."""
         unit = self.unit()
         over = self.agrees_over()
         return {
@@ -155,11 +162,13 @@ def check_order(
     fixed: Callable[[np.ndarray], np.ndarray] | None = None,
     *,
     most: int | None = None,
+    keep: list[float] | np.ndarray = (),
 ) -> OrderCheck | None:
     """Re-schedule at ``values`` of ``parameter`` (at most ``most``, :func:`pick`; by default
-    :func:`max_checks`) and compare with the order of ``params`` (``None`` unless ``params.order == "schedule"``), and at the
-    baseline itself when it lies between them (it agrees: where the run of agreeing values
-    starts).
+    :func:`max_checks`; the values of ``keep`` among them first, e.g. a report's sweep points)
+    and compare with the order of ``params`` (``None`` unless ``params.order == "schedule"``),
+    and at the baseline itself when it lies between them (it agrees: where the run of agreeing
+    values starts).
 
     ``fixed(values)`` gives ``T`` in the baseline's order at those values when the analysis
     already knows it (the critical-value search's exact pieces); by default the graph engine
@@ -173,7 +182,9 @@ def check_order(
     inside = candidates.size > 0 and candidates[0] < baseline < candidates[-1]
     if inside:  # it agrees: where the run of agreeing values starts
         candidates = np.union1d(candidates, [baseline])
-    chosen = pick(candidates, most)
+    kept = pick(np.intersect1d(candidates, np.asarray(keep, dtype=np.float64)), most)
+    rest = np.setdiff1d(candidates, kept)
+    chosen = np.union1d(kept, pick(rest, most - kept.size) if most > kept.size else [])
     if inside:
         chosen = np.union1d(chosen, [baseline])
     if fixed is None:
@@ -222,9 +233,10 @@ class OwnTolerance:
 
     ``walk``: (value, own ``T``) of every pass, in order; the first is the fixed order's
     tolerance (``fixed``). ``value``: the own-order tolerance, ``None`` when the pass budget ran
-    out first (every value of the walk below the bound is then a lower bound). ``exact``: the own
-    ``T`` at ``value`` is the bound; otherwise the own ``T`` jumps over the bound just above
-    ``value`` (an order change: ``value`` is the last value below it, to 10^-9 relative)."""
+    out first (the walk's values below the bound are those where the own ``T`` was found within
+    it). ``exact``: the own ``T`` at ``value`` is the bound; otherwise the own ``T`` crosses the
+    bound within :data:`JUMP_RTOL` above ``value``, the last value found below it: by a jump (an
+    order change) when the walk had a pass left to check that no step lands inside."""
 
     parameter: str
     x: float
@@ -233,6 +245,25 @@ class OwnTolerance:
     value: float | None
     exact: bool
     walk: list[tuple[float, float]]
+
+    def bracket(self) -> tuple[float | None, float | None]:
+        """The largest walked value whose own ``T`` is below the bound and the smallest above it
+        (``None`` where there is none): where the walk left the answer when its budget ran
+        out."""
+        below = [v for v, t in self.walk if t < self.bound_ns]
+        above = [v for v, t in self.walk if t > self.bound_ns]
+        return (max(below) if below else None), (min(above) if above else None)
+
+    def text(self, fmt: Callable[[float], str]) -> str:
+        """The answer for a table cell, values by ``fmt``: the value (``↑`` when the own ``T``
+        jumps over the bound just above it), or where the budget left it (``≥ a``, ``< b``,
+        ``a … b``)."""
+        if self.value is not None:
+            return fmt(self.value) + ("" if self.exact else " ↑")
+        lo, hi = self.bracket()
+        if lo is not None and hi is not None:
+            return f"{fmt(lo)} … {fmt(hi)}"
+        return f"≥ {fmt(lo)}" if lo is not None else f"< {fmt(hi)}" if hi is not None else "?"
 
     @property
     def fixed_own_ns(self) -> float:
@@ -261,9 +292,11 @@ def own_tolerance(
     bound_ns: float,
     fixed: float,
     most: int,
+    tick: Callable[[], object] | None = None,
 ) -> OwnTolerance:
     """The tolerance of ``parameter`` to ``bound_ns`` under the network's own order, from the
-    fixed order's ``fixed`` (at most ``most`` passes).
+    fixed order's ``fixed`` (at most ``most`` passes, a step counting :data:`STEP_COST`;
+    ``tick()`` before each pass, which may raise to cancel).
 
     Steps of exact fixed-order tolerances: at the last value ``lo`` whose own ``T`` is below
     the bound, the order of the pass there is fixed and its tolerance found exactly (the
@@ -275,7 +308,7 @@ def own_tolerance(
     :data:`JUMP_RTOL`, then takes one more step from ``lo``: inside the interval and on the
     bound, it is the exact answer; otherwise the own ``T`` jumps over the bound between ``lo``
     and ``hi`` (an order change) and ``lo`` is reported. On LULESH (8 ranks) a walk takes 2–6
-    passes, 15–20 where it halves. Values the walk did not visit are not checked: where the own
+    passes, 15 where it halves. Values the walk did not visit are not checked: where the own
     ``T`` is not monotone, another value below the answer may exceed the bound."""
     from llamp.lp.schedule import schedule
 
@@ -292,8 +325,15 @@ def own_tolerance(
     def on_bound(own: float) -> bool:
         return abs(own - bound_ns) <= AGREE_RTOL * bound_ns + ABS_TOL_NS
 
-    while len(walk) < most:
-        plan = schedule(graph, params.with_(**{parameter: value}).rescheduled())
+    def run(at: float):
+        if tick is not None:
+            tick()
+        return schedule(graph, params.with_(**{parameter: at}).rescheduled())
+
+    spent = 0  # passes, a step counting STEP_COST
+    while spent < most:
+        plan = run(value)
+        spent += 1
         walk.append((value, plan.runtime))
         if on_bound(plan.runtime):
             return done(value, True)
@@ -302,19 +342,23 @@ def own_tolerance(
         else:
             hi = value
         del plan
-        if math.isinf(hi):
-            value = _step(graph, params, parameter, lo, lo_plan, bound_ns)
-        elif hi - lo > JUMP_RTOL * hi:
-            value = (lo + hi) / 2
-        else:  # bracketed: the step from lo lands on the bound inside, or T jumps over it
-            if len(walk) == most:
-                break
+        if math.isfinite(hi) and hi - lo <= JUMP_RTOL * hi:
+            if spent + STEP_COST + 1 > most:  # nothing left to tell a jump from a crossing
+                return done(lo, False)
+            # bracketed: the step from lo lands on the bound inside, or T jumps over it
             step = _step(graph, params, parameter, lo, lo_plan, bound_ns)
             if not lo < step < hi:
                 return done(lo, False)
-            plan = schedule(graph, params.with_(**{parameter: step}).rescheduled())
+            plan = run(step)
             walk.append((step, plan.runtime))
             return done(step, True) if on_bound(plan.runtime) else done(lo, False)
+        if math.isinf(hi):
+            if spent + STEP_COST + 1 > most:
+                break
+            value = _step(graph, params, parameter, lo, lo_plan, bound_ns)
+            spent += STEP_COST
+        else:
+            value = (lo + hi) / 2
     return done(None, False)
 
 
@@ -335,13 +379,18 @@ def _step(graph, params: LogGPS, parameter: str, lo: float, plan, bound_ns: floa
 
 
 def check_tolerance(
-    graph: ExecutionGraph, params: LogGPS, tolerance: Tolerance, most: int | None = None
+    graph: ExecutionGraph,
+    params: LogGPS,
+    tolerance: Tolerance,
+    most: int | None = None,
+    progress: Callable[[float | None, str], object] | None = None,
 ) -> dict[str, list[OwnTolerance]]:
     """:func:`own_tolerance` of every level of ``tolerance`` (``"L"``, and ``"G"`` when it has
     bandwidth levels); empty unless ``params.order == "schedule"``. ``most``: passes per walk,
     by default :data:`MAX_ORDER_CHECKS`, fewer when all walks together could visit more than
     :data:`CHECK_VERTICES` vertices (at least one: the own ``T`` at the fixed order's
-    tolerance)."""
+    tolerance). ``progress(share of the passes budgeted, text)`` before each pass (from the
+    walks' threads; it may raise to cancel them)."""
     if params.order != "schedule":
         return {}
     searches = [
@@ -353,9 +402,19 @@ def check_tolerance(
         share = CHECK_VERTICES / max(graph.num_vertices, 1) / max(len(searches), 1)
         most = max(1, min(MAX_ORDER_CHECKS, int(share)))
 
+    passes = [0]
+
+    def tick() -> None:
+        passes[0] += 1
+        if progress is not None:
+            budget = most * len(searches)
+            progress(min(passes[0] / budget, 1.0), f"pass {passes[0]} (at most {budget})")
+
     def walk(search) -> OwnTolerance:
         parameter, level = search
-        return own_tolerance(graph, params, parameter, level.x, level.bound_ns, level.value, most)
+        return own_tolerance(
+            graph, params, parameter, level.x, level.bound_ns, level.value, most, tick
+        )
 
     big = graph.num_vertices > SERIAL_ABOVE
     with ThreadPoolExecutor(max_workers=1 if big else max(1, min(WORKERS, len(searches)))) as pool:

@@ -39,7 +39,7 @@ class ReportData:
     ``L_ns``, ``runtime_ns``, ``lambda_L`` at every breakpoint and sweep point (the plots);
     ``engine``: the engine choice; ``seconds``: each stage's wall time. Under the schedule
     order (:mod:`llamp.lp.order_check`; else ``None`` and empty): ``order``, the network's own
-    order and ``T`` re-scheduled at the range ends, the critical values and the sweep points;
+    order and ``T`` re-scheduled at the sweep points, the range ends and the baseline;
     ``own_tolerance``, each tolerance under the network's own order (``"L"``, ``"G"``)."""
 
     summary: GraphSummary
@@ -201,12 +201,15 @@ def _order(
     tol: Tolerance,
 ) -> tuple[OrderCheck | None, dict[str, list[OwnTolerance]]]:
     """The report's order checks (:class:`ReportData` ``order``, ``own_tolerance``)."""
-    from llamp.lp.order_check import check_order, check_tolerance
+    from llamp.lp.order_check import check_order, check_tolerance, max_checks
 
     candidates = [crit.lo, *crit.critical, *values.tolist(), crit.hi]
     # the sweep points inside an unresolved interval have no exact piece: the engine's T
     fixed = None if crit.unresolved else crit.runtime_at
-    return check_order(graph, params, "L", candidates, fixed), check_tolerance(graph, params, tol)
+    # the sweep points and the ends (`llamp critical` checks the critical values too)
+    most = min(max_checks(graph), values.size + 2)
+    check = check_order(graph, params, "L", candidates, fixed, most=most, keep=values)
+    return check, check_tolerance(graph, params, tol)
 
 
 __all__ = [

@@ -131,6 +131,10 @@ def test_picking_keeps_the_ends_and_the_baseline():
     check = check_order(_graph(ORDER_FLIPS), BASE, "L", [0, 1000, 2000, 20_000], most=2)
     assert [p.value for p in check.points] == [0.0, 3000.0, 20_000.0]
     assert check.candidates == 5
+    kept = check_order(
+        _graph(ORDER_FLIPS), BASE, "L", [0, 1000, 2000, 20_000], most=2, keep=[1000, 2000]
+    )
+    assert [p.value for p in kept.points] == [1000.0, 2000.0, 3000.0]  # a report's sweep points
 
 
 def _llamp_json(tmp_path, *args):
@@ -176,3 +180,17 @@ def test_a_regions_vertices_are_checked_against_the_bound():
 def test_region_json_carries_the_checks(tmp_path):
     order = _llamp_json(tmp_path, "region", "--x", "5")["schedule_order"]
     assert [v["own_runtime_ns"] for v in order["5pct"]] == [15_000.0, 16_500.0, 16_500.0]
+
+
+def test_a_walk_out_of_budget_says_where_it_left_the_answer():
+    from llamp.lp.order_check import OwnTolerance
+
+    def walk(*points, value=None, exact=False):
+        return OwnTolerance("L", 0.01, 100.0, 5.0, value, exact, list(points))
+
+    fmt = "{:g}".format
+    assert walk((5.0, 90.0), (7.0, 95.0)).text(fmt) == "≥ 7"
+    assert walk((5.0, 110.0)).text(fmt) == "< 5"
+    assert walk((5.0, 110.0), (3.0, 90.0)).text(fmt) == "3 … 5"
+    assert walk((5.0, 100.0), value=5.0, exact=True).text(fmt) == "5"
+    assert walk((5.0, 110.0), (4.0, 90.0), value=4.0).text(fmt) == "4 ↑"

@@ -19,8 +19,8 @@ from llamp.lp.critical import exact_curve
 from llamp.lp.registry import critical_search
 from llamp.lp.tolerance import latency_range
 from llamp.params import LogGPS
+from llamp.ui import display, stored, tasks
 from llamp.ui import store_access as ui_store
-from llamp.ui import stored, tasks
 
 pytestmark = pytest.mark.usefixtures("store_env")
 
@@ -438,3 +438,23 @@ def test_a_heatmap_pair_and_a_placement_swap_link_to_the_timeline(graph):
     links = [p.proto for p in _page_links(at)]
     assert links and "page=critical_path" in links[0].query_string
     assert "pair=" in links[0].query_string and swap.value is not None
+
+
+def test_the_latency_page_shows_the_tolerances_under_the_networks_own_order(graph):
+    """Under the schedule order (the default) the page also gives each tolerance where the
+    schedule pass, re-run at each value, reaches the bound (llamp.lp.order_check), stored with
+    the run like the other analyses."""
+    from llamp.lp.order_check import check_tolerance
+
+    params = LogGPS.parse(L="2.5us")
+    at = page("latency")
+    at.text_input(key="param_L::latency").set_value("2.5us").run()
+    assert_clean(at)
+    shown = table(at, "max L (own order)")
+    walks = check_tolerance(graph, params, tolerance(graph, params))
+    assert list(shown["max L (order fixed)"]) == [display.duration(w.fixed) for w in walks["L"]]
+    expected = [display.duration(w.value) + ("" if w.exact else " ↑") for w in walks["L"]]
+    assert list(shown["max L (own order)"]) == expected
+    with ui_store.connect() as db:
+        kinds = {a.kind for a in db.list_analyses(RUN) if a.params.get("L_ns") == 2500.0}
+    assert "ui_own_tolerance" in kinds

@@ -368,18 +368,15 @@ def _print_tolerance(result, order: dict | None = None) -> None:
         walks = [w for ws in order.values() for w in ws]
         click.echo(
             "own order: where the network's own T (the schedule pass re-run at each value) "
-            f"reaches the bound, {sum(len(w.walk) for w in walks)} passes; ↑: it jumps over the "
-            "bound just above (an order change); ≥: the pass budget ran out first"
+            f"reaches the bound, {sum(len(w.walk) for w in walks)} passes; ↑: it crosses the "
+            "bound within 10^-5 above, jumping over it (an order change); ≥ a, < b, a … b: the "
+            "pass budget ran out first, its T was below the bound at a and above it at b"
         )
 
 
 def _own_tolerance_text(walk) -> str:
     """An own-order tolerance (:class:`llamp.lp.order_check.OwnTolerance`) for a table cell."""
-    if walk.value is None:
-        below = [v for v, t in walk.walk if t < walk.bound_ns]
-        return "≥ " + config.format_value(walk.parameter, max(below)) if below else "?"
-    text = config.format_value(walk.parameter, walk.value)
-    return text if walk.exact else text + " ↑"
+    return walk.text(lambda v: config.format_value(walk.parameter, v))
 
 
 # ---------------------------------------------------------------------- region
@@ -717,14 +714,32 @@ def report(graph, graph_spec, params, engine, as_json, settings) -> None:
         f"\nsweep of L [{', '.join(sorted(set(frame['engine'])))}]: {exact} of {len(frame)} "
         "point(s) read from the exact segments, the rest evaluated"
     )
+    own = {p.value: p for p in data.order.points} if data.order is not None else {}
+
+    def own_text(value: float) -> list[str]:
+        if data.order is None:
+            return []
+        point = own.get(float(value))
+        if point is None:
+            return ["—"]
+        change = (point.own_ns - point.fixed_ns) / point.fixed_ns if point.fixed_ns else 0.0
+        return [f"{format_ns(point.own_ns)} ({change:+.2%})"]
+
     rows = [
-        (format_ns(r.L_ns), format_ns(r.runtime_ns), f"{r.lambda_L:g}", f"{r.rho_L:.3%}")
+        (
+            format_ns(r.L_ns),
+            format_ns(r.runtime_ns),
+            f"{r.lambda_L:g}",
+            f"{r.rho_L:.3%}",
+            *own_text(r.L_ns),
+        )
         for r in frame.itertuples(index=False)
     ]
-    click.echo(table(rows, ("L", "T", "λ_L", "ρ_L")))
+    own_head = ["T, own order (vs T)"] if data.order is not None else []
+    click.echo(table(rows, ("L", "T", "λ_L", "ρ_L", *own_head)))
     click.echo("")
     _print_critical(data.critical)
-    _print_order(data.order, "the range ends, critical values and sweep points")
+    _print_order(data.order, "the sweep points and the baseline")
     click.echo("")
     _print_tolerance(data.tolerance, data.own_tolerance)
     click.echo("")

@@ -148,6 +148,52 @@ st.dataframe(
 )
 controls.csv_download(tol_table, f"{controls.slug(sel.name)}-tolerance.csv", key="csv_tolerance")
 
+
+def _value(parameter: str, value: float) -> str:
+    return display.gap(value, 6) if parameter == "G" else display.duration(value)
+
+
+def _own(walk) -> str:
+    """A tolerance under the network's own order (:class:`~llamp.lp.order_check.OwnTolerance`)."""
+    return walk.text(lambda v: _value(walk.parameter, v))
+
+
+if sel.params.order == "schedule":
+    from llamp.lp.order_check import check_tolerance
+
+    with controls.readable_errors("Tolerances under the network's own order"):
+        own = controls.background(
+            sel,
+            "latency-own-order",
+            "Tolerances under the network's own order",
+            lambda graph, task: check_tolerance(graph, sel.params, tol, progress=task.report),
+            ("own-order", levels),
+            stored_as="ui_own_tolerance",
+        )
+        if own:
+            st.markdown("**Under the network's own order**")
+            st.caption(
+                f"The tolerances above keep the order of the schedule at L0 = "
+                f"{display.duration(L0)}. Here the schedule pass runs again at each value (the "
+                "network's own order, LogGOPSim's under rendezvous loggopsim and NIC serial) "
+                "until its T reaches the bound: ↑ its T crosses the bound within 10⁻⁵ above, "
+                "jumping over it (an order change); ≥ a, < b, a … b: the pass budget ran out "
+                "first, its T was below the bound at a and above it at b."
+            )
+            st.dataframe(
+                pd.DataFrame(
+                    {
+                        "x": [_pct(w.x) for w in own["L"]],
+                        "max L (order fixed)": [display.duration(w.fixed) for w in own["L"]],
+                        "max L (own order)": [_own(w) for w in own["L"]],
+                        "max G (order fixed)": [_value("G", w.fixed) for w in own.get("G", [])],
+                        "max G (own order)": [_own(w) for w in own.get("G", [])],
+                    }
+                ),
+                hide_index=True,
+                key="table_own_tolerance",
+            )
+
 # ---------------------------------------------------------------------- critical latencies
 with controls.readable_errors("Critical-latency search"):
     if auto:
