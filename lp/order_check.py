@@ -163,6 +163,7 @@ def check_order(
     *,
     most: int | None = None,
     keep: list[float] | np.ndarray = (),
+    progress: Callable[[float | None, str], object] | None = None,
 ) -> OrderCheck | None:
     """Re-schedule at ``values`` of ``parameter`` (at most ``most``, :func:`pick`; by default
     :func:`max_checks`; the values of ``keep`` among them first, e.g. a report's sweep points)
@@ -172,7 +173,7 @@ def check_order(
 
     ``fixed(values)`` gives ``T`` in the baseline's order at those values when the analysis
     already knows it (the critical-value search's exact pieces); by default the graph engine
-    evaluates it (the passes: :func:`reschedule`)."""
+    evaluates it (the passes: :func:`reschedule`, ``progress`` as there)."""
     if params.order != "schedule":
         return None
     if most is None:
@@ -192,7 +193,7 @@ def check_order(
     else:
         fixed_ns = np.asarray(fixed(chosen), dtype=np.float64)
     configs = [params.with_(**{parameter: float(v)}) for v in chosen]
-    owns = reschedule(graph, params, configs)
+    owns = reschedule(graph, params, configs, progress)
     points = [
         OrderPoint(float(v), float(t), float(runtime), same)
         for v, t, (runtime, same) in zip(chosen, fixed_ns, owns, strict=True)
@@ -207,12 +208,16 @@ def max_checks(graph: ExecutionGraph) -> int:
 
 
 def reschedule(
-    graph: ExecutionGraph, params: LogGPS, configs: list[LogGPS]
+    graph: ExecutionGraph,
+    params: LogGPS,
+    configs: list[LogGPS],
+    progress: Callable[[float | None, str], object] | None = None,
 ) -> list[tuple[float, bool]]:
     """Per configuration of ``configs`` (each with the order taken at ``params``): ``T`` of the
     schedule pass at its own parameters, and whether that pass served every CPU stream and NIC
     in the order of the pass at ``params``. The passes are independent and release the GIL:
-    one per core, one at a time above :data:`SERIAL_ABOVE` vertices."""
+    one per core, one at a time above :data:`SERIAL_ABOVE` vertices. ``progress(share done,
+    text)`` after each pass (it may raise to cancel the rest)."""
     from llamp.lp.schedule import schedule
 
     base = schedule(graph, params)
@@ -222,8 +227,18 @@ def reschedule(
         return plan.runtime, plan.same_order(base)
 
     big = graph.num_vertices > SERIAL_ABOVE
+    out: list[tuple[float, bool]] = []
     with ThreadPoolExecutor(max_workers=1 if big else max(1, min(WORKERS, len(configs)))) as pool:
-        return list(pool.map(own, configs))
+        futures = [pool.submit(own, c) for c in configs]
+        try:
+            for future in futures:
+                out.append(future.result())
+                if progress is not None:
+                    progress(len(out) / len(configs), f"re-scheduled {len(out)}/{len(configs)}")
+        finally:
+            for future in futures:
+                future.cancel()
+    return out
 
 
 @dataclass(frozen=True)

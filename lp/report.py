@@ -175,7 +175,7 @@ def build_report(
     values = np.linspace(lo, hi, points)
     frame = timed("sweep", lambda: sweep_from_segments(graph, params, crit, values, engine))
     tol = timed("tolerance", lambda: tolerance(graph, params, levels, engine=engine))
-    order, own = timed("order", lambda: _order(graph, params, crit, values, tol))
+    order, own = timed("order", lambda: _order(graph, params, crit, values, tol, report))
     cp = timed("path", lambda: critical_path(graph, params))
     return ReportData(
         summary=graph.summary(),
@@ -199,8 +199,10 @@ def _order(
     crit: CriticalLatencies,
     values: np.ndarray,
     tol: Tolerance,
+    report: Callable[[float | None, str], None] | None,
 ) -> tuple[OrderCheck | None, dict[str, list[OwnTolerance]]]:
-    """The report's order checks (:class:`ReportData` ``order``, ``own_tolerance``)."""
+    """The report's order checks (:class:`ReportData` ``order``, ``own_tolerance``), progress
+    to ``report``."""
     from llamp.lp.order_check import check_order, check_tolerance, max_checks
 
     candidates = [crit.lo, *crit.critical, *values.tolist(), crit.hi]
@@ -208,8 +210,10 @@ def _order(
     fixed = None if crit.unresolved else crit.runtime_at
     # the sweep points and the ends (`llamp critical` checks the critical values too)
     most = min(max_checks(graph), values.size + 2)
-    check = check_order(graph, params, "L", candidates, fixed, most=most, keep=values)
-    return check, check_tolerance(graph, params, tol)
+    check = check_order(
+        graph, params, "L", candidates, fixed, most=most, keep=values, progress=report
+    )
+    return check, check_tolerance(graph, params, tol, progress=report)
 
 
 __all__ = [

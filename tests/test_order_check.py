@@ -194,3 +194,29 @@ def test_a_walk_out_of_budget_says_where_it_left_the_answer():
     assert walk((5.0, 110.0), (3.0, 90.0)).text(fmt) == "3 … 5"
     assert walk((5.0, 100.0), value=5.0, exact=True).text(fmt) == "5"
     assert walk((5.0, 110.0), (4.0, 90.0), value=4.0).text(fmt) == "4 ↑"
+
+
+def test_progress_is_reported_and_can_cancel():
+    """Each pass reports its share; an exception raised by the callback (the UI's Cancel) ends
+    the check and the walks."""
+    seen = []
+    check_order(
+        _graph(ORDER_FLIPS),
+        BASE,
+        "L",
+        [0.0, 2000.0, 20_000.0],
+        progress=lambda f, t: seen.append(f),
+    )
+    assert seen == [pytest.approx(k / 4) for k in (1, 2, 3, 4)]
+
+    class Stop(Exception):
+        pass
+
+    def stop(fraction, text):
+        raise Stop
+
+    with pytest.raises(Stop):
+        check_order(_graph(ORDER_FLIPS), BASE, "L", [0.0, 20_000.0], progress=stop)
+    graph = _graph(ORDER_FLIPS)
+    with pytest.raises(Stop):
+        check_tolerance(graph, BASE, tolerance(graph, BASE), progress=stop)

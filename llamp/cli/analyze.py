@@ -185,7 +185,12 @@ def critical(graph, graph_spec, params, engine, as_json, settings) -> None:
     with bar:
         result, payload = _run("critical", graph, Inputs(params, engine, report=report), settings)
     a, b = settings.range()
-    order = _order_check(graph, params, settings.parameter, [a, *result.critical, b], result)
+    bar, report = progress_bar(show=not as_json)
+    with bar:
+        report(0.0, "re-scheduling at the critical values")
+        order = _order_check(
+            graph, params, settings.parameter, [a, *result.critical, b], result, report
+        )
     if as_json:
         if order is not None:
             payload["schedule_order"] = order.as_dict()
@@ -196,15 +201,15 @@ def critical(graph, graph_spec, params, engine, as_json, settings) -> None:
     _echo_note(choice)
 
 
-def _order_check(graph, params, parameter: str, values, critical=None):
+def _order_check(graph, params, parameter: str, values, critical=None, report=None):
     """Under the schedule order: the network's own order and ``T`` at ``values`` against the
     baseline's (:func:`llamp.lp.order_check.check_order`); ``critical``: the search whose exact
-    pieces give the baseline order's ``T`` there."""
+    pieces give the baseline order's ``T`` there; ``report``: a progress bar's."""
     from llamp.lp.order_check import check_order
 
     # a value inside an interval the budget left unresolved has no exact piece: the engine's T
     fixed = None if critical is None or critical.unresolved else critical.runtime_at
-    return check_order(graph, params, parameter, values, fixed)
+    return check_order(graph, params, parameter, values, fixed, progress=report)
 
 
 def _print_order(check, where: str) -> None:
@@ -325,7 +330,10 @@ def tolerance(graph, graph_spec, params, engine, as_json, save, settings) -> Non
     payload["engine_note"] = choice.note
     from llamp.lp.order_check import check_tolerance
 
-    order = check_tolerance(graph, params, result)
+    bar, report = progress_bar(show=not as_json)
+    with bar:
+        report(0.0, "tolerances under the network's own order")
+        order = check_tolerance(graph, params, result, progress=report)
     if order:
         payload["schedule_order"] = {k: [w.as_dict() for w in v] for k, v in order.items()}
     if save:
