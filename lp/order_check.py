@@ -53,6 +53,11 @@ SERIAL_ABOVE = 10**7
 AGREE_RTOL = 1e-9
 
 
+def unit_of(parameter: str) -> str:
+    """The unit suffix of a parameter's values in JSON keys: ``ns_per_byte`` for G, else ``ns``."""
+    return "ns_per_byte" if parameter == "G" else "ns"
+
+
 @dataclass(frozen=True)
 class OrderPoint:
     """One re-scheduled value: ``T`` in the analysis' order and in the value's own."""
@@ -123,7 +128,7 @@ class OrderCheck:
         return self.points[lo].value, self.points[hi].value
 
     def unit(self) -> str:
-        return "ns_per_byte" if self.parameter == "G" else "ns"
+        return unit_of(self.parameter)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``schedule_order`` shape of ``critical --json`` (``report --json``: its
@@ -287,7 +292,7 @@ class OwnTolerance:
         return self.walk[0][1] if self.walk else self.bound_ns
 
     def as_dict(self) -> dict[str, Any]:
-        unit = "ns_per_byte" if self.parameter == "G" else "ns"
+        unit = unit_of(self.parameter)
         return {
             "x": self.x,
             "bound_ns": self.bound_ns,
@@ -457,6 +462,17 @@ class VertexCheck:
     def excess(self) -> float:
         """(own − bound) / bound: > 0 where the network's own order leaves the region."""
         return (self.own_ns - self.bound_ns) / self.bound_ns if self.bound_ns > 0 else 0.0
+
+    def as_dict(self, u_key: str, v_key: str) -> dict[str, Any]:
+        """The ``schedule_order`` entry of ``region --json`` (the axes' keys, ``L_ns``…)."""
+        return {
+            u_key: self.u,
+            v_key: self.v,
+            "bound_ns": self.bound_ns,
+            "runtime_ns": self.fixed_ns,
+            "own_runtime_ns": self.own_ns,
+            "same_order": self.same_order,
+        }
 
 
 def check_region(graph: ExecutionGraph, region: Region) -> dict[float, list[VertexCheck]]:

@@ -441,17 +441,7 @@ def region(
         if order:
             au, av = result.axes
             payload["schedule_order"] = {
-                level_key(x): [
-                    {
-                        au.key: c.u,
-                        av.key: c.v,
-                        "bound_ns": c.bound_ns,
-                        "runtime_ns": c.fixed_ns,
-                        "own_runtime_ns": c.own_ns,
-                        "same_order": c.same_order,
-                    }
-                    for c in checks
-                ]
+                level_key(x): [c.as_dict(au.key, av.key) for c in checks]
                 for x, checks in order.items()
             }
         emit_json(payload)
