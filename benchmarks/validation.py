@@ -56,11 +56,14 @@ from benchmarks.app_sources import Unavailable, build_npb, hpcc_input
 from llamp.config import parse_percent
 from llamp.injector.accuracy import Offset, SlopeError
 from llamp.injector.calibrate import calibrate
+from llamp.injector.message_costs import OVERHEAD_MODELS, MessageCosts
 from llamp.injector.overhead import measure_overhead
 from llamp.injector.validate import (
+    MEASURED_MODELS,
     MODELS,
     Validation,
     ValidationPoint,
+    measured_overheads,
     predict_deltas,
     predict_models,
     run_validation,
@@ -213,10 +216,12 @@ def run(
     overhead: bool = True,
     apps: tuple[str, ...] = APPLICATIONS,
     npb_source: str | None = None,
+    overheads: str = "model",
     log=print,
 ) -> tuple[dict, list[tuple[Application, Validation]]]:
     """Calibrate, measure each application's tool overhead, then validate it; (calibration
-    dict, results)."""
+    dict, results). ``overheads``: what the default prediction charges per message (every
+    model is also predicted with the calibration's per-size overheads, ``/measured``)."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -233,6 +238,8 @@ def run(
         f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns"
     )
     source = f"llamp calibrate -- {' '.join(_launcher(2))} ({fit.measured_on['transport']})"
+    costs = MessageCosts.from_calibration(fit)
+    log(f"  {costs.describe()}")
     (work / "calibration.json").write_text(json.dumps(fit.as_dict(), indent=1))
     results = []
     for app in _applications(work, halo, quick, apps, npb_source, log):
@@ -256,6 +263,8 @@ def run(
             max_repeat=1 if quick else max_repeat,
             width=width,
             call_cost_ns=charge,
+            message_costs=costs,
+            overheads=overheads,
             param_sources={p: source for p in ("L", "o", "G", "S", "g")},
             run_name=app.key,
             trace_dir=work / _trace_dir(len(results)),
@@ -301,6 +310,9 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
         raise SystemExit(f"validation: error: no results (<application>.json) in {directory}")
     calibration_file = directory / "calibration.json"
     calibration = json.loads(calibration_file.read_text()) if calibration_file.is_file() else None
+    costs = None
+    if calibration is not None and calibration.get("residuals"):
+        costs = MessageCosts.from_record(calibration, what=str(calibration_file))
     results = []
     for index, key in enumerate(kept):
         saved = json.loads((directory / f"{key}.json").read_text())
@@ -324,7 +336,14 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
         if saved.get("call_cost_ns"):
             graph = charge_call_cost(graph, saved["call_cost_ns"])
         deltas = [pt["delta_ns"] for pt in saved["points"]]
-        predicted = predict_deltas(graph, params, deltas, engine="graph")
+        overheads = str(saved.get("overheads") or "model")
+        if overheads == "measured" and costs is not None:
+            predicted = predict_deltas(
+                *measured_overheads(graph, params, costs), deltas, engine="graph"
+            )
+        else:
+            overheads = "model"
+            predicted = predict_deltas(graph, params, deltas, engine="graph")
         points = tuple(
             ValidationPoint(
                 delta_ns=pt["delta_ns"],
@@ -350,8 +369,10 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
             counters=saved.get("counters", {}),
             notes=tuple(saved.get("notes", ())),
             created=saved.get("created", ""),
-            models=predict_models(graph, params, deltas),
+            models=predict_models(graph, params, deltas, costs),
             call_cost_ns=float(saved.get("call_cost_ns", 0.0)),
+            overheads=overheads,
+            message_costs="" if costs is None else costs.describe(),
             param_sources=saved.get("parameter_sources", {}),
             target_width=stopping.get("ci95_width", 0.01),
             max_repeat=stopping.get("max_repeat", 0),
@@ -374,7 +395,9 @@ def _per_parameter(calibration: dict) -> str:
 def markdown(calibration: dict, results: list[tuple[Application, Validation]], command: str) -> str:
     """The VALIDATION.md text: setup, protocol, the RRMSE table, the offset and slope error per
     model, per-ΔL detail."""
-    names = [m.name for m in MODELS]
+    names = [
+        m.name for m in (*MODELS, *MEASURED_MODELS) if all(m.name in v.models for _, v in results)
+    ]
     cores = len(os.sched_getaffinity(0))
     lines = [
         "# Validation: which model fits measured runs",
@@ -386,7 +409,9 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"are compared with the predictions of all {len(names)} models (`llamp validate` does "
         "this for every run; `progress/NIC/schedule/rendezvous` is the schedule order with "
         "that NIC model and rendezvous protocol, its order taken at ΔL = 0, `…/rescheduled` at "
-        "every ΔL; `async/serial/schedule/loggopsim` is LogGOPSim's model). "
+        "every ΔL; `async/serial/schedule/loggopsim` is LogGOPSim's model; `…/measured` "
+        "charges the calibration's per-size send and receive overheads as CPU, with the wire's "
+        "L and G: `llamp validate --overheads measured`). "
         "RRMSE = sqrt(mean((T_pred − T_meas)²)) / "
         "mean(T_meas) over the ΔL list.",
         "",
@@ -504,6 +529,13 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here")
     parser.add_argument(
+        "--overheads",
+        choices=OVERHEAD_MODELS,
+        default="model",
+        help="what the default prediction charges per message (default model; every model is "
+        "also predicted with the measured per-size overheads, /measured)",
+    )
+    parser.add_argument(
         "--max-load",
         type=float,
         default=None,
@@ -538,6 +570,7 @@ def main() -> None:
         overhead=not args.no_overhead,
         apps=parse_apps(args.apps, args.quick),
         npb_source=args.npb_source,
+        overheads=args.overheads,
     )
     text = markdown(
         calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")

@@ -60,6 +60,7 @@ from llamp.injector.accuracy import (
     slope_error,
 )
 from llamp.injector.inject import InjectedRun, LoadProbe, run_injected, wait_for_quiet
+from llamp.injector.message_costs import OVERHEAD_MODELS, MessageCosts
 from llamp.params import LogGPS
 
 KIND = "validation"
@@ -70,7 +71,8 @@ def model_name(
 ) -> str:
     """The key of a model combination in :attr:`Validation.models`: ``"wait/serial"`` under
     the program order and the paper's rendezvous (whatever the defaults are), else all four
-    choices (``"async/serial/schedule/loggopsim"``)."""
+    choices (``"async/serial/schedule/loggopsim"``). :attr:`Model.name` adds
+    ``/rescheduled`` and ``/measured``."""
     if order == "program" and rendezvous == "handshake":
         return f"{progress}/{nic}"
     return f"{progress}/{nic}/{order}/{rendezvous}"
@@ -87,11 +89,15 @@ class Model:
     #: under the schedule order: each ΔL in the order of its own schedule pass (LogGOPSim's
     #: T at every ΔL) instead of the order at ΔL = 0.
     reschedule: bool = False
+    #: the calibration's per-size overheads charged as CPU, with the wire's L and G
+    #: (:mod:`llamp.injector.message_costs`), instead of ``o`` per message end alone.
+    measured: bool = False
 
     @property
     def name(self) -> str:
         name = model_name(self.progress, self.nic, self.order, self.rendezvous)
-        return name + "/rescheduled" if self.reschedule else name
+        name += "/rescheduled" if self.reschedule else ""
+        return name + "/measured" if self.measured else name
 
     def applied(self, params: LogGPS) -> LogGPS:
         """``params`` under this model (its schedule order taken at ``params``)."""
@@ -104,13 +110,22 @@ class Model:
 #: order with the paper's rendezvous; the schedule order under each rendezvous protocol × NIC
 #: model (``loggopsim``/``serial`` is LogGOPSim's semantics), each with the order taken at
 #: ΔL = 0 and with the order of each ΔL's own schedule pass. The schedule order has no
-#: progress thread (docs/model.md), so one progress model stands for both.
+#: progress thread (docs/model.md), so one progress model stands for both. With a
+#: calibration's per-size overheads (:data:`MEASURED_MODELS`) also the paper's model and the
+#: default, fixed and re-scheduled, with those overheads charged.
 MODELS = (
     *(Model(p, n) for p in PROGRESS_MODELS for n in NIC_MODELS),
     *(
         Model("async", n, "schedule", r, reschedule=again)
         for r in RENDEZVOUS_MODELS
         for n in NIC_MODELS
+        for again in (False, True)
+    ),
+)
+MEASURED_MODELS = (
+    Model("async", "overlap", measured=True),
+    *(
+        Model("async", "overlap", "schedule", "handshake", reschedule=again, measured=True)
         for again in (False, True)
     ),
 )
@@ -258,6 +273,12 @@ class Validation:
     #: mean) and the most runs per ΔL (``repeat`` is the least).
     target_width: float = DEFAULT_WIDTH
     max_repeat: int = 0
+    #: what the prediction charges per message: ``model`` (``o`` per message end) or
+    #: ``measured`` (the calibration's per-size overheads as CPU, :mod:`.message_costs`).
+    overheads: str = "model"
+    #: the calibration's per-size overheads, in words (:meth:`MessageCosts.describe`), when
+    #: the validation had them; empty otherwise.
+    message_costs: str = ""
 
     @property
     def rrmse(self) -> float:
@@ -335,6 +356,8 @@ class Validation:
             "offset_at_zero": None if self.offset is None else self.offset.as_dict(),
             "slope": None if self.slope is None else self.slope.as_dict(),
             "call_cost_ns": self.call_cost_ns,
+            "overheads": self.overheads,
+            "message_costs": self.message_costs,
             "parameter_sources": dict(self.param_sources),
             "stopping": {"ci95_width": self.target_width, "max_repeat": self.max_repeat},
             "points": [
@@ -413,6 +436,8 @@ class Validation:
                     for name, entry in (data.get("models") or {}).items()
                 },
                 call_cost_ns=float(data.get("call_cost_ns") or 0.0),
+                overheads=str(data.get("overheads") or "model"),
+                message_costs=str(data.get("message_costs") or ""),
                 param_sources={
                     str(k): str(v) for k, v in (data.get("parameter_sources") or {}).items()
                 },
@@ -473,6 +498,13 @@ class Validation:
             lines.append(
                 f"charged in the model: {format_ns(self.call_cost_ns)} of CPU before each "
                 "traced MPI call (--call-cost)"
+            )
+        if self.overheads == "measured":
+            lines.append(f"charged in the model (--overheads measured): {self.message_costs}")
+        elif self.message_costs:
+            lines.append(
+                f"models marked /measured: {self.message_costs} (this prediction: o per message "
+                "end, --overheads model)"
             )
         if self.models:
             lines.append(self.models_table())
@@ -604,17 +636,33 @@ def predict_deltas(
     return frame
 
 
-def predict_models(graph, params: LogGPS, deltas: Sequence[float]) -> dict[str, tuple[float, ...]]:
-    """``T(L0 + ΔL)`` for each ΔL under every model of :data:`MODELS` (by name), the graph
+def predict_models(
+    graph, params: LogGPS, deltas: Sequence[float], costs: MessageCosts | None = None
+) -> dict[str, tuple[float, ...]]:
+    """``T(L0 + ΔL)`` for each ΔL under every model of :data:`MODELS` (by name), and with
+    ``costs`` (a calibration's per-size overheads) under :data:`MEASURED_MODELS` too; the graph
     engine's."""
+    charged, wired = (graph, params) if costs is None else measured_overheads(graph, params, costs)
     return {
         m.name: tuple(
             predict_deltas(
-                graph, m.applied(params), deltas, engine="graph", reschedule=m.reschedule
+                charged if m.measured else graph,
+                m.applied(wired if m.measured else params),
+                deltas,
+                engine="graph",
+                reschedule=m.reschedule,
             )["runtime_ns"].astype(float)
         )
-        for m in MODELS
+        for m in (*MODELS, *(MEASURED_MODELS if costs is not None else ()))
     }
+
+
+def measured_overheads(graph, params: LogGPS, costs: MessageCosts) -> tuple[Any, LogGPS]:
+    """``graph`` with the calibration's per-size overheads charged as CPU, and ``params`` with
+    the wire's ``L`` and ``G`` (:mod:`llamp.injector.message_costs`; ``o``, ``S``, ``g`` and
+    the model choices kept)."""
+    L, G = costs.wire()
+    return costs.charge(graph), params.with_(L=L, G=G).rescheduled()
 
 
 def measure(
@@ -767,6 +815,8 @@ def run_validation(
     max_repeat: int | None = None,
     width: float = DEFAULT_WIDTH,
     call_cost_ns: float = 0.0,
+    message_costs: MessageCosts | None = None,
+    overheads: str = "model",
     param_sources: dict[str, str] | None = None,
     run_name: str | None = None,
     trace_dir: Path | None = None,
@@ -790,13 +840,25 @@ def run_validation(
     ``repeat``/``max_repeat``/``width``: the stopping rule of :func:`measure`. ``call_cost_ns``:
     CPU time charged in the model before each traced MPI call
     (:func:`llamp.injector.overhead.charge_call_cost`), e.g. the injector's per-call cost less
-    the tracer's as ``llamp overhead`` measures them. ``param_sources`` says where each LogGPS
-    parameter came from (reported as given)."""
+    the tracer's as ``llamp overhead`` measures them. ``message_costs``: a calibration's
+    per-size overheads; with them every model is also predicted with those overheads charged
+    (:data:`MEASURED_MODELS`), and ``overheads="measured"`` makes that the prediction
+    (:func:`measured_overheads`). ``param_sources`` says where each LogGPS parameter came from
+    (reported as given)."""
     from llamp.ingest import read
     from llamp.ingest.tracing import run_traced
 
     if not command:
         raise InputError("no command: llamp validate --deltas 0,10,20us -- mpirun -np 4 ./app")
+    if overheads not in OVERHEAD_MODELS:
+        raise InputError(
+            f"unknown overheads {overheads!r}: use one of " + ", ".join(OVERHEAD_MODELS)
+        )
+    if overheads == "measured" and message_costs is None:
+        raise InputError(
+            "--overheads measured needs the per-size overheads of a calibration: --network NAME "
+            "saved by `llamp calibrate --save NAME`"
+        )
     deltas = tuple(sorted(float(d) for d in deltas))
     name = run_name or default_run_name(command)
     directory = Path(trace_dir) if trace_dir else llamp_home() / "validation" / name / "trace"
@@ -827,8 +889,13 @@ def run_validation(
         from llamp.injector.overhead import charge_call_cost
 
         graph = charge_call_cost(graph, call_cost_ns)
-    predicted = predict_deltas(graph, params, deltas, engine=engine)
-    models = predict_models(graph, params, deltas)
+    models = predict_models(graph, params, deltas, message_costs)
+    used = params
+    if overheads == "measured":
+        predicted_graph, used = measured_overheads(graph, params, message_costs)
+        predicted = predict_deltas(predicted_graph, used, deltas, engine=engine)
+    else:
+        predicted = predict_deltas(graph, params, deltas, engine=engine)
     if log:
         log(
             f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "
@@ -874,7 +941,7 @@ def run_validation(
     result = Validation(
         run=name,
         command=tuple(command),
-        params=params,
+        params=used,
         points=points,
         repeat=repeat,
         engine=str(predicted["engine"].iloc[0]) if "engine" in predicted else engine,
@@ -886,6 +953,8 @@ def run_validation(
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         models=models,
         call_cost_ns=float(call_cost_ns),
+        overheads=overheads,
+        message_costs="" if message_costs is None else message_costs.describe(),
         param_sources=dict(param_sources or {}),
         target_width=width,
         max_repeat=repeat if max_repeat is None else max_repeat,

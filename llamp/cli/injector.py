@@ -203,6 +203,11 @@ def calibrate_cmd(
         click.echo(f"    {name}: {value} over {r['measurements']} ({r['basis']})")
     on = result["measured_on"]
     click.echo(f"  measured on: {on['mpi']}; {on['transport']}; node {on['node']}")
+    from llamp.injector.message_costs import MessageCosts
+
+    click.echo(
+        f"  for `llamp validate --overheads measured`: {MessageCosts.from_calibration(fit).describe()}"
+    )
     for w in fit.warnings:
         message("warning", w)
     if save_name:
@@ -382,6 +387,27 @@ def overhead_cmd(
         message("note", n)
 
 
+def _message_costs(network: str | None, *, required: bool):
+    """The per-size overheads of the calibrated profile ``network`` (None without one, or when
+    the profile has none and they are not ``required``)."""
+    from llamp.injector.message_costs import MessageCosts
+    from llamp.injector.profiles import load_profile
+
+    if network is None:
+        if required:
+            raise InputError(
+                "--overheads measured needs a calibrated network: --network NAME (from `llamp "
+                "calibrate --save NAME -- mpirun -n 2`)"
+            )
+        return None
+    try:
+        return MessageCosts.from_profile(load_profile(network))
+    except InputError:
+        if required:
+            raise
+        return None
+
+
 @cli.command("validate", context_settings=_COMMAND)
 @click.option("--deltas", required=True, help="ΔL values, e.g. 0,10,20,50,100us.")
 @click.option(
@@ -412,6 +438,16 @@ def overhead_cmd(
     metavar="DURATION",
     help="Charge this much CPU in the model before each traced MPI call (e.g. 150ns; may be "
     "negative): the injector's per-call cost less the tracer's, as `llamp overhead` measures.",
+)
+@click.option(
+    "--overheads",
+    type=click.Choice(["model", "measured"]),
+    default="model",
+    show_default=True,
+    help="What a message costs the CPU in the prediction: model (o at each end) or measured "
+    "(the per-size send and receive overheads of the --network calibration, charged as CPU, "
+    "with the wire's L and G: docs/architecture.md §Injector and validation). With a "
+    "calibrated --network the other is also predicted, as models marked /measured.",
 )
 @click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
 @network_options
@@ -464,6 +500,7 @@ def validate_cmd(
     max_repeat: int | None,
     ci_width: str,
     call_cost: str | None,
+    overheads: str,
     run_name: str | None,
     network: str | None,
     params: LogGPS | None,
@@ -496,6 +533,7 @@ def validate_cmd(
         from llamp.ingest.build import check_algorithms
 
         check_algorithms(algorithms)
+    costs = _message_costs(network, required=overheads == "measured")
     name = run_name or default_run_name(command)
     log_dir = llamp_home() / "validation" / name
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -509,6 +547,8 @@ def validate_cmd(
             max_repeat=max_repeat,
             width=parse_percent(ci_width, what="--ci-width"),
             call_cost_ns=0.0 if call_cost is None else _signed_duration_ns(call_cost),
+            message_costs=costs,
+            overheads=overheads,
             param_sources=sources,
             run_name=name,
             trace_dir=trace_dir,
