@@ -63,10 +63,12 @@ from llamp.injector.validate import (
     MODELS,
     Validation,
     ValidationPoint,
+    average_compute,
     measured_overheads,
     predict_deltas,
     predict_models,
     run_validation,
+    trace_directory,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -92,10 +94,12 @@ follows it; `--quick` does not and is for trying the script only):
    each mean's 95 % interval is under the target width; the injector's per-call cost less the
    tracer's is charged in the model as CPU time before each traced MPI call (`llamp validate
    --call-cost`), and the delay path's own cost at ΔL = 0 is reported beside it.
-4. **Measurement.** One trace at ΔL = 0, then injected runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs
-   in rounds of shuffled order; a ΔL is run again until the 95 % interval of its mean (Student
-   t, full width) is under 1 % of the mean, at least 3 and at most `--max-repeat` runs. A ΔL
-   that stops at the maximum is reported with its wider interval.
+4. **Measurement.** Three traced runs at ΔL = 0 (`--traces`; the prediction takes each
+   computation's mean duration over them: one run is one sample of a noisy program), then
+   injected runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs in rounds of shuffled order; a ΔL is
+   run again until the 95 % interval of its mean (Student t, full width) is under 1 % of the
+   mean, at least 3 and at most `--max-repeat` runs. A ΔL that stops at the maximum is
+   reported with its wider interval.
 5. **Report.** Per application: RRMSE under each model; the offset at ΔL = 0 (measured −
    predicted, with the measured mean's 95 % interval) and the slope error (least-squares
    dT/dΔL over every run against the prediction's, with its standard error), so that a
@@ -217,6 +221,7 @@ def run(
     apps: tuple[str, ...] = APPLICATIONS,
     npb_source: str | None = None,
     overheads: str = "model",
+    traces: int = 3,
     log=print,
 ) -> tuple[dict, list[tuple[Application, Validation]]]:
     """Calibrate, measure each application's tool overhead, then validate it; (calibration
@@ -265,6 +270,7 @@ def run(
             call_cost_ns=charge,
             message_costs=costs,
             overheads=overheads,
+            traces=traces,
             param_sources={p: source for p in ("L", "o", "G", "S", "g")},
             run_name=app.key,
             trace_dir=work / _trace_dir(len(results)),
@@ -281,7 +287,14 @@ def run(
         saved.write_text(
             json.dumps(
                 result.as_dict()
-                | {"source": app.source, "trace_dir": _trace_dir(len(results) - 1)},
+                | {
+                    "source": app.source,
+                    "trace_dir": _trace_dir(len(results) - 1),
+                    "trace_dirs": [
+                        trace_directory(Path(_trace_dir(len(results) - 1)), k).name
+                        for k in range(traces)
+                    ],
+                },
                 indent=1,
             )
         )
@@ -330,9 +343,10 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
         # Runs from before the trace directory was recorded traced the applications in
         # APPLICATIONS order into trace-0, trace-1, …
         trace = directory / saved.get("trace_dir", _trace_dir(index))
+        dirs = [directory / d for d in saved.get("trace_dirs") or [trace.name]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graph = read(trace, fmt="liballprof", name=key)
+            graph, _ = average_compute([read(d, fmt="liballprof", name=key) for d in dirs])
         if saved.get("call_cost_ns"):
             graph = charge_call_cost(graph, saved["call_cost_ns"])
         deltas = [pt["delta_ns"] for pt in saved["points"]]
@@ -405,7 +419,8 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"Measured {time.strftime('%Y-%m-%d')} on this machine ({cores} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB), Open MPI over "
         f"shared memory, with `{command}` (`benchmarks/validation.py`). Each application is traced "
-        "once at ΔL = 0, then run under the latency injector at every ΔL; the same measured runs "
+        "at ΔL = 0 (each computation's duration averaged over the traced runs), then run under "
+        "the latency injector at every ΔL; the same measured runs "
         f"are compared with the predictions of all {len(names)} models (`llamp validate` does "
         "this for every run; `progress/NIC/schedule/rendezvous` is the schedule order with "
         "that NIC model and rendezvous protocol, its order taken at ΔL = 0, `…/rescheduled` at "
@@ -529,6 +544,12 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here")
     parser.add_argument(
+        "--traces",
+        type=int,
+        default=3,
+        help="traced runs at ΔL = 0 per application, calc durations averaged (default 3)",
+    )
+    parser.add_argument(
         "--overheads",
         choices=OVERHEAD_MODELS,
         default="model",
@@ -571,6 +592,7 @@ def main() -> None:
         apps=parse_apps(args.apps, args.quick),
         npb_source=args.npb_source,
         overheads=args.overheads,
+        traces=args.traces,
     )
     text = markdown(
         calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")

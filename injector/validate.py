@@ -1,9 +1,10 @@
 """Predicted vs measured runtime under injected latency (LLAMP §III-B, Fig. 9):
 ``llamp validate --deltas 0,10,20,50,100us --repeat 5 -- mpirun …``.
 
-1. Trace the application once at ΔL = 0 (``llamp trace``'s machinery,
-   :func:`llamp.ingest.tracing.run_traced`), ingest the trace into an execution graph and store
-   it as a run.
+1. Trace the application at ΔL = 0 (``llamp trace``'s machinery,
+   :func:`llamp.ingest.tracing.run_traced`; ``traces`` times, each calc's duration then its
+   mean over the runs: :func:`average_compute`), ingest the trace into an execution graph and
+   store it as a run.
 2. Predict ``T(L0 + ΔL)`` for every ΔL with the graph engine (``L0, o, G, S`` of this machine:
    a network profile from ``llamp calibrate`` or options).
 3. Run the application under the injector (:func:`llamp.injector.inject.run_injected`) at every
@@ -25,6 +26,7 @@ it ran; the result keeps the load so a reader can judge the numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -50,6 +52,7 @@ from llamp.config import (
     parse_duration_ns,
 )
 from llamp.errors import InputError
+from llamp.graph import ExecutionGraph
 from llamp.injector.accuracy import (
     DEFAULT_WIDTH,
     Offset,
@@ -256,7 +259,9 @@ class Validation:
     points: tuple[ValidationPoint, ...]
     repeat: int
     engine: str = "graph"
-    traced_runtime_ns: float = math.nan  # the traced run (tracer, ΔL = 0), graph span
+    traced_runtime_ns: float = (
+        math.nan
+    )  # the traced run's span (tracer, ΔL = 0); the mean of several
     mpi: str = ""
     load: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
@@ -817,6 +822,7 @@ def run_validation(
     call_cost_ns: float = 0.0,
     message_costs: MessageCosts | None = None,
     overheads: str = "model",
+    traces: int = 1,
     param_sources: dict[str, str] | None = None,
     run_name: str | None = None,
     trace_dir: Path | None = None,
@@ -843,8 +849,10 @@ def run_validation(
     the tracer's as ``llamp overhead`` measures them. ``message_costs``: a calibration's
     per-size overheads; with them every model is also predicted with those overheads charged
     (:data:`MEASURED_MODELS`), and ``overheads="measured"`` makes that the prediction
-    (:func:`measured_overheads`). ``param_sources`` says where each LogGPS parameter came from
-    (reported as given)."""
+    (:func:`measured_overheads`). ``traces``: traced runs at ΔL = 0; with more than one the
+    prediction takes each calc's mean duration over them (:func:`average_compute`: one traced
+    run is one sample of a noisy program). ``param_sources`` says where each LogGPS parameter
+    came from (reported as given)."""
     from llamp.ingest import read
     from llamp.ingest.tracing import run_traced
 
@@ -859,32 +867,43 @@ def run_validation(
             "--overheads measured needs the per-size overheads of a calibration: --network NAME "
             "saved by `llamp calibrate --save NAME`"
         )
+    if traces < 1:
+        raise InputError(f"--traces must be at least 1, got {traces}")
     deltas = tuple(sorted(float(d) for d in deltas))
     name = run_name or default_run_name(command)
     directory = Path(trace_dir) if trace_dir else llamp_home() / "validation" / name / "trace"
-    for attempt in range(4 if max_other_load is not None else 1):
-        if max_other_load is not None:
-            wait_for_quiet(max_other_load, timeout_s=quiet_timeout_s, log=log)
-        if log:
-            log(f"tracing at ΔL = 0 into {directory}")
-        with LoadProbe() as probe:
-            traced = run_traced(
-                list(command),
-                directory,
-                mpicc=mpicc,
-                overwrite=True,
-                log=log,
-                cwd=cwd,
-                timeout=timeout,
+    runs_traced, graphs, trace_load = [], [], 0.0
+    for k in range(traces):
+        into = trace_directory(directory, k)
+        for attempt in range(4 if max_other_load is not None else 1):
+            if max_other_load is not None:
+                wait_for_quiet(max_other_load, timeout_s=quiet_timeout_s, log=log)
+            if log:
+                log(f"tracing at ΔL = 0 into {into}")
+            with LoadProbe() as probe:
+                traced = run_traced(
+                    list(command),
+                    into,
+                    mpicc=mpicc,
+                    overwrite=True,
+                    log=log,
+                    cwd=cwd,
+                    timeout=timeout,
+                )
+            if max_other_load is None or probe.cores <= max_other_load:
+                break
+            if log and attempt < 3:
+                log(
+                    f"the traced run was disturbed (other processes: {probe.cores:.2f} cores): again"
+                )
+        trace_load = max(trace_load, probe.cores)
+        runs_traced.append(traced)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graphs.append(
+                read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
             )
-        trace_load = probe.cores
-        if max_other_load is None or trace_load <= max_other_load:
-            break
-        if log and attempt < 3:
-            log(f"the traced run was disturbed (other processes: {trace_load:.2f} cores): again")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        graph = read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
+    graph, averaged = average_compute(graphs)
     if call_cost_ns:
         from llamp.injector.overhead import charge_call_cost
 
@@ -920,12 +939,16 @@ def run_validation(
     )
     counters, notes = _consistency(runs, int(graph.summary().messages))
     zero = [r for d, rs in runs.items() if d == 0 for r in rs]
-    traced_T = _traced_runtime_ns(traced.files)
+    spans = [_traced_runtime_ns(t.files) for t in runs_traced]
+    traced_T = float(np.mean(spans))
+    if len(spans) > 1:
+        notes.append(_traces_note(spans, averaged))
     if zero and math.isfinite(traced_T):
         overhead = np.mean([r.runtime_ns for r in zero]) / traced_T - 1.0
+        took = "the traced run took" if len(spans) == 1 else "the traced runs took on average"
         notes.append(
-            f"injector at ΔL = 0 vs the traced run: {overhead * 100:+.1f}% runtime (the traced "
-            f"run took {format_ns(traced_T)})"
+            f"injector at ΔL = 0 vs the traced run: {overhead * 100:+.1f}% runtime ({took} "
+            f"{format_ns(traced_T)})"
         )
     points = tuple(
         ValidationPoint(
@@ -963,6 +986,43 @@ def run_validation(
     if store:
         analysis_id = store_validation(result, graph=graph, store_uri=store_uri, replace=replace)
     return result, analysis_id
+
+
+def trace_directory(directory: Path, k: int) -> Path:
+    """Where the ``k``-th traced run goes: ``directory`` itself, then ``directory-2``, … ."""
+    return Path(directory) if k == 0 else Path(f"{directory}-{k + 1}")
+
+
+def average_compute(graphs: Sequence[ExecutionGraph]) -> tuple[ExecutionGraph, bool]:
+    """One graph whose calcs take their mean duration over ``graphs`` — traced runs of the same
+    program — and whether it could: the runs must have the same structure (vertices, their
+    ranks, kinds, sizes, peers and tags, and edges), which a program whose communication
+    depends on timing (wildcard receives, time-bounded loops) does not. Otherwise the first
+    run's graph, unchanged."""
+    first = graphs[0]
+    if len(graphs) == 1:
+        return first, False
+    columns = ("rank", "kind", "size", "peer", "tag", "edge_src", "edge_dst", "edge_kind")
+    for other in graphs[1:]:
+        if other.num_vertices != first.num_vertices or other.num_edges != first.num_edges:
+            return first, False
+        if not all(np.array_equal(getattr(other, c), getattr(first, c)) for c in columns):
+            return first, False
+    cost = np.mean([g.cost_ns for g in graphs], axis=0)
+    meta = dict(first.meta) | {"compute_averaged_over_runs": len(graphs)}
+    return dataclasses.replace(first, cost_ns=cost, meta=meta, source=None), True
+
+
+def _traces_note(spans: Sequence[float], averaged: bool) -> str:
+    what = (
+        "each calc's duration averaged over them"
+        if averaged
+        else "their communication differs (the program depends on timing): predicted from the first"
+    )
+    return (
+        f"{len(spans)} traced runs at ΔL = 0 took {format_ns(min(spans))} … "
+        f"{format_ns(max(spans))} (mean {format_ns(float(np.mean(spans)))}); {what}"
+    )
 
 
 def _traced_runtime_ns(files: Sequence[Path]) -> float:

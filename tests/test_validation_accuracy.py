@@ -495,3 +495,27 @@ def test_a_stored_validation_keeps_its_order_and_one_stored_before_reads_as_the_
         del old["params"][key]
     before = Validation.from_dict(old)
     assert (before.params.order, before.params.rendezvous) == ("program", "handshake")
+
+
+# --------------------------------------------------------------------------- several traces
+def test_several_traced_runs_average_each_calc():
+    from llamp.injector.validate import _traces_note, average_compute, trace_directory
+
+    a = _two_ranks_with_a_join()
+    b = dataclasses.replace(a, cost_ns=a.cost_ns * 3.0)
+    mean, averaged = average_compute([a, b])
+    assert averaged and mean.cost_ns.tolist() == (a.cost_ns * 2.0).tolist()
+    assert mean.meta["compute_averaged_over_runs"] == 2 and a.cost_ns[0] == 10
+    # a run whose communication differs (another message size): the first, unchanged
+    other = dataclasses.replace(b, size=np.where(b.size > 0, 16, 0))
+    first, averaged = average_compute([a, other])
+    assert first is a and not averaged
+    assert average_compute([a]) == (a, False)
+    assert trace_directory(Path("/x/trace"), 0) == Path("/x/trace")
+    assert trace_directory(Path("/x/trace"), 2) == Path("/x/trace-3")
+    note = _traces_note([27.0e6, 31.0e6, 32.0e6], True)
+    assert note == (
+        "3 traced runs at ΔL = 0 took 27 ms … 32 ms (mean 30 ms); each calc's duration "
+        "averaged over them"
+    )
+    assert "predicted from the first" in _traces_note([1.0e6, 2.0e6], False)

@@ -449,6 +449,15 @@ def _message_costs(network: str | None, *, required: bool):
     "with the wire's L and G: docs/architecture.md §Injector and validation). With a "
     "calibrated --network the other is also predicted, as models marked /measured.",
 )
+@click.option(
+    "--traces",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1, max=100),
+    help="Traced runs at ΔL = 0: the prediction takes each computation's mean duration over "
+    "them (one run is one sample of a noisy program); runs whose communication differs fall "
+    "back to the first.",
+)
 @click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
 @network_options
 @click.option(
@@ -501,6 +510,7 @@ def validate_cmd(
     ci_width: str,
     call_cost: str | None,
     overheads: str,
+    traces: int,
     run_name: str | None,
     network: str | None,
     params: LogGPS | None,
@@ -549,6 +559,7 @@ def validate_cmd(
             call_cost_ns=0.0 if call_cost is None else _signed_duration_ns(call_cost),
             message_costs=costs,
             overheads=overheads,
+            traces=traces,
             param_sources=sources,
             run_name=name,
             trace_dir=trace_dir,
