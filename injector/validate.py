@@ -259,9 +259,8 @@ class Validation:
     points: tuple[ValidationPoint, ...]
     repeat: int
     engine: str = "graph"
-    traced_runtime_ns: float = (
-        math.nan
-    )  # the traced run's span (tracer, ΔL = 0); the mean of several
+    #: the traced run's span (tracer, ΔL = 0); with several traced runs, their mean
+    traced_runtime_ns: float = math.nan
     mpi: str = ""
     load: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
