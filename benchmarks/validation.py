@@ -350,14 +350,10 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
         if saved.get("call_cost_ns"):
             graph = charge_call_cost(graph, saved["call_cost_ns"])
         deltas = [pt["delta_ns"] for pt in saved["points"]]
-        overheads = str(saved.get("overheads") or "model")
-        if overheads == "measured" and costs is not None:
-            predicted = predict_deltas(
-                *measured_overheads(graph, params, costs), deltas, engine="graph"
-            )
-        else:
-            overheads = "model"
-            predicted = predict_deltas(graph, params, deltas, engine="graph")
+        measured = saved.get("overheads") == "measured" and costs is not None
+        overheads = "measured" if measured else "model"
+        charged, used = measured_overheads(graph, params, costs) if measured else (graph, params)
+        predicted = predict_deltas(charged, used, deltas, engine="graph")
         points = tuple(
             ValidationPoint(
                 delta_ns=pt["delta_ns"],

@@ -50,6 +50,7 @@ import numpy as np
 
 from llamp.errors import InputError
 from llamp.graph import CALC, RECV, REQUIRES, SEND, ExecutionGraph
+from llamp.injector.calibrate import NO_SWITCH_S
 
 #: ``--overheads``: ``model`` charges LogGPS's ``o`` per message end only; ``measured`` adds
 #: the calibration's per-size overheads as CPU time (this module).
@@ -120,8 +121,6 @@ class MessageCosts:
         """From a network profile saved by ``llamp calibrate --save NAME``."""
         details = profile.details if isinstance(profile.details, dict) else {}
         S = profile.params.S
-        from llamp.injector.calibrate import NO_SWITCH_S
-
         record = dict(details) | {
             "o_ns": profile.params.o,
             "S_bytes": None if S >= NO_SWITCH_S else S,

@@ -908,12 +908,11 @@ def run_validation(
 
         graph = charge_call_cost(graph, call_cost_ns)
     models = predict_models(graph, params, deltas, message_costs)
-    used = params
-    if overheads == "measured":
-        predicted_graph, used = measured_overheads(graph, params, message_costs)
-        predicted = predict_deltas(predicted_graph, used, deltas, engine=engine)
-    else:
-        predicted = predict_deltas(graph, params, deltas, engine=engine)
+    measured = overheads == "measured"
+    charged, used = (
+        measured_overheads(graph, params, message_costs) if measured else (graph, params)
+    )
+    predicted = predict_deltas(charged, used, deltas, engine=engine)
     if log:
         log(
             f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "
