@@ -9,6 +9,12 @@
   that call the C ones, which the tracer and the injector wrap.
 - **HPCC** (HPC Challenge 1.5): Debian's ``hpcc`` package (``scripts/setup.sh``), with the input
   of ``tests/data/apps/hpccinf.txt`` on a 1 × ``ranks`` process grid.
+- **HPCC's PTRANS alone**: HPCC 1.5.0's release tarball as Debian's archive serves it
+  (:data:`HPCC_TARBALL`, checked against its SHA-256; or a local copy given instead,
+  ``--hpcc-source``), its PTRANS, input and HPL grid sources compiled with ``mpicc`` and the
+  driver ``benchmarks/apps/hpcc_ptrans.c`` (once per driver version, in the cache directory).
+  PTRANS draws its process grid's layout from the clock (``time(NULL)``) at each repetition;
+  the build fixes that seed, so every run sends the same messages.
 
 What cannot be built or found raises :class:`Unavailable` with a one-line reason, so the
 validation skips that application and says why.
@@ -21,7 +27,9 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,24 +191,126 @@ def build_npb(
     return exe, provenance
 
 
+def write_hpccinf(directory: Path, ranks: int, n: int | None = None) -> None:
+    """``directory/hpccinf.txt``: the input of ``tests/data/apps/hpccinf.txt`` on a 1 ×
+    ``ranks`` process grid, with HPL's problem size ``n`` if given."""
+    lines = (APPS / "hpccinf.txt").read_text().splitlines()
+    values = {"Ps": "1", "Qs": str(ranks)} | ({"Ns": str(n)} if n is not None else {})
+    out = []
+    for line in lines:
+        words = line.split()
+        if len(words) == 2 and words[1] in values:
+            line = f"{values[words[1]]:<13}{words[1]}"
+        out.append(line)
+    (directory / "hpccinf.txt").write_text("\n".join(out) + "\n")
+
+
 def hpcc_input(directory: Path, ranks: int) -> str:
     """Write ``hpccinf.txt`` for ``ranks`` ranks (the test input, 1 × ``ranks`` grid) into
     ``directory``; where HPCC comes from (``Unavailable`` without ``hpcc``)."""
     exe = shutil.which("hpcc")
     if exe is None:
         raise Unavailable("hpcc not found (apt-get install hpcc; scripts/setup.sh)")
-    lines = (APPS / "hpccinf.txt").read_text().splitlines()
-    grid = {"Ps": "1", "Qs": str(ranks)}
-    out = []
-    for line in lines:
-        words = line.split()
-        if len(words) == 2 and words[1] in grid:
-            line = f"{grid[words[1]]:<13}{words[1]}"
-        out.append(line)
-    (directory / "hpccinf.txt").write_text("\n".join(out) + "\n")
+    write_hpccinf(directory, ranks)
     if shutil.which("dpkg-query") is None:
         return exe
     version = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Version}", "hpcc"], capture_output=True, text=True
     ).stdout.strip()
     return f"Debian hpcc {version}" if version else exe
+
+
+#: HPCC 1.5.0's release tarball in Debian's archive (the source of Debian's ``hpcc`` 1.5.0-3)
+#: and its SHA-256 (the one Debian's ``hpcc_1.5.0-3.dsc`` lists).
+HPCC_TARBALL = "http://deb.debian.org/debian/pool/main/h/hpcc/hpcc_1.5.0.orig.tar.gz"
+HPCC_SHA256 = "0a6fef7ab9f3347e549fed65ebb98234feea9ee18aea0c8f59baefbe3cf7ffb8"
+
+#: What the PTRANS driver links, relative to the unpacked tree: PTRANS, HPCC's input and
+#: report (``src/io.c``), and the HPL pieces they call (input parsing, grid collectives).
+PTRANS_SOURCES = (
+    *(f"PTRANS/{name}.c" for name in ("cblacslt", "mem", "pdmatcmp", "pdmatgen", "pdtrans")),
+    *(f"PTRANS/{name}.c" for name in ("pdtransdriver", "pmatgeninc", "sclapack")),
+    "src/io.c",
+    "hpl/testing/ptest/HPL_pdinfo.c",
+    "hpl/testing/ptimer/HPL_ptimer_cputime.c",
+    "hpl/src/auxil/HPL_fprintf.c",
+    *(f"hpl/src/grid/HPL_{name}.c" for name in ("all_reduce", "broadcast", "max", "min")),
+    "hpl/src/grid/HPL_reduce.c",
+    *(f"hpl/src/pauxil/HPL_{name}.c" for name in ("pdlamch", "pwarn", "pabort")),
+)
+#: The machine-parameter probes, which HPCC's own build compiles without optimisation.
+PTRANS_PROBES = ("src/noopt.c", "src/HPL_slamch.c", "hpl/src/auxil/HPL_dlamch.c")
+#: PTRANS's clock seed for the process grid's layout, and the fixed seed the build puts there.
+_GRID_SEED = ("mp = (int)time(NULL);", "mp = 0; /* llamp: a fixed grid layout */")
+
+
+def _hpcc_tarball(origin: str | None, into: Path) -> Path:
+    """The HPCC 1.5.0 tarball: ``origin`` (a local file or a URL; default
+    :data:`HPCC_TARBALL`) copied into ``into`` and checked against :data:`HPCC_SHA256`."""
+    origin = origin or HPCC_TARBALL
+    target = into / "hpcc_1.5.0.orig.tar.gz"
+    try:
+        if "://" in origin:
+            with urllib.request.urlopen(origin, timeout=60) as answer, open(target, "wb") as out:
+                shutil.copyfileobj(answer, out)
+        else:
+            shutil.copyfile(origin, target)
+    except OSError as err:
+        raise Unavailable(f"cannot fetch {origin}: {err}") from None
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != HPCC_SHA256:
+        raise Unavailable(f"{origin} is not HPCC 1.5.0 (SHA-256 {digest}, not {HPCC_SHA256})")
+    return target
+
+
+def build_ptrans(origin: str | None = None, cache: Path | None = None) -> tuple[Path, str]:
+    """HPCC's PTRANS test alone (``benchmarks/apps/hpcc_ptrans.c``), built with ``mpicc``
+    from HPCC 1.5.0 with a fixed grid-layout seed (once per driver version): (the executable,
+    where its sources came from)."""
+    if shutil.which("mpicc") is None:
+        raise Unavailable("mpicc not found (scripts/setup.sh installs it)")
+    driver = HERE / "apps" / "hpcc_ptrans.c"
+    digest = hashlib.sha256(driver.read_bytes()).hexdigest()[:12]
+    root = (cache or cache_dir()) / "hpcc-1.5.0"
+    exe = root / f"ptrans.{digest}.x"
+    provenance = (
+        f"HPCC 1.5.0 ({HPCC_TARBALL}, SHA-256 {HPCC_SHA256[:12]}…), PTRANS alone with a fixed "
+        "grid-layout seed, driver benchmarks/apps/hpcc_ptrans.c, built with mpicc -O2"
+    )
+    if exe.is_file():
+        return exe, provenance
+    tree = root / "hpcc-1.5.0"
+    if not tree.is_dir():
+        staging = root.with_name(root.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        with tarfile.open(_hpcc_tarball(origin, staging)) as tar:
+            tar.extractall(staging, filter="data")
+        if not (staging / "hpcc-1.5.0" / "PTRANS").is_dir():
+            raise Unavailable(f"{origin or HPCC_TARBALL} holds no hpcc-1.5.0/PTRANS")
+        staging.rename(root)
+    seeded = tree / "PTRANS" / "pdtransdriver.c"
+    text = seeded.read_text()
+    if _GRID_SEED[1] not in text:
+        if text.count(_GRID_SEED[0]) != 1:
+            raise Unavailable(f"{seeded} does not seed its grid layout as HPCC 1.5.0 does")
+        seeded.write_text(text.replace(*_GRID_SEED))
+    log = root / "build-ptrans.log"
+    objects = root / f"obj-{digest}"
+    objects.mkdir(exist_ok=True)
+    flags = ["-I", str(tree / "include"), "-I", str(tree / "hpl" / "include"), "-DHPL_CALL_CBLAS"]
+    built = []
+    for level, sources in (
+        ("-O2", (driver, *(tree / s for s in PTRANS_SOURCES))),
+        ("-O0", tuple(tree / s for s in PTRANS_PROBES)),
+    ):
+        for source in sources:
+            obj = objects / f"{source.stem}.o"
+            _run(["mpicc", level, *flags, "-c", str(source), "-o", str(obj)], root, log)
+            built.append(str(obj))
+    # Reference BLAS: HPL declares the few CBLAS routines PTRANS's check calls, and Debian's
+    # libblas3 exports them (no -dev package needed).
+    partial = exe.with_suffix(".partial")
+    _run(["mpicc", "-o", str(partial), *built, "-l:libblas.so.3", "-lm"], root, log)
+    partial.rename(exe)
+    return exe, provenance

@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 from benchmarks import app_sources
-from benchmarks.app_sources import NPB, Source, Unavailable, build_npb, checkout, hpcc_input
+from benchmarks.app_sources import (
+    HPCC_SHA256,
+    NPB,
+    Source,
+    Unavailable,
+    build_npb,
+    build_ptrans,
+    checkout,
+    hpcc_input,
+    write_hpccinf,
+)
 from benchmarks.validation import APPLICATIONS, _applications, parse_apps
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
@@ -94,6 +104,60 @@ def test_hpcc_input_puts_the_ranks_on_one_row(tmp_path, monkeypatch):
     assert lines[10].split() == ["1", "Ps"] and lines[11].split() == ["2", "Qs"]
     changed = [k for k, (a, b) in enumerate(zip(lines, reference, strict=True)) if a != b]
     assert changed == [10]  # the reference already has Qs = 2
+
+
+def test_ptrans_input_sets_hpl_n_and_the_grid(tmp_path):
+    """PTRANS transposes an N/2 × N/2 matrix, N from HPL's problem-size line."""
+    write_hpccinf(tmp_path, 2, 1000)
+    lines = (tmp_path / "hpccinf.txt").read_text().splitlines()
+    reference = (app_sources.APPS / "hpccinf.txt").read_text().splitlines()
+    assert lines[5].split() == ["1000", "Ns"] and reference[5].split() == ["200", "Ns"]
+    changed = [k for k, (a, b) in enumerate(zip(lines, reference, strict=True)) if a != b]
+    assert changed == [5, 10]
+
+
+def test_a_tarball_that_is_not_hpcc_1_5_0_is_refused_before_anything_is_built(tmp_path):
+    fake = tmp_path / "hpcc_1.5.0.orig.tar.gz"
+    fake.write_bytes(b"not the release")
+    with pytest.raises(Unavailable, match=f"is not HPCC 1.5.0 .*not {HPCC_SHA256}"):
+        build_ptrans(origin=str(fake), cache=tmp_path / "cache")
+    with pytest.raises(Unavailable, match="cannot fetch .*missing"):
+        build_ptrans(origin=str(tmp_path / "missing"), cache=tmp_path / "cache")
+    assert not (tmp_path / "cache" / "hpcc-1.5.0").exists()  # nothing half-built
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_ptrans_builds_and_sends_the_same_messages_every_run(tmp_path):
+    """HPCC's PTRANS alone, from the release tarball (Debian's archive, or a copy named by
+    ``LLAMP_HPCC_SOURCE``), with its grid-layout seed fixed: it passes its own check on 2
+    ranks, and two runs print the same result line (the same transpose on the same grid)."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun not installed")
+    try:
+        exe, source = build_ptrans(origin=os.environ.get("LLAMP_HPCC_SOURCE"), cache=tmp_path)
+    except Unavailable as why:
+        pytest.skip(f"PTRANS cannot be built here: {why}")
+    assert "HPCC 1.5.0" in source and "fixed grid-layout seed" in source
+    seeded = (tmp_path / "hpcc-1.5.0" / "hpcc-1.5.0" / "PTRANS" / "pdtransdriver.c").read_text()
+    assert "time(NULL)" not in seeded
+    write_hpccinf(tmp_path, 2, 400)
+    env = os.environ | {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    lines = []
+    for _ in range(2):
+        done = subprocess.run(
+            ["mpirun", "-n", "2", str(exe)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("PTRANS")]
+        lines.append(line.split(",")[:3])  # passed, n, nb, grid (not the timings)
+    assert lines[0] == lines[1] and lines[0][0] == "PTRANS passed: n = 200"
+    assert build_ptrans(cache=tmp_path)[0] == exe  # built once
 
 
 def test_hpcc_absent_is_unavailable(tmp_path, monkeypatch):
