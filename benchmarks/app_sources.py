@@ -284,10 +284,14 @@ def build_ptrans(origin: str | None = None, cache: Path | None = None) -> tuple[
         staging = root.with_name(root.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        with tarfile.open(_hpcc_tarball(origin, staging)) as tar:
-            tar.extractall(staging, filter="data")
-        if not (staging / "hpcc-1.5.0" / "PTRANS").is_dir():
-            raise Unavailable(f"{origin or HPCC_TARBALL} holds no hpcc-1.5.0/PTRANS")
+        try:
+            with tarfile.open(_hpcc_tarball(origin, staging)) as tar:
+                tar.extractall(staging, filter="data")
+            if not (staging / "hpcc-1.5.0" / "PTRANS").is_dir():
+                raise Unavailable(f"{origin or HPCC_TARBALL} holds no hpcc-1.5.0/PTRANS")
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         staging.rename(root)
     seeded = tree / "PTRANS" / "pdtransdriver.c"
     text = seeded.read_text()

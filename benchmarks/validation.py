@@ -100,8 +100,10 @@ follows it; `--quick` does not and is for trying the script only):
    tracer's is charged in the model as CPU time before each traced MPI call (`llamp validate
    --call-cost`), and the delay path's own cost at ΔL = 0 is reported beside it.
 4. **Measurement.** Three traced runs at ΔL = 0 (`--traces`; the prediction takes each
-   computation's mean duration over them: one run is one sample of a noisy program), then
-   injected runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs in rounds of shuffled order; a ΔL is
+   computation's mean duration over them: one run is one sample of a noisy program), the
+   first before the injected runs, the k-th before their k-th round (since run 7: the traced
+   runs sample the machine over the measurement, as the injected runs do), and injected
+   runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs in rounds of shuffled order; a ΔL is
    run again until the 95 % interval of its mean (Student t, full width) is under 1 % of the
    mean, at least 3 and at most `--max-repeat` runs. A ΔL that stops at the maximum is
    reported with its wider interval.
@@ -132,7 +134,7 @@ APPLICATIONS = (
 
 
 #: HPL's problem size for HPCC's PTRANS: it transposes an N/2 × N/2 matrix (~25 ms a run here,
-#: about a hundred messages, so a ΔL of 100 µs moves it by about 40 %).
+#: about a hundred messages per rank: a ΔL of 100 µs adds about 20 %).
 PTRANS_N = 1000
 
 #: The name each application has in the tables.
@@ -165,6 +167,7 @@ def _applications(
     wanted: tuple[str, ...],
     npb_source: str | None,
     log=print,
+    *,
     hpcc_source: str | None = None,
 ) -> list[Application]:
     """The applications of ``wanted`` that can run here; one line for each skipped."""
@@ -266,7 +269,7 @@ def run(
     log(f"  {costs.describe()}")
     (work / "calibration.json").write_text(json.dumps(fit.as_dict(), indent=1))
     results = []
-    for app in _applications(work, halo, quick, apps, npb_source, log, hpcc_source):
+    for app in _applications(work, halo, quick, apps, npb_source, log, hpcc_source=hpcc_source):
         name, ranks = app.name, app.ranks
         command = [*_launcher(ranks), *app.argv]
         charge = 0.0

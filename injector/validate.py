@@ -34,7 +34,7 @@ import re
 import shutil
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -687,8 +687,10 @@ def measure(
     timeout: float | None = None,
     output=None,
     log=None,
+    before_round: Callable[[int], None] | None = None,
 ) -> dict[float, list[InjectedRun]]:
     """At least ``repeat`` injected runs per ΔL, each round in its own shuffled order.
+    ``before_round(k)`` is called before each round ``k`` after the first (k = 1, 2, …).
 
     With ``max_repeat`` above ``repeat``, rounds continue over the ΔL whose mean is not yet
     known well enough (:func:`llamp.injector.accuracy.interval_converged`: the 95 % interval
@@ -722,6 +724,8 @@ def measure(
 
     rep = 0
     while todo := pending():
+        if rep and before_round is not None:
+            before_round(rep)
         order = list(todo)
         random.Random(seed + rep).shuffle(order)
         rep += 1
@@ -871,8 +875,10 @@ def run_validation(
     deltas = tuple(sorted(float(d) for d in deltas))
     name = run_name or default_run_name(command)
     directory = Path(trace_dir) if trace_dir else llamp_home() / "validation" / name / "trace"
-    runs_traced, graphs, trace_load = [], [], 0.0
-    for k in range(traces):
+    runs_traced, graphs, loads = [], [], []
+
+    def trace(k: int) -> None:
+        """The ``k``-th traced run (again while other processes disturb it)."""
         into = trace_directory(directory, k)
         for attempt in range(4 if max_other_load is not None else 1):
             if max_other_load is not None:
@@ -895,28 +901,41 @@ def run_validation(
                 log(
                     f"the traced run was disturbed (other processes: {probe.cores:.2f} cores): again"
                 )
-        trace_load = max(trace_load, probe.cores)
+        loads.append(probe.cores)
         runs_traced.append(traced)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graphs.append(
                 read(traced.directory, fmt="liballprof", collectives=collectives or {}, name=name)
             )
-    graph, averaged = average_compute(graphs)
-    if call_cost_ns:
-        from llamp.injector.overhead import charge_call_cost
 
-        graph = charge_call_cost(graph, call_cost_ns)
-    models = predict_models(graph, params, deltas, message_costs)
+    # The first traced run before any injected one (a trace that cannot be read stops the
+    # validation before it measures anything); the k-th before the k-th round of injected
+    # runs, so the traced runs sample the machine over the measurement as the injected runs
+    # do (this VM's speed drifts by tens of percent within seconds), not only its first
+    # seconds; any left after the last round, after it.
+    trace(0)
     measured = overheads == "measured"
-    charged, used = (
-        measured_overheads(graph, params, message_costs) if measured else (graph, params)
-    )
-    predicted = predict_deltas(charged, used, deltas, engine=engine)
+
+    def prediction(graph) -> tuple[Any, LogGPS, pd.DataFrame]:
+        """(the graph predicted from, its parameters, T and λ at every ΔL)."""
+        if call_cost_ns:
+            from llamp.injector.overhead import charge_call_cost
+
+            graph = charge_call_cost(graph, call_cost_ns)
+        charged, used = (
+            measured_overheads(graph, params, message_costs) if measured else (graph, params)
+        )
+        return graph, used, predict_deltas(charged, used, deltas, engine=engine)
+
+    # The first run's prediction now: a graph that cannot be predicted stops here, before the
+    # measurement.
+    first = prediction(graphs[0])[2]
     if log:
         log(
-            f"graph: {graph.num_vertices} vertices, {graph.summary().messages} messages; "
-            f"predicted T(L0) = {format_ns(float(predicted['runtime_ns'].iloc[0]))}"
+            f"graph: {graphs[0].num_vertices} vertices, {graphs[0].summary().messages} messages; "
+            f"predicted T(L0) from the first traced run = "
+            f"{format_ns(float(first['runtime_ns'].iloc[0]))}"
         )
     runs = measure(
         command,
@@ -934,7 +953,16 @@ def run_validation(
         timeout=timeout,
         output=output,
         log=log,
+        before_round=lambda k: trace(k) if k < traces else None,
     )
+    for k in range(len(graphs), traces):
+        trace(k)
+    traced, trace_load = runs_traced[-1], max(loads)
+    graph, averaged = average_compute(graphs)
+    graph, used, predicted = prediction(graph)
+    models = predict_models(graph, params, deltas, message_costs)
+    if log and len(graphs) > 1:
+        log(f"predicted T(L0) = {format_ns(float(predicted['runtime_ns'].iloc[0]))}")
     counters, notes = _consistency(runs, int(graph.summary().messages))
     zero = [r for d, rs in runs.items() if d == 0 for r in rs]
     spans = [_traced_runtime_ns(t.files) for t in runs_traced]

@@ -519,3 +519,49 @@ def test_several_traced_runs_average_each_calc():
         "averaged over them"
     )
     assert "predicted from the first" in _traces_note([1.0e6, 2.0e6], False)
+
+
+def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatch, tmp_path):
+    """The first traced run comes before any injected run, the k-th before round k (the
+    machine's speed drifts: the traced runs sample it over the measurement as the injected
+    runs do); traced runs left after the last round follow it. Each calc is their mean."""
+    import llamp.ingest as ingest_mod
+    import llamp.ingest.tracing as trace_mod
+
+    events: list[str] = []
+    graph = _two_ranks_with_a_join()
+
+    def traced(command, directory, **kw):
+        k = sum(e.startswith("trace") for e in events)
+        events.append(f"trace {k}")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        f = directory / "pmpi-trace-rank-0.txt"
+        f.write_text(f"MPI_Init:0:10\nMPI_Finalize:{1010 + k}:{1011 + k}\n")
+        mpi = type("M", (), {"label": "fake MPI"})()
+        return type("T", (), {"files": [f], "directory": directory, "mpi": mpi})()
+
+    def read(directory, **kw):
+        k = int(events[-1].split()[1])
+        return dataclasses.replace(graph, cost_ns=graph.cost_ns * (k + 1))
+
+    def injected(command, delta, **kw):
+        events.append(f"run {delta:g}")
+        zero = ("bytes_sent", "collectives", "collective_messages", "passthrough_calls")
+        counters = dict.fromkeys(zero, 0) | {"messages_sent": 3, "header_mismatches": 0}
+        return InjectedRun(delta, 1e5, (1e5,), counters, 0.1, 0.0, 0.3, ())
+
+    monkeypatch.setattr(trace_mod, "run_traced", traced)
+    monkeypatch.setattr(ingest_mod, "read", read)
+    monkeypatch.setattr(validate_mod, "run_injected", injected)
+    result, _ = validate_mod.run_validation(
+        ["app"], [0.0, 1e4], params=LogGPS(), repeat=2, traces=4, store=False, trace_dir=tmp_path
+    )
+    rounds = [e for e in events if not e.startswith("run")]
+    assert rounds == ["trace 0", "trace 1", "trace 2", "trace 3"]
+    # two rounds (--repeat 2, no --max-repeat) of both ΔL: traces 0, 1 before them, 2 and 3
+    # (left over) after the last
+    kinds = [e.split()[0] for e in events]
+    assert kinds == ["trace", "run", "run", "trace", "run", "run", "trace", "trace"]
+    assert result.traced_runtime_ns == pytest.approx(np.mean([1000e3, 1001e3, 1002e3, 1003e3]))
+    assert any("4 traced runs" in n and "averaged" in n for n in result.notes)

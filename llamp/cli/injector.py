@@ -456,7 +456,8 @@ def _message_costs(network: str | None, *, required: bool):
     type=click.IntRange(min=1, max=100),
     help="Traced runs at ΔL = 0: the prediction takes each computation's mean duration over "
     "them (one run is one sample of a noisy program); runs whose communication differs fall "
-    "back to the first.",
+    "back to the first. The first runs before the injected runs, the k-th before their k-th "
+    "round.",
 )
 @click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
 @network_options
