@@ -60,7 +60,7 @@ from pathlib import Path
 from benchmarks.app_sources import Unavailable, build_npb, build_ptrans, hpcc_input, write_hpccinf
 from llamp.config import parse_percent
 from llamp.injector.accuracy import Offset, SlopeError
-from llamp.injector.calibrate import calibrate
+from llamp.injector.calibrate import Calibration, calibrate, combine
 from llamp.injector.message_costs import OVERHEAD_MODELS, MessageCosts
 from llamp.injector.overhead import measure_overhead
 from llamp.injector.validate import (
@@ -75,6 +75,7 @@ from llamp.injector.validate import (
     run_validation,
     trace_directory,
 )
+from llamp.params import LogGPS
 
 HERE = Path(__file__).resolve().parent
 APPS = HERE.parent / "tests" / "data" / "apps"
@@ -91,9 +92,11 @@ follows it; `--quick` does not and is for trying the script only):
    until other processes use at most that many cores and repeats a run they disturbed more.
    One rank per core: runs with more ranks than cores are marked oversubscribed.
 2. **Calibration of the transport used.** `llamp calibrate` with the same launcher and
-   transport selection as the application runs; the fit's residual per parameter (L, o, G, S,
-   g) and what it was measured on (MPI library, hosts or hostfile, transport) are printed with
-   the table. Every prediction uses these parameters and says so.
+   transport selection as the application runs, before each application and after the last
+   (since run 8: one calibration can catch a minute in which the VM runs several times
+   slower); the predictions use the per-size median of them, whose fit's residual per
+   parameter (L, o, G, S, g), each calibration's own G and o, and what they were measured on
+   (MPI library, hosts or hostfile, transport) are printed with the table.
 3. **The tools' own cost.** `llamp overhead` runs the application plain, traced, under the
    injector without its delay path and under the injector at ΔL = 0, in shuffled rounds until
    each mean's 95 % interval is under the target width; the injector's per-call cost less the
@@ -248,7 +251,13 @@ def run(
 ) -> tuple[dict, list[tuple[Application, Validation]]]:
     """Calibrate, measure each application's tool overhead, then validate it; (calibration
     dict, results). ``overheads``: what the default prediction charges per message (every
-    model is also predicted with the calibration's per-size overheads, ``/measured``)."""
+    model is also predicted with the calibration's per-size overheads, ``/measured``).
+
+    The machine is calibrated before each application and after the last; the results are
+    predicted (:func:`rescore`) from the per-size median of those calibrations
+    (:func:`llamp.injector.calibrate.combine`), which ``calibration.json`` keeps with each
+    calibration's own fit. The injected runs emulate the network of the first calibration
+    (its S and its measured one-way times estimate when a message arrived)."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -268,8 +277,11 @@ def run(
     costs = MessageCosts.from_calibration(fit)
     log(f"  {costs.describe()}")
     (work / "calibration.json").write_text(json.dumps(fit.as_dict(), indent=1))
+    fits = [fit]
     results = []
     for app in _applications(work, halo, quick, apps, npb_source, log, hpcc_source=hpcc_source):
+        if results:
+            fits.append(_calibrate_again(log))
         name, ranks = app.name, app.ranks
         command = [*_launcher(ranks), *app.argv]
         charge = 0.0
@@ -321,24 +333,50 @@ def run(
             )
         )
         log(f"  result kept in {saved}")
-    return fit.as_dict(), results
+    if not results:
+        return fit.as_dict(), results
+    fits.append(_calibrate_again(log))
+    combined = combine(fits)
+    each = [
+        {"L_ns": f.L_ns, "o_ns": f.o_ns, "G_ns_per_byte": f.G_ns_per_byte, "S_bytes": f.S_bytes}
+        for f in fits
+    ]
+    (work / "calibration.json").write_text(
+        json.dumps(combined.as_dict() | {"calibrations": each}, indent=1)
+    )
+    c = combined.params()
+    log(
+        f"the median of {len(fits)} calibrations: L = {c.L:.0f} ns, o = {c.o:.0f} ns, "
+        f"G = {c.G:.4g} ns/B, S = {c.S}, g = {c.g:.0f} ns; predicting from it"
+    )
+    return rescore(work, log=log, params=c)
+
+
+def _calibrate_again(log) -> Calibration:
+    """One more calibration between applications (3 s here), as the first."""
+    fit = calibrate(_launcher(2), iters=200)
+    log(f"calibrated again: G = {fit.G_ns_per_byte:.4g} ns/B, o = {fit.o_ns:.0f} ns")
+    return fit
 
 
 def _trace_dir(index: int) -> str:
     return f"trace-{index}"
 
 
-def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, Validation]]]:
+def rescore(
+    directory: Path, log=print, params: LogGPS | None = None
+) -> tuple[dict, list[tuple[Application, Validation]]]:
     """An earlier run's measured runs against today's predictions: the results it kept in
     ``directory`` (``<app>.json`` and the traces) predicted again, under today's default and
-    every model of :data:`MODELS`, from the same traces, tool costs and calibration. Nothing
-    is measured again; the runs, loads and notes are the run's own."""
+    every model of :data:`MODELS`, from the same traces, tool costs and calibration (each
+    application's own parameters, or ``params`` for all). Nothing is measured again; the
+    runs, loads and notes are the run's own."""
     import warnings
 
     from llamp.ingest import read
     from llamp.injector.overhead import charge_call_cost
-    from llamp.params import LogGPS
 
+    given = params
     directory = Path(directory)
     kept = [k for k in APPLICATIONS if (directory / f"{k}.json").is_file()]
     if not kept:
@@ -352,7 +390,9 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
     for index, key in enumerate(kept):
         saved = json.loads((directory / f"{key}.json").read_text())
         p = saved["params"]
-        params = LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"])
+        params = given or LogGPS(
+            L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"]
+        )
         if calibration is None:  # a run from before calibration.json was kept
             calibration = {
                 "L_ns": params.L,
@@ -416,6 +456,19 @@ def rescore(directory: Path, log=print) -> tuple[dict, list[tuple[Application, V
     return calibration, results
 
 
+def _calibrations(calibration: dict) -> str:
+    """The fits the calibration is the per-size median of (none: one calibration)."""
+    each = calibration.get("calibrations") or []
+    if len(each) < 2:
+        return ""
+    G = ", ".join(f"{c['G_ns_per_byte']:.3g}" for c in each)
+    o = ", ".join(f"{c['o_ns']:.0f}" for c in each)
+    return (
+        f" The per-size median of {len(each)} calibrations, one before each application and "
+        f"one after the last (their own G: {G} ns/B; o: {o} ns)."
+    )
+
+
 def _per_parameter(calibration: dict) -> str:
     parts = []
     for name, r in (calibration.get("parameter_residuals") or {}).items():
@@ -453,7 +506,8 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"g = {calibration['g_ns']:.0f} ns; RMS residual by parameter: "
         f"{_per_parameter(calibration)}; measured on "
         f"{(calibration.get('measured_on') or {}).get('mpi', '?')}, "
-        f"{(calibration.get('measured_on') or {}).get('transport', '?')}.",
+        f"{(calibration.get('measured_on') or {}).get('transport', '?')}."
+        + _calibrations(calibration),
         "",
         "Applications: "
         + "; ".join(f"{app.name}: {app.source}" for app in {a.name: a for a, _ in results}.values())

@@ -129,6 +129,32 @@ def test_fit_is_robust_to_a_disturbed_large_size():
     assert fit.G_ns_per_byte == pytest.approx(0.1, rel=1e-6)
 
 
+def test_calibrations_combine_by_the_median_of_each_size():
+    """A calibration taken while the VM ran slow (every size 5× its time) is outvoted by two
+    others: the combined fit is theirs, not a mean dragged up by it."""
+    from llamp.injector.calibrate import combine
+
+    steady = fit_loggp(synthetic(500.0, 100.0, 0.1, 4096), {64: 20_000.0})
+    other = fit_loggp(synthetic(520.0, 110.0, 0.12, 4096), {64: 22_000.0})
+    slow = fit_loggp(
+        [
+            PingPongSample(x.size, x.rtt_ns * 5, x.os_ns * 5, x.or_ns * 5)
+            for x in synthetic(500.0, 100.0, 0.1, 4096)
+        ],
+        {64: 90_000.0},
+    )
+    assert slow.G_ns_per_byte == pytest.approx(0.5)
+    both = combine([steady, slow, other])
+    assert both.G_ns_per_byte == pytest.approx(0.12, rel=1e-6)  # per size: the middle value
+    assert both.o_ns == pytest.approx(110.0) and both.S_bytes == 4096
+    assert both.burst_ns == {64: 22_000.0} and both.measured_on["calibrations"] == 3
+    assert combine([steady]) is steady
+    with pytest.raises(InputError, match="same message sizes"):
+        combine([steady, fit_loggp(synthetic(500.0, 100.0, 0.1, 4096, sizes=DEFAULT_SIZES[:-1]))])
+    with pytest.raises(InputError, match="no calibration"):
+        combine([])
+
+
 def test_fit_clamps_a_negative_latency_and_says_so():
     samples = [
         PingPongSample(size=s.size, rtt_ns=s.rtt_ns, os_ns=400.0, or_ns=400.0)

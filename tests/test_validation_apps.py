@@ -265,5 +265,17 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     expected = predict_deltas(graph, today, list(runs), engine="graph")["runtime_ns"]
     assert [p.predicted_ns for p in v.points] == pytest.approx(list(expected), rel=1e-12)
     assert "| halo 8 KiB | 2 |" in markdown(calibration, results, "x")
+    # the parameters of the calibrations' median, for every application (the run's end)
+    median = LogGPS(L=0.0, o=200.0, G=0.2, S=2048, g=100.0)
+    _, ((_, again),) = rescore(tmp_path, log=lambda *_: None, params=median)
+    assert again.params == median
+    expected = predict_deltas(graph, median, list(runs), engine="graph")["runtime_ns"]
+    assert [p.predicted_ns for p in again.points] == pytest.approx(list(expected), rel=1e-12)
+    each = [
+        {"L_ns": 0.0, "o_ns": o, "G_ns_per_byte": G, "S_bytes": 2048}
+        for o, G in ((238.5, 0.14), (205.0, 0.55), (140.0, 0.17))
+    ]
+    text = markdown(calibration | {"calibrations": each}, results, "x")
+    assert "median of 3 calibrations" in text and "G: 0.14, 0.55, 0.17 ns/B" in text
     with pytest.raises(SystemExit, match="no results"):
         rescore(tmp_path / "trace-0")
