@@ -368,11 +368,19 @@ def test_calibrate_on_a_real_pingpong_and_save(mpi_env):
 
     result = CliRunner().invoke(
         cli,
-        ["calibrate", "--save", "here", "--iters", "100", "--json", "--", *launcher(2)],
+        ["calibrate", "--save", "here", "--iters", "100", "--rounds", "2", "--json", "--"]
+        + launcher(2),
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
     fit = json.loads(result.output[result.output.index("{") :])
+    # two rounds, fitted from their per-size median (here: the mean of the two)
+    assert len(fit["rounds"]) == 2 and fit["measured_on"]["calibrations"] == 2
+    assert (
+        min(r["o_ns"] for r in fit["rounds"])
+        <= fit["o_ns"]
+        <= max(r["o_ns"] for r in fit["rounds"])
+    )
     assert [r["size_bytes"] for r in fit["residuals"]] == list(DEFAULT_SIZES)
     assert fit["o_ns"] > 0 and fit["G_ns_per_byte"] > 0 and fit["L_ns"] >= 0
     assert all(r["one_way_ns"] > 0 for r in fit["residuals"])
@@ -383,6 +391,15 @@ def test_calibrate_on_a_real_pingpong_and_save(mpi_env):
     assert fit["measured_on"]["mpi"].startswith("Open MPI")
     assert fit["measured_on"]["transport"].startswith("one node")
     assert profile.measured_on == fit["measured_on"]
+
+
+def test_calibrate_refuses_a_negative_pause():
+    from llamp.cli import injector  # noqa: F401 - registers the commands
+    from llamp.cli.base import cli
+
+    result = CliRunner().invoke(cli, ["calibrate", "--pause", "-5s", "--", "mpirun", "-n", "2"])
+    assert isinstance(result.exception, InputError)  # exit 2 from the entry point
+    assert str(result.exception) == "--pause must not be negative, got '-5s'"
 
 
 @pytest.mark.integration

@@ -103,6 +103,20 @@ def _params_text(p: LogGPS) -> str:
 )
 @click.option("--iters", default=400, show_default=True, type=int, help="Round trips per size.")
 @click.option(
+    "--rounds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1, max=100),
+    help="Ping-pong this many times and fit the per-size median: one round can catch a moment "
+    "in which a shared or virtual machine runs several times slower.",
+)
+@click.option(
+    "--pause",
+    default="0s",
+    show_default=True,
+    help="Wait this long between rounds (e.g. 20s), so the rounds sample more of the machine.",
+)
+@click.option(
     "--injected",
     is_flag=True,
     help="Ping-pong under the injector at ΔL = 0, so o and L include its per-message header.",
@@ -115,6 +129,8 @@ def calibrate_cmd(
     save_name: str | None,
     sizes: str | None,
     iters: int,
+    rounds: int,
+    pause: str,
     injected: bool,
     list_only: bool,
     mpicc: str | None,
@@ -122,7 +138,9 @@ def calibrate_cmd(
     command: tuple[str, ...],
 ) -> None:
     """Fit LogGP L, o, G (and S) with a ping-pong run by COMMAND (e.g. -- mpirun -n 2)."""
-    from llamp.injector.calibrate import DEFAULT_SIZES, calibrate
+    import time
+
+    from llamp.injector.calibrate import DEFAULT_SIZES, calibrate, combine
     from llamp.injector.profiles import list_profiles, save_profile
 
     if list_only:
@@ -144,15 +162,30 @@ def calibrate_cmd(
         if sizes
         else DEFAULT_SIZES
     )
-    fit = calibrate(
-        list(command),
-        sizes=size_list,
-        iters=iters,
-        mpicc=mpicc,
-        injected=injected,
-        log=lambda m: message("note", m),
-    )
+    wait_s = parse_duration_ns(pause, default_unit="s") / 1e9
+    if wait_s < 0:
+        raise InputError(f"--pause must not be negative, got {pause!r}")
+    fits = []
+    for k in range(rounds):
+        if k and wait_s:
+            time.sleep(wait_s)
+        fits.append(
+            calibrate(
+                list(command),
+                sizes=size_list,
+                iters=iters,
+                mpicc=mpicc,
+                injected=injected,
+                log=lambda m: message("note", m),
+            )
+        )
+    fit = combine(fits)
     result: dict[str, Any] = fit.as_dict()
+    if rounds > 1:
+        result["rounds"] = [
+            {"L_ns": f.L_ns, "o_ns": f.o_ns, "G_ns_per_byte": f.G_ns_per_byte, "S_bytes": f.S_bytes}
+            for f in fits
+        ]
     if save_name:
         path = save_profile(
             save_name,
@@ -203,6 +236,22 @@ def calibrate_cmd(
         click.echo(f"    {name}: {value} over {r['measurements']} ({r['basis']})")
     on = result["measured_on"]
     click.echo(f"  measured on: {on['mpi']}; {on['transport']}; node {on['node']}")
+    if rounds > 1:
+        Gs = [f.G_ns_per_byte for f in fits]
+        click.echo(
+            f"  the per-size median of {rounds} rounds; each round's own G: "
+            + ", ".join(f"{g:.4g}" for g in Gs)
+            + " ns/B, o: "
+            + ", ".join(f"{f.o_ns:.0f}" for f in fits)
+            + " ns"
+        )
+        if min(Gs) > 0 and max(Gs) / min(Gs) > 1.25:
+            message(
+                "warning",
+                f"the rounds' G differ by {max(Gs) / min(Gs):.2f}×: the machine's speed moved "
+                "while it was calibrated (more --rounds, or a --pause between them, sample more "
+                "of it)",
+            )
     from llamp.injector.message_costs import MessageCosts
 
     click.echo(
