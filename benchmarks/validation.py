@@ -337,10 +337,7 @@ def run(
         return fit.as_dict(), results
     fits.append(_calibrate_again(log))
     combined = combine(fits)
-    each = [
-        {"L_ns": f.L_ns, "o_ns": f.o_ns, "G_ns_per_byte": f.G_ns_per_byte, "S_bytes": f.S_bytes}
-        for f in fits
-    ]
+    each = [f.brief() for f in fits]
     (work / "calibration.json").write_text(
         json.dumps(combined.as_dict() | {"calibrations": each}, indent=1)
     )

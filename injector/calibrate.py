@@ -108,6 +108,15 @@ class Calibration:
     burst_ns: dict[int, float] = field(default_factory=dict)  # burst length → time
     measured_on: dict[str, Any] = field(default_factory=dict)  # see :func:`measured_on`
 
+    def brief(self) -> dict[str, Any]:
+        """L, o, G and S of the fit (one round of several: what a table lists per round)."""
+        return {
+            "L_ns": self.L_ns,
+            "o_ns": self.o_ns,
+            "G_ns_per_byte": self.G_ns_per_byte,
+            "S_bytes": self.S_bytes,
+        }
+
     def params(self) -> LogGPS:
         """The fit as LogGPS parameters (no switch → every message eager)."""
         return LogGPS(

@@ -182,10 +182,7 @@ def calibrate_cmd(
     fit = combine(fits)
     result: dict[str, Any] = fit.as_dict()
     if rounds > 1:
-        result["rounds"] = [
-            {"L_ns": f.L_ns, "o_ns": f.o_ns, "G_ns_per_byte": f.G_ns_per_byte, "S_bytes": f.S_bytes}
-            for f in fits
-        ]
+        result["rounds"] = [f.brief() for f in fits]
     if save_name:
         path = save_profile(
             save_name,
