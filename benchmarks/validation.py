@@ -387,8 +387,10 @@ def rescore(
     for index, key in enumerate(kept):
         saved = json.loads((directory / f"{key}.json").read_text())
         p = saved["params"]
-        params = given or LogGPS(
-            L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"]
+        params = (
+            given
+            if given is not None
+            else LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"])
         )
         if calibration is None:  # a run from before calibration.json was kept
             calibration = {

@@ -487,10 +487,9 @@ def combine(calibrations: Sequence[Calibration]) -> Calibration:
         raise InputError("no calibration to combine")
     if len(calibrations) == 1:
         return calibrations[0]
-    sizes = [tuple(s.size for s in sorted(c.samples, key=lambda s: s.size)) for c in calibrations]
-    if len(set(sizes)) != 1:
-        raise InputError("calibrations to combine must measure the same message sizes")
     by_size = [sorted(c.samples, key=lambda s: s.size) for c in calibrations]
+    if len({tuple(s.size for s in samples) for samples in by_size}) != 1:
+        raise InputError("calibrations to combine must measure the same message sizes")
     samples = [
         PingPongSample(
             size=group[0].size,

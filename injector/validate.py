@@ -930,12 +930,12 @@ def run_validation(
 
     # The first run's prediction now: a graph that cannot be predicted stops here, before the
     # measurement.
-    first = prediction(graphs[0])[2]
+    first = prediction(graphs[0])
     if log:
         log(
             f"graph: {graphs[0].num_vertices} vertices, {graphs[0].summary().messages} messages; "
             f"predicted T(L0) from the first traced run = "
-            f"{format_ns(float(first['runtime_ns'].iloc[0]))}"
+            f"{format_ns(float(first[2]['runtime_ns'].iloc[0]))}"
         )
     runs = measure(
         command,
@@ -959,7 +959,8 @@ def run_validation(
         trace(k)
     traced, trace_load = runs_traced[-1], max(loads)
     graph, averaged = average_compute(graphs)
-    graph, used, predicted = prediction(graph)
+    # one traced run, or runs that differ: the first run's graph, predicted already
+    graph, used, predicted = first if graph is graphs[0] else prediction(graph)
     models = predict_models(graph, params, deltas, message_costs)
     if log and len(graphs) > 1:
         log(f"predicted T(L0) = {format_ns(float(predicted['runtime_ns'].iloc[0]))}")

@@ -374,13 +374,10 @@ def test_calibrate_on_a_real_pingpong_and_save(mpi_env):
     )
     assert result.exit_code == 0, result.output
     fit = json.loads(result.output[result.output.index("{") :])
-    # two rounds, fitted from their per-size median (here: the mean of the two)
+    # two rounds, fitted from their per-size median (the median itself: the combine test; o
+    # of the median need not lie between the rounds' o, each a median over small sizes)
     assert len(fit["rounds"]) == 2 and fit["measured_on"]["calibrations"] == 2
-    assert (
-        min(r["o_ns"] for r in fit["rounds"])
-        <= fit["o_ns"]
-        <= max(r["o_ns"] for r in fit["rounds"])
-    )
+    assert all(r["o_ns"] > 0 and r["G_ns_per_byte"] > 0 for r in fit["rounds"])
     assert [r["size_bytes"] for r in fit["residuals"]] == list(DEFAULT_SIZES)
     assert fit["o_ns"] > 0 and fit["G_ns_per_byte"] > 0 and fit["L_ns"] >= 0
     assert all(r["one_way_ns"] > 0 for r in fit["residuals"])
