@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.app_sources import Unavailable, build_npb, build_ptrans, hpcc_input, write_hpccinf
-from llamp.config import parse_percent
+from llamp.config import DEFAULT_RENDEZVOUS, parse_percent
 from llamp.injector.accuracy import Offset, SlopeError
 from llamp.injector.calibrate import Calibration, calibrate, combine
 from llamp.injector.message_costs import OVERHEAD_MODELS, MessageCosts
@@ -247,6 +247,7 @@ def run(
     hpcc_source: str | None = None,
     overheads: str = "model",
     traces: int = 3,
+    rendezvous: str = DEFAULT_RENDEZVOUS,
     log=print,
 ) -> tuple[dict, list[tuple[Application, Validation]]]:
     """Calibrate, measure each application's tool overhead, then validate it; (calibration
@@ -269,7 +270,7 @@ def run(
     )
     log("calibrating this machine (ping-pong and burst)…")
     fit = calibrate(_launcher(2), iters=200)
-    params = fit.params()
+    params = fit.params().with_(rendezvous=rendezvous)  # the injected network's protocol
     log(
         f"  L = {params.L:.0f} ns, o = {params.o:.0f} ns, G = {params.G:.4g} ns/B, S = {params.S}, g = {params.g:.0f} ns"
     )
@@ -323,6 +324,7 @@ def run(
                 result.as_dict()
                 | {
                     "source": app.source,
+                    "injected_rendezvous": params.rendezvous,
                     "trace_dir": _trace_dir(len(results) - 1),
                     "trace_dirs": [
                         trace_directory(Path(_trace_dir(len(results) - 1)), k).name
@@ -346,7 +348,7 @@ def run(
         f"the median of {len(fits)} calibrations: L = {c.L:.0f} ns, o = {c.o:.0f} ns, "
         f"G = {c.G:.4g} ns/B, S = {c.S}, g = {c.g:.0f} ns; predicting from it"
     )
-    return rescore(work, log=log, params=c)
+    return rescore(work, log=log, params=c.with_(rendezvous=rendezvous))
 
 
 def _calibrate_again(log) -> Calibration:
@@ -390,7 +392,16 @@ def rescore(
         params = (
             given
             if given is not None
-            else LogGPS(L=p["L_ns"], o=p["o_ns"], G=p["G_ns_per_byte"], S=p["S_bytes"], g=p["g_ns"])
+            else LogGPS(
+                L=p["L_ns"],
+                o=p["o_ns"],
+                G=p["G_ns_per_byte"],
+                S=p["S_bytes"],
+                g=p["g_ns"],
+                # today's model choices, but the protocol the injector emulated (runs from
+                # before it was recorded: answered on arrival)
+                rendezvous=saved.get("injected_rendezvous", "handshake"),
+            )
         )
         if calibration is None:  # a run from before calibration.json was kept
             calibration = {
@@ -455,6 +466,24 @@ def rescore(
     return calibration, results
 
 
+def _emulated(results: list[tuple[Application, Validation]]) -> str:
+    """Which rendezvous protocol the injected runs emulated (``--rendezvous``)."""
+    used = sorted({v.params.rendezvous for _, v in results})
+    if not used:
+        return ""
+    if used == ["polled"]:
+        return (
+            "Injected network: the `polled` rendezvous (`--rendezvous polled`): a request that "
+            "arrives while its receiver is outside MPI is answered when the receiver next "
+            "enters an MPI call that can wait (its wait, a blocking send, …), as by an MPI "
+            "library without a progress thread."
+        )
+    return (
+        f"Injected network: the `{'`, `'.join(used)}` rendezvous: a request is answered when it "
+        "arrives (`--rendezvous polled` answers it at the receiver's wait)."
+    )
+
+
 def _calibrations(calibration: dict) -> str:
     """The fits the calibration is the per-size median of (none: one calibration)."""
     each = calibration.get("calibrations") or []
@@ -507,6 +536,8 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"{(calibration.get('measured_on') or {}).get('mpi', '?')}, "
         f"{(calibration.get('measured_on') or {}).get('transport', '?')}."
         + _calibrations(calibration),
+        "",
+        _emulated(results),
         "",
         "Applications: "
         + "; ".join(f"{app.name}: {app.source}" for app in {a.name: a for a, _ in results}.values())
@@ -634,6 +665,14 @@ def main() -> None:
         "also predicted with the measured per-size overheads, /measured)",
     )
     parser.add_argument(
+        "--rendezvous",
+        choices=("handshake", "polled"),  # the two the injector emulates
+        default=DEFAULT_RENDEZVOUS,
+        help="the rendezvous protocol the injector emulates above S, and the default "
+        f"prediction's (default {DEFAULT_RENDEZVOUS}; polled: a request answered only inside "
+        "the receiver's MPI calls)",
+    )
+    parser.add_argument(
         "--max-load",
         type=float,
         default=None,
@@ -671,6 +710,7 @@ def main() -> None:
         hpcc_source=args.hpcc_source,
         overheads=args.overheads,
         traces=args.traces,
+        rendezvous=args.rendezvous,
     )
     text = markdown(
         calibration, results, "python -m benchmarks.validation" + (" --quick" if args.quick else "")

@@ -111,6 +111,8 @@ def injector_variables(
         )
         if base.S < NO_RENDEZVOUS:
             variables["LLAMP_INJECT_S"] = str(int(base.S))
+        if base.rendezvous == "polled":  # a request answered only inside MPI
+            variables["LLAMP_INJECT_RENDEZVOUS"] = "polled"
     if passive:
         variables["LLAMP_INJECT_PASSIVE"] = "1"
     if yield_cpu is not None:
@@ -243,7 +245,8 @@ def run_injected(
     """Run ``command`` with ΔL = ``delta_ns`` added to every message; its measured runtime.
 
     ``base`` is the emulated network (its ``S`` decides which messages pay the rendezvous
-    handshake; ``L``, ``o``, ``G`` and, better, the measured ``times`` of ``llamp calibrate``
+    handshake, answered only inside the receiver's MPI calls under ``rendezvous="polled"``,
+    else on arrival; ``L``, ``o``, ``G`` and, better, the measured ``times`` of ``llamp calibrate``
     estimate when a message arrived at a receiver that was busy). ``output`` receives the command's
     stdout and stderr (default: inherited). Raises :class:`InjectorError` if the build or the
     run fails. ``passive`` loads the injector without its delay path (``llamp overhead``).

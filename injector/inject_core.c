@@ -12,6 +12,8 @@
  *                           when a message arrived while its receiver was busy (li_release_time)
  *   LLAMP_INJECT_S          rendezvous threshold S of the emulated network in bytes (default:
  *                           none, every message eager)
+ *   LLAMP_INJECT_RENDEZVOUS "polled": a receiver answers a rendezvous request only inside MPI
+ *                           (docs/model.md, --rendezvous polled); else on arrival (handshake)
  *   LLAMP_INJECT_TIMES      this machine's measured times by size, "bytes:one_way:send,..." in
  *                           ns (llamp calibrate's ping-pong: half round trip, MPI_Send duration),
  *                           used instead of the LogGP formulas below where given
@@ -33,6 +35,11 @@
  * h = max(t_s + o + L, t_post), receive done at h + 3o + 2L + (s−1)G, send at h + 2o + L) when
  * L grows by ΔL. The receiver knows t_s and its own post time, so it adds exactly
  * (h' − h) + 2ΔL to the estimated completion a = h + one_way(s) − (o + L) (h' with L + ΔL).
+ * Polled (LLAMP_INJECT_RENDEZVOUS=polled, an MPI library without a progress thread): a request
+ * that arrives after the post is answered at its arrival if the receiver is inside an MPI call
+ * that can wait (a send, receive, wait, test, probe or blocking collective: LI_IN_MPI), else
+ * when the receiver next enters one (answered()); h is that time in both the base network and
+ * the one ΔL slower.
  * The sender does not know t_post; it infers how late the receiver was from how long its own
  * send took beyond the measured MPI_Send duration of that size (else 3o + 2L + (s−1)G; a send
  * blocks until the receiver takes the data) and adds
@@ -230,8 +237,59 @@ static double send_time(int64_t bytes)
     return 3.0 * li_cfg.o_ns + 2.0 * li_cfg.L_ns + wire(bytes);
 }
 
+/* The rank's last calls inside MPI (LI_IN_MPI), oldest first in a ring, and the call under
+ * way (depth > 0, since cur_entry). */
+#define LI_CALLS 256
+static int64_t call_entry[LI_CALLS], call_exit[LI_CALLS];
+static unsigned calls_kept, call_depth;
+static int64_t cur_entry;
+
+LI_HIDDEN int64_t li_enter(void)
+{
+    if (li_cfg.polled && call_depth++ == 0)
+        cur_entry = li_now();
+    return 0;
+}
+
+LI_HIDDEN void li_leave(int64_t *entered)
+{
+    (void)entered;
+    if (!li_cfg.polled || call_depth == 0 || --call_depth > 0)
+        return;
+    unsigned k = calls_kept++ % LI_CALLS;
+    call_entry[k] = cur_entry;
+    call_exit[k] = li_now();
+}
+
+/* When the receiver answers a rendezvous request that arrives at local time x: at its post if
+ * the request was there first; else, polled, at x if it was inside MPI then, else when it
+ * next entered MPI (a call it left since, the call under way, or its first check of the
+ * receive); on arrival (x) otherwise. */
+static int64_t answered(int64_t x, int64_t t_post, int64_t t_first)
+{
+    if (x <= t_post)
+        return t_post;
+    if (!li_cfg.polled)
+        return x;
+    int64_t best = INT64_MAX;
+    if (call_depth > 0)
+        best = cur_entry > x ? cur_entry : x;
+    if (t_first != LI_NEVER && (t_first > x ? t_first : x) < best)
+        best = t_first > x ? t_first : x;
+    unsigned n = calls_kept < LI_CALLS ? calls_kept : LI_CALLS;
+    for (unsigned i = 1; i <= n; i++) { /* newest first, while they end after x */
+        unsigned k = (calls_kept - i) % LI_CALLS;
+        if (call_exit[k] < x)
+            break;
+        int64_t at = call_entry[k] > x ? call_entry[k] : x;
+        if (at < best)
+            best = at;
+    }
+    return best == INT64_MAX ? x : best;
+}
+
 LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
-                                  int64_t t_incomplete, int64_t c_time)
+                                  int64_t t_first, int64_t t_incomplete, int64_t c_time)
 {
     if (li_cfg.passive)
         return c_time;
@@ -242,8 +300,8 @@ LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
         extra = li_cfg.delta_ns;
     } else {
         int64_t rts = ts + (int64_t)(o + L);
-        int64_t h = rts > t_post ? rts : t_post;
-        int64_t h2 = rts + li_cfg.delta_ns > t_post ? rts + li_cfg.delta_ns : t_post;
+        int64_t h = answered(rts, t_post, t_first);
+        int64_t h2 = answered(rts + li_cfg.delta_ns, t_post, t_first);
         double rest = one_way(bytes) - (o + L);
         a = h + (int64_t)(rest > 0.0 ? rest : 0.0);
         extra = (h2 - h) + 2 * li_cfg.delta_ns;
@@ -361,6 +419,7 @@ LI_HIDDEN void li_recv_start(li_recv *r)
 {
     r->state = LI_POSTED;
     r->t_post = li_now();
+    r->t_first = LI_NEVER;
     r->t_incomplete = LI_NEVER;
     r->release = LI_NEVER;
     pending_append(r);
@@ -417,6 +476,8 @@ restart:
         int flag = 0;
         for (;;) {
             int64_t t0 = li_now();
+            if (p->t_first == LI_NEVER)
+                p->t_first = t0;
             PMPI_Request_get_status(p->req, &flag, &st);
             if (flag)
                 break;
@@ -472,7 +533,8 @@ LI_HIDDEN void li_recv_found(li_recv *r, const MPI_Status *st, int64_t c_time)
         PMPI_Get_count(st, MPI_BYTE, &n);
         if ((int64_t)n != h.bytes && n != MPI_UNDEFINED)
             li_st.header_mismatches++;
-        r->release = li_release_time(h.t_send, h.bytes, r->t_post, r->t_incomplete, c_time);
+        r->release =
+            li_release_time(h.t_send, h.bytes, r->t_post, r->t_first, r->t_incomplete, c_time);
         li_st.messages_received++;
         if (r->release > c_time) {
             li_st.messages_delayed++;
@@ -490,6 +552,8 @@ LI_HIDDEN int li_recv_check(li_recv *r)
     MPI_Status st;
     int flag = 0;
     int64_t t0 = li_now();
+    if (r->t_first == LI_NEVER)
+        r->t_first = t0;
     PMPI_Request_get_status(r->req, &flag, &st);
     if (!flag) {
         r->t_incomplete = t0;
@@ -515,7 +579,7 @@ LI_HIDDEN int64_t li_probe_release(li_comm *c, int source, int tag, int64_t seen
         PMPI_Recv(&p->h, (int)sizeof p->h, MPI_BYTE, source, tag, c->hdr, MPI_STATUS_IGNORE);
         *link = p; /* appended: FIFO per (source, tag) */
     }
-    return li_release_time(p->h.t_send, p->h.bytes, LI_NEVER, LI_NEVER, seen);
+    return li_release_time(p->h.t_send, p->h.bytes, LI_NEVER, LI_NEVER, LI_NEVER, seen);
 }
 
 /* ------------------------------------------------------------------ rendezvous sends */
@@ -750,6 +814,8 @@ LI_HIDDEN void li_start(void)
     parse_times(getenv("LLAMP_INJECT_TIMES"));
     double S = env_double("LLAMP_INJECT_S", -1.0);
     li_cfg.S = S < 0 || S >= 9.2e18 ? INT64_MAX : (int64_t)S;
+    const char *rendezvous = getenv("LLAMP_INJECT_RENDEZVOUS");
+    li_cfg.polled = rendezvous != NULL && strcmp(rendezvous, "polled") == 0;
     const char *dir = getenv("LLAMP_INJECT_REPORT");
     snprintf(report_dir, sizeof report_dir, "%s", dir ? dir : "");
     PMPI_Comm_rank(MPI_COMM_WORLD, &li_cfg.world_rank);

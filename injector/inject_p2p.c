@@ -71,6 +71,7 @@ static MPI_Status *status_at(MPI_Status *statuses, int i)
 
 static int wait_one(MPI_Request *req, MPI_Status *status)
 {
+    LI_IN_MPI;
     for (;;) {
         int64_t wake = INT64_MAX;
         if (poll_req(req, &wake))
@@ -81,6 +82,7 @@ static int wait_one(MPI_Request *req, MPI_Status *status)
 
 static int wait_all(int count, MPI_Request reqs[], MPI_Status statuses[])
 {
+    LI_IN_MPI;
     char stack_done[64];
     char *done = count <= 64 ? stack_done : calloc((size_t)count, 1);
     int remaining = count, rc = MPI_SUCCESS;
@@ -151,6 +153,7 @@ static void empty_status(MPI_Status *status)
                 li_note_passthrough("MPI_" #NAME " on an unshadowed communicator");            \
             return PMPI_##NAME(buf, count, type, dest, tag, comm);                             \
         }                                                                                      \
+        LI_IN_MPI;                                                                             \
         int64_t t0 = li_now();                                                                 \
         li_send_header(c, dest, tag, count, type, t0);                                         \
         int rc = PMPI_##NAME(buf, count, type, dest, tag, comm);                               \
@@ -272,6 +275,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
                  int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                  MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL) {
         if (li_cfg.active)
@@ -301,6 +305,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag, int source,
                          int rtag, MPI_Comm comm, MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL) {
         if (li_cfg.active)
@@ -352,6 +357,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Waitany(count, requests, index, status);
     if (all_null(count, requests)) {
@@ -376,6 +382,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     if (all_null(incount, requests)) {
@@ -406,6 +413,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Test(request, flag, status);
     int64_t wake = INT64_MAX;
@@ -419,6 +427,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Testall(count, requests, flag, statuses);
     int64_t wake = INT64_MAX;
@@ -439,6 +448,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Testany(count, requests, index, flag, status);
     if (li_nbc_active())
@@ -467,6 +477,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    LI_IN_MPI;
     if (!li_cfg.active)
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (li_nbc_active())
@@ -492,6 +503,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    LI_IN_MPI;
     if (!li_cfg.active || request == MPI_REQUEST_NULL)
         return PMPI_Request_get_status(request, flag, status);
     li_recv *r = li_recv_find(request);
@@ -533,6 +545,7 @@ int MPI_Request_free(MPI_Request *request)
 /* A message is visible to a probe only from its release time on (arrival + ΔL). */
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL)
         return PMPI_Iprobe(source, tag, comm, flag, status);
@@ -574,6 +587,7 @@ static int probe_visible(li_comm *c, int source, int tag, MPI_Comm comm, MPI_Sta
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL)
         return PMPI_Probe(source, tag, comm, status);
@@ -620,6 +634,7 @@ static li_comm *message_comm(MPI_Message msg)
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL)
         return PMPI_Mprobe(source, tag, comm, message, status);
@@ -637,6 +652,7 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
                 MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_comm_get(comm);
     if (c == NULL)
         return PMPI_Improbe(source, tag, comm, flag, message, status);
@@ -652,6 +668,7 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
 
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status)
 {
+    LI_IN_MPI;
     li_comm *c = li_cfg.active ? message_comm(*message) : NULL;
     if (c == NULL)
         return PMPI_Mrecv(buf, count, type, message, status);

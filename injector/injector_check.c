@@ -3,12 +3,16 @@
  * Ranks share CLOCK_MONOTONIC (one host), so one-way times are measured directly.
  *
  *   rtt SIZE ITERS         median ping-pong round trip between ranks 0 and 1
+ *   exchange SIZE ITERS    ranks 0 and 1 each post Irecv, Send (blocking), Wait (NPB CG's
+ *                          exchange): median time of one exchange on rank 0
  *   b2b ITERS              two back-to-back 8-byte sends from 0 to a waiting receiver 1:
  *                          arrival of each after its send started, gap between the two
  *                          arrivals and between the two sends (LLAMP Fig. 8A vs 8C)
- *   compute US ITERS       receiver 1 posts Irecv, computes US µs, then waits: time in
- *                          MPI_Wait when the message was due (send + ΔL) before the compute
- *                          ended, and completion − (send + ΔL) when it was due after
+ *   compute US ITERS [BYTES]
+ *                          receiver 1 posts Irecv (of BYTES, default 8), computes US µs,
+ *                          then waits: time in MPI_Wait when the message was due (send + ΔL)
+ *                          before the compute ended, and completion − (send + ΔL) when it was
+ *                          due after
  *   coll                   every collective (roots, counts, MPI_IN_PLACE, non-commutative
  *                          operation, non-blocking variants) checked against known results
  *   p2p                    wildcards, probes, Waitany/Waitsome/Testsome, persistent requests,
@@ -89,6 +93,31 @@ static void mode_rtt(int bytes, int iters)
     free(rtt);
 }
 
+static void mode_exchange(int bytes, int iters)
+{
+    char *out = calloc((size_t)bytes + 1, 1), *in = calloc((size_t)bytes + 1, 1);
+    int64_t *took = samples(iters);
+    int peer = 1 - rank;
+    for (int it = -20; it < iters; it++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank > 1)
+            continue;
+        MPI_Request r;
+        int64_t t0 = now_ns();
+        MPI_Irecv(in, bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &r);
+        MPI_Send(out, bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        if (it >= 0)
+            took[it] = now_ns() - t0;
+    }
+    if (rank == 0)
+        printf("{\"mode\": \"exchange\", \"bytes\": %d, \"iters\": %d, \"exchange_ns\": %lld}\n",
+               bytes, iters, (long long)median(took, iters));
+    free(out);
+    free(in);
+    free(took);
+}
+
 static void mode_b2b(int iters)
 {
     int64_t *first = samples(iters), *second = samples(iters), *gap = samples(iters),
@@ -152,19 +181,19 @@ static void mode_b2b(int iters)
 /* Receiver computes `compute_us` after posting its receive. With ΔL = $LLAMP_INJECT_DELTA_NS
  * the message is due at t_send + ΔL (+ the base one-way time): if that is before the compute
  * ends ("early"), MPI_Wait must return at once; else ("late") at about t_send + ΔL. */
-static void mode_compute(int compute_us, int iters)
+static void mode_compute(int compute_us, int iters, int bytes)
 {
     const char *d = getenv("LLAMP_INJECT_DELTA_NS");
     int64_t delta = d ? (int64_t)atof(d) : 0;
     int64_t *early = samples(iters), *late = samples(iters);
     int ne = 0, nl = 0;
-    double x = 0;
+    char *x = calloc((size_t)(bytes > 0 ? bytes : 1), 1);
     for (int it = -10; it < iters; it++) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 1) {
             MPI_Request r;
             int64_t t_send;
-            MPI_Irecv(&x, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, &r);
+            MPI_Irecv(x, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &r);
             spin_ns((int64_t)compute_us * 1000);
             int64_t tw = now_ns();
             MPI_Wait(&r, MPI_STATUS_IGNORE);
@@ -178,7 +207,7 @@ static void mode_compute(int compute_us, int iters)
                 late[nl++] = te - (t_send + delta);
         } else if (rank == 0) {
             int64_t t_send = now_ns();
-            MPI_Send(&x, 1, MPI_DOUBLE, 1, 1, MPI_COMM_WORLD);
+            MPI_Send(x, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
             MPI_Send(&t_send, 1, MPI_INT64_T, 1, 2, MPI_COMM_WORLD);
         }
     }
@@ -189,6 +218,7 @@ static void mode_compute(int compute_us, int iters)
                nl, (long long)(nl ? median(late, nl) : -1));
     free(early);
     free(late);
+    free(x);
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -679,10 +709,12 @@ int main(int argc, char **argv)
     int code = 0;
     if (strcmp(mode, "rtt") == 0 && argc > 3 && size >= 2) {
         mode_rtt(atoi(argv[2]), atoi(argv[3]));
+    } else if (strcmp(mode, "exchange") == 0 && argc > 3 && size >= 2) {
+        mode_exchange(atoi(argv[2]), atoi(argv[3]));
     } else if (strcmp(mode, "b2b") == 0 && argc > 2 && size >= 2) {
         mode_b2b(atoi(argv[2]));
     } else if (strcmp(mode, "compute") == 0 && argc > 3 && size >= 2) {
-        mode_compute(atoi(argv[2]), atoi(argv[3]));
+        mode_compute(atoi(argv[2]), atoi(argv[3]), argc > 4 ? atoi(argv[4]) : 8);
     } else if (strcmp(mode, "coll") == 0 || strcmp(mode, "p2p") == 0) {
         if (mode[0] == 'c')
             mode_coll();
@@ -695,8 +727,11 @@ int main(int argc, char **argv)
         code = all ? 1 : 0;
     } else {
         if (rank == 0)
-            fprintf(stderr, "usage: %s rtt SIZE ITERS | b2b ITERS | compute US ITERS | coll | p2p"
-                            " (rtt, b2b, compute need 2 ranks)\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s rtt SIZE ITERS | exchange SIZE ITERS | b2b ITERS | "
+                    "compute US ITERS [BYTES] | coll | p2p "
+                    "(rtt, exchange, b2b, compute need 2 ranks)\n",
+                    argv[0]);
         code = 2;
     }
     MPI_Finalize();

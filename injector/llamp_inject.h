@@ -58,6 +58,7 @@ typedef struct {
     int passive;          /* 1: release every message when MPI completes it (no delay arithmetic) */
     double L_ns, o_ns, G_ns; /* base LogGP of this machine (arrival estimates) */
     int64_t S;            /* rendezvous threshold of the emulated LogGPS network (bytes) */
+    int polled;           /* 1: a receiver answers a rendezvous request only inside MPI */
     int ntable;           /* measured times by size (llamp calibrate), 0 if none given: */
     double table_bytes[64], table_oneway[64], table_send[64]; /* one-way, MPI_Send duration */
     int yield;            /* sched_yield() while spinning (more ranks than cores here) */
@@ -116,14 +117,22 @@ typedef struct {
 LI_HIDDEN void li_send_header(li_comm *c, int dest, int tag, int count, MPI_Datatype type,
                               int64_t t_send);
 /* Local time a receive is released: a message of `bytes` whose send started at global time
- * t_send, posted at local time t_post, found complete at c_time and last seen incomplete at
- * t_incomplete (LI_NEVER if never). See inject_core.c. */
+ * t_send, posted at local time t_post, first checked at t_first, found complete at c_time and
+ * last seen incomplete at t_incomplete (t_first, t_incomplete: LI_NEVER if never). See
+ * inject_core.c. */
 LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
-                                  int64_t t_incomplete, int64_t c_time);
+                                  int64_t t_first, int64_t t_incomplete, int64_t c_time);
 /* Local time a send of `bytes` (started at local t_send) is released; c_time if eager. */
 LI_HIDDEN int64_t li_send_release(int64_t t_send, int64_t bytes, int64_t t_incomplete,
                                   int64_t c_time);
 LI_HIDDEN int64_t li_type_bytes(int count, MPI_Datatype type);
+/* The rank's time inside MPI calls that can wait (sends, receives, waits, tests, probes,
+ * blocking collectives), kept under the polled rendezvous only: when a receiver answers a
+ * request (inject_core.c answered()). LI_IN_MPI at the top of such a wrapper marks the call
+ * from there to every return (nested calls count once). */
+LI_HIDDEN int64_t li_enter(void);
+LI_HIDDEN void li_leave(int64_t *entered);
+#define LI_IN_MPI int64_t li_in_mpi_ __attribute__((cleanup(li_leave), unused)) = li_enter()
 LI_HIDDEN void li_wait_until(int64_t release); /* spin (progressing collectives) until then */
 
 /* ------------------------------------------------------------------ receive records */
@@ -136,6 +145,7 @@ struct li_recv {
     int persistent;
     int state;         /* LI_POSTED, LI_FOUND (complete, release known), LI_IDLE (inactive) */
     int64_t t_post;    /* local time it was posted (started) */
+    int64_t t_first;   /* local time of its first check (a wait or test entered) */
     int64_t t_incomplete; /* last local time a check found it incomplete */
     int64_t release;   /* local time the completion is released */
     MPI_Status status; /* the completed receive's status */

@@ -115,7 +115,8 @@ class Model:
 #: ΔL = 0 and with the order of each ΔL's own schedule pass. The schedule order has no
 #: progress thread (docs/model.md), so one progress model stands for both. With a
 #: calibration's per-size overheads (:data:`MEASURED_MODELS`) also the paper's model and the
-#: default, fixed and re-scheduled, with those overheads charged.
+#: schedule order (``overlap``) with the handshake and the polled rendezvous, fixed and
+#: re-scheduled, with those overheads charged.
 MODELS = (
     *(Model(p, n) for p in PROGRESS_MODELS for n in NIC_MODELS),
     *(
@@ -128,7 +129,8 @@ MODELS = (
 MEASURED_MODELS = (
     Model("async", "overlap", measured=True),
     *(
-        Model("async", "overlap", "schedule", "handshake", reschedule=again, measured=True)
+        Model("async", "overlap", "schedule", r, reschedule=again, measured=True)
+        for r in ("handshake", "polled")
         for again in (False, True)
     ),
 )

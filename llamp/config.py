@@ -43,10 +43,13 @@ DEFAULT_NIC = "overlap"
 ORDER_MODELS = ("program", "schedule")
 DEFAULT_ORDER = "schedule"
 #: Rendezvous protocols (size > S): ``handshake`` is the paper's RTS, CTS, data (3 L per
-#: message); ``loggopsim`` is LogGOPSim's: the data travels at once and the sender is released
-#: when the receiver has matched it (L per message).
-RENDEZVOUS_MODELS = ("handshake", "loggopsim")
-DEFAULT_RENDEZVOUS = "handshake"
+#: message), the request answered when it arrives; ``polled`` the same handshake answered only
+#: when the receiver is inside MPI (its CPU stream not computing: an MPI library without a
+#: progress thread; the default since validation run 9, docs/model.md §Default model);
+#: ``loggopsim`` is LogGOPSim's: the data travels at once and the sender is released when the
+#: receiver has matched it (L per message).
+RENDEZVOUS_MODELS = ("handshake", "polled", "loggopsim")
+DEFAULT_RENDEZVOUS = "polled"
 
 #: Wire latency and switch delay of the paper's case study (§IV-2, after Zambre et al.).
 DEFAULT_WIRE_NS = 274.0

@@ -78,6 +78,9 @@ The last five rows are the serialisation rules (docs/model.md §Serialisation):
 
 - **Rendezvous** (``rendezvous="loggopsim"``): the handshake event is the match; the data
   went with the request, so ``h → finish(r)`` weighs ``o + B·G`` and ``h → finish(s)`` 0.
+  ``rendezvous="polled"``: the handshake's edges, and the request is answered no earlier than
+  the wait that completes its receive starts (``finish(c) → h``, 0, or ``start(s) → h``,
+  ``o``, from the CPU's last activity before that wait, as ``progress wait``'s rule finds it).
 
 Under ``order="schedule"`` the chains are instead the serving orders of one schedule pass at
 ``schedule_at`` (:mod:`llamp.lp.schedule`, LogGOPSim's semantics): every message gets a
@@ -515,12 +518,14 @@ def _stable_topological(n, src, dst):  # pragma: no cover - compiled
 
 
 def _serialisation_chains(
-    graph: ExecutionGraph, progress: str, nic: str
-) -> tuple[_Chain, _Chain, _Chain, _Chain, _Chain]:
-    """(send CPU chain, wait chain, wait-start edges, send NIC chain, receive NIC chain).
+    graph: ExecutionGraph, progress: str, nic: str, polled: bool = False
+) -> tuple[_Chain, _Chain, _Chain, _Chain, _Chain, _Chain]:
+    """(send CPU chain, wait chain, wait-start edges, send NIC chain, receive NIC chain,
+    answer edges).
 
     The wait-start "chain" pairs the CPU's last activity before a wait (a calc or a send) with
-    the wait's first receive. The receive NIC chain is ordered later (it needs event depths,
+    the wait's first receive (``progress="wait"``); the answer edges (``polled``) pair it with
+    every receive of the wait. The receive NIC chain is ordered later (it needs event depths,
     :func:`_receive_nic_chain`); here its pairs in vertex order give the edge count.
     """
     V = graph.num_vertices
@@ -557,8 +562,8 @@ def _serialisation_chains(
         by_wait = _group_by(w, V)
         r, w = r[by_wait], w[by_wait]
     wait_chain = _chain(r, w)
-    wait_start = empty
-    if progress == "wait" and r.size:
+    wait_start = answer = empty
+    if (progress == "wait" or polled) and r.size:
         # The wait starts after the CPU's last activity before it in program order: the latest
         # calc or send the wait's calc requires besides its receives.
         head = np.concatenate(([True], w[1:] != w[:-1]))
@@ -575,12 +580,18 @@ def _serialisation_chains(
             order = _group_by(cw, V)
             c, cw = c[order], cw[order]
             last = np.concatenate((cw[1:] != cw[:-1], [True]))
-            wait_start = _Chain(c[last], first_recv[cw[last]])
+            if progress == "wait":
+                wait_start = _Chain(c[last], first_recv[cw[last]])
+            if polled:  # every receive of a wait, after the wait's start
+                start_of = np.full(V, -1, dtype=np.int64)
+                start_of[cw[last]] = c[last]
+                a = start_of[w]
+                answer = _Chain(a[a >= 0], r[a >= 0])
 
     recv_nic = (
         _stream_chain(graph, np.flatnonzero(kind == RECV), "nic") if nic == "serial" else empty
     )
-    return send_cpu, wait_chain, wait_start, send_nic, recv_nic
+    return send_cpu, wait_chain, wait_start, send_nic, recv_nic, answer
 
 
 @dataclass(frozen=True)
@@ -834,10 +845,14 @@ def build_event_graph(
     req = ek == REQUIRES
     ireq = ek == IREQUIRES
     calc = np.flatnonzero(kind == CALC).astype(vid)
-    chains = _serialisation_chains(graph, progress, nic)
+    chains = _serialisation_chains(graph, progress, nic, polled=rendezvous == "polled")
     step(LOWERING_STEPS[1])
     _Columns(scratch).release(*(getattr(graph, name) for name in _LOWERED_FROM))
-    send_cpu, wait_chain, wait_start, send_nic, recv_nic = chains
+    send_cpu, wait_chain, wait_start, send_nic, recv_nic, answer = chains
+    if answer.size:  # polled: the rendezvous receives' requests wait for their wait
+        keep = rdv[msg_of[answer.b]]
+        answer = _Chain(answer.a[keep], answer.b[keep])
+    chains = (send_cpu, wait_chain, wait_start, send_nic, recv_nic, answer)
     n_rdv = rdv_ids.size
     n_eager = sends.size - n_rdv
     capacity = (
@@ -876,6 +891,13 @@ def build_event_graph(
     else:
         add(h, 2 * recvs[rdv] + 1, (0, 2, 0, 3, 0), BYTES, B[rdv], m=msg_ids[rdv])
         add(h, 2 * sends[rdv] + 1, (0, 1, 0, 2, 0), m=msg_ids[rdv])
+    # polled: a request is answered no earlier than the wait that completes its receive
+    # starts, i.e. the end of the CPU's last activity before it (a calc's finish, a send's
+    # start + o): the program order's static stand-in for "inside MPI"
+    for after_send in (False, True):
+        k = (kind[answer.a] == SEND) == after_send
+        a, b = answer.a[k], answer.b[k]
+        add(2 * a + (0 if after_send else 1), handshake[msg_of[b]], O1 if after_send else _ZERO)
     # Analytic collectives: every member enters the instance's sync, which releases them all.
     if colls.size:
         colls = colls.astype(vid)
@@ -1441,7 +1463,7 @@ def _build_scheduled(
         + int(req.sum())
         + int(ireq.sum())
     )
-    ordered_bound = 4 * (V + M) + 2 * r_all.size
+    ordered_bound = 4 * (V + M) + 2 * r_all.size + (M if rendezvous == "polled" else 0)
     num_events = 2 * V + M + int(rdv.sum())
     if pending is not None and num_events < _INDEX32_LIMIT <= fixed_edges + ordered_bound:
         plan, pending = pending.result(), None  # the bound would widen the indices: wait
@@ -1453,7 +1475,7 @@ def _build_scheduled(
     proc_ev = 2 * V + np.arange(M, dtype=np.int64)
     extra_owner = np.concatenate((recvs, recvs[rdv_ids]))
     serial = nic == "serial"
-    handshake = rendezvous == "handshake"
+    handshake = rendezvous != "loggopsim"  # handshake or polled: RTS, CTS, data
 
     calc = np.flatnonzero(kind == CALC)
     hs = rdv if handshake else np.zeros_like(rdv)
@@ -1508,10 +1530,11 @@ def _build_scheduled(
     if nic_chains:
         send_msg[sends] = np.arange(M)
     chains = (plan.cpu_prev, plan.cpu_bump, plan.post_prev, plan.post_bump)
-    chains += (plan.nic_prev, plan.nic_bump)
+    chains += (plan.nic_prev, plan.nic_bump, plan.match_prev)
     # The patterns of the edge groups _order_edges writes, in its order: after a calc, a send
     # and a processing on a CPU stream, a rendezvous match bumping it; the same before a
-    # receive is posted; the NIC chains (g, + B·G) and their bumps.
+    # receive is posted or a polled request answered; the NIC chains (g, + B·G) and their
+    # bumps.
     cpu_groups = ((_ZERO, _ZERO), (O1, _ZERO), (O1, at_cpu), (_ZERO, _ZERO))
     groups = (*cpu_groups, *cpu_groups, (GAP, BYTES), (_ZERO, _ZERO))
     count = np.zeros(len(groups), dtype=np.int64)
@@ -1571,8 +1594,8 @@ def _build_scheduled(
 
 def _ordered_edges(plan, r_all: np.ndarray) -> int:
     """The edges that fix the schedule pass's orders (predecessors and bumps of every CPU
-    stream, NIC and receive post)."""
-    chains = (plan.cpu_prev, plan.cpu_bump, plan.nic_prev, plan.nic_bump)
+    stream, NIC and receive post, and the CPU stream before each polled answer)."""
+    chains = (plan.cpu_prev, plan.cpu_bump, plan.nic_prev, plan.nic_bump, plan.match_prev)
     posts = (plan.post_prev[r_all], plan.post_bump[r_all])
     return sum(int(np.count_nonzero(x >= 0)) for x in (*chains, *posts))
 
@@ -1598,6 +1621,7 @@ def _after_source(a, group, V):  # pragma: no cover - compiled
 @kernel(
     *(
         f"i8, i8, i8, i1[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], {p}[::1], "
+        f"{p}[::1], "
         f"i8[::1], i8[::1], f8[::1], i8[::1], i8[::1], {e}[::1], {e}[::1], u2[::1], f8[::1], "
         "i4[::1], i8, i8[::1]"
         for p, e in (("i4", "i4"), ("i4", "i8"), ("i8", "i8"))
@@ -1606,14 +1630,16 @@ def _after_source(a, group, V):  # pragma: no cover - compiled
 )
 def _order_edges(
     V, lo, hi, holds, cpu_prev, cpu_bump, post_prev, post_bump, nic_prev, nic_bump,
-    r_all, match_ev, B, send_msg, ids, src, dst, pattern, value, msg, at, count,
+    match_prev, r_all, match_ev, B, send_msg, ids, src, dst, pattern, value, msg, at, count,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The edges that fix the schedule pass's orders into operations ``lo`` … ``hi − 1``
     (the receives ``r_all`` among them), written from edge ``at`` on in ten groups, group
     ``g`` with pattern ``ids[g]``, each in operation order: into each operation's start
     from the one before it on its CPU stream if that is a calc (0), a send (1), a processing
     (2); from a rendezvous match bumping it (3); the same four into each receive's post
-    (4–7); from the one before it on its NIC (8); from a match bumping that (9). Returns
+    (4–7), the first three also into the match of each polled rendezvous message answered
+    at its CPU stream's clock (``match_prev``, written with the processing of that message);
+    from the one before it on its NIC (8); from a match bumping that (9). Returns
     the end. With no columns given (``src`` empty) it only adds each group's count to
     ``count``.
 
@@ -1653,6 +1679,15 @@ def _order_edges(
                 elif a >= 0:
                     _put(src, dst, pattern, msg, cur[g], match_ev[a], d, ids[g], -1)
                     cur[g] += 1
+            if b >= V and match_prev.shape[0] > 0:  # a polled request answered after a
+                a = match_prev[b - V]
+                g = _after(holds[a]) if a >= 0 else -1
+                if g >= 0 and phase == 0:
+                    n[4 + g] += 1
+                elif g >= 0:
+                    s, m = _after_source(a, g, V)
+                    _put(src, dst, pattern, msg, cur[4 + g], s, match_ev[b - V], ids[4 + g], m)
+                    cur[4 + g] += 1
         for i in range(r_all.shape[0]):
             r = r_all[i]
             a = post_prev[r]

@@ -18,7 +18,10 @@ The semantics are LogGOPSim's (Hoefler, Schneider & Lumsdaine, HPDC 2010; spcl/L
   and its CPU stream and NIC are not used before ``h`` again (LogGOPSim moves their clocks to
   ``h``); ``handshake``: the RTS arrives ``o + L`` after the send started, the match is
   ``h = max(arrival, start(r))``, the data arrives ``2o + 2L`` later and is processed as
-  above, and the sender finishes at ``h + 2o + L``;
+  above, and the sender finishes at ``h + 2o + L``; ``polled``: the same, but a request that
+  arrives after its receive was posted is answered only when the receiver's CPU stream is
+  free (the receiver is inside MPI, not computing), first come first served with the
+  stream's other operations, without holding it;
 - a receive posts at ``max(ready, its CPU stream's clock)`` without holding the CPU; an
   operation is released when its last ``requires``/``irequires`` is satisfied (a calc's
   ``irequires`` at its start, a send's at its start + ``o``);
@@ -58,8 +61,10 @@ class Schedule:
     ``nic_prev[op]`` just before it on its NIC (sends: the injecting NIC; ``V + m``: the
     receiving NIC), ``bump[op]`` the rendezvous message whose match last moved ``op``'s CPU
     stream / NIC clock since the previous operation there (−1: none; ``loggopsim`` only).
-    ``post_prev[r]`` / ``post_bump[r]`` the same for the CPU clock a receive ``r`` posts at.
-    These six are int32 while ``V + 2M`` fits, else int64.
+    ``post_prev[r]`` / ``post_bump[r]`` the same for the CPU clock a receive ``r`` posts at,
+    ``match_prev[m]`` for the CPU clock a ``polled`` rendezvous message ``m`` is answered at
+    (its request arrived after its receive was posted; −1 otherwise).
+    These seven are int32 while ``V + 2M`` fits, else int64.
     ``start`` (per vertex), ``processed`` (per message) and ``match`` (per message, rendezvous
     only, else NaN) are the times of the pass; ``runtime`` its T.
 
@@ -84,6 +89,7 @@ class Schedule:
     nic_bump: np.ndarray
     post_prev: np.ndarray
     post_bump: np.ndarray
+    match_prev: np.ndarray
     runtime: float
     sequence: np.ndarray
     fixed: int
@@ -92,6 +98,7 @@ class Schedule:
         """Both passes served every CPU stream and NIC in the same order (then both lower to
         the same event graph)."""
         names = ("cpu_prev", "cpu_bump", "nic_prev", "nic_bump", "post_prev", "post_bump")
+        names += ("match_prev",)
         return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
 
 
@@ -173,10 +180,11 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
         float(params.g),
         params.nic == "serial",
         params.rendezvous == "loggopsim",
+        params.rendezvous == "polled",
         sequence,
     )
     (start, finish, processed, match, cpu_prev, cpu_bump, nic_prev, nic_bump) = result[:8]
-    post_prev, post_bump, done, runtime, fixed = result[8:]
+    post_prev, post_bump, match_prev, done, runtime, fixed = result[8:]
     if done < V:
         left = np.flatnonzero(np.isnan(start))[:8]
         shown = ", ".join(graph.describe_vertex(v) for v in left)
@@ -197,6 +205,7 @@ def schedule(graph: ExecutionGraph, params: LogGPS) -> Schedule:
         nic_bump=nic_bump,
         post_prev=post_prev,
         post_bump=post_bump,
+        match_prev=match_prev,
         runtime=float(runtime),
         sequence=sequence,
         fixed=int(fixed),
@@ -228,7 +237,7 @@ def _stream_ids(graph: ExecutionGraph, column: str, dtype: type = np.int64) -> n
 _OUT_EDGES = "{e}[::1], {e}[::1], b1[::1], i8[::1], i8[::1], {i}[::1], b1[::1], {i}[::1]"
 _RUN = (
     "i1[::1], i1[::1], {i}[::1], {i}[::1], {i}[::1], f8[::1], i8[::1], {i}[::1], b1[::1], "
-    "{i}[::1], {i}[::1], {i}[::1], {i}[::1], b1[::1], f8[::1], f8, f8, f8, f8, b1, b1, "
+    "{i}[::1], {i}[::1], {i}[::1], {i}[::1], b1[::1], f8[::1], f8, f8, f8, f8, b1, b1, b1, "
     "{s}[::1]"
 )
 
@@ -298,6 +307,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     g,
     serial,
     loggopsim,
+    polled,
     sequence,
 ):
     V = kind.shape[0]
@@ -334,6 +344,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
     nic_bump = np.full(ops, -1, msg_of.dtype)
     post_prev = np.full(V, -1, msg_of.dtype)
     post_bump = np.full(V, -1, msg_of.dtype)
+    match_prev = np.full(M if polled else 0, -1, msg_of.dtype)
 
     # Heap items: a vertex operation ``v``, the arrival of message ``m`` for processing
     # (``V + m``), or the arrival of a handshake's request (``V + M + m``).
@@ -722,8 +733,17 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
                             n_freed += 1
         else:  # a handshake's request arrives
             m = item - V - M
-            rts[m] = t
             r = recvs[m]
+            if polled and not np.isnan(start[r]):  # answered when the receiver is in MPI
+                c = cpu[r]
+                if clock[c] > t:
+                    st_t[n_st] = clock[c]
+                    st_s[n_st] = s
+                    st_i[n_st] = item
+                    n_st += 1
+                    continue
+                match_prev[m] = last_cpu[c]
+            rts[m] = t
             if not np.isnan(start[r]):
                 match[m] = t
                 sequence[2 * V + M + m] = n_fixed
@@ -770,6 +790,7 @@ def _run(  # noqa: C901 - one event loop  # pragma: no cover - compiled
         nic_bump,
         post_prev,
         post_bump,
+        match_prev,
         done,
         runtime,
         n_fixed,

@@ -232,12 +232,20 @@ def launcher(ranks: int) -> list[str]:
     return [MPIRUN, *(["--oversubscribe"] if ranks > CORES else []), "-n", str(ranks)]
 
 
-def run_check(programs, ranks: int, args: list[str], delta_ns: float = 0.0, S: int | None = None):
+def run_check(
+    programs,
+    ranks: int,
+    args: list[str],
+    delta_ns: float = 0.0,
+    S: int | None = None,
+    rendezvous: str = "handshake",
+):
     """Run ``llamp-injector-check ARGS`` under the injector; (returncode, stdout, stderr)."""
     from llamp.injector.inject import injector_variables, launch_command
 
     library, check, mpi = programs
-    base = LogGPS(L=500.0, o=200.0, G=0.1, S=S if S is not None else NO_SWITCH_S)
+    S = S if S is not None else NO_SWITCH_S
+    base = LogGPS(L=500.0, o=200.0, G=0.1, S=S, rendezvous=rendezvous)
     variables = injector_variables(delta_ns, base, os.environ["LLAMP_HOME"])
     argv, env = launch_command([*launcher(ranks), str(check), *args], library, variables, mpi)
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
@@ -358,6 +366,64 @@ def test_rendezvous_messages_pay_the_handshake(programs):
 
     base, injected = _retry(measure, lambda p: abs(p[1] - p[0] - 6 * delta) < 0.15 * 6 * delta)
     assert injected - base == pytest.approx(6 * delta, rel=0.2)
+
+
+@pytest.mark.integration
+@needs_mpi
+def test_a_polled_request_is_answered_at_the_receivers_wait(programs):
+    """8 KiB above S = 4 KiB, the receiver computing 200 µs after it posted: answered on
+    arrival (``handshake``), the data is due 3ΔL after the send, long before the wait, which
+    returns at once; ``polled``, the request waits for the wait, which then lasts the CTS and
+    the data: 2ΔL (docs/model.md, the polled rendezvous)."""
+    delta = 20_000.0
+
+    def run(rendezvous: str) -> dict:
+        args = ["compute", "200", "60", "8192"]
+        code, stdout, stderr = run_check(programs, 2, args, delta, 4096, rendezvous)
+        assert code == 0, stderr
+        return json.loads(stdout.strip().splitlines()[-1])
+
+    def waits(expected: float):
+        return lambda r: r["early"] >= 30 and abs(r["early_wait_ns"] - expected) < 5000
+
+    on_arrival = _retry(lambda: run("handshake"), waits(0.0))
+    assert on_arrival["early"] >= 30 and on_arrival["early_wait_ns"] < 5000, on_arrival
+    polled = _retry(lambda: run("polled"), waits(2 * delta))
+    assert polled["early"] >= 30, polled
+    assert polled["early_wait_ns"] == pytest.approx(2 * delta, abs=5000), polled
+
+
+@pytest.mark.integration
+@needs_mpi
+@pytest.mark.parametrize("rendezvous", ["handshake", "polled"])
+def test_a_request_that_arrives_during_a_blocking_send_is_answered_at_once(programs, rendezvous):
+    """NPB CG's exchange (each rank: Irecv, Send, Wait) of 8 KiB above S = 4 KiB: each rank is
+    inside its blocking send when the other's request arrives, so it answers at once under
+    both protocols (polled: the send is a call inside MPI); one exchange grows by RTS, CTS
+    and data, 3ΔL."""
+    delta = 20_000.0
+
+    def measure():
+        out = []
+        for d in (0.0, delta):
+            code, stdout, stderr = run_check(
+                programs, 2, ["exchange", "8192", "300"], d, 4096, rendezvous
+            )
+            assert code == 0, stderr
+            out.append(json.loads(stdout.strip().splitlines()[-1])["exchange_ns"])
+        return out
+
+    base, injected = _retry(measure, lambda p: abs(p[1] - p[0] - 3 * delta) < 0.15 * 3 * delta)
+    assert injected - base == pytest.approx(3 * delta, rel=0.15)
+
+
+def test_the_polled_rendezvous_is_an_environment_switch(tmp_path):
+    from llamp.injector.inject import injector_variables
+
+    polled = LogGPS(S=4096, rendezvous="polled")
+    assert injector_variables(0.0, polled, tmp_path)["LLAMP_INJECT_RENDEZVOUS"] == "polled"
+    on_arrival = LogGPS(S=4096, rendezvous="handshake")
+    assert "LLAMP_INJECT_RENDEZVOUS" not in injector_variables(0.0, on_arrival, tmp_path)
 
 
 @pytest.mark.integration

@@ -265,6 +265,53 @@ def test_rendezvous_per_hop_formulas():
         assert GraphEngine(graph).runtime(handshake) == 1836000.0
 
 
+#: Rank 1 posts its receive, computes 10 µs, then waits: the halo exchange's pattern.
+POSTED_THEN_COMPUTE = """num_ranks 2
+rank 0 {
+s: send 8192b to 1 tag 0
+}
+rank 1 {
+r: recv 8192b from 0 tag 0
+c: calc 10000
+w: calc 0
+w requires r
+w requires c
+}
+"""
+
+
+def test_a_polled_request_is_answered_when_the_receiver_stops_computing():
+    """L = 3 µs, o = 1.5 µs, S = 4 KiB: the 8 KiB message's RTS arrives at o + L = 4500 while
+    rank 1 computes. ``handshake`` answers at once: data at 4500 + 2o + 2L = 13,500, processed
+    (o) by 15,000. ``polled`` answers when the calc ends at 10,000: data at 19,000, T =
+    20,500, and T(L) = 14,500 + 2L while the RTS arrives before the calc ends (L ≤ 8.5 µs),
+    then 3L + 4o (66,000 at L = 20 µs), in the fixed order too: the edge from the calc only
+    bounds the match from below. The program order's rule (the request waits for the start
+    of the wait that completes its receive) gives the same here."""
+    graph = _graph(POSTED_THEN_COMPUTE)
+    at = LogGPS(L=3000.0, o=1500.0, G=0.0, S=4096, order="schedule", rendezvous="handshake")
+    assert schedule(graph, at).runtime == _check_engines(graph, at) == 15000.0
+    polled = at.with_(rendezvous="polled").rescheduled()
+    plan = schedule(graph, polled)
+    assert plan.match.tolist() == [10000.0]
+    assert plan.match_prev.tolist() == [2]  # the calc c (vertex 2) before the answer
+    assert plan.runtime == _check_engines(graph, polled) == 20500.0
+    engine = GraphEngine(graph)
+    Ls = [0.0, 8500.0, 20000.0]
+    assert [engine.runtime(polled.with_(L=x)) for x in Ls] == [14500.0, 31500.0, 66000.0]
+    assert [schedule(graph, polled.with_(L=x).rescheduled()).runtime for x in Ls] == [
+        14500.0,
+        31500.0,
+        66000.0,
+    ]
+    # the program order's static rule: the request waits for the wait's start (the calc's end)
+    for progress in ("async", "wait"):
+        program = polled.with_(order="program", progress=progress)
+        assert _check_engines(graph, program) == 20500.0
+        assert [engine.runtime(program.with_(L=x)) for x in Ls] == [14500.0, 31500.0, 66000.0]
+        assert _check_engines(graph, program.with_(rendezvous="handshake")) == 15000.0
+
+
 @pytest.mark.parametrize(
     ("text", "G", "ours", "loggopsim"),
     [
@@ -286,7 +333,7 @@ def test_loggopsim_defects_are_not_reproduced(text, G, ours, loggopsim):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("rendezvous", ["loggopsim", "handshake"])
+@pytest.mark.parametrize("rendezvous", ["loggopsim", "handshake", "polled"])
 @pytest.mark.parametrize("nic", ["serial", "overlap"])
 def test_random_graphs_equal_the_pass_at_the_baseline_and_engines_agree(seed, rendezvous, nic):
     """At the baseline the fixed-order longest path is the schedule pass's T; around it the

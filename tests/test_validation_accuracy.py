@@ -401,6 +401,10 @@ def test_models_compared_include_loggopsims_schedule_order():
         "async/overlap/schedule/handshake/rescheduled",
         "async/serial/schedule/handshake",
         "async/serial/schedule/handshake/rescheduled",
+        "async/overlap/schedule/polled",
+        "async/overlap/schedule/polled/rescheduled",
+        "async/serial/schedule/polled",
+        "async/serial/schedule/polled/rescheduled",
         "async/overlap/schedule/loggopsim",
         "async/overlap/schedule/loggopsim/rescheduled",
         "async/serial/schedule/loggopsim",
@@ -487,7 +491,7 @@ def test_a_stored_validation_keeps_its_order_and_one_stored_before_reads_as_the_
     schedule = _result()
     assert schedule.params.order == "schedule"  # the default
     again = Validation.from_dict(schedule.as_dict())
-    assert (again.params.order, again.params.rendezvous) == ("schedule", "handshake")
+    assert (again.params.order, again.params.rendezvous) == ("schedule", "polled")  # default
     old = schedule.as_dict()
     old["params"]["rendezvous"] = "loggopsim"
     assert Validation.from_dict(old).params.rendezvous == "loggopsim"

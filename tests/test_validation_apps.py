@@ -260,7 +260,8 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     assert [m.name for m in MODELS] == list(v.models)
     assert [p.runs_ns for p in v.points] == [tuple(r) for r in runs.values()]
     assert v.notes == tuple(kept["notes"]) and v.call_cost_ns == 50.0
-    today = LogGPS(L=0.0, o=238.5, G=0.14, S=2048, g=115.0)
+    # today's model, with the protocol the run's injector emulated (on arrival: not recorded)
+    today = LogGPS(L=0.0, o=238.5, G=0.14, S=2048, g=115.0, rendezvous="handshake")
     graph = charge_call_cost(read(tmp_path / "trace-0", name="x"), 50.0)
     expected = predict_deltas(graph, today, list(runs), engine="graph")["runtime_ns"]
     assert [p.predicted_ns for p in v.points] == pytest.approx(list(expected), rel=1e-12)
@@ -277,5 +278,14 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     ]
     text = markdown(calibration | {"calibrations": each}, results, "x")
     assert "median of 3 calibrations" in text and "G: 0.14, 0.55, 0.17 ns/B" in text
+    assert "the `handshake` rendezvous: a request is answered when it arrives" in text
+    # a run whose injector emulated the polled rendezvous is predicted under it by default
+    (tmp_path / "halo-8k-2.json").write_text(json.dumps(kept | {"injected_rendezvous": "polled"}))
+    calibration, results = rescore(tmp_path, log=lambda *_: None)
+    ((_, polled),) = results
+    assert polled.params == today.with_(rendezvous="polled")
+    expected = predict_deltas(graph, polled.params, list(runs), engine="graph")["runtime_ns"]
+    assert [p.predicted_ns for p in polled.points] == pytest.approx(list(expected), rel=1e-12)
+    assert "Injected network: the `polled` rendezvous" in markdown(calibration, results, "x")
     with pytest.raises(SystemExit, match="no results"):
         rescore(tmp_path / "trace-0")

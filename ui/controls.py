@@ -83,8 +83,10 @@ MODEL_INPUTS = (
         "Rendezvous protocol",
         config.RENDEZVOUS_MODELS,
         config.DEFAULT_RENDEZVOUS,
-        "handshake: RTS, CTS, data (3 L per message larger than S); loggopsim: the data goes "
-        "at once and the sender is released when the receiver matches it (L).",
+        "handshake: RTS, CTS, data (3 L per message larger than S), the RTS answered on "
+        "arrival; polled: the same, answered only when the receiver is inside MPI, not "
+        "computing; loggopsim: the data goes at once and the sender is "
+        "released when the receiver matches it (L).",
     ),
 )
 

@@ -329,8 +329,10 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "rendezvous",
         type=click.Choice(config.RENDEZVOUS_MODELS),
         default=None,
-        help="Rendezvous protocol (messages larger than S): handshake (RTS, CTS, data: 3 L) or "
-        "loggopsim (data at once, the sender released when the receiver matches it: L). "
+        help="Rendezvous protocol (messages larger than S): handshake (RTS, CTS, data: 3 L; the "
+        "RTS answered on arrival), polled (the same, the RTS answered only when the receiver "
+        "is inside MPI, not computing) or loggopsim (data at once, the "
+        "sender released when the receiver matches it: L). "
         f"Default {config.DEFAULT_RENDEZVOUS}.",
     )(func)
     func = click.option(
