@@ -75,8 +75,7 @@ def model_fields() -> set[str]:
 
 
 def models() -> list[dict[str, str]]:
-    """Every valid combination of the installed model choices, e.g. ``{"progress": "wait",
-    …}`` (the polled rendezvous exists under the schedule order only)."""
+    """Every combination of the installed model choices, e.g. ``{"progress": "wait", …}``."""
     have = model_fields()
     choices = {
         "order": getattr(config, "ORDER_MODELS", ()),
@@ -85,8 +84,8 @@ def models() -> list[dict[str, str]]:
         "rendezvous": getattr(config, "RENDEZVOUS_MODELS", ()),
     }
     names = [n for n in ("order", "progress", "nic", "rendezvous") if n in have and choices[n]]
-    combos = (dict(zip(names, c, strict=True)) for c in itertools.product(*map(choices.get, names)))
-    return [m for m in combos if not (m.get("rendezvous") == "polled" and m["order"] != "schedule")]
+    combos = itertools.product(*(choices[n] for n in names))
+    return [dict(zip(names, combo, strict=True)) for combo in combos]
 
 
 def model_name(model: dict[str, str]) -> str:

@@ -113,7 +113,10 @@ follows it; `--quick` does not and is for trying the script only):
 5. **Report.** Per application: RRMSE under each model; the offset at ΔL = 0 (measured −
    predicted, with the measured mean's 95 % interval) and the slope error (least-squares
    dT/dΔL over every run against the prediction's, with its standard error), so that a
-   constant cost and a missing latency sensitivity are told apart.
+   constant cost and a missing latency sensitivity are told apart. The prediction they are
+   taken from is the default model's at L0 + ΔL, each ΔL in the order of its own schedule
+   pass, as `llamp predict` there gives it (since run 10; before, the order at ΔL = 0,
+   which the models without `/rescheduled` still show).
 """
 
 
@@ -425,7 +428,8 @@ def rescore(
         measured = saved.get("overheads") == "measured" and costs is not None
         overheads = "measured" if measured else "model"
         charged, used = measured_overheads(graph, params, costs) if measured else (graph, params)
-        predicted = predict_deltas(charged, used, deltas, engine="graph")
+        again = used.order == "schedule"  # each ΔL in its own order, as llamp validate
+        predicted = predict_deltas(charged, used, deltas, engine="graph", reschedule=again)
         points = tuple(
             ValidationPoint(
                 delta_ns=pt["delta_ns"],
@@ -455,6 +459,7 @@ def rescore(
             call_cost_ns=float(saved.get("call_cost_ns", 0.0)),
             overheads=overheads,
             message_costs="" if costs is None else costs.describe(),
+            rescheduled=again,
             param_sources=saved.get("parameter_sources", {}),
             target_width=stopping.get("ci95_width", 0.01),
             max_repeat=stopping.get("max_repeat", 0),

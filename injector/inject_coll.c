@@ -269,7 +269,8 @@ static int round_done(li_sched *s)
                                               st->t_incomplete, found);
             } else {
                 PMPI_Wait(&st->hreq, MPI_STATUS_IGNORE); /* sent before the data */
-                /* a round progresses inside the injector's own calls: answered on arrival */
+                /* a round progresses inside MPI calls (LI_IN_MPI): polled, its requests are
+                 * answered by the calls the rank was in or entered next */
                 st->release = li_release_time(st->hdr.t_send, st->hdr.bytes, st->t_post,
                                               LI_NEVER, st->t_incomplete, found);
             }

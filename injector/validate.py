@@ -285,6 +285,9 @@ class Validation:
     #: the calibration's per-size overheads, in words (:meth:`MessageCosts.describe`), when
     #: the validation had them; empty otherwise.
     message_costs: str = ""
+    #: the prediction at each ΔL under the schedule order: in the order of that ΔL's own
+    #: schedule pass (what ``llamp predict`` at L0 + ΔL gives), not the order at ΔL = 0.
+    rescheduled: bool = False
 
     @property
     def rrmse(self) -> float:
@@ -364,6 +367,7 @@ class Validation:
             "call_cost_ns": self.call_cost_ns,
             "overheads": self.overheads,
             "message_costs": self.message_costs,
+            "rescheduled": self.rescheduled,
             "parameter_sources": dict(self.param_sources),
             "stopping": {"ci95_width": self.target_width, "max_repeat": self.max_repeat},
             "points": [
@@ -444,6 +448,7 @@ class Validation:
                 call_cost_ns=float(data.get("call_cost_ns") or 0.0),
                 overheads=str(data.get("overheads") or "model"),
                 message_costs=str(data.get("message_costs") or ""),
+                rescheduled=bool(data.get("rescheduled", False)),
                 param_sources={
                     str(k): str(v) for k, v in (data.get("parameter_sources") or {}).items()
                 },
@@ -504,6 +509,11 @@ class Validation:
             lines.append(
                 f"charged in the model: {format_ns(self.call_cost_ns)} of CPU before each "
                 "traced MPI call (--call-cost)"
+            )
+        if self.rescheduled:
+            lines.append(
+                "each ΔL predicted in the order of its own schedule pass (as `llamp predict` at "
+                "L0 + ΔL; --fixed-order: the order at ΔL = 0)"
             )
         if self.overheads == "measured":
             lines.append(f"charged in the model (--overheads measured): {self.message_costs}")
@@ -828,6 +838,7 @@ def run_validation(
     message_costs: MessageCosts | None = None,
     overheads: str = "model",
     traces: int = 1,
+    reschedule: bool = True,
     param_sources: dict[str, str] | None = None,
     run_name: str | None = None,
     trace_dir: Path | None = None,
@@ -856,8 +867,10 @@ def run_validation(
     (:data:`MEASURED_MODELS`), and ``overheads="measured"`` makes that the prediction
     (:func:`measured_overheads`). ``traces``: traced runs at ΔL = 0; with more than one the
     prediction takes each calc's mean duration over them (:func:`average_compute`: one traced
-    run is one sample of a noisy program). ``param_sources`` says where each LogGPS parameter
-    came from (reported as given)."""
+    run is one sample of a noisy program). ``reschedule``: under the schedule order each ΔL is
+    predicted in the order of its own schedule pass, as ``llamp predict`` at L0 + ΔL does (the
+    order at ΔL = 0 is a device of the range analyses; every model is also predicted with it).
+    ``param_sources`` says where each LogGPS parameter came from (reported as given)."""
     from llamp.ingest import read
     from llamp.ingest.tracing import run_traced
 
@@ -928,7 +941,8 @@ def run_validation(
         charged, used = (
             measured_overheads(graph, params, message_costs) if measured else (graph, params)
         )
-        return graph, used, predict_deltas(charged, used, deltas, engine=engine)
+        again = reschedule and used.order == "schedule"
+        return graph, used, predict_deltas(charged, used, deltas, engine=engine, reschedule=again)
 
     # The first run's prediction now: a graph that cannot be predicted stops here, before the
     # measurement.
@@ -1007,6 +1021,7 @@ def run_validation(
         call_cost_ns=float(call_cost_ns),
         overheads=overheads,
         message_costs="" if message_costs is None else message_costs.describe(),
+        rescheduled=reschedule and params.order == "schedule",
         param_sources=dict(param_sources or {}),
         target_width=width,
         max_repeat=repeat if max_repeat is None else max_repeat,

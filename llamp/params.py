@@ -4,8 +4,8 @@ plus LogGP's gap per message g and the two model choices that shape the event gr
 All times in ns, G in ns/B, S in bytes; a message of ``size`` bytes is eager iff
 ``size <= S``. ``O`` (overhead per byte) is left out, as in the paper. ``progress``
 (``async``/``wait``), ``nic`` (``overlap``/``serial``), ``order`` (``program``/``schedule``)
-and ``rendezvous`` (``handshake``/``polled``/``loggopsim``) select the models of docs/model.md; ``g``
-only matters under ``nic="serial"``.
+and ``rendezvous`` (``handshake``/``polled``/``loggopsim``) select the models of
+docs/model.md; ``g`` only matters under ``nic="serial"``.
 
 Under ``order="schedule"`` the resource orders are those of one event-driven pass at
 ``schedule_at`` = (L, o, G, g): the parameters the configuration was given with.

@@ -18,8 +18,6 @@ def test_the_models_are_every_combination_of_the_installed_choices():
         expected *= len(config.ORDER_MODELS)
     if "rendezvous" in fields:
         expected *= len(config.RENDEZVOUS_MODELS)
-    if "polled" in getattr(config, "RENDEZVOUS_MODELS", ()):  # not under the program order
-        expected -= len(config.PROGRESS_MODELS) * len(config.NIC_MODELS)
     models = ba.models()
     assert len(models) == expected == len({tuple(m.items()) for m in models})
     for m in models:

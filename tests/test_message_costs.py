@@ -244,9 +244,10 @@ def test_rescore_adds_the_measured_models_when_the_calibration_kept_its_sizes(tm
     calibration, [(app, v)] = rescore(tmp_path, log=lambda *_: None)
     assert list(v.models) == [m.name for m in (*MODELS, *MEASURED_MODELS)]
     assert v.overheads == "measured" and "wire L = 0 ns" in v.message_costs
-    # the prediction is the measured overheads' under the default model, order at ΔL = 0
+    # the prediction is the measured overheads' under the run's model (its injector's
+    # handshake), each ΔL in its own schedule's order
     assert [q.predicted_ns for q in v.points] == pytest.approx(
-        list(v.models["async/overlap/schedule/handshake/measured"]), rel=1e-12
+        list(v.models["async/overlap/schedule/handshake/rescheduled/measured"]), rel=1e-12
     )
     text = markdown(calibration, [(app, v)], "x")
     assert "RRMSE async/overlap/schedule/handshake/rescheduled/measured" in text

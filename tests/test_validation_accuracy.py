@@ -569,3 +569,10 @@ def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatc
     assert kinds == ["trace", "run", "run", "trace", "run", "run", "trace", "trace"]
     assert result.traced_runtime_ns == pytest.approx(np.mean([1000e3, 1001e3, 1002e3, 1003e3]))
     assert any("4 traced runs" in n and "averaged" in n for n in result.notes)
+    # each ΔL in the order of its own schedule pass (the default), as `llamp predict` there
+    from llamp.lp import sweep
+
+    averaged = dataclasses.replace(graph, cost_ns=graph.cost_ns * 2.5)
+    own = sweep(averaged, LogGPS(), [LogGPS().L, LogGPS().L + 1e4], reschedule=True)
+    assert result.rescheduled and "its own schedule pass" in result.summary()
+    assert [p.predicted_ns for p in result.points] == pytest.approx(list(own["runtime_ns"]))

@@ -263,14 +263,21 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     # today's model, with the protocol the run's injector emulated (on arrival: not recorded)
     today = LogGPS(L=0.0, o=238.5, G=0.14, S=2048, g=115.0, rendezvous="handshake")
     graph = charge_call_cost(read(tmp_path / "trace-0", name="x"), 50.0)
-    expected = predict_deltas(graph, today, list(runs), engine="graph")["runtime_ns"]
+    expected = predict_deltas(graph, today, list(runs), engine="graph", reschedule=True)[
+        "runtime_ns"
+    ]
     assert [p.predicted_ns for p in v.points] == pytest.approx(list(expected), rel=1e-12)
+    assert v.rescheduled  # each ΔL in its own schedule's order, as llamp validate
+    fixed = predict_deltas(graph, today, list(runs), engine="graph")["runtime_ns"]
+    assert list(fixed) != pytest.approx(list(expected), rel=1e-12)  # the order changes here
     assert "| halo 8 KiB | 2 |" in markdown(calibration, results, "x")
     # the parameters of the calibrations' median, for every application (the run's end)
     median = LogGPS(L=0.0, o=200.0, G=0.2, S=2048, g=100.0)
     _, ((_, again),) = rescore(tmp_path, log=lambda *_: None, params=median)
     assert again.params == median
-    expected = predict_deltas(graph, median, list(runs), engine="graph")["runtime_ns"]
+    expected = predict_deltas(graph, median, list(runs), engine="graph", reschedule=True)[
+        "runtime_ns"
+    ]
     assert [p.predicted_ns for p in again.points] == pytest.approx(list(expected), rel=1e-12)
     each = [
         {"L_ns": 0.0, "o_ns": o, "G_ns_per_byte": G, "S_bytes": 2048}
@@ -284,7 +291,9 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     calibration, results = rescore(tmp_path, log=lambda *_: None)
     ((_, polled),) = results
     assert polled.params == today.with_(rendezvous="polled")
-    expected = predict_deltas(graph, polled.params, list(runs), engine="graph")["runtime_ns"]
+    expected = predict_deltas(graph, polled.params, list(runs), engine="graph", reschedule=True)[
+        "runtime_ns"
+    ]
     assert [p.predicted_ns for p in polled.points] == pytest.approx(list(expected), rel=1e-12)
     assert "Injected network: the `polled` rendezvous" in markdown(calibration, results, "x")
     with pytest.raises(SystemExit, match="no results"):

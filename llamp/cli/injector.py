@@ -496,6 +496,14 @@ def _message_costs(network: str | None, *, required: bool):
     "calibrated --network the other is also predicted, as models marked /measured.",
 )
 @click.option(
+    "--fixed-order",
+    is_flag=True,
+    default=False,
+    help="Under the schedule order, predict every ΔL in the order of the schedule at ΔL = 0 "
+    "(as sweep does) instead of each ΔL's own (as predict at L0 + ΔL does; the default). Both "
+    "are in the table of models.",
+)
+@click.option(
     "--traces",
     default=3,
     show_default=True,
@@ -557,6 +565,7 @@ def validate_cmd(
     ci_width: str,
     call_cost: str | None,
     overheads: str,
+    fixed_order: bool,
     traces: int,
     run_name: str | None,
     network: str | None,
@@ -607,6 +616,7 @@ def validate_cmd(
             message_costs=costs,
             overheads=overheads,
             traces=traces,
+            reschedule=not fixed_order,
             param_sources=sources,
             run_name=name,
             trace_dir=trace_dir,
