@@ -272,7 +272,7 @@ static int round_done(li_sched *s)
                 /* a round progresses inside MPI calls (LI_IN_MPI): polled, its requests are
                  * answered by the calls the rank was in or entered next */
                 st->release = li_release_time(st->hdr.t_send, st->hdr.bytes, st->t_post,
-                                              LI_NEVER, st->t_incomplete, found);
+                                              st->t_incomplete, found);
             }
             st->state = 2;
         }

@@ -263,9 +263,9 @@ LI_HIDDEN void li_leave(int64_t *entered)
 
 /* When the receiver answers a rendezvous request that arrives at local time x: at its post if
  * the request was there first; else, polled, at x if it was inside MPI then, else when it
- * next entered MPI (a call it left since, the call under way, or its first check of the
- * receive); on arrival (x) otherwise. */
-static int64_t answered(int64_t x, int64_t t_post, int64_t t_first)
+ * next entered MPI (a call it left since, or the call under way: every check of a receive
+ * runs inside one); on arrival (x) otherwise. */
+static int64_t answered(int64_t x, int64_t t_post)
 {
     if (x <= t_post)
         return t_post;
@@ -274,8 +274,6 @@ static int64_t answered(int64_t x, int64_t t_post, int64_t t_first)
     int64_t best = INT64_MAX;
     if (call_depth > 0)
         best = cur_entry > x ? cur_entry : x;
-    if (t_first != LI_NEVER && (t_first > x ? t_first : x) < best)
-        best = t_first > x ? t_first : x;
     unsigned n = calls_kept < LI_CALLS ? calls_kept : LI_CALLS;
     for (unsigned i = 1; i <= n; i++) { /* newest first, while they end after x */
         unsigned k = (calls_kept - i) % LI_CALLS;
@@ -289,7 +287,7 @@ static int64_t answered(int64_t x, int64_t t_post, int64_t t_first)
 }
 
 LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
-                                  int64_t t_first, int64_t t_incomplete, int64_t c_time)
+                                  int64_t t_incomplete, int64_t c_time)
 {
     if (li_cfg.passive)
         return c_time;
@@ -300,8 +298,8 @@ LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
         extra = li_cfg.delta_ns;
     } else {
         int64_t rts = ts + (int64_t)(o + L);
-        int64_t h = answered(rts, t_post, t_first);
-        int64_t h2 = answered(rts + li_cfg.delta_ns, t_post, t_first);
+        int64_t h = answered(rts, t_post);
+        int64_t h2 = answered(rts + li_cfg.delta_ns, t_post);
         double rest = one_way(bytes) - (o + L);
         a = h + (int64_t)(rest > 0.0 ? rest : 0.0);
         extra = (h2 - h) + 2 * li_cfg.delta_ns;
@@ -419,7 +417,6 @@ LI_HIDDEN void li_recv_start(li_recv *r)
 {
     r->state = LI_POSTED;
     r->t_post = li_now();
-    r->t_first = LI_NEVER;
     r->t_incomplete = LI_NEVER;
     r->release = LI_NEVER;
     pending_append(r);
@@ -476,8 +473,6 @@ restart:
         int flag = 0;
         for (;;) {
             int64_t t0 = li_now();
-            if (p->t_first == LI_NEVER)
-                p->t_first = t0;
             PMPI_Request_get_status(p->req, &flag, &st);
             if (flag)
                 break;
@@ -534,7 +529,7 @@ LI_HIDDEN void li_recv_found(li_recv *r, const MPI_Status *st, int64_t c_time)
         if ((int64_t)n != h.bytes && n != MPI_UNDEFINED)
             li_st.header_mismatches++;
         r->release =
-            li_release_time(h.t_send, h.bytes, r->t_post, r->t_first, r->t_incomplete, c_time);
+            li_release_time(h.t_send, h.bytes, r->t_post, r->t_incomplete, c_time);
         li_st.messages_received++;
         if (r->release > c_time) {
             li_st.messages_delayed++;
@@ -552,8 +547,6 @@ LI_HIDDEN int li_recv_check(li_recv *r)
     MPI_Status st;
     int flag = 0;
     int64_t t0 = li_now();
-    if (r->t_first == LI_NEVER)
-        r->t_first = t0;
     PMPI_Request_get_status(r->req, &flag, &st);
     if (!flag) {
         r->t_incomplete = t0;
@@ -579,7 +572,7 @@ LI_HIDDEN int64_t li_probe_release(li_comm *c, int source, int tag, int64_t seen
         PMPI_Recv(&p->h, (int)sizeof p->h, MPI_BYTE, source, tag, c->hdr, MPI_STATUS_IGNORE);
         *link = p; /* appended: FIFO per (source, tag) */
     }
-    return li_release_time(p->h.t_send, p->h.bytes, LI_NEVER, LI_NEVER, LI_NEVER, seen);
+    return li_release_time(p->h.t_send, p->h.bytes, LI_NEVER, LI_NEVER, seen);
 }
 
 /* ------------------------------------------------------------------ rendezvous sends */

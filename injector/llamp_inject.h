@@ -117,11 +117,10 @@ typedef struct {
 LI_HIDDEN void li_send_header(li_comm *c, int dest, int tag, int count, MPI_Datatype type,
                               int64_t t_send);
 /* Local time a receive is released: a message of `bytes` whose send started at global time
- * t_send, posted at local time t_post, first checked at t_first, found complete at c_time and
- * last seen incomplete at t_incomplete (t_first, t_incomplete: LI_NEVER if never). See
- * inject_core.c. */
+ * t_send, posted at local time t_post, found complete at c_time and last seen incomplete at
+ * t_incomplete (LI_NEVER if never). See inject_core.c. */
 LI_HIDDEN int64_t li_release_time(int64_t t_send, int64_t bytes, int64_t t_post,
-                                  int64_t t_first, int64_t t_incomplete, int64_t c_time);
+                                  int64_t t_incomplete, int64_t c_time);
 /* Local time a send of `bytes` (started at local t_send) is released; c_time if eager. */
 LI_HIDDEN int64_t li_send_release(int64_t t_send, int64_t bytes, int64_t t_incomplete,
                                   int64_t c_time);
@@ -145,7 +144,6 @@ struct li_recv {
     int persistent;
     int state;         /* LI_POSTED, LI_FOUND (complete, release known), LI_IDLE (inactive) */
     int64_t t_post;    /* local time it was posted (started) */
-    int64_t t_first;   /* local time of its first check (a wait or test entered) */
     int64_t t_incomplete; /* last local time a check found it incomplete */
     int64_t release;   /* local time the completion is released */
     MPI_Status status; /* the completed receive's status */

@@ -931,6 +931,7 @@ def run_validation(
     # seconds; any left after the last round, after it.
     trace(0)
     measured = overheads == "measured"
+    rescheduled = reschedule and params.order == "schedule"  # each ΔL in its own order
 
     def prediction(graph) -> tuple[Any, LogGPS, pd.DataFrame]:
         """(the graph predicted from, its parameters, T and λ at every ΔL)."""
@@ -941,8 +942,11 @@ def run_validation(
         charged, used = (
             measured_overheads(graph, params, message_costs) if measured else (graph, params)
         )
-        again = reschedule and used.order == "schedule"
-        return graph, used, predict_deltas(charged, used, deltas, engine=engine, reschedule=again)
+        return (
+            graph,
+            used,
+            predict_deltas(charged, used, deltas, engine=engine, reschedule=rescheduled),
+        )
 
     # The first run's prediction now: a graph that cannot be predicted stops here, before the
     # measurement.
@@ -1021,7 +1025,7 @@ def run_validation(
         call_cost_ns=float(call_cost_ns),
         overheads=overheads,
         message_costs="" if message_costs is None else message_costs.describe(),
-        rescheduled=reschedule and params.order == "schedule",
+        rescheduled=rescheduled,
         param_sources=dict(param_sources or {}),
         target_width=width,
         max_repeat=repeat if max_repeat is None else max_repeat,
