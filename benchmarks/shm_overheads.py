@@ -35,7 +35,7 @@ from pathlib import Path
 from llamp.config import format_table
 from llamp.injector.calibrate import calibrate
 from llamp.injector.message_costs import MessageCosts
-from llamp.injector.validate import _traced_runtime_ns, measured_overheads, predict_deltas
+from llamp.injector.validate import measured_overheads, predict_deltas, traced_runtime_ns
 
 HERE = Path(__file__).resolve().parent
 
@@ -91,7 +91,7 @@ def run(repeat: int = 3, log=print) -> list[dict]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 graph = read(trace, fmt="liballprof", name="halo")
-            spans.append(_traced_runtime_ns(sorted(trace.glob("pmpi-trace-rank-*.txt"))))
+            spans.append(traced_runtime_ns(sorted(trace.glob("pmpi-trace-rank-*.txt"))))
             inside = time_in_calls(trace, ("MPI_Waitall", "MPI_Isend"))
             waits.append(inside["MPI_Waitall"])
             sends.append(inside["MPI_Isend"])

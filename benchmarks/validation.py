@@ -47,6 +47,7 @@ to the NPB or HPCC sources) is skipped with one line saying why.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -54,6 +55,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +71,16 @@ from llamp.injector.validate import (
     Validation,
     ValidationPoint,
     average_compute,
+    mean_models,
+    mean_prediction,
     measured_overheads,
     predict_deltas,
     predict_models,
     run_validation,
+    self_prediction_note,
     trace_directory,
+    traced_runtime_ns,
+    traces_note,
 )
 from llamp.params import LogGPS
 
@@ -101,10 +108,12 @@ follows it; `--quick` does not and is for trying the script only):
    injector without its delay path and under the injector at ΔL = 0, in shuffled rounds until
    each mean's 95 % interval is under the target width; the injector's per-call cost less the
    tracer's is charged in the model as CPU time before each traced MPI call (`llamp validate
-   --call-cost`), and the delay path's own cost at ΔL = 0 is reported beside it.
-4. **Measurement.** Three traced runs at ΔL = 0 (`--traces`; the prediction takes each
-   computation's mean duration over them: one run is one sample of a noisy program), the
-   first before the injected runs, the k-th before their k-th round (since run 7: the traced
+   --call-cost`) when its 95 % interval excludes 0 (since run 11; before, whatever the runs
+   gave), and the delay path's own cost at ΔL = 0 is reported beside it.
+4. **Measurement.** Six traced runs at ΔL = 0 (`--traces`; three before run 11), each
+   predicted, the prediction the mean of theirs (since run 11; before, one prediction from
+   each computation's mean duration over them: one run is one sample of a noisy program),
+   the first before the injected runs, the k-th before their k-th round (since run 7: the traced
    runs sample the machine over the measurement, as the injected runs do), and injected
    runs at ΔL ∈ {0, 5, 10, 20, 50, 100} µs in rounds of shuffled order; a ΔL is
    run again until the 95 % interval of its mean (Student t, full width) is under 1 % of the
@@ -249,7 +258,7 @@ def run(
     npb_source: str | None = None,
     hpcc_source: str | None = None,
     overheads: str = "model",
-    traces: int = 3,
+    traces: int = 6,
     rendezvous: str = DEFAULT_RENDEZVOUS,
     log=print,
 ) -> tuple[dict, list[tuple[Application, Validation]]]:
@@ -288,14 +297,21 @@ def run(
             fits.append(_calibrate_again(log))
         name, ranks = app.name, app.ranks
         command = [*_launcher(ranks), *app.argv]
-        charge = 0.0
+        charge, cost_note = 0.0, ""
         if overhead and not quick:
             log(f"measuring the tools' per-call cost on {name}, {ranks} ranks…")
             cost = measure_overhead(
                 command, width=width, min_runs=repeat, max_runs=max_repeat, cwd=work / app.directory
             )
             charge = cost.charge_ns
-            log(f"  {cost.calls} calls per rank; charge {charge:.1f} ns per call")
+            measured = cost.costs[2]
+            cost_note = (
+                f"the tools' per-call cost (injector less tracer, {cost.calls} calls per rank): "
+                f"{measured.per_call_ns:.1f} ± {measured.per_call_half_width_ns:.1f} ns "
+                f"measured, {charge:.1f} ns charged"
+                + ("" if cost.distinguishable else " (not distinguishable from 0)")
+            )
+            log(f"  {cost_note}")
         log(f"validating {name} on {ranks} ranks…")
         started = time.perf_counter()
         result, _ = run_validation(
@@ -320,6 +336,8 @@ def run(
             log=None,
         )
         log(f"  {time.perf_counter() - started:.0f} s; RRMSE by model: {result.rrmse_by_model()}")
+        if cost_note:
+            result = dataclasses.replace(result, notes=(*result.notes, cost_note))
         results.append((app, result))
         saved = work / f"{app.key}.json"
         saved.write_text(
@@ -352,6 +370,22 @@ def run(
         f"G = {c.G:.4g} ns/B, S = {c.S}, g = {c.g:.0f} ns; predicting from it"
     )
     return rescore(work, log=log, params=c.with_(rendezvous=rendezvous))
+
+
+def _notes_today(notes: Sequence[str], graphs, frames, dirs: Sequence[Path]) -> tuple[str, ...]:
+    """The run's notes, with those on its traced runs (how they are predicted, how far the
+    model falls from them at ΔL = 0) as today's prediction gives them."""
+    kept = tuple(
+        n
+        for n in notes
+        if " traced runs at ΔL = 0 took " not in n
+        and not n.startswith("the model against the traced runs themselves")
+    )
+    spans = [traced_runtime_ns(sorted(p for p in Path(d).iterdir() if p.is_file())) for d in dirs]
+    today = [] if len(dirs) < 2 else [traces_note(spans, average_compute(graphs)[1])]
+    if (own := self_prediction_note(frames, spans)) is not None:
+        today.append(own)
+    return (*today, *kept)
 
 
 def _calibrate_again(log) -> Calibration:
@@ -421,15 +455,26 @@ def rescore(
         dirs = [directory / d for d in saved.get("trace_dirs") or [trace.name]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graph, _ = average_compute([read(d, fmt="liballprof", name=key) for d in dirs])
+            graphs = [read(d, fmt="liballprof", name=key) for d in dirs]
         if saved.get("call_cost_ns"):
-            graph = charge_call_cost(graph, saved["call_cost_ns"])
+            graphs = [charge_call_cost(g, saved["call_cost_ns"]) for g in graphs]
         deltas = [pt["delta_ns"] for pt in saved["points"]]
         measured = saved.get("overheads") == "measured" and costs is not None
         overheads = "measured" if measured else "model"
-        charged, used = measured_overheads(graph, params, costs) if measured else (graph, params)
+        used = measured_overheads(graphs[0], params, costs)[1] if measured else params
         again = used.order == "schedule"  # each ΔL in its own order, as llamp validate
-        predicted = predict_deltas(charged, used, deltas, engine="graph", reschedule=again)
+        # each traced run predicted, the predictions averaged, as llamp validate
+        frames = [
+            predict_deltas(
+                measured_overheads(g, params, costs)[0] if measured else g,
+                used,
+                deltas,
+                engine="graph",
+                reschedule=again,
+            )
+            for g in graphs
+        ]
+        predicted = mean_prediction(frames)
         points = tuple(
             ValidationPoint(
                 delta_ns=pt["delta_ns"],
@@ -453,9 +498,9 @@ def rescore(
             mpi=saved.get("mpi", ""),
             load=saved.get("load", {}),
             counters=saved.get("counters", {}),
-            notes=tuple(saved.get("notes", ())),
+            notes=_notes_today(saved.get("notes", ()), graphs, frames, dirs),
             created=saved.get("created", ""),
-            models=predict_models(graph, params, deltas, costs),
+            models=mean_models([predict_models(g, params, deltas, costs) for g in graphs]),
             call_cost_ns=float(saved.get("call_cost_ns", 0.0)),
             overheads=overheads,
             message_costs="" if costs is None else costs.describe(),
@@ -523,7 +568,7 @@ def markdown(calibration: dict, results: list[tuple[Application, Validation]], c
         f"Measured {time.strftime('%Y-%m-%d')} on this machine ({cores} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB), Open MPI over "
         f"shared memory, with `{command}` (`benchmarks/validation.py`). Each application is traced "
-        "at ΔL = 0 (each computation's duration averaged over the traced runs), then run under "
+        "at ΔL = 0 (each traced run predicted, the predictions averaged), then run under "
         "the latency injector at every ΔL; the same measured runs "
         f"are compared with the predictions of all {len(names)} models (`llamp validate` does "
         "this for every run; `progress/NIC/schedule/rendezvous` is the schedule order with "
@@ -659,8 +704,8 @@ def main() -> None:
     parser.add_argument(
         "--traces",
         type=int,
-        default=3,
-        help="traced runs at ΔL = 0 per application, calc durations averaged (default 3)",
+        default=6,
+        help="traced runs at ΔL = 0 per application, their predictions averaged (default 6)",
     )
     parser.add_argument(
         "--overheads",

@@ -2,11 +2,12 @@
 ``llamp validate --deltas 0,10,20,50,100us --repeat 5 -- mpirun …``.
 
 1. Trace the application at ΔL = 0 (``llamp trace``'s machinery,
-   :func:`llamp.ingest.tracing.run_traced`; ``traces`` times, each calc's duration then its
-   mean over the runs: :func:`average_compute`), ingest the trace into an execution graph and
-   store it as a run.
+   :func:`llamp.ingest.tracing.run_traced`; ``traces`` times), ingest each trace into an
+   execution graph and store one (each calc's mean duration over the runs:
+   :func:`average_compute`) as a run.
 2. Predict ``T(L0 + ΔL)`` for every ΔL with the graph engine (``L0, o, G, S`` of this machine:
-   a network profile from ``llamp calibrate`` or options).
+   a network profile from ``llamp calibrate`` or options), from each traced run, and average
+   the predictions (:func:`mean_prediction`).
 3. Run the application under the injector (:func:`llamp.injector.inject.run_injected`) at every
    ΔL, ``repeat`` times, in a shuffled order per repetition so that a drift of the machine's
    load spreads over all ΔL instead of biasing some.
@@ -866,8 +867,8 @@ def run_validation(
     per-size overheads; with them every model is also predicted with those overheads charged
     (:data:`MEASURED_MODELS`), and ``overheads="measured"`` makes that the prediction
     (:func:`measured_overheads`). ``traces``: traced runs at ΔL = 0; with more than one the
-    prediction takes each calc's mean duration over them (:func:`average_compute`: one traced
-    run is one sample of a noisy program). ``reschedule``: under the schedule order each ΔL is
+    prediction is the mean of each run's (:func:`mean_prediction`: one traced run is one
+    sample of a noisy program). ``reschedule``: under the schedule order each ΔL is
     predicted in the order of its own schedule pass, as ``llamp predict`` at L0 + ΔL does (the
     order at ΔL = 0 is a device of the range analyses; every model is also predicted with it).
     ``param_sources`` says where each LogGPS parameter came from (reported as given)."""
@@ -978,18 +979,22 @@ def run_validation(
     for k in range(len(graphs), traces):
         trace(k)
     traced, trace_load = runs_traced[-1], max(loads)
-    graph, averaged = average_compute(graphs)
-    # one traced run, or runs that differ: the first run's graph, predicted already
-    graph, used, predicted = first if graph is graphs[0] else prediction(graph)
-    models = predict_models(graph, params, deltas, message_costs)
+    # each traced run predicted (the first already), the predictions averaged
+    each = [first, *(prediction(g) for g in graphs[1:])]
+    used = first[1]
+    predicted = mean_prediction([p for _, _, p in each])
+    models = mean_models([predict_models(g, params, deltas, message_costs) for g, _, _ in each])
+    # the graph kept with the result: the calcs' mean durations, where the runs' structure
+    # allows it (a representative graph for the analyses; the prediction is the mean above)
+    graph, averaged = average_compute([g for g, _, _ in each])
     if log and len(graphs) > 1:
         log(f"predicted T(L0) = {format_ns(float(predicted['runtime_ns'].iloc[0]))}")
     counters, notes = _consistency(runs, int(graph.summary().messages))
     zero = [r for d, rs in runs.items() if d == 0 for r in rs]
-    spans = [_traced_runtime_ns(t.files) for t in runs_traced]
+    spans = [traced_runtime_ns(t.files) for t in runs_traced]
     traced_T = float(np.mean(spans))
     if len(spans) > 1:
-        notes.append(_traces_note(spans, averaged))
+        notes.append(traces_note(spans, averaged))
     if zero and math.isfinite(traced_T):
         overhead = np.mean([r.runtime_ns for r in zero]) / traced_T - 1.0
         took = "the traced run took" if len(spans) == 1 else "the traced runs took on average"
@@ -997,6 +1002,8 @@ def run_validation(
             f"injector at ΔL = 0 vs the traced run: {overhead * 100:+.1f}% runtime ({took} "
             f"{format_ns(traced_T)})"
         )
+    if (own := self_prediction_note([p for _, _, p in each], spans)) is not None:
+        notes.append(own)
     points = tuple(
         ValidationPoint(
             delta_ns=d,
@@ -1041,6 +1048,63 @@ def trace_directory(directory: Path, k: int) -> Path:
     return Path(directory) if k == 0 else Path(f"{directory}-{k + 1}")
 
 
+def mean_prediction(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The mean over traced runs of each run's prediction (:func:`predict_deltas`): ``T`` and
+    ``λ_L`` per ΔL averaged, the other columns the first run's.
+
+    Why not one prediction from the calcs' mean durations (:func:`average_compute`): ``T`` is
+    a longest path, convex in the calcs' durations, so ``T(mean durations) ≤ mean T(each
+    run's durations)``, short of it by the runs' scatter (an iteration waits for the slower
+    of two ranks, and averaging first cancels what each run's slower rank costs). An
+    injected run draws its durations as a traced run does, so the mean of the runs'
+    predictions is the estimate of the mean an injected ΔL measures; it also needs no common
+    structure (a program whose communication depends on timing)."""
+    first = frames[0]
+    if len(frames) == 1:
+        return first
+    mean = first.copy()
+    for column in ("runtime_ns", "lambda_L"):
+        mean[column] = np.mean([f[column].to_numpy(dtype=float) for f in frames], axis=0)
+    return mean
+
+
+def self_prediction_note(frames: Sequence[pd.DataFrame], spans: Sequence[float]) -> str | None:
+    """How far the prediction at ΔL = 0 of each traced run (``frames``, as
+    :func:`predict_deltas` gives) falls from what that run took (``spans``): what the model
+    misses before any latency is injected, apart from the tools' costs and from the injected
+    runs' scatter (None without a ΔL = 0 or a span)."""
+    own = []
+    for frame in frames:
+        zero = frame.loc[frame["delta_L_ns"] == 0, "runtime_ns"]
+        if zero.empty:
+            return None
+        own.append(float(zero.iloc[0]))
+    took = np.asarray(spans, dtype=float)
+    if len(took) != len(own) or not np.all(np.isfinite(took)) or not np.all(took > 0):
+        return None
+    each = np.asarray(own) / took - 1.0
+    spread = (
+        "" if len(each) == 1 else f"; per run {each.min() * 100:+.1f} … {each.max() * 100:+.1f} %"
+    )
+    return (
+        f"the model against the traced runs themselves at ΔL = 0: predicted "
+        f"{format_ns(float(np.mean(own)))}, they took {format_ns(float(took.mean()))} "
+        f"({(np.mean(own) / took.mean() - 1.0) * 100:+.1f} %{spread}): what the model misses "
+        "before any latency is injected"
+    )
+
+
+def mean_models(
+    predictions: Sequence[dict[str, tuple[float, ...]]],
+) -> dict[str, tuple[float, ...]]:
+    """Each model's ``T`` per ΔL averaged over the traced runs' predictions
+    (:func:`predict_models` of each; :func:`mean_prediction` says why)."""
+    return {
+        name: tuple(float(t) for t in np.mean([p[name] for p in predictions], axis=0))
+        for name in predictions[0]
+    }
+
+
 def average_compute(graphs: Sequence[ExecutionGraph]) -> tuple[ExecutionGraph, bool]:
     """One graph whose calcs take their mean duration over ``graphs`` — traced runs of the same
     program — and whether it could: the runs must have the same structure (vertices, their
@@ -1061,19 +1125,21 @@ def average_compute(graphs: Sequence[ExecutionGraph]) -> tuple[ExecutionGraph, b
     return dataclasses.replace(first, cost_ns=cost, meta=meta, source=None), True
 
 
-def _traces_note(spans: Sequence[float], averaged: bool) -> str:
+def traces_note(spans: Sequence[float], averaged: bool) -> str:
     what = (
-        "each calc's duration averaged over them"
+        ""
         if averaged
-        else "their communication differs (the program depends on timing): predicted from the first"
+        else " (their communication differs: the program depends on timing; the graph kept is "
+        "the first run's)"
     )
     return (
         f"{len(spans)} traced runs at ΔL = 0 took {format_ns(min(spans))} … "
-        f"{format_ns(max(spans))} (mean {format_ns(float(np.mean(spans)))}); {what}"
+        f"{format_ns(max(spans))} (mean {format_ns(float(np.mean(spans)))}); the prediction is "
+        f"the mean of each run's{what}"
     )
 
 
-def _traced_runtime_ns(files: Sequence[Path]) -> float:
+def traced_runtime_ns(files: Sequence[Path]) -> float:
     """End of MPI_Init to start of MPI_Finalize of the slowest rank, from the trace text."""
     spans = []
     for path in files:

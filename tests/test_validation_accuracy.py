@@ -229,6 +229,22 @@ def test_overhead_per_call_costs():
     data = json.loads(json.dumps(o.as_dict(), default=str))
     assert data["modes"]["plain"]["span_mean_ns"] is None
     assert data["charge_per_call_ns"] == pytest.approx(1000.0)
+    assert data["charge_distinguishable"] is True
+
+
+def test_overhead_charges_nothing_it_cannot_tell_from_zero():
+    """Runs scattering by ±2 % around spans 1 ms apart per 10 000 calls (100 ns per call):
+    the difference is inside its interval, the charge 0, the measurement kept."""
+    runs = [ModeRun("traced", w, w, 0.2, 0.0) for w in (1.00e9, 1.02e9, 0.98e9)]
+    runs += [ModeRun("injected", w, w, 0.3, 0.0) for w in (1.001e9, 1.021e9, 0.981e9)]
+    runs += [ModeRun(m, 1e9, 1e9, 0.3, 0.0) for m in ("plain", "loaded") for _ in range(3)]
+    o = Overhead(("app",), tuple(runs), calls=10_000, width=0.01, max_runs=30)
+    assert o.costs[2].per_call_ns == pytest.approx(100.0)
+    assert o.costs[2].per_call_half_width_ns > 100.0
+    assert not o.distinguishable and o.charge_ns == 0.0
+    data = json.loads(json.dumps(o.as_dict(), default=str))
+    assert data["charge_per_call_ns"] == 0.0 and data["charge_distinguishable"] is False
+    assert data["costs"][2]["per_call_ns"] == pytest.approx(100.0)
 
 
 def test_measure_overhead_rounds_until_every_mode_is_known(monkeypatch, tmp_path):
@@ -503,7 +519,7 @@ def test_a_stored_validation_keeps_its_order_and_one_stored_before_reads_as_the_
 
 # --------------------------------------------------------------------------- several traces
 def test_several_traced_runs_average_each_calc():
-    from llamp.injector.validate import _traces_note, average_compute, trace_directory
+    from llamp.injector.validate import average_compute, trace_directory, traces_note
 
     a = _two_ranks_with_a_join()
     b = dataclasses.replace(a, cost_ns=a.cost_ns * 3.0)
@@ -517,12 +533,89 @@ def test_several_traced_runs_average_each_calc():
     assert average_compute([a]) == (a, False)
     assert trace_directory(Path("/x/trace"), 0) == Path("/x/trace")
     assert trace_directory(Path("/x/trace"), 2) == Path("/x/trace-3")
-    note = _traces_note([27.0e6, 31.0e6, 32.0e6], True)
+    note = traces_note([27.0e6, 31.0e6, 32.0e6], True)
     assert note == (
-        "3 traced runs at ΔL = 0 took 27 ms … 32 ms (mean 30 ms); each calc's duration "
-        "averaged over them"
+        "3 traced runs at ΔL = 0 took 27 ms … 32 ms (mean 30 ms); the prediction is the mean "
+        "of each run's"
     )
-    assert "predicted from the first" in _traces_note([1.0e6, 2.0e6], False)
+    assert "the program depends on timing" in traces_note([1.0e6, 2.0e6], False)
+
+
+#: Two ranks compute, then exchange a message each way: the exchange waits for the slower.
+EXCHANGE = """num_ranks 2
+rank 0 {{
+c: calc {0}
+s: send 8b to 1 tag 1
+r: recv 8b from 1 tag 2
+s requires c
+r requires c
+}}
+rank 1 {{
+c: calc {1}
+s: send 8b to 0 tag 2
+r: recv 8b from 0 tag 1
+s requires c
+r requires c
+}}
+"""
+
+
+def test_the_prediction_is_the_mean_of_each_traced_runs():
+    """Traced run A: rank 0 computes 10 µs, rank 1 2 µs; run B the other way round. Each run
+    takes 10 µs and the exchange, and so does each injected run drawn like them; the calcs'
+    mean durations (6 µs on both ranks) would predict 6 µs and the exchange, which no run
+    takes (T is convex in the durations). The mean of the two predictions is 10 µs and the
+    exchange at every ΔL, and needs no common structure."""
+    from llamp.ingest.goal import parse_goal_text
+    from llamp.injector.validate import (
+        average_compute,
+        mean_models,
+        mean_prediction,
+        predict_deltas,
+        predict_models,
+    )
+
+    a = parse_goal_text(EXCHANGE.format(10000, 2000), name="a.goal")
+    b = parse_goal_text(EXCHANGE.format(2000, 10000), name="b.goal")
+    params = LogGPS(L=1000.0, o=100.0, G=0.0, g=0.0)
+    deltas = [0.0, 5000.0]
+    exchange = [2 * 100.0 + 1000.0 + d for d in deltas]  # o + L + o, and ΔL
+    each = [predict_deltas(g, params, deltas, engine="graph", reschedule=True) for g in (a, b)]
+    for frame in each:
+        assert frame["runtime_ns"].tolist() == pytest.approx([10000 + x for x in exchange])
+    mean = mean_prediction(each)
+    assert mean["runtime_ns"].tolist() == pytest.approx([10000 + x for x in exchange])
+    assert mean["lambda_L"].tolist() == pytest.approx([1.0, 1.0])
+    assert mean["delta_L_ns"].tolist() == deltas
+    averaged, same = average_compute([a, b])
+    assert same
+    short = predict_deltas(averaged, params, deltas, engine="graph", reschedule=True)
+    assert short["runtime_ns"].tolist() == pytest.approx([6000 + x for x in exchange])
+    models = mean_models([predict_models(g, params, deltas) for g in (a, b)])
+    assert models["async/overlap"] == pytest.approx([10000 + x for x in exchange])
+    assert mean_prediction(each[:1]) is each[0]
+
+
+def test_the_model_is_held_against_the_traced_runs_themselves():
+    """Before any latency is injected: each traced run's prediction at ΔL = 0 against the span
+    that run took (the NPB CG of validation run 11: 25.4 ms predicted, 27.4 ms taken)."""
+    import pandas as pd
+
+    from llamp.injector.validate import self_prediction_note
+
+    def frame(t0: float) -> pd.DataFrame:
+        return pd.DataFrame({"delta_L_ns": [0.0, 5e3], "runtime_ns": [t0, t0 + 9e6]})
+
+    note = self_prediction_note([frame(25.0e6), frame(26.0e6)], [27.0e6, 28.0e6])
+    assert note == (
+        "the model against the traced runs themselves at ΔL = 0: predicted 25.5 ms, they took "
+        "27.5 ms (-7.3 %; per run -7.4 … -7.1 %): what the model misses before any latency is "
+        "injected"
+    )
+    assert "per run" not in self_prediction_note([frame(25.0e6)], [25.0e6])
+    no_zero = pd.DataFrame({"delta_L_ns": [5e3], "runtime_ns": [1e6]})
+    assert self_prediction_note([no_zero], [1e6]) is None
+    assert self_prediction_note([frame(1e6)], [math.nan]) is None
 
 
 def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatch, tmp_path):
@@ -568,7 +661,8 @@ def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatc
     kinds = [e.split()[0] for e in events]
     assert kinds == ["trace", "run", "run", "trace", "run", "run", "trace", "trace"]
     assert result.traced_runtime_ns == pytest.approx(np.mean([1000e3, 1001e3, 1002e3, 1003e3]))
-    assert any("4 traced runs" in n and "averaged" in n for n in result.notes)
+    assert any("4 traced runs" in n and "the mean of each run's" in n for n in result.notes)
+    assert any(n.startswith("the model against the traced runs themselves") for n in result.notes)
     # each ΔL in the order of its own schedule pass (the default), as `llamp predict` there
     from llamp.lp import sweep
 

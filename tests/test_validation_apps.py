@@ -259,7 +259,9 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     assert app.name == "halo 8 KiB" and calibration["o_ns"] == 238.5
     assert [m.name for m in MODELS] == list(v.models)
     assert [p.runs_ns for p in v.points] == [tuple(r) for r in runs.values()]
-    assert v.notes == tuple(kept["notes"]) and v.call_cost_ns == 50.0
+    assert v.notes[1:] == tuple(kept["notes"]) and v.call_cost_ns == 50.0
+    # and how far today's model falls from the traced run itself at ΔL = 0
+    assert v.notes[0].startswith("the model against the traced runs themselves at ΔL = 0")
     # today's model, with the protocol the run's injector emulated (on arrival: not recorded)
     today = LogGPS(L=0.0, o=238.5, G=0.14, S=2048, g=115.0, rendezvous="handshake")
     graph = charge_call_cost(read(tmp_path / "trace-0", name="x"), 50.0)
@@ -296,5 +298,18 @@ def test_rescore_predicts_kept_runs_again_under_todays_models(tmp_path):
     ]
     assert [p.predicted_ns for p in polled.points] == pytest.approx(list(expected), rel=1e-12)
     assert "Injected network: the `polled` rendezvous" in markdown(calibration, results, "x")
+    # several traced runs: each predicted, the mean kept; the run's note on its traced runs
+    # says how they are predicted today
+    shutil.copytree(trace, tmp_path / "trace-0-2")
+    stale = "2 traced runs at ΔL = 0 took 1 ms … 2 ms (mean 1.5 ms); each calc's duration averaged"
+    two = kept | {"trace_dirs": ["trace-0", "trace-0-2"], "notes": [stale, *kept["notes"]]}
+    (tmp_path / "halo-8k-2.json").write_text(json.dumps(two))
+    _, ((_, both),) = rescore(tmp_path, log=lambda *_: None)
+    once = predict_deltas(graph, today, list(runs), engine="graph", reschedule=True)
+    assert [p.predicted_ns for p in both.points] == pytest.approx(list(once["runtime_ns"]))
+    assert both.notes[2:] == tuple(kept["notes"]) and stale not in both.notes
+    assert both.notes[0].startswith("2 traced runs at ΔL = 0 took ")
+    assert both.notes[0].endswith("the prediction is the mean of each run's")
+    assert "per run" in both.notes[1]
     with pytest.raises(SystemExit, match="no results"):
         rescore(tmp_path / "trace-0")

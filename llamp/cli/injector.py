@@ -425,8 +425,9 @@ def overhead_cmd(
             f"{c.per_call_half_width_ns:.1f} ns per call"
         )
     loads = [r.loadavg for r in result.runs]
+    why = "" if result.distinguishable else ", the difference not distinguishable from 0"
     click.echo(
-        f"charge for `llamp validate --call-cost`: {result.charge_ns:.1f}ns "
+        f"charge for `llamp validate --call-cost`: {result.charge_ns:.1f}ns{why} "
         f"(load average {min(loads):.2f}–{max(loads):.2f} over {len(loads)} runs)"
     )
     for n in result.notes:
@@ -508,10 +509,9 @@ def _message_costs(network: str | None, *, required: bool):
     default=3,
     show_default=True,
     type=click.IntRange(min=1, max=100),
-    help="Traced runs at ΔL = 0: the prediction takes each computation's mean duration over "
-    "them (one run is one sample of a noisy program); runs whose communication differs fall "
-    "back to the first. The first runs before the injected runs, the k-th before their k-th "
-    "round.",
+    help="Traced runs at ΔL = 0: each is predicted and the prediction is the mean of theirs "
+    "(one run is one sample of a noisy program). The first runs before the injected runs, "
+    "the k-th before their k-th round.",
 )
 @click.option("--run", "run_name", default=None, help="Name of the stored run (default: derived).")
 @network_options
