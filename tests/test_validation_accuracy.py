@@ -560,7 +560,7 @@ r requires c
 """
 
 
-def test_the_prediction_is_the_mean_of_each_traced_runs():
+def test_the_prediction_is_the_mean_of_the_traced_runs_predictions():
     """Traced run A: rank 0 computes 10 µs, rank 1 2 µs; run B the other way round. Each run
     takes 10 µs and the exchange, and so does each injected run drawn like them; the calcs'
     mean durations (6 µs on both ranks) would predict 6 µs and the exchange, which no run
@@ -621,7 +621,8 @@ def test_the_model_is_held_against_the_traced_runs_themselves():
 def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatch, tmp_path):
     """The first traced run comes before any injected run, the k-th before round k (the
     machine's speed drifts: the traced runs sample it over the measurement as the injected
-    runs do); traced runs left after the last round follow it. Each calc is their mean."""
+    runs do); traced runs left after the last round follow it. The prediction is the mean of
+    the four runs' predictions."""
     import llamp.ingest as ingest_mod
     import llamp.ingest.tracing as trace_mod
 
@@ -666,7 +667,18 @@ def test_traced_runs_are_interleaved_with_the_rounds_of_injected_runs(monkeypatc
     # each ΔL in the order of its own schedule pass (the default), as `llamp predict` there
     from llamp.lp import sweep
 
-    averaged = dataclasses.replace(graph, cost_ns=graph.cost_ns * 2.5)
-    own = sweep(averaged, LogGPS(), [LogGPS().L, LogGPS().L + 1e4], reschedule=True)
+    points = [LogGPS().L, LogGPS().L + 1e4]
+    own = np.mean(
+        [
+            sweep(
+                dataclasses.replace(graph, cost_ns=graph.cost_ns * (k + 1)),
+                LogGPS(),
+                points,
+                reschedule=True,
+            )["runtime_ns"].to_numpy()
+            for k in range(4)
+        ],
+        axis=0,
+    )
     assert result.rescheduled and "its own schedule pass" in result.summary()
-    assert [p.predicted_ns for p in result.points] == pytest.approx(list(own["runtime_ns"]))
+    assert [p.predicted_ns for p in result.points] == pytest.approx(list(own))
