@@ -73,9 +73,8 @@ from llamp.injector.validate import (
     average_compute,
     mean_models,
     mean_prediction,
-    measured_overheads,
-    predict_deltas,
     predict_models,
+    predict_traced,
     run_validation,
     self_prediction_note,
     trace_directory,
@@ -410,7 +409,6 @@ def rescore(
     import warnings
 
     from llamp.ingest import read
-    from llamp.injector.overhead import charge_call_cost
 
     given = params
     directory = Path(directory)
@@ -455,25 +453,25 @@ def rescore(
         dirs = [directory / d for d in saved.get("trace_dirs") or [trace.name]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graphs = [read(d, fmt="liballprof", name=key) for d in dirs]
-        if saved.get("call_cost_ns"):
-            graphs = [charge_call_cost(g, saved["call_cost_ns"]) for g in graphs]
+            traced = [read(d, fmt="liballprof", name=key) for d in dirs]
         deltas = [pt["delta_ns"] for pt in saved["points"]]
         measured = saved.get("overheads") == "measured" and costs is not None
         overheads = "measured" if measured else "model"
-        used = measured_overheads(graphs[0], params, costs)[1] if measured else params
-        again = used.order == "schedule"  # each ΔL in its own order, as llamp validate
-        # each traced run predicted, the predictions averaged, as llamp validate
-        frames = [
-            predict_deltas(
-                measured_overheads(g, params, costs)[0] if measured else g,
-                used,
+        # each traced run predicted as llamp validate does (each ΔL in its own order), the
+        # predictions averaged
+        each = [
+            predict_traced(
+                g,
+                params,
                 deltas,
+                call_cost_ns=saved.get("call_cost_ns") or 0.0,
+                message_costs=costs if measured else None,
                 engine="graph",
-                reschedule=again,
             )
-            for g in graphs
+            for g in traced
         ]
+        graphs = [g for g, _, _ in each]
+        frames = [frame for _, _, frame in each]
         predicted = mean_prediction(frames)
         points = tuple(
             ValidationPoint(
@@ -504,7 +502,7 @@ def rescore(
             call_cost_ns=float(saved.get("call_cost_ns", 0.0)),
             overheads=overheads,
             message_costs="" if costs is None else costs.describe(),
-            rescheduled=again,
+            rescheduled=params.order == "schedule",
             param_sources=saved.get("parameter_sources", {}),
             target_width=stopping.get("ci95_width", 0.01),
             max_repeat=stopping.get("max_repeat", 0),

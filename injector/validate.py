@@ -674,6 +674,34 @@ def predict_models(
     }
 
 
+def predict_traced(
+    graph,
+    params: LogGPS,
+    deltas: Sequence[float],
+    *,
+    call_cost_ns: float = 0.0,
+    message_costs: MessageCosts | None = None,
+    reschedule: bool = True,
+    engine: str = "auto",
+) -> tuple[Any, LogGPS, pd.DataFrame]:
+    """One traced run's prediction at every ΔL: (its graph with ``call_cost_ns`` charged before
+    each call, the parameters predicted with, :func:`predict_deltas`' frame). With
+    ``message_costs`` the calibration's per-size overheads are charged too, on the wire's
+    ``L`` and ``G`` (:func:`measured_overheads`); with ``reschedule`` under the schedule order
+    each ΔL is predicted in its own schedule's order."""
+    if call_cost_ns:
+        from llamp.injector.overhead import charge_call_cost
+
+        graph = charge_call_cost(graph, call_cost_ns)
+    charged, used = (
+        (graph, params)
+        if message_costs is None
+        else measured_overheads(graph, params, message_costs)
+    )
+    again = reschedule and used.order == "schedule"
+    return graph, used, predict_deltas(charged, used, deltas, engine=engine, reschedule=again)
+
+
 def measured_overheads(graph, params: LogGPS, costs: MessageCosts) -> tuple[Any, LogGPS]:
     """``graph`` with the calibration's per-size overheads charged as CPU, and ``params`` with
     the wire's ``L`` and ``G`` (:mod:`llamp.injector.message_costs`; ``o``, ``S``, ``g`` and
@@ -931,22 +959,17 @@ def run_validation(
     # do (this VM's speed drifts by tens of percent within seconds), not only its first
     # seconds; any left after the last round, after it.
     trace(0)
-    measured = overheads == "measured"
     rescheduled = reschedule and params.order == "schedule"  # each ΔL in its own order
 
     def prediction(graph) -> tuple[Any, LogGPS, pd.DataFrame]:
-        """(the graph predicted from, its parameters, T and λ at every ΔL)."""
-        if call_cost_ns:
-            from llamp.injector.overhead import charge_call_cost
-
-            graph = charge_call_cost(graph, call_cost_ns)
-        charged, used = (
-            measured_overheads(graph, params, message_costs) if measured else (graph, params)
-        )
-        return (
+        return predict_traced(
             graph,
-            used,
-            predict_deltas(charged, used, deltas, engine=engine, reschedule=rescheduled),
+            params,
+            deltas,
+            call_cost_ns=call_cost_ns,
+            message_costs=message_costs if overheads == "measured" else None,
+            reschedule=reschedule,
+            engine=engine,
         )
 
     # The first run's prediction now: a graph that cannot be predicted stops here, before the
